@@ -1,0 +1,46 @@
+"""The LLVM optimization pipeline: O3 with loop and SLP vectorization.
+
+A fresh ModulePassManager per module: reusing one aborts the process
+(llvm/llvm-project#58939). PassBuilder.getFunctionPassManager() does not run
+the vectorizers, so the whole per-module default pipeline is used.
+"""
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+
+from compiler.backend.target import Target
+
+
+def optimize(module: llvm.ModuleRef, target: Target) -> llvm.ModuleRef:
+    """Run O3 (inlining, loop + SLP vectorization, unrolling) on `module` in place."""
+    tm = target.machine()
+    module.triple = tm.triple
+    module.data_layout = str(tm.target_data)
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True  # off by default in llvmlite
+    pto.loop_interleaving = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(module, pb)
+    return module
+
+
+def parse(llvm_ir: str, target: Target) -> llvm.ModuleRef:
+    """Parse textual LLVM IR, stamp the target on it, and verify it."""
+    from compiler.backend.target import _initialize
+    _initialize()
+    module = llvm.parse_assembly(llvm_ir)
+    tm = target.machine()
+    module.triple = tm.triple
+    module.data_layout = str(tm.target_data)
+    module.verify()
+    return module
+
+
+def emit_object(module: llvm.ModuleRef, target: Target) -> bytes:
+    return target.machine().emit_object(module)
+
+
+def emit_assembly(module: llvm.ModuleRef, target: Target) -> str:
+    return target.machine().emit_assembly(module)

@@ -1,0 +1,83 @@
+"""Target description: the host triple, CPU name and features, and TargetMachines.
+
+Everything that depends on *which* CPU code is generated for lives here, so the
+rest of the backend can ask one question ("what is the target?") and the cache
+can key on one value (:func:`Target.magic`).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import llvmlite
+import llvmlite.binding as llvm
+
+
+@functools.cache
+def _initialize() -> None:
+    # llvm.initialize() raises since llvmlite 0.45; the native target and asm
+    # printer still have to be registered explicitly.
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+@dataclass(frozen=True)
+class Target:
+    """A code-generation target: triple, CPU name and feature string."""
+
+    triple: str
+    cpu: str
+    features: str
+
+    @property
+    def feature_set(self) -> frozenset[str]:
+        """Enabled features without the leading '+', e.g. {'avx2', 'fma'}."""
+        return frozenset(f[1:] for f in self.features.split(",") if f.startswith("+"))
+
+    @property
+    def has_fma(self) -> bool:
+        return "fma" in self.feature_set
+
+    @property
+    def vector_bits(self) -> int:
+        """Width of the widest floating-point vector register."""
+        feats = self.feature_set
+        if "avx512f" in feats:
+            return 512
+        if "avx" in feats:
+            return 256
+        return 128
+
+    def magic(self) -> tuple[str, str, str, str]:
+        """What compiled code depends on: part of every cache key."""
+        return (self.triple, self.cpu, self.features, llvmlite.__version__)
+
+    def machine(self, *, jit: bool = False) -> llvm.TargetMachine:
+        """A TargetMachine at O3. Position-independent so one object serves
+        both the in-process JIT and a shared library."""
+        return _machine(self, jit)
+
+
+@functools.cache
+def _machine(target: Target, jit: bool) -> llvm.TargetMachine:
+    _initialize()
+    llvm_target = llvm.Target.from_triple(target.triple)
+    return llvm_target.create_target_machine(
+        cpu=target.cpu, features=target.features, opt=3, reloc="pic",
+        codemodel="default", jit=jit)
+
+
+@functools.cache
+def host() -> Target:
+    """The CPU this process runs on."""
+    _initialize()
+    features = llvm.get_host_cpu_features().flatten()
+    return Target(llvm.get_process_triple(), llvm.get_host_cpu_name(), features)
+
+
+def named(cpu: str) -> Target:
+    """A target for `cpu`: 'host', 'generic' (baseline x86-64) or an LLVM CPU name."""
+    if cpu == "host":
+        return host()
+    _initialize()
+    return Target(llvm.get_process_triple(), "x86-64" if cpu == "generic" else cpu, "")

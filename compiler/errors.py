@@ -1,0 +1,93 @@
+"""User-facing errors: one hierarchy, one format.
+
+Every user mistake is a :class:`CompileError` (a ``TypeError``) carrying the
+file, line and column of the user's code and a hint. Its message reads::
+
+    /home/me/model.py:12:9: DataDependentControlFlowError: `if` on a batched value
+        if x.sum() > 0:
+           ^~~~~~~~~~~
+    hint: use np.where(cond, a, b) or compiler.cond
+    see docs/errors.md#datadependentcontrolflowerror
+
+Internal invariant failures are :class:`InternalCompilerError`.
+"""
+from __future__ import annotations
+
+import linecache
+
+from compiler.ir.core import SourceLoc
+
+
+class CompileError(TypeError):
+    """A user's function cannot be compiled; points at the user's code."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None, hint: str | None = None) -> None:
+        self.message = message
+        self.loc = loc
+        self.hint = hint
+        self.filename = loc.file if loc else None
+        self.lineno = loc.line if loc else None
+        self.col_offset = loc.col if loc else None
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        name = type(self).__name__
+        head = f"{self.loc}: {name}: {self.message}" if self.loc else f"{name}: {self.message}"
+        lines = [head]
+        excerpt = source_excerpt(self.loc) if self.loc else ""
+        if excerpt:
+            lines.append(excerpt)
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        lines.append(f"see docs/errors.md#{name.lower()}")
+        return "\n".join(lines)
+
+
+def source_excerpt(loc: SourceLoc) -> str:
+    """The source line of `loc` with a caret (and tildes) under the expression."""
+    line = linecache.getline(loc.file, loc.line)
+    if not line:
+        return ""
+    text = line.rstrip("\n")
+    stripped = text.lstrip()
+    indent = len(text) - len(stripped)
+    col = max(loc.col - indent, 0)
+    end = loc.end_col - indent if loc.end_col is not None and loc.end_col > loc.col else col + 1
+    marker = " " * col + "^" + "~" * max(end - col - 1, 0)
+    return f"    {stripped}\n    {marker}"
+
+
+class UnsupportedError(CompileError):
+    """A construct or call outside the compilable subset."""
+
+
+class DynamicShapeError(CompileError):
+    """An operation whose output shape depends on the values of its input."""
+
+
+class OutParameterError(CompileError):
+    """An ``out=`` argument: compiled functions return their results."""
+
+
+class SideEffectError(CompileError):
+    """A write that escapes the function (globals, outer objects, arguments)."""
+
+
+class DataDependentControlFlowError(CompileError):
+    """Control flow on a value a transform cannot branch on (batched, or reverse-mode while)."""
+
+
+class DataDependentOperationError(CompileError):
+    """``.item()``/``float()``/``int()``/``bool()`` where a transform cannot allow it."""
+
+
+class RandomnessError(CompileError):
+    """A random operation under vmap(randomness='error')."""
+
+
+class ShapeMismatchError(CompileError):
+    """Operands whose shapes or dtypes do not fit the operation (as NumPy would reject)."""
+
+
+class InternalCompilerError(RuntimeError):
+    """A bug in aotx, not in the user's code: please report it with the function."""

@@ -1,0 +1,126 @@
+"""Tensor types: a dtype and a shape whose dims are integers or symbols.
+
+The five dtypes of the contract are float32, float64, int32, int64 and bool.
+Promotion follows NumPy 2 (NEP 50): Python scalars are "weak" and take the
+array's dtype, which :func:`result_dtype` gets by asking NumPy itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from compiler.ir import dims
+from compiler.ir.dims import Dim
+
+F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+I32, I64 = np.dtype(np.int32), np.dtype(np.int64)
+BOOL = np.dtype(np.bool_)
+DTYPES: tuple[np.dtype, ...] = (BOOL, I32, I64, F32, F64)
+
+SHORT_NAMES = {F32: "f32", F64: "f64", I32: "i32", I64: "i64", BOOL: "bool"}
+BY_SHORT_NAME = {v: k for k, v in SHORT_NAMES.items()}
+
+
+def canonical_dtype(dtype: object) -> np.dtype:
+    """The supported dtype for `dtype` (a NumPy dtype, a type or 'f32'-style name)."""
+    if isinstance(dtype, str) and dtype in BY_SHORT_NAME:
+        return BY_SHORT_NAME[dtype]
+    if dtype is float:
+        return F64
+    if dtype is int:
+        return I64
+    if dtype is bool:
+        return BOOL
+    dt = np.dtype(dtype)  # type: ignore[call-overload]
+    if dt not in DTYPES:
+        raise TypeError(f"dtype {dt} is not supported (supported: float32, float64, int32, int64, bool)")
+    return dt
+
+
+def is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f"
+
+
+def is_int(dtype: np.dtype) -> bool:
+    return dtype.kind == "i"
+
+
+def result_dtype(*operands: "np.dtype | bool | int | float") -> np.dtype:
+    """NumPy 2 promotion of dtypes and (weak) Python scalars."""
+    return canonical_dtype(np.result_type(*operands))
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """The type of an IR value: element dtype and shape."""
+
+    dtype: np.dtype
+    shape: tuple[Dim, ...]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> Dim:
+        total: Dim = 1
+        for d in self.shape:
+            total = dims.mul(total, d)
+        return total
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) for d in self.shape)
+
+    def with_dtype(self, dtype: np.dtype) -> "TensorType":
+        return TensorType(dtype, self.shape)
+
+    def with_shape(self, shape: tuple[Dim, ...]) -> "TensorType":
+        return TensorType(self.dtype, tuple(shape))
+
+    def __str__(self) -> str:
+        return f"{SHORT_NAMES[self.dtype]}[{', '.join(str(d) for d in self.shape)}]"
+
+    __repr__ = __str__
+
+
+def scalar(dtype: np.dtype) -> TensorType:
+    return TensorType(dtype, ())
+
+
+def parse_type(text: str) -> TensorType:
+    """Parse 'f64[n, 3]', 'f32[]' or 'f64' (a scalar)."""
+    text = text.strip()
+    name, _, rest = text.partition("[")
+    if name.strip() not in BY_SHORT_NAME:
+        raise ValueError(f"unknown dtype {name.strip()!r} in type {text!r} "
+                         f"(use one of {', '.join(BY_SHORT_NAME)})")
+    if not rest:
+        return TensorType(BY_SHORT_NAME[name.strip()], ())
+    if not rest.endswith("]"):
+        raise ValueError(f"missing ']' in type {text!r}")
+    inner = rest[:-1].strip()
+    shape = tuple(dims.parse_dim(p) for p in _split_top(inner)) if inner else ()
+    for d in shape:
+        if isinstance(d, int) and d < 0:
+            raise ValueError(f"negative dimension in type {text!r}")
+    return TensorType(BY_SHORT_NAME[name.strip()], shape)
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """Split on `sep` outside parentheses and brackets."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([" and 1 or 0
+        depth -= ch in ")]" and 1 or 0
+        if ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def split_types(text: str) -> list[str]:
+    """Split a comma-separated list of types, respecting brackets."""
+    return [p for p in _split_top(text) if p]

@@ -1,0 +1,23 @@
+"""Every primitive, declared once (see base.py for what an entry holds).
+
+Importing this package registers all families; ``REGISTRY`` maps names to
+entries and the module attributes give direct handles (``prims.add``).
+"""
+from compiler.primitives.base import REGISTRY, Primitive, ShapeError, get
+from compiler.primitives.control import cond, while_
+from compiler.primitives.elementwise import *  # noqa: F401,F403
+from compiler.primitives.elementwise import (abs_, add, and_, arccos, arcsin, arctan, arctan2, cbrt,
+                                             ceil, convert, cos, cosh, div, eq, exp, exp2, expm1,
+                                             floor, floordiv, ge, gt, hypot, isfinite, isinf, isnan,
+                                             le, log, log1p, log2, log10, lt, maximum, minimum, mod,
+                                             mul, ne, neg, not_, or_, pow_, round_, select, sign, sin,
+                                             sinh, sqrt, sub, tan, tanh, xor)
+from compiler.primitives.indexing import (dynamic_slice, dynamic_update_slice, scatter, take,
+                                          update_slice)
+from compiler.primitives.linalg import dot_general
+from compiler.primitives.reduce import (argmax, argmin, cumprod, cumsum, reduce_and, reduce_max,
+                                        reduce_min, reduce_or, reduce_prod, reduce_sum)
+from compiler.primitives.shape import (broadcast_in_dim, concatenate, constant, diagonal, iota, pad,
+                                       reshape, rev, slice_, transpose)
+
+__all__ = ["REGISTRY", "Primitive", "ShapeError", "get"]

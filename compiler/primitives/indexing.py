@@ -1,0 +1,205 @@
+"""Indexing primitives: gathers (take, dynamic_slice) and the pure update ops
+that functional updates (``y = x.copy(); y[1:3] = v``, ``y[i] += v``) lower to.
+
+Indices computed at run time wrap once if negative and are then clamped into
+range (as in JAX): a kernel never reads or writes out of bounds. Indices known
+at compile time are checked by the frontend, which raises IndexError as NumPy
+would.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from compiler.ir.types import BOOL, TensorType, is_int
+from compiler.primitives.base import INDEX, OPAQUE, Primitive, check, register
+from compiler.primitives.shape import slice_size
+
+Types = tuple[TensorType, ...]
+
+
+def _wrap_clamp(cg: Any, i: Any, size: Any) -> Any:
+    b, zero = cg.b, cg.index(0)
+    i = b.select(b.icmp_signed("<", i, zero), b.add(i, size), i)
+    i = b.select(b.icmp_signed("<", i, zero), zero, i)
+    last = b.sub(size, cg.index(1))
+    return b.select(b.icmp_signed(">", i, last), last, i)
+
+
+def _np_wrap_clamp(i: np.ndarray, size: int) -> np.ndarray:
+    i = np.where(i < 0, i + size, i)
+    return np.clip(i, 0, max(size - 1, 0))
+
+
+# ---- take -----------------------------------------------------------------------
+
+def _take_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    x, ind = in_types
+    axis = params["axis"]
+    check(0 <= axis < x.ndim, f"take: axis {axis} out of range for {x}")
+    check(is_int(ind.dtype), f"take: indices must be integers, got {ind.dtype}")
+    return (x.with_shape(x.shape[:axis] + ind.shape + x.shape[axis + 1:]),)
+
+
+def _ref_take(x: np.ndarray, ind: np.ndarray, axis: int) -> np.ndarray:
+    return np.take(x, _np_wrap_clamp(ind, x.shape[axis]), axis=axis)
+
+
+def _lower_take(cg: Any, op: Any, idx: list[Any]) -> Any:
+    x, ind = op.operands
+    axis, k = op.params["axis"], ind.ndim
+    i = cg.cast(cg.read(ind, idx[axis:axis + k]), ind.dtype, np.dtype(np.int64))
+    i = _wrap_clamp(cg, i, cg.dim(x.shape[axis]))
+    return cg.read(x, idx[:axis] + [i] + idx[axis + k:])
+
+
+take = register(Primitive("take", _take_rule, _ref_take, INDEX, _lower_take,
+                          doc="np.take(x, indices, axis) (negative indices wrap, then clamp)"))
+
+# ---- dynamic_slice ------------------------------------------------------------------
+
+
+def _dyn_slice_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    x, *starts = in_types
+    check(len(starts) == x.ndim == len(params["sizes"]), "dynamic_slice: one start per axis")
+    check(all(s.shape == () and is_int(s.dtype) for s in starts), "dynamic_slice: starts must be int scalars")
+    return (x.with_shape(tuple(params["sizes"])),)
+
+
+def _clamped_starts(x: np.ndarray, starts: tuple[Any, ...], sizes: tuple[int, ...]) -> list[int]:
+    return [int(min(max(int(s), 0), n - k)) for s, n, k in zip(starts, x.shape, sizes)]
+
+
+def _ref_dyn_slice(x: np.ndarray, *starts: np.ndarray, sizes: tuple[int, ...]) -> np.ndarray:
+    lo = _clamped_starts(x, starts, sizes)
+    return x[tuple(slice(a, a + k) for a, k in zip(lo, sizes))].copy()
+
+
+def _start(cg: Any, s: Any, n: Any, k: Any) -> Any:
+    b = cg.b
+    s = cg.cast(cg.read(s, []), s.dtype, np.dtype(np.int64))
+    hi = b.sub(n, k)
+    s = b.select(b.icmp_signed(">", s, hi), hi, s)
+    return b.select(b.icmp_signed("<", s, cg.index(0)), cg.index(0), s)
+
+
+def _lower_dyn_slice(cg: Any, op: Any, idx: list[Any]) -> Any:
+    x, *starts = op.operands
+    src = [cg.b.add(i, _start(cg, s, cg.dim(n), cg.dim(k)))
+           for i, s, n, k in zip(idx, starts, x.shape, op.params["sizes"])]
+    return cg.read(x, src)
+
+
+dynamic_slice = register(Primitive(
+    "dynamic_slice", _dyn_slice_rule, _ref_dyn_slice, INDEX, _lower_dyn_slice,
+    doc="x[s0:s0+k0, ...] with run-time starts clamped so the window fits"))
+
+# ---- updates --------------------------------------------------------------------------
+
+
+def _copy_into(cg: Any, out: Any, x: Any) -> None:
+    with cg.loop_nest(x.shape) as idx:
+        cg.store(out, idx, cg.read(x, idx))
+
+
+def _dyn_update_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    x, upd, *starts = in_types
+    check(upd.dtype == x.dtype and upd.ndim == x.ndim and len(starts) == x.ndim,
+          f"dynamic_update_slice: update {upd} does not fit {x}")
+    return (x,)
+
+
+def _ref_dyn_update(x: np.ndarray, upd: np.ndarray, *starts: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    lo = _clamped_starts(x, starts, upd.shape)
+    out[tuple(slice(a, a + k) for a, k in zip(lo, upd.shape))] = upd
+    return out
+
+
+def _lower_dyn_update(cg: Any, op: Any, outs: list[Any]) -> None:
+    x, upd, *starts = op.operands
+    _copy_into(cg, outs[0], x)
+    lo = [_start(cg, s, cg.dim(n), cg.dim(k)) for s, n, k in zip(starts, x.shape, upd.shape)]
+    with cg.loop_nest(upd.shape) as idx:
+        cg.store(outs[0], [cg.b.add(i, s) for i, s in zip(idx, lo)], cg.read(upd, idx))
+
+
+dynamic_update_slice = register(Primitive(
+    "dynamic_update_slice", _dyn_update_rule, _ref_dyn_update, OPAQUE, _lower_dyn_update,
+    doc="a copy of x with a window starting at run-time indices replaced by update"))
+
+
+def _update_slice_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    x, upd = in_types
+    shape = tuple(slice_size(a, b, s) for a, b, s in
+                  zip(params["start_indices"], params["limit_indices"], params["strides"]))
+    check(upd.dtype == x.dtype and upd.shape == shape,
+          f"update_slice: update {upd} does not match the slice shape {list(map(str, shape))} of {x}")
+    return (x,)
+
+
+def _ref_update_slice(x: np.ndarray, upd: np.ndarray, start_indices: Any, limit_indices: Any,
+                      strides: Any) -> np.ndarray:
+    out = x.copy()
+    out[tuple(slice(a, b, s) for a, b, s in zip(start_indices, limit_indices, strides))] = upd
+    return out
+
+
+def _lower_update_slice(cg: Any, op: Any, outs: list[Any]) -> None:
+    x, upd = op.operands
+    _copy_into(cg, outs[0], x)
+    p = op.params
+    with cg.loop_nest(upd.shape) as idx:
+        dst = [cg.b.add(cg.dim(a), cg.b.mul(i, cg.index(s)))
+               for i, a, s in zip(idx, p["start_indices"], p["strides"])]
+        cg.store(outs[0], dst, cg.read(upd, idx))
+
+
+update_slice = register(Primitive(
+    "update_slice", _update_slice_rule, _ref_update_slice, OPAQUE, _lower_update_slice,
+    doc="a copy of x with x[start:limit:stride] replaced by update"))
+
+
+def _scatter_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    x, ind, upd = in_types
+    axis = params["axis"]
+    check(params["mode"] in ("set", "add"), "scatter: mode must be 'set' or 'add'")
+    check(is_int(ind.dtype), "scatter: indices must be integers")
+    expect = x.shape[:axis] + ind.shape + x.shape[axis + 1:]
+    check(upd.dtype == x.dtype and upd.shape == expect,
+          f"scatter: updates {upd} must have shape {list(map(str, expect))}")
+    return (x,)
+
+
+def _ref_scatter(x: np.ndarray, ind: np.ndarray, upd: np.ndarray, axis: int, mode: str) -> np.ndarray:
+    out = x.copy()
+    ind = _np_wrap_clamp(ind, x.shape[axis])
+    moved_out = np.moveaxis(out, axis, 0)
+    moved_upd = np.moveaxis(upd.reshape(x.shape[:axis] + (-1,) + x.shape[axis + 1:]), axis, 0)
+    flat = ind.reshape(-1)
+    if mode == "add":
+        np.add.at(moved_out, flat, moved_upd)
+    else:
+        for k, i in enumerate(flat):      # in order: the last write wins, as in NumPy
+            moved_out[i] = moved_upd[k]
+    return out
+
+
+def _lower_scatter(cg: Any, op: Any, outs: list[Any]) -> None:
+    x, ind, upd = op.operands
+    axis, k = op.params["axis"], ind.ndim
+    _copy_into(cg, outs[0], x)
+    with cg.loop_nest(upd.shape) as idx:
+        i = cg.cast(cg.read(ind, idx[axis:axis + k]), ind.dtype, np.dtype(np.int64))
+        dst = idx[:axis] + [_wrap_clamp(cg, i, cg.dim(x.shape[axis]))] + idx[axis + k:]
+        value = cg.read(upd, idx)
+        if op.params["mode"] == "add":
+            value = cg.add(x.dtype, cg.load(outs[0], dst), value) if x.dtype != BOOL \
+                else cg.b.or_(cg.load(outs[0], dst), value)
+        cg.store(outs[0], dst, value)
+
+
+scatter = register(Primitive(
+    "scatter", _scatter_rule, _ref_scatter, OPAQUE, _lower_scatter,
+    doc="a copy of x with x[..., indices, ...] set to (or incremented by) updates"))

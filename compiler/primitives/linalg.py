@@ -1,0 +1,83 @@
+"""dot_general: the one contraction primitive behind dot, matmul, @, einsum,
+inner, outer, tensordot and trace-free contractions.
+
+``dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``
+as in XLA; the result's axes are the batch axes, then lhs's free axes, then
+rhs's free axes.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from compiler.ir.types import TensorType
+from compiler.primitives.base import OPAQUE, Primitive, check, register
+
+Types = tuple[TensorType, ...]
+
+
+def free_axes(ndim: int, contract: tuple[int, ...], batch: tuple[int, ...]) -> list[int]:
+    return [i for i in range(ndim) if i not in contract and i not in batch]
+
+
+def _dot_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    lhs, rhs = in_types
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    check(lhs.dtype == rhs.dtype, f"dot_general: operand dtypes differ ({lhs.dtype}, {rhs.dtype})")
+    check(len(lc) == len(rc) and len(lb) == len(rb), "dot_general: dimension numbers mismatch")
+    for a, b in list(zip(lc, rc)) + list(zip(lb, rb)):
+        check(lhs.shape[a] == rhs.shape[b],
+              f"dot_general: size mismatch {lhs.shape[a]} vs {rhs.shape[b]} for {lhs} and {rhs}")
+    shape = tuple(lhs.shape[a] for a in lb) + tuple(lhs.shape[a] for a in free_axes(lhs.ndim, lc, lb)) \
+        + tuple(rhs.shape[a] for a in free_axes(rhs.ndim, rc, rb))
+    return (TensorType(lhs.dtype, shape),)
+
+
+def _ref_dot(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: Any) -> np.ndarray:
+    (lc, rc), (lb, rb) = dimension_numbers
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    lsub = [next(letters) for _ in range(lhs.ndim)]
+    rsub = [next(letters) for _ in range(rhs.ndim)]
+    for a, b in list(zip(lc, rc)) + list(zip(lb, rb)):
+        rsub[b] = lsub[a]
+    out = [lsub[a] for a in lb] + [lsub[a] for a in free_axes(lhs.ndim, lc, lb)] \
+        + [rsub[a] for a in free_axes(rhs.ndim, rc, rb)]
+    spec = f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}"
+    return np.einsum(spec, lhs, rhs, dtype=lhs.dtype)
+
+
+def _lower_dot(cg: Any, op: Any, outs: list[Any]) -> None:
+    """out[b, i, j] = sum_k lhs[b, i, k] * rhs[b, k, j], with j innermost so that
+    the update loop streams through contiguous rows of rhs and out."""
+    lhs, rhs = op.operands
+    (lc, rc), (lb, rb) = op.params["dimension_numbers"]
+    lfree, rfree = free_axes(lhs.ndim, lc, lb), free_axes(rhs.ndim, rc, rb)
+    batch_shape = tuple(lhs.shape[a] for a in lb)
+    i_shape = tuple(lhs.shape[a] for a in lfree)
+    j_shape = tuple(rhs.shape[a] for a in rfree)
+    k_shape = tuple(lhs.shape[a] for a in lc)
+    dtype, b = op.results[0].dtype, cg.b
+
+    def place(ndim: int, groups: list[tuple[list[int], list[Any]]]) -> list[Any]:
+        idx: list[Any] = [None] * ndim
+        for axes, values in groups:
+            for a, v in zip(axes, values):
+                idx[a] = v
+        return idx
+
+    with cg.loop_nest(batch_shape + i_shape) as outer:
+        bi, ii = outer[:len(batch_shape)], outer[len(batch_shape):]
+        with cg.loop_nest(j_shape) as jj:
+            cg.store(outs[0], bi + ii + jj, cg.const(dtype, 0))
+        with cg.loop_nest(k_shape) as kk:
+            a = cg.read(lhs, place(lhs.ndim, [(list(lb), bi), (lfree, ii), (list(lc), kk)]))
+            with cg.loop_nest(j_shape) as jj:
+                r = cg.read(rhs, place(rhs.ndim, [(list(rb), bi), (rfree, jj), (list(rc), kk)]))
+                prod = cg.mul(dtype, a, r)
+                cg.store(outs[0], bi + ii + jj, cg.add(dtype, cg.load(outs[0], bi + ii + jj), prod))
+
+
+dot_general = register(Primitive(
+    "dot_general", _dot_rule, _ref_dot, OPAQUE, _lower_dot,
+    doc="generalized tensor contraction with batch dimensions"))

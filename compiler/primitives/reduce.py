@@ -1,0 +1,152 @@
+"""Reductions (sum, prod, max, min, all, any, argmax, argmin) and scans
+(cumsum, cumprod).
+
+Reductions are INDEX primitives: reading one output element runs a loop over
+the reduced axes of the operand, so a reduction fuses with the elementwise
+chain that feeds it. ``axes`` are removed from the shape; ``keepdims`` is a
+reshape done by the frontend. Scans write whole buffers (OPAQUE).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from compiler.ir.types import BOOL, I64, TensorType, is_float
+from compiler.primitives.base import INDEX, OPAQUE, Primitive, check, register
+
+Types = tuple[TensorType, ...]
+
+
+def _reduce_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    (x,), axes = in_types, tuple(params["axes"])
+    check(all(0 <= a < x.ndim for a in axes) and len(set(axes)) == len(axes) and list(axes) == sorted(axes),
+          f"reduction axes {axes} invalid for {x}")
+    return (x.with_shape(tuple(d for i, d in enumerate(x.shape) if i not in axes)),)
+
+
+def _init_value(cg: Any, dtype: np.dtype, kind: str) -> Any:
+    info = np.finfo(dtype) if is_float(dtype) else None
+    if kind == "sum":
+        return cg.const(dtype, 0)
+    if kind == "prod":
+        return cg.const(dtype, 1)
+    if dtype == BOOL:
+        return cg.const(dtype, kind in ("min", "and"))
+    if kind == "max":
+        return cg.const(dtype, -np.inf if info is not None else np.iinfo(dtype).min)
+    return cg.const(dtype, np.inf if info is not None else np.iinfo(dtype).max)
+
+
+def _combine(kind: str) -> Callable[..., Any]:
+    def combine(cg: Any, dtype: np.dtype, acc: Any, v: Any) -> Any:
+        b = cg.b
+        if kind in ("sum", "prod"):
+            if is_float(dtype):
+                return cg.reassoc(b.fadd(acc, v) if kind == "sum" else b.fmul(acc, v))
+            if dtype == BOOL:
+                return b.or_(acc, v) if kind == "sum" else b.and_(acc, v)
+            return b.add(acc, v) if kind == "sum" else b.mul(acc, v)
+        if kind in ("and", "or"):
+            return b.and_(acc, v) if kind == "and" else b.or_(acc, v)
+        if is_float(dtype):
+            return cg.intrinsic("llvm.maximum" if kind == "max" else "llvm.minimum", [acc, v])
+        cmp = b.icmp_unsigned if dtype == BOOL else b.icmp_signed
+        return b.select(cmp(">" if kind == "max" else "<", v, acc), v, acc)
+    return combine
+
+
+def _lower_reduce(kind: str) -> Callable[..., Any]:
+    def lower(cg: Any, op: Any, idx: list[Any]) -> Any:
+        x, axes = op.operands[0], op.params["axes"]
+        dtype = x.dtype
+
+        def body(acc: list[Any], full_idx: list[Any]) -> list[Any]:
+            return [_combine(kind)(cg, dtype, acc[0], cg.read(x, full_idx))]
+        return cg.reduce(x.shape, axes, idx, [_init_value(cg, dtype, kind)], body)[0]
+    return lower
+
+
+def _reduction(name: str, kind: str, ref: Callable[..., Any], **kw: Any) -> Primitive:
+    def checked(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        return ref(x, axis=tuple(axes))
+    return register(Primitive(name, _reduce_rule, checked, INDEX, _lower_reduce(kind),
+                              doc=f"{ref.__name__} over `axes`", **kw))
+
+
+reduce_sum = _reduction("reduce_sum", "sum", np.sum, linear=True)
+reduce_prod = _reduction("reduce_prod", "prod", np.prod)
+reduce_max = _reduction("reduce_max", "max", np.max)
+reduce_min = _reduction("reduce_min", "min", np.min)
+reduce_and = _reduction("reduce_and", "and", np.all, differentiable=False)
+reduce_or = _reduction("reduce_or", "or", np.any, differentiable=False)
+
+
+def _arg_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    (x,), axis = in_types, params["axis"]
+    check(0 <= axis < x.ndim, f"argmax/argmin axis {axis} invalid for {x}")
+    return (TensorType(I64, tuple(d for i, d in enumerate(x.shape) if i != axis)),)
+
+
+def _lower_arg(which: str) -> Callable[..., Any]:
+    """First index of the max (min); a nan wins at its first occurrence, as in NumPy."""
+
+    def lower(cg: Any, op: Any, idx: list[Any]) -> Any:
+        x, axis = op.operands[0], op.params["axis"]
+        b, dtype = cg.b, x.dtype
+
+        def body(acc: list[Any], full_idx: list[Any]) -> list[Any]:
+            best, best_i = acc
+            v = cg.read(x, full_idx)
+            if is_float(dtype):
+                better = b.fcmp_ordered(which, v, best)
+                v_nan = b.fcmp_unordered("uno", v, v)
+                best_nan = b.fcmp_unordered("uno", best, best)
+                better = b.or_(better, b.and_(v_nan, b.not_(best_nan)))
+                better = b.and_(better, b.not_(best_nan))
+            else:
+                better = (b.icmp_unsigned if dtype == BOOL else b.icmp_signed)(which, v, best)
+            first = b.icmp_signed("==", best_i, cg.index(-1))
+            better = b.or_(better, first)
+            return [b.select(better, v, best), b.select(better, full_idx[axis], best_i)]
+        init = [cg.const(dtype, 0), cg.index(-1)]
+        return cg.reduce(x.shape, (axis,), idx, init, body)[1]
+    return lower
+
+
+argmax = register(Primitive("argmax", _arg_rule, lambda x, axis: np.argmax(x, axis), INDEX,
+                            _lower_arg(">"), differentiable=False, doc="np.argmax along `axis`"))
+argmin = register(Primitive("argmin", _arg_rule, lambda x, axis: np.argmin(x, axis), INDEX,
+                            _lower_arg("<"), differentiable=False, doc="np.argmin along `axis`"))
+
+# ---- scans ------------------------------------------------------------------------
+
+
+def _scan_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    check(0 <= params["axis"] < in_types[0].ndim, "cumulative axis out of range")
+    return (in_types[0],)
+
+
+def _lower_scan(kind: str) -> Callable[..., Any]:
+    def lower(cg: Any, op: Any, outs: list[Any]) -> None:
+        x, axis = op.operands[0], op.params["axis"]
+        outer = tuple(d if i != axis else 1 for i, d in enumerate(x.shape))
+        with cg.loop_nest(outer) as idx:
+            acc = cg.alloca_scalar(x.dtype, _init_value(cg, x.dtype, kind))
+            with cg.loop(cg.dim(x.shape[axis])) as k:
+                full = list(idx)
+                full[axis] = k
+                new = _combine(kind)(cg, x.dtype, cg.b.load(acc), cg.read(x, full))
+                cg.b.store(new, acc)
+                cg.store(outs[0], full, new)
+    return lower
+
+
+def _ref_scan(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda x, axis: fn(x, axis=axis, dtype=x.dtype)
+
+
+cumsum = register(Primitive("cumsum", _scan_rule, _ref_scan(np.cumsum), OPAQUE, _lower_scan("sum"),
+                            linear=True, doc="running sum along `axis`"))
+cumprod = register(Primitive("cumprod", _scan_rule, _ref_scan(np.cumprod), OPAQUE, _lower_scan("prod"),
+                             doc="running product along `axis`"))

@@ -1,0 +1,257 @@
+"""Creation and shape primitives: constant, iota, broadcast_in_dim, reshape,
+transpose, slice, rev, pad, diagonal, concatenate.
+
+All but ``concatenate`` are INDEX primitives: their lowering maps an output
+index to an operand index, so they cost nothing once fused.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from compiler.ir import dims
+from compiler.ir.dims import Dim
+from compiler.ir.types import TensorType, canonical_dtype
+from compiler.primitives.base import INDEX, OPAQUE, Primitive, check, register
+
+Types = tuple[TensorType, ...]
+
+
+def _prod(shape: tuple[Dim, ...]) -> Dim:
+    total: Dim = 1
+    for d in shape:
+        total = dims.mul(total, d)
+    return total
+
+
+# ---- constant and iota -----------------------------------------------------------
+
+def _constant_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    value = params["value"]
+    return (TensorType(canonical_dtype(value.dtype), tuple(value.shape)),)
+
+
+def _lower_constant(cg: Any, op: Any, idx: list[Any]) -> Any:
+    return cg.read_constant(op.params["value"], idx)
+
+
+constant = register(Primitive("constant", _constant_rule, lambda value: value.copy(), INDEX,
+                              _lower_constant, differentiable=False,
+                              doc="an array known at compile time"))
+
+
+def _iota_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    check(0 <= params["dimension"] < len(params["shape"]), "iota: dimension out of range")
+    return (TensorType(params["dtype"], tuple(params["shape"])),)
+
+
+def _ref_iota(dtype: np.dtype, shape: tuple[int, ...], dimension: int) -> np.ndarray:
+    ramp = np.arange(shape[dimension], dtype=dtype)
+    view = ramp.reshape([-1 if i == dimension else 1 for i in range(len(shape))])
+    return np.broadcast_to(view, shape).copy()
+
+
+def _lower_iota(cg: Any, op: Any, idx: list[Any]) -> Any:
+    from compiler.ir.types import I64
+    return cg.cast(idx[op.params["dimension"]], I64, op.params["dtype"])
+
+
+iota = register(Primitive("iota", _iota_rule, _ref_iota, INDEX, _lower_iota, differentiable=False,
+                          doc="index along `dimension`, broadcast to `shape`"))
+
+# ---- broadcast, reshape, transpose -------------------------------------------------
+
+
+def _broadcast_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    (x,), shape, bdims = in_types, tuple(params["shape"]), tuple(params["broadcast_dimensions"])
+    check(len(bdims) == x.ndim, f"broadcast_in_dim: {x} needs {x.ndim} broadcast dimensions")
+    check(list(bdims) == sorted(set(bdims)), "broadcast_in_dim: dimensions must increase")
+    for d, od in zip(x.shape, bdims):
+        check(0 <= od < len(shape), "broadcast_in_dim: dimension out of range")
+        check(d == 1 or d == shape[od], f"broadcast_in_dim: cannot broadcast {x} to {shape}")
+    return (x.with_shape(shape),)
+
+
+def _ref_broadcast(x: np.ndarray, shape: tuple[int, ...], broadcast_dimensions: tuple[int, ...]) -> np.ndarray:
+    expanded = [1] * len(shape)
+    for d, od in zip(x.shape, broadcast_dimensions):
+        expanded[od] = d
+    return np.broadcast_to(x.reshape(expanded), shape).copy()
+
+
+def _lower_broadcast(cg: Any, op: Any, idx: list[Any]) -> Any:
+    (x,) = op.operands
+    zero = cg.index(0)
+    src = [zero if d == 1 and op.params["shape"][od] != 1 else idx[od]
+           for d, od in zip(x.shape, op.params["broadcast_dimensions"])]
+    return cg.read(x, src)
+
+
+broadcast_in_dim = register(Primitive(
+    "broadcast_in_dim", _broadcast_rule, _ref_broadcast, INDEX, _lower_broadcast, linear=True,
+    doc="operand dim i becomes output dim broadcast_dimensions[i]; size-1 dims stretch"))
+
+
+def _reshape_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    (x,), new = in_types, tuple(params["new_sizes"])
+    check(_prod(x.shape) == _prod(new), f"reshape: cannot reshape {x} to {list(map(str, new))}")
+    return (x.with_shape(new),)
+
+
+def _lower_reshape(cg: Any, op: Any, idx: list[Any]) -> Any:
+    (x,) = op.operands
+    flat = cg.linearize(idx, op.results[0].shape)
+    return cg.read(x, cg.delinearize(flat, x.shape))
+
+
+reshape = register(Primitive(
+    "reshape", _reshape_rule, lambda x, new_sizes: x.reshape(new_sizes), INDEX, _lower_reshape,
+    linear=True, doc="row-major reshape to new_sizes"))
+
+
+def _transpose_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    (x,), perm = in_types, tuple(params["permutation"])
+    check(sorted(perm) == list(range(x.ndim)), f"transpose: bad permutation {perm} for {x}")
+    return (x.with_shape(tuple(x.shape[p] for p in perm)),)
+
+
+def _lower_transpose(cg: Any, op: Any, idx: list[Any]) -> Any:
+    perm = op.params["permutation"]
+    src = [None] * len(perm)
+    for out_axis, in_axis in enumerate(perm):
+        src[in_axis] = idx[out_axis]
+    return cg.read(op.operands[0], src)
+
+
+transpose = register(Primitive(
+    "transpose", _transpose_rule, lambda x, permutation: np.transpose(x, permutation).copy(), INDEX,
+    _lower_transpose, linear=True, doc="output axis i is operand axis permutation[i]"))
+
+# ---- slice, rev, pad, diagonal -----------------------------------------------------
+
+
+def slice_size(start: Dim, limit: Dim, stride: int) -> Dim:
+    return dims.floordiv(dims.add(dims.add(limit, dims.mul(start, -1)), stride - 1), stride)
+
+
+def _slice_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    (x,) = in_types
+    starts, limits, strides = params["start_indices"], params["limit_indices"], params["strides"]
+    check(len(starts) == len(limits) == len(strides) == x.ndim, f"slice: rank mismatch for {x}")
+    check(all(isinstance(s, int) and s > 0 for s in strides), "slice: strides must be positive")
+    return (x.with_shape(tuple(slice_size(a, b, s) for a, b, s in zip(starts, limits, strides))),)
+
+
+def _ref_slice(x: np.ndarray, start_indices: tuple[int, ...], limit_indices: tuple[int, ...],
+               strides: tuple[int, ...]) -> np.ndarray:
+    return x[tuple(slice(a, b, s) for a, b, s in zip(start_indices, limit_indices, strides))].copy()
+
+
+def _lower_slice(cg: Any, op: Any, idx: list[Any]) -> Any:
+    p = op.params
+    src = [cg.b.add(cg.dim(a), cg.b.mul(i, cg.index(s)))
+           for i, a, s in zip(idx, p["start_indices"], p["strides"])]
+    return cg.read(op.operands[0], src)
+
+
+slice_ = register(Primitive(
+    "slice", _slice_rule, _ref_slice, INDEX, _lower_slice, linear=True,
+    doc="x[start:limit:stride] per axis; 0 <= start <= limit <= size, stride > 0"))
+
+
+def _rev_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    check(all(0 <= d < in_types[0].ndim for d in params["dimensions"]), "rev: axis out of range")
+    return (in_types[0],)
+
+
+def _lower_rev(cg: Any, op: Any, idx: list[Any]) -> Any:
+    x = op.operands[0]
+    src = [cg.b.sub(cg.b.sub(cg.dim(x.shape[a]), i), cg.index(1)) if a in op.params["dimensions"] else i
+           for a, i in enumerate(idx)]
+    return cg.read(x, src)
+
+
+rev = register(Primitive(
+    "rev", _rev_rule, lambda x, dimensions: np.flip(x, dimensions).copy(), INDEX, _lower_rev,
+    linear=True, doc="reverse the order of elements along `dimensions`"))
+
+
+def _pad_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    x, value = in_types
+    check(value.shape == () and value.dtype == x.dtype, "pad: padding value must be a scalar of x's dtype")
+    lo, hi = params["low"], params["high"]
+    check(len(lo) == len(hi) == x.ndim, "pad: rank mismatch")
+    check(all(isinstance(v, int) and v >= 0 for v in (*lo, *hi)), "pad: amounts must be non-negative ints")
+    return (x.with_shape(tuple(dims.add(dims.add(d, a), b) for d, a, b in zip(x.shape, lo, hi))),)
+
+
+def _ref_pad(x: np.ndarray, value: np.ndarray, low: tuple[int, ...], high: tuple[int, ...]) -> np.ndarray:
+    return np.pad(x, list(zip(low, high)), constant_values=value)
+
+
+def _lower_pad(cg: Any, op: Any, idx: list[Any]) -> Any:
+    x, value = op.operands
+    b = cg.b
+    inside, src = None, []
+    for i, lo, d in zip(idx, op.params["low"], x.shape):
+        j = b.sub(i, cg.index(lo))
+        ok = b.and_(b.icmp_signed(">=", j, cg.index(0)), b.icmp_signed("<", j, cg.dim(d)))
+        inside = ok if inside is None else b.and_(inside, ok)
+        src.append(b.select(ok, j, cg.index(0)))    # never read out of bounds
+    if inside is None:
+        return cg.read(x, [])
+    return b.select(inside, cg.read(x, src), cg.read(value, []))
+
+
+pad = register(Primitive("pad", _pad_rule, _ref_pad, INDEX, _lower_pad,
+                         doc="surround x with low/high elements equal to the scalar operand"))
+
+
+def _diagonal_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    (x,), a1, a2 = in_types, params["axis1"], params["axis2"]
+    check(a1 != a2 and 0 <= a1 < x.ndim and 0 <= a2 < x.ndim, "diagonal: bad axes")
+    rest = tuple(d for i, d in enumerate(x.shape) if i not in (a1, a2))
+    return (x.with_shape(rest + (dims.minimum(x.shape[a1], x.shape[a2]),)),)
+
+
+def _lower_diagonal(cg: Any, op: Any, idx: list[Any]) -> Any:
+    x, a1, a2 = op.operands[0], op.params["axis1"], op.params["axis2"]
+    rest = iter(idx[:-1])
+    src = [idx[-1] if i in (a1, a2) else next(rest) for i in range(x.ndim)]
+    return cg.read(x, src)
+
+
+diagonal = register(Primitive(
+    "diagonal", _diagonal_rule, lambda x, axis1, axis2: np.diagonal(x, 0, axis1, axis2).copy(),
+    INDEX, _lower_diagonal, linear=True, doc="np.diagonal(x, 0, axis1, axis2): diagonal axis last"))
+
+# ---- concatenate -------------------------------------------------------------------
+
+
+def _concat_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    axis, first = params["dimension"], in_types[0]
+    check(0 <= axis < first.ndim, "concatenate: axis out of range")
+    total: Dim = 0
+    for t in in_types:
+        check(t.dtype == first.dtype, "concatenate: operands must have one dtype")
+        check(t.ndim == first.ndim and all(a == b for i, (a, b) in enumerate(zip(t.shape, first.shape))
+                                           if i != axis),
+              f"concatenate: shapes {', '.join(map(str, in_types))} differ off axis {axis}")
+        total = dims.add(total, t.shape[axis])
+    return (first.with_shape(first.shape[:axis] + (total,) + first.shape[axis + 1:]),)
+
+
+def _lower_concat(cg: Any, op: Any, outs: list[Any]) -> None:
+    axis, offset = op.params["dimension"], cg.index(0)
+    for x in op.operands:
+        with cg.loop_nest(x.shape) as idx:
+            dst = list(idx)
+            dst[axis] = cg.b.add(idx[axis], offset)
+            cg.store(outs[0], dst, cg.read(x, idx))
+        offset = cg.b.add(offset, cg.dim(x.shape[axis]))
+
+
+concatenate = register(Primitive(
+    "concatenate", _concat_rule, lambda *xs, dimension: np.concatenate(xs, dimension), OPAQUE,
+    _lower_concat, linear=True, doc="join operands along `dimension`"))
