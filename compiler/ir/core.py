@@ -53,6 +53,10 @@ class Value:
     def dtype(self):  # type: ignore[no-untyped-def]
         return self.type.dtype
 
+    @property
+    def ndim(self) -> int:
+        return self.type.ndim
+
     def __repr__(self) -> str:
         what = self.op.prim.name if self.op is not None else "arg"
         return f"<Value {self.hint or what}: {self.type}>"

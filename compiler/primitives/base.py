@@ -50,6 +50,7 @@ class Primitive:
     transpose_rule: Callable[..., Any] | None = None
     linear: bool = False
     differentiable: bool = True
+    streams_operands: bool = True   # OPAQUE ops: reads each operand element about once
     effects: frozenset[str] = field(default_factory=frozenset)
     doc: str = ""
 

@@ -79,5 +79,5 @@ def _lower_dot(cg: Any, op: Any, outs: list[Any]) -> None:
 
 
 dot_general = register(Primitive(
-    "dot_general", _dot_rule, _ref_dot, OPAQUE, _lower_dot,
+    "dot_general", _dot_rule, _ref_dot, OPAQUE, _lower_dot, streams_operands=False,
     doc="generalized tensor contraction with batch dimensions"))

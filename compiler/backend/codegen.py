@@ -1,0 +1,353 @@
+"""Lowering of scheduled IR to LLVM IR with llvmlite.
+
+Each materialized value becomes a loop nest over its shape whose body reads
+the value at the loop indices; :meth:`Codegen.read` computes a non-materialized
+value on the spot by calling its primitive's ``lower`` (so a whole fusion
+group becomes one loop body), and loads a materialized one from its buffer.
+Buffers are contiguous and row-major; inner loops are unit-stride and the
+function's pointers are ``noalias``, so LLVM's loop vectorizer can widen them.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+from llvmlite import ir as ll
+
+from compiler.backend.fusion import Schedule, schedule
+from compiler.ir import dims
+from compiler.ir.core import Block, Op, Value
+from compiler.ir.types import BOOL, F32, F64, I32, I64, is_float
+from compiler.primitives.base import CONTROL, ELEMENTWISE, INDEX, OPAQUE
+
+I64T = ll.IntType(64)
+I8T = ll.IntType(8)
+I1T = ll.IntType(1)
+PTR = ll.PointerType(I8T)
+
+_SCALAR = {F32: ll.FloatType(), F64: ll.DoubleType(), I32: ll.IntType(32), I64: I64T, BOOL: I1T}
+_MEMORY = {**_SCALAR, BOOL: I8T}
+
+
+def scalar_type(dtype: np.dtype) -> ll.Type:
+    return _SCALAR[dtype]
+
+
+def memory_type(dtype: np.dtype) -> ll.Type:
+    return _MEMORY[dtype]
+
+
+@dataclass
+class Buffer:
+    """A contiguous row-major array in memory."""
+
+    ptr: ll.Value
+    dtype: np.dtype
+    shape: tuple[dims.Dim, ...]
+
+
+class Codegen:
+    """The lowering context handed to every primitive's ``lower``."""
+
+    def __init__(self, module: ll.Module, fn: ll.Function, symbols: dict[str, ll.Value],
+                 *, fastmath: bool, has_fma: bool) -> None:
+        self.module = module
+        self.fn = fn
+        self.symbols = symbols
+        self.fastmath = fastmath
+        self.has_fma = has_fma
+        self.entry = fn.append_basic_block("entry")
+        self.alloca_builder = ll.IRBuilder(self.entry)
+        body = fn.append_basic_block("body")
+        self.b = ll.IRBuilder(body)
+        self.buffers: dict[Value, Buffer] = {}
+        self.sched: Schedule | None = None
+        self._cache: list[dict[Any, Any]] = [{}]
+        self._constants: dict[int, ll.GlobalVariable] = {}
+        self.mallocs: list[ll.Value] = []
+
+    # ---- scalars -------------------------------------------------------------------
+    def index(self, value: int) -> ll.Constant:
+        return ll.Constant(I64T, value)
+
+    def dim(self, d: dims.Dim) -> ll.Value:
+        if isinstance(d, int):
+            return self.index(d)
+        total: ll.Value = self.index(0)
+        for mono, coef in d.terms:
+            term: ll.Value = self.index(coef)
+            for name in mono:
+                term = self.b.mul(term, self._atom(name))
+            total = self.b.add(total, term)
+        return total
+
+    def _atom(self, name: str) -> ll.Value:
+        atom = dims.atom_of(name)
+        if atom is None:
+            return self.symbols[name]
+        a, b = (self.dim(x) for x in atom.args)
+        if atom.kind == "floordiv":     # operands are sizes: non-negative, so sdiv floors
+            return self.b.sdiv(a, b)
+        pred = "<" if atom.kind == "min" else ">"
+        return self.b.select(self.b.icmp_signed(pred, a, b), a, b)
+
+    def const(self, dtype: np.dtype, value: Any) -> ll.Constant:
+        t = scalar_type(dtype)
+        if dtype == BOOL:
+            return ll.Constant(t, int(bool(value)))
+        if is_float(dtype):
+            return ll.Constant(t, float(value))
+        return ll.Constant(t, int(value))
+
+    def add(self, dtype: np.dtype, a: ll.Value, b: ll.Value) -> ll.Value:
+        return self.b.fadd(a, b) if is_float(dtype) else self.b.add(a, b)
+
+    def mul(self, dtype: np.dtype, a: ll.Value, b: ll.Value) -> ll.Value:
+        if is_float(dtype):
+            return self.b.fmul(a, b, flags=("contract",))
+        return self.b.and_(a, b) if dtype == BOOL else self.b.mul(a, b)
+
+    def reassoc(self, value: ll.Value) -> ll.Value:
+        """Allow reassociation so a reduction loop vectorizes (sums differ by rounding)."""
+        if hasattr(value, "flags") and "reassoc" not in value.flags:
+            value.flags.append("reassoc")
+        return value
+
+    def intrinsic(self, name: str, args: Sequence[ll.Value]) -> ll.Value:
+        t = args[0].type
+        fn = self.module.declare_intrinsic(name, [t], ll.FunctionType(t, [t] * len(args)))
+        return self.b.call(fn, list(args))
+
+    def vecmath(self, name: str, args: Sequence[ll.Value]) -> ll.Value:
+        from compiler.backend import mathlib
+        return mathlib.call(self, name, list(args))
+
+    def cast(self, v: ll.Value, src: np.dtype, dst: np.dtype) -> ll.Value:
+        from compiler.backend.casts import cast
+        return cast(self, v, src, dst)
+
+    def int_pow(self, x: ll.Value, y: ll.Value) -> ll.Value:
+        from compiler.backend.casts import int_pow
+        return int_pow(self, x, y)
+
+    def alloca_scalar(self, dtype: np.dtype, init: ll.Value | None = None) -> ll.Value:
+        slot = self.alloca_builder.alloca(scalar_type(dtype))
+        if init is not None:
+            self.b.store(init, slot)
+        return slot
+
+    # ---- memory ----------------------------------------------------------------------
+    def linearize(self, idx: Sequence[ll.Value], shape: Sequence[dims.Dim]) -> ll.Value:
+        flat: ll.Value = self.index(0)
+        for i, d in zip(idx, shape):
+            flat = self.b.add(self.b.mul(flat, self.dim(d)), i)
+        return flat
+
+    def delinearize(self, flat: ll.Value, shape: Sequence[dims.Dim]) -> list[ll.Value]:
+        out: list[ll.Value] = []
+        for d in reversed(shape):
+            n = self.dim(d)
+            out.append(self.b.urem(flat, n))
+            flat = self.b.udiv(flat, n)
+        return out[::-1]
+
+    def _address(self, buf: Buffer, idx: Sequence[ll.Value]) -> ll.Value:
+        flat = self.linearize(idx, buf.shape)
+        return self.b.gep(buf.ptr, [flat], inbounds=True)
+
+    def load(self, buf: Buffer, idx: Sequence[ll.Value]) -> ll.Value:
+        v = self.b.load(self._address(buf, idx))
+        return self.b.trunc(v, I1T) if buf.dtype == BOOL else v
+
+    def store(self, buf: Buffer, idx: Sequence[ll.Value], value: ll.Value) -> None:
+        if buf.dtype == BOOL:
+            value = self.b.zext(value, I8T)
+        self.b.store(value, self._address(buf, idx))
+
+    def read_constant(self, array: np.ndarray, idx: Sequence[ll.Value]) -> ll.Value:
+        dtype = array.dtype
+        if array.size == 1:
+            return self.const(dtype, array.reshape(-1)[0])
+        gv = self._constants.get(id(array))
+        if gv is None:
+            t = ll.ArrayType(memory_type(dtype), array.size)
+            flat = array.reshape(-1).astype(np.uint8 if dtype == BOOL else dtype)
+            init = ll.Constant(t, bytearray(flat.tobytes()))
+            gv = ll.GlobalVariable(self.module, t, name=f"const.{len(self._constants)}")
+            gv.global_constant, gv.linkage, gv.initializer = True, "internal", init
+            gv.align = 64
+            self._constants[id(array)] = gv
+        ptr = self.b.bitcast(gv, ll.PointerType(memory_type(dtype)))
+        buf = Buffer(ptr, dtype, tuple(array.shape))
+        return self.load(buf, idx)
+
+    # ---- loops -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def loop(self, extent: ll.Value) -> Iterator[ll.Value]:
+        """for (i = 0; i < extent; i++) { body }; the builder ends after the loop."""
+        b = self.b
+        pre = b.block
+        header = self.fn.append_basic_block("loop")
+        body = self.fn.append_basic_block("loop.body")
+        exit_ = self.fn.append_basic_block("loop.exit")
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.phi(I64T)
+        i.add_incoming(self.index(0), pre)
+        b.cbranch(b.icmp_signed("<", i, extent), body, exit_)
+        b.position_at_end(body)
+        self._cache.append({})
+        try:
+            yield i
+        finally:
+            self._cache.pop()
+        nxt = b.add(i, self.index(1), flags=("nsw", "nuw"))
+        i.add_incoming(nxt, b.block)
+        b.branch(header)
+        b.position_at_end(exit_)
+
+    @contextlib.contextmanager
+    def loop_nest(self, shape: Sequence[dims.Dim]) -> Iterator[list[ll.Value]]:
+        with contextlib.ExitStack() as stack:
+            yield [stack.enter_context(self.loop(self.dim(d))) for d in shape]
+
+    def reduce(self, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx: Sequence[ll.Value],
+               inits: Sequence[ll.Value], body: Any) -> list[ll.Value]:
+        """Loop over `axes` of `shape` (the others fixed by out_idx), folding with `body`."""
+        slots = [self.alloca_builder.alloca(v.type) for v in inits]
+        for s, v in zip(slots, inits):
+            self.b.store(v, s)
+        with self.loop_nest([shape[a] for a in axes]) as red:
+            rest, loops = iter(out_idx), iter(red)
+            full = [next(loops) if a in axes else next(rest) for a in range(len(shape))]
+            new = body([self.b.load(s) for s in slots], full)
+            for s, v in zip(slots, new):
+                self.b.store(v, s)
+        return [self.b.load(s) for s in slots]
+
+    # ---- values -------------------------------------------------------------------------
+    def read(self, v: Value, idx: Sequence[ll.Value]) -> ll.Value:
+        """The element of `v` at `idx`: loaded if materialized, else computed here."""
+        assert len(idx) == v.type.ndim, (v, len(idx))
+        key = (v, tuple(id(i) for i in idx))
+        for scope in reversed(self._cache):
+            if key in scope:
+                return scope[key][0]
+        if v in self.buffers and v is not self._computing:
+            result = self.load(self.buffers[v], idx)
+        else:
+            result = self._compute(v, idx)
+        self._cache[-1][key] = (result, tuple(idx))   # keeps idx alive: ids stay unique
+        return result
+
+    _computing: Value | None = None
+
+    def _compute(self, v: Value, idx: Sequence[ll.Value]) -> ll.Value:
+        op = v.op
+        assert op is not None, f"block argument {v!r} without a buffer"
+        if op.prim.kind == ELEMENTWISE:
+            args = [self.read(a, idx) for a in op.operands]
+            return op.prim.lower(self, op, args)
+        if op.prim.kind == INDEX:
+            return op.prim.lower(self, op, list(idx))
+        raise AssertionError(f"{op.prim.name} result {v!r} must be materialized")
+
+    def compute_into(self, v: Value, buf: Buffer) -> None:
+        """A loop nest writing every element of `v` to `buf`."""
+        saved, self._computing = self._computing, v
+        try:
+            with self.loop_nest(v.type.shape) as idx:
+                self.store(buf, idx, self.read(v, idx))
+        finally:
+            self._computing = saved
+
+    # ---- blocks -------------------------------------------------------------------------
+    def allocate(self, v: Value) -> Buffer:
+        t = v.type
+        elem = memory_type(t.dtype)
+        if t.ndim == 0 or (t.is_static and _static_size(t.shape) * _itemsize(t.dtype) <= 256):
+            count = 1 if t.ndim == 0 else _static_size(t.shape)
+            slot = self.alloca_builder.alloca(elem, count)
+            slot.align = 32
+            return Buffer(slot, t.dtype, t.shape)
+        nbytes = self.alloca_builder.mul(self._entry_dim(t.size), ll.Constant(I64T, _itemsize(t.dtype)))
+        nbytes = self.alloca_builder.add(nbytes, ll.Constant(I64T, 64))
+        malloc = _declare(self.module, "malloc", ll.FunctionType(PTR, [I64T]))
+        raw = self.alloca_builder.call(malloc, [nbytes])
+        self.mallocs.append(raw)
+        ptr = self.alloca_builder.bitcast(raw, ll.PointerType(elem))
+        return Buffer(ptr, t.dtype, t.shape)
+
+    def _entry_dim(self, d: dims.Dim) -> ll.Value:
+        saved = self.b
+        self.b = self.alloca_builder
+        try:
+            return self.dim(d)
+        finally:
+            self.b = saved
+
+    def lower_block(self, block: Block, args: Sequence[Buffer], outs: Sequence[Buffer]) -> None:
+        """Emit `block` reading its arguments from `args` and writing results to `outs`."""
+        sched = schedule(block)
+        saved_sched, self.sched = self.sched, sched
+        for a, buf in zip(block.args, args):
+            self.buffers[a] = buf
+        result_bufs: dict[Value, Buffer] = {}
+        copies: list[tuple[Value, Buffer]] = []
+        for r, buf in zip(block.results, outs):
+            if r in result_bufs or r in block.args:
+                copies.append((r, buf))
+            else:
+                result_bufs[r] = buf
+        for v in sched.materialized:
+            if v not in self.buffers or (v in result_bufs and v not in block.args):
+                self.buffers[v] = result_bufs.get(v) or self.allocate(v)
+        for op in block.ops:
+            self._lower_op(op, sched)
+        for r, buf in copies:
+            self.copy(self.buffers[r], buf)
+        self.sched = saved_sched
+
+    def _lower_op(self, op: Op, sched: Schedule) -> None:
+        kind = op.prim.kind
+        if kind == OPAQUE:
+            op.prim.lower(self, op, [self.buffers[r] for r in op.results])
+        elif kind == CONTROL:
+            from compiler.backend import control
+            control.lower(self, op)
+        else:
+            for r in op.results:
+                if sched.is_materialized(r):
+                    self.compute_into(r, self.buffers[r])
+
+    def copy(self, src: Buffer, dst: Buffer) -> None:
+        with self.loop_nest(src.shape) as idx:
+            self.store(dst, idx, self.load(src, idx))
+
+    def finish(self) -> None:
+        """Free temporaries, return 0, and close the entry block."""
+        free = _declare(self.module, "free", ll.FunctionType(ll.VoidType(), [PTR]))
+        for raw in self.mallocs:
+            self.b.call(free, [raw])
+        self.b.ret(ll.Constant(ll.IntType(32), 0))
+        self.alloca_builder.branch(self.fn.blocks[1])
+
+
+def _declare(module: ll.Module, name: str, fnty: ll.FunctionType) -> ll.Function:
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    return ll.Function(module, fnty, name)
+
+
+def _static_size(shape: Sequence[dims.Dim]) -> int:
+    total = 1
+    for d in shape:
+        total *= int(d)
+    return total
+
+
+def _itemsize(dtype: np.dtype) -> int:
+    return 1 if dtype == BOOL else dtype.itemsize

@@ -1,0 +1,74 @@
+"""Lowering of structured control flow: cond becomes a branch, while a loop.
+
+Region arguments and results live in buffers: a cond writes each branch's
+results into the op's result buffers; a while keeps the carried values in the
+result buffers, computes the body into temporaries and copies them back.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.ir.core import Op
+
+
+def _truth(cg: Any, v: Any) -> Any:
+    from compiler.ir.types import BOOL
+    x = cg.read(v, [cg.index(0)] * v.type.ndim)
+    return cg.cast(x, v.dtype, BOOL)
+
+
+def lower(cg: Any, op: Op) -> None:
+    if op.prim.name == "cond":
+        _lower_cond(cg, op)
+    elif op.prim.name == "while":
+        _lower_while(cg, op)
+    else:
+        raise AssertionError(f"no control lowering for {op.prim.name}")
+
+
+def _lower_cond(cg: Any, op: Op) -> None:
+    pred, *operands = op.operands
+    args = [cg.buffers[v] for v in operands]
+    outs = [cg.buffers[r] for r in op.results]
+    b = cg.b
+    then_bb = cg.fn.append_basic_block("cond.then")
+    else_bb = cg.fn.append_basic_block("cond.else")
+    join_bb = cg.fn.append_basic_block("cond.join")
+    b.cbranch(_truth(cg, pred), then_bb, else_bb)
+    for region, bb in zip(op.regions, (then_bb, else_bb)):
+        b.position_at_end(bb)
+        cg._cache.append({})
+        cg.lower_block(region, args, outs)
+        cg._cache.pop()
+        b.branch(join_bb)
+    b.position_at_end(join_bb)
+
+
+def _lower_while(cg: Any, op: Op) -> None:
+    cond_block, body = op.regions
+    carried = [cg.buffers[r] for r in op.results]
+    for v, buf in zip(op.operands, carried):
+        cg.copy(cg.buffers[v], buf)
+    b = cg.b
+    flag = cg.allocate(cond_block.results[0])
+    temps = [cg.allocate(r) for r in op.results]
+    header = cg.fn.append_basic_block("while.cond")
+    body_bb = cg.fn.append_basic_block("while.body")
+    exit_bb = cg.fn.append_basic_block("while.exit")
+    b.branch(header)
+    b.position_at_end(header)
+    cg._cache.append({})
+    cg.lower_block(cond_block, carried, [flag])
+    cg._cache.pop()
+    from compiler.ir.types import BOOL
+    t = cond_block.results[0].type
+    value = cg.load(flag, [cg.index(0)] * t.ndim)
+    b.cbranch(cg.cast(value, t.dtype, BOOL), body_bb, exit_bb)
+    b.position_at_end(body_bb)
+    cg._cache.append({})
+    cg.lower_block(body, carried, temps)
+    cg._cache.pop()
+    for tmp, buf in zip(temps, carried):
+        cg.copy(tmp, buf)
+    b.branch(header)
+    b.position_at_end(exit_bb)

@@ -1,0 +1,135 @@
+"""Fusion: decide which values get a buffer; everything else is recomputed
+inside the loop nest of the value that consumes it.
+
+A value is *materialized* (gets a buffer and its own loop nest) when
+
+* it is a block result, a block argument, or the result of an OPAQUE or
+  CONTROL op (those write whole buffers), or an operand of a CONTROL op;
+* a consumer would read it more than once per element: a broadcast of it,
+  an operand of dot_general, ... (recomputing a reduction for every element of
+  a broadcast would turn O(n) into O(n^2));
+* its consumers sit in different loop nests (compute once, read twice).
+
+Cheap values (constants, iota, and pure index remaps of materialized or cheap
+values, with casts) are never materialized: re-reading them costs a load.
+
+>>> # exp(x) * 2 fuses into one loop; sum(x) feeding a broadcast is materialized
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from compiler.ir import dims
+from compiler.ir.core import Block, Op, Value
+from compiler.primitives.base import CONTROL, ELEMENTWISE, INDEX, OPAQUE
+
+_LOOPING_INDEX_OPS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min",
+                                "reduce_and", "reduce_or", "argmax", "argmin"})
+
+
+@dataclass
+class Schedule:
+    """The materialized values of one block, in program order of their definition."""
+
+    block: Block
+    materialized: list[Value] = field(default_factory=list)
+    groups: dict[Value, object] = field(default_factory=dict)
+
+    def is_materialized(self, v: Value) -> bool:
+        return v in self._set
+
+    def __post_init__(self) -> None:
+        self._set: set[Value] = set()
+
+
+def _has_loop(op: Op) -> bool:
+    return op.prim.name in _LOOPING_INDEX_OPS
+
+
+def _size_not_larger(out: tuple, inp: tuple) -> bool:
+    out_size, in_size = _prod(out), _prod(inp)
+    diff = dims.add(out_size, dims.mul(in_size, -1))
+    return diff == 0 or (isinstance(diff, int) and diff <= 0)
+
+
+def _prod(shape: tuple) -> dims.Dim:
+    total: dims.Dim = 1
+    for d in shape:
+        total = dims.mul(total, d)
+    return total
+
+
+def _expanding(op: Op, operand: Value) -> bool:
+    """Does `op` read elements of `operand` more than once per evaluation of its result?"""
+    kind = op.prim.kind
+    if kind == OPAQUE:
+        return not op.prim.streams_operands
+    if kind == CONTROL:
+        return True
+    if kind == ELEMENTWISE:
+        return False
+    return not _size_not_larger(op.results[0].shape, operand.shape)
+
+
+def schedule(block: Block) -> Schedule:
+    """Choose the buffers of `block` (not of nested regions: they get their own)."""
+    sched = Schedule(block)
+    mat = sched._set
+    users: dict[Value, list[Op]] = {}
+    for op in block.ops:
+        for v in op.operands:
+            users.setdefault(v, []).append(op)
+    mat.update(block.args)
+    mat.update(block.results)
+    cheap: set[Value] = set()
+
+    for op in block.ops:      # forward: which values are cheap to recompute anywhere
+        if op.prim.kind == INDEX and not _has_loop(op) and all(v in cheap or v in block.args for v in op.operands):
+            cheap.update(op.results)
+        elif op.prim.name == "convert" and all(v in cheap for v in op.operands):
+            cheap.update(op.results)
+        if op.prim.kind in (OPAQUE, CONTROL):
+            mat.update(op.results)
+            if op.prim.kind == CONTROL:
+                mat.update(op.operands)
+
+    group: dict[Value, object] = {}
+    for op in reversed(block.ops):
+        for r in op.results:
+            if r in mat:
+                group[r] = r
+                continue
+            if r not in users:          # dead, unless a block result (handled above)
+                group[r] = None
+                continue
+            if r in cheap:
+                group[r] = "cheap"
+                continue
+            consumers = set()
+            expanding = False
+            for user in users[r]:
+                if user.prim.kind in (OPAQUE, CONTROL):
+                    consumers.add(user)
+                else:
+                    consumers.add(group.get(user.results[0]))
+                expanding = expanding or _expanding(user, r)
+            if expanding or len(consumers) != 1 or None in consumers or "cheap" in consumers:
+                mat.add(r)
+                group[r] = r
+            else:
+                group[r] = consumers.pop()
+        if op.prim.kind == OPAQUE:
+            for v in op.operands:
+                pass
+    # operands of non-streaming opaque ops must be materialized unless cheap
+    for op in block.ops:
+        if op.prim.kind == OPAQUE and not op.prim.streams_operands:
+            for v in op.operands:
+                if v not in cheap:
+                    mat.add(v)
+    sched.groups = group
+    sched.materialized = [v for v in block.args] + [r for op in block.ops for r in op.results if r in mat]
+    for r in block.results:
+        if r not in sched.materialized:
+            sched.materialized.append(r)
+    return sched

@@ -1,0 +1,68 @@
+"""From an IR function to an LLVM module with one C-ABI entry point.
+
+The exported ``NAME(inputs, outputs, symbols)`` (see runtime/abi.py) unpacks
+its pointer arrays and calls ``NAME.impl``, whose buffer parameters are
+``noalias``: that is what lets LLVM vectorize the loops without run-time
+overlap checks.
+"""
+from __future__ import annotations
+
+import re
+
+from llvmlite import ir as ll
+
+from compiler.backend.codegen import I64T, PTR, Buffer, Codegen, memory_type
+from compiler.backend.target import Target
+from compiler.ir import dims
+from compiler.ir.core import Function
+
+
+def symbols_of(fn: Function) -> list[str]:
+    """The symbolic dims a kernel needs, in ABI order (sorted by name)."""
+    names: set[str] = set()
+    for t in fn.in_types:
+        for d in t.shape:
+            names |= dims.symbols(d)
+    return sorted(names)
+
+
+def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = False) -> str:
+    """LLVM IR text for `fn`, exported as `name`."""
+    module = ll.Module(name)
+    syms = symbols_of(fn)
+    n_in, n_out = len(fn.in_types), len(fn.out_types)
+    i32 = ll.IntType(32)
+    impl_ty = ll.FunctionType(i32, [PTR] * (n_in + n_out) + [I64T] * len(syms))
+    impl = ll.Function(module, impl_ty, f"{name}.impl")
+    impl.linkage = "internal"
+    for arg in impl.args[:n_in + n_out]:
+        arg.add_attribute("noalias")
+    symbols = dict(zip(syms, impl.args[n_in + n_out:]))
+    cg = Codegen(module, impl, symbols, fastmath=fastmath, has_fma=target.has_fma)
+
+    def buffer(arg: ll.Value, t) -> Buffer:  # type: ignore[no-untyped-def]
+        return Buffer(cg.alloca_builder.bitcast(arg, ll.PointerType(memory_type(t.dtype))), t.dtype, t.shape)
+
+    ins = [buffer(a, t) for a, t in zip(impl.args[:n_in], fn.in_types)]
+    outs = [buffer(a, t) for a, t in zip(impl.args[n_in:n_in + n_out], fn.out_types)]
+    cg.lower_block(fn.body, ins, outs)
+    cg.finish()
+    _emit_entry(module, impl, name, n_in, n_out, len(syms))
+    text = str(module)
+    # a string attribute llvmlite cannot attach: use the host's full vector width
+    attrs = f'"prefer-vector-width"="{target.vector_bits}" "min-legal-vector-width"="0"'
+    return re.sub(r'(define internal i32 @"[^"]*\.impl"\([^)]*\))', rf"\1 {attrs}", text, count=1)
+
+
+def _emit_entry(module: ll.Module, impl: ll.Function, name: str, n_in: int, n_out: int, n_sym: int) -> None:
+    pp = ll.PointerType(PTR)
+    entry = ll.Function(module, ll.FunctionType(ll.IntType(32), [pp, pp, ll.PointerType(I64T)]), name)
+    b = ll.IRBuilder(entry.append_basic_block("entry"))
+    ins, outs, syms = entry.args
+    args: list[ll.Value] = []
+    for base, count in ((ins, n_in), (outs, n_out)):
+        for i in range(count):
+            args.append(b.load(b.gep(base, [ll.Constant(I64T, i)])))
+    for i in range(n_sym):
+        args.append(b.load(b.gep(syms, [ll.Constant(I64T, i)])))
+    b.ret(b.call(impl, args))

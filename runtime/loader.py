@@ -1,0 +1,97 @@
+"""Calling a native kernel from Python: argument checking, output allocation
+and the ctypes call. Used for JIT-compiled kernels and for built libraries.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Sequence
+
+import numpy as np
+
+from runtime.abi import ERRORS, ArgSpec, evaluate_dim, is_symbol
+
+KERNEL_CFUNC = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p),
+                                ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64))
+
+
+def convert_argument(name: str, value: Any, spec: ArgSpec) -> np.ndarray:
+    """`value` as a contiguous array of spec's dtype, or TypeError/ValueError naming `name`.
+
+    Conversions NumPy would do implicitly ('safe' casting: int32 -> float64,
+    float32 -> float64, bool -> any; Python scalars and lists) are done; others
+    are errors. Non-contiguous arrays are copied.
+    """
+    arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if arr.dtype != spec.dtype:
+        if isinstance(value, (int, float, bool)) and not isinstance(value, np.generic):
+            arr = np.asarray(value, dtype=spec.dtype)     # Python scalars are weak (NEP 50)
+        elif np.can_cast(arr.dtype, spec.dtype, "safe"):
+            arr = arr.astype(spec.dtype)
+        else:
+            raise TypeError(f"argument '{name}': expected dtype {spec.type_text.split('[')[0]} "
+                            f"({spec.dtype}), got {arr.dtype}; convert with .astype(np.{spec.dtype})")
+    if arr.ndim != len(spec.dims):
+        raise ValueError(f"argument '{name}': expected {len(spec.dims)}-d array of type "
+                         f"{spec.type_text}, got shape {arr.shape}")
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)
+    return arr
+
+
+def bind_symbols(names: Sequence[str], arrays: Sequence[np.ndarray], specs: Sequence[ArgSpec]) -> dict[str, int]:
+    """Sizes of the symbolic dims, checked for agreement across arguments."""
+    env: dict[str, int] = {}
+    origin: dict[str, str] = {}
+    for name, arr, spec in zip(names, arrays, specs):
+        for axis, (d, n) in enumerate(zip(spec.dims, arr.shape)):
+            if isinstance(d, int):
+                if n != d:
+                    raise ValueError(f"argument '{name}': dimension {axis} must be {d} "
+                                     f"(type {spec.type_text}), got shape {arr.shape}")
+            elif is_symbol(d):
+                if d in env and env[d] != n:
+                    raise ValueError(f"argument '{name}': dimension {axis} is {n} but symbol '{d}' "
+                                     f"is {env[d]} from argument '{origin[d]}'")
+                env.setdefault(d, n)
+                origin.setdefault(d, name)
+    for name, arr, spec in zip(names, arrays, specs):
+        for axis, (d, n) in enumerate(zip(spec.dims, arr.shape)):
+            if isinstance(d, str) and not is_symbol(d) and evaluate_dim(d, env) != n:
+                raise ValueError(f"argument '{name}': dimension {axis} must be {d} = "
+                                 f"{evaluate_dim(d, env)}, got {n}")
+    return env
+
+
+class NativeKernel:
+    """A loaded kernel entry point with its argument and result specs."""
+
+    def __init__(self, name: str, address: int, inputs: Sequence[ArgSpec], outputs: Sequence[ArgSpec],
+                 symbols: Sequence[str], keepalive: Any = None) -> None:
+        self.name = name
+        self.address = address
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.symbols = list(symbols)
+        self._fn = KERNEL_CFUNC(address)
+        self._keepalive = keepalive
+
+    def __call__(self, *args: Any) -> list[np.ndarray]:
+        if len(args) != len(self.inputs):
+            raise TypeError(f"{self.name}() takes {len(self.inputs)} array arguments, got {len(args)}")
+        names = [s.name for s in self.inputs]
+        arrays = [convert_argument(n, a, s) for n, a, s in zip(names, args, self.inputs)]
+        env = bind_symbols(names, arrays, self.inputs)
+        return self.call_checked(arrays, env)
+
+    def call_checked(self, arrays: Sequence[np.ndarray], env: dict[str, int]) -> list[np.ndarray]:
+        """Call with arrays already converted and symbols bound."""
+        outs = [np.empty(tuple(evaluate_dim(d, env) for d in s.dims), dtype=s.dtype) for s in self.outputs]
+        # fresh pointer arrays per call: a kernel may be called from several threads
+        in_ptrs = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
+        out_ptrs = (ctypes.c_void_p * max(len(outs), 1))(*[o.ctypes.data for o in outs])
+        syms = (ctypes.c_int64 * max(len(self.symbols), 1))(*[env[s] for s in self.symbols])
+        status = self._fn(in_ptrs, out_ptrs, syms)
+        if status:
+            exc, message = ERRORS.get(status, (RuntimeError, f"kernel failed with status {status}"))
+            raise exc(f"{self.name}: {message}")
+        return outs
