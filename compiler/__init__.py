@@ -1,0 +1,10 @@
+"""aotx: compile pure NumPy-style Python functions to fused, vectorized CPU kernels.
+
+The public API (see docs/): ``jit`` and ``Kernel``; the error classes live in
+``compiler.errors``.
+"""
+from compiler import errors
+from compiler.api import Kernel, jit
+
+__version__ = "0.1.0"
+__all__ = ["Kernel", "jit", "errors", "__version__"]

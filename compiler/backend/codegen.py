@@ -172,9 +172,10 @@ class Codegen:
             return self.const(dtype, array.reshape(-1)[0])
         gv = self._constants.get(id(array))
         if gv is None:
-            t = ll.ArrayType(memory_type(dtype), array.size)
             flat = array.reshape(-1).astype(np.uint8 if dtype == BOOL else dtype)
-            init = ll.Constant(t, bytearray(flat.tobytes()))
+            raw = flat.tobytes()
+            t = ll.ArrayType(I8T, len(raw))
+            init = ll.Constant(t, bytearray(raw))
             gv = ll.GlobalVariable(self.module, t, name=f"const.{len(self._constants)}")
             gv.global_constant, gv.linkage, gv.initializer = True, "internal", init
             gv.align = 64

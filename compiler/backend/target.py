@@ -54,12 +54,17 @@ class Target:
 
     def machine(self, *, jit: bool = False) -> llvm.TargetMachine:
         """A TargetMachine at O3. Position-independent so one object serves
-        both the in-process JIT and a shared library."""
-        return _machine(self, jit)
+        both the in-process JIT and a shared library. An execution engine takes
+        ownership of its machine, so JIT machines are never shared."""
+        return _new_machine(self, True) if jit else _machine(self)
 
 
 @functools.cache
-def _machine(target: Target, jit: bool) -> llvm.TargetMachine:
+def _machine(target: Target) -> llvm.TargetMachine:
+    return _new_machine(target, False)
+
+
+def _new_machine(target: Target, jit: bool) -> llvm.TargetMachine:
     _initialize()
     llvm_target = llvm.Target.from_triple(target.triple)
     return llvm_target.create_target_machine(

@@ -1,0 +1,253 @@
+"""jit and Kernel: argument normalisation, specialization, then the pipeline.
+
+A :class:`Kernel` compiles its function lazily, once per abstract signature
+of its arguments (tree structure, dtypes and shapes of arrays, values of
+static arguments), or once up front for ``signature=``, whose symbolic dims
+let one native kernel serve every size.
+
+Argument kinds when compiling lazily: arrays (and NumPy scalars) are dynamic
+inputs of their exact dtype and shape; Python floats are dynamic weakly typed
+scalars (NEP 50: ``x32 * s`` stays float32); Python ints, bools and any other
+objects are static: their value is baked in and a new value compiles a new
+specialization, as do the arguments listed in ``static_argnums``.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from compiler import pipeline
+from compiler.backend import target as targets
+from compiler.ir.printer import format_function
+from compiler.ir.types import TensorType, canonical_dtype
+from compiler.signature import parse_signature
+from runtime.abi import ArgSpec, parse_spec
+from runtime.loader import KERNEL_CFUNC, NativeKernel, bind_symbols, convert_argument
+
+
+def _frontend() -> Any:
+    import compiler.frontend as frontend
+    return frontend
+
+
+@dataclass
+class Lowered:
+    """The stages of one compiled specialization, as text."""
+
+    ir: str
+    ir_optimized: str
+    llvm: str
+    llvm_optimized: str
+    asm: str
+
+    def __str__(self) -> str:
+        return self.ir_optimized
+
+
+class Specialization:
+    """One compiled variant of a Kernel: staged program + native code."""
+
+    def __init__(self, kernel: "Kernel", abstract_args: tuple, abstract_kwargs: dict) -> None:
+        fe = _frontend()
+        self.program = fe.stage(kernel.fn, abstract_args, abstract_kwargs, name=kernel.__name__)
+        fn = self.program.function
+        self.artifacts = pipeline.compile_ir(fn, _symbol_name(kernel.__name__), targets.host(),
+                                             fastmath=kernel.fastmath)
+        loaded = pipeline.load(self.artifacts)
+        names = fn.arg_names or [f"arg{i}" for i in range(len(fn.in_types))]
+        ins = [parse_spec(n, str(t)) for n, t in zip(names, fn.in_types)]
+        outs = [parse_spec(f"result{i}", str(t)) for i, t in enumerate(self.artifacts.ir_optimized.out_types)]
+        self.native = NativeKernel(kernel.__name__, loaded.address(self.artifacts.name), ins, outs,
+                                   self.artifacts.symbols, keepalive=loaded)
+
+    def call(self, dynamic: Sequence[Any]) -> Any:
+        fe = _frontend()
+        outs = self.native(*dynamic)
+        return fe.pytrees.unflatten(self.program.out_tree, [_scalarize(o) for o in outs])
+
+    def lowered(self) -> Lowered:
+        a = self.artifacts
+        return Lowered(format_function(a.ir, with_locs=True), format_function(a.ir_optimized),
+                       a.llvm, a.llvm_optimized, a.asm)
+
+
+def _scalarize(a: np.ndarray) -> Any:
+    return a[()] if a.ndim == 0 else a
+
+
+def _symbol_name(name: str) -> str:
+    clean = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return f"aotx_{clean}"
+
+
+class Kernel:
+    """A compiled function: call it with NumPy arrays, get NumPy arrays."""
+
+    def __init__(self, fn: Callable[..., Any], *, signature: str | None = None,
+                 static_argnums: int | Sequence[int] = (), fastmath: bool = False,
+                 parallel: bool = False, cache: bool = True, name: str | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"jit expects a function, got {type(fn).__name__}")
+        self.fn = fn
+        self.fastmath = fastmath
+        self.parallel = parallel
+        self.cache = cache
+        self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        self.__name__ = name or getattr(fn, "__name__", "kernel")
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__wrapped__ = fn
+        self._signature = inspect.signature(fn)
+        self._specializations: dict[Any, Specialization] = {}
+        self.signature = signature
+        self._fixed: Specialization | None = None
+        if signature is not None:
+            self._fixed = self._compile_signature(signature)
+
+    # ---- specialization ------------------------------------------------------------------
+    def _bind(self, args: tuple, kwargs: dict) -> inspect.BoundArguments:
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}(): {e}") from None
+        return bound
+
+    def _compile_signature(self, signature: str) -> Specialization:
+        types, results = parse_signature(signature)
+        params = [p for p in self._signature.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if len(types) != len(params):
+            raise TypeError(f"{self.__name__}: signature {signature!r} has {len(types)} argument types "
+                            f"but the function takes {len(params)} positional arguments")
+        spec = Specialization(self, tuple(types), {})
+        if results is not None and spec.artifacts.ir_optimized.out_types != results:
+            got = ", ".join(map(str, spec.artifacts.ir_optimized.out_types))
+            raise TypeError(f"{self.__name__}: signature declares results {', '.join(map(str, results))} "
+                            f"but the function returns {got}")
+        return spec
+
+    def _abstract(self, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict, list[Any]]:
+        fe = _frontend()
+        bound = self._bind(args, kwargs)
+        static = {list(self._signature.parameters).index(n) if n in self._signature.parameters else -1: n
+                  for n in bound.arguments}
+        abstract_args, dynamic = [], []
+        for i, value in enumerate(bound.args):
+            abstract_args.append(value if i in self.static_argnums else _abstract_leafwise(fe, value, dynamic))
+        abstract_kwargs = {k: _abstract_leafwise(fe, v, dynamic) for k, v in bound.kwargs.items()}
+        del static
+        key = fe.pytrees.flatten((tuple(abstract_args), abstract_kwargs))
+        return _hashable_key(key), tuple(abstract_args), abstract_kwargs, dynamic
+
+    def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
+        if self._fixed is not None:
+            return self._fixed
+        key, a_args, a_kwargs, _ = self._abstract(args, kwargs)
+        spec = self._specializations.get(key)
+        if spec is None:
+            spec = self._specializations[key] = Specialization(self, a_args, a_kwargs)
+        return spec
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._fixed is not None:
+            if kwargs:
+                args = tuple(self._bind(args, kwargs).args)
+            return self._fixed.call(args)
+        key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs)
+        spec = self._specializations.get(key)
+        if spec is None:
+            spec = self._specializations[key] = Specialization(self, a_args, a_kwargs)
+        return spec.call(dynamic)
+
+    # ---- inspection ---------------------------------------------------------------------
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """The IR, optimized IR, LLVM IR and assembly for these arguments (or a signature string)."""
+        if len(args) == 1 and isinstance(args[0], str) and not kwargs:
+            return Specialization(self, tuple(parse_signature(args[0])[0]), {}).lowered()
+        return self.specialize(*args, **kwargs).lowered()
+
+    def _for_signature(self, signature: str | None) -> Specialization:
+        if signature is None:
+            if self._fixed is None:
+                raise TypeError(f"{self.__name__}: pass a signature (the kernel has none)")
+            return self._fixed
+        if signature == self.signature and self._fixed is not None:
+            return self._fixed
+        key = ("signature", signature)
+        if key not in self._specializations:
+            self._specializations[key] = self._compile_signature(signature)
+        return self._specializations[key]
+
+    def address(self, signature: str | None = None) -> int:
+        """Address of the C entry point ``int32_t f(void**, void**, const int64_t*)``."""
+        return self._for_signature(signature).native.address
+
+    def ctypes(self, signature: str | None = None) -> Any:
+        """The C entry point as a ctypes function (see docs/abi.md)."""
+        return KERNEL_CFUNC(self.address(signature))
+
+    def __repr__(self) -> str:
+        sig = f", signature={self.signature!r}" if self.signature else ""
+        return f"<aotx.Kernel {self.__name__}{sig}>"
+
+
+def _abstract_leafwise(fe: Any, value: Any, dynamic: list[Any]) -> Any:
+    """Replace array leaves by their types (collecting the arrays in `dynamic`)."""
+    leaves, tree = fe.pytrees.flatten(value)
+    out = []
+    for leaf in leaves:
+        kind = _leaf_kind(leaf)
+        if kind == "array":
+            arr = np.asarray(leaf)
+            out.append(TensorType(canonical_dtype(arr.dtype), tuple(arr.shape)))
+            dynamic.append(arr)
+        elif kind == "weak":
+            out.append(fe.values.Weak(TensorType(np.dtype(np.float64), ())))
+            dynamic.append(np.float64(leaf))
+        else:
+            out.append(leaf)
+    return fe.pytrees.unflatten(tree, out)
+
+
+def _leaf_kind(leaf: Any) -> str:
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        if leaf.dtype.kind not in "fib" or leaf.dtype not in (np.float32, np.float64, np.int32, np.int64, np.bool_):
+            raise TypeError(f"arrays of dtype {leaf.dtype} are not supported "
+                            f"(use float32, float64, int32, int64 or bool)")
+        return "array"
+    if isinstance(leaf, float):
+        return "weak"
+    return "static"
+
+
+def _hashable_key(key: Any) -> Any:
+    leaves, tree = key
+    return (tree, tuple(_hash_leaf(x) for x in leaves))
+
+
+def _hash_leaf(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return ("ndarray", x.dtype.str, x.shape, x.tobytes())
+    try:
+        hash(x)
+    except TypeError:
+        raise TypeError(f"static argument {x!r} is not hashable; pass arrays as NumPy arrays") from None
+    return (type(x), x)
+
+
+def jit(fn: Callable[..., Any] | None = None, *, signature: str | None = None,
+        static_argnums: int | Sequence[int] = (), fastmath: bool = False, parallel: bool = False,
+        cache: bool = True, name: str | None = None) -> Any:
+    """Compile `fn` to a native kernel (lazily per signature, or now with `signature=`)."""
+    options = dict(signature=signature, static_argnums=static_argnums, fastmath=fastmath,
+                   parallel=parallel, cache=cache, name=name)
+    if fn is None:
+        return functools.partial(jit, **options)
+    return functools.wraps(fn, updated=())(Kernel(fn, **options))  # type: ignore[arg-type]
+
+
+_ = (ArgSpec, convert_argument, bind_symbols, ctypes)
