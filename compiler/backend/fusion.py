@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from compiler.ir import dims
 from compiler.ir.core import Block, Op, Value
 from compiler.primitives.base import CONTROL, ELEMENTWISE, INDEX, OPAQUE
 
@@ -46,19 +45,6 @@ def _has_loop(op: Op) -> bool:
     return op.prim.name in _LOOPING_INDEX_OPS
 
 
-def _size_not_larger(out: tuple, inp: tuple) -> bool:
-    out_size, in_size = _prod(out), _prod(inp)
-    diff = dims.add(out_size, dims.mul(in_size, -1))
-    return diff == 0 or (isinstance(diff, int) and diff <= 0)
-
-
-def _prod(shape: tuple) -> dims.Dim:
-    total: dims.Dim = 1
-    for d in shape:
-        total = dims.mul(total, d)
-    return total
-
-
 def _expanding(op: Op, operand: Value) -> bool:
     """Does `op` read elements of `operand` more than once per evaluation of its result?"""
     kind = op.prim.kind
@@ -66,9 +52,9 @@ def _expanding(op: Op, operand: Value) -> bool:
         return not op.prim.streams_operands
     if kind == CONTROL:
         return True
-    if kind == ELEMENTWISE:
+    if kind == ELEMENTWISE or op.prim.expands is None:
         return False
-    return not _size_not_larger(op.results[0].shape, operand.shape)
+    return op.prim.expands(op)
 
 
 def schedule(block: Block) -> Schedule:
@@ -118,9 +104,6 @@ def schedule(block: Block) -> Schedule:
                 group[r] = r
             else:
                 group[r] = consumers.pop()
-        if op.prim.kind == OPAQUE:
-            for v in op.operands:
-                pass
     # operands of non-streaming opaque ops must be materialized unless cheap
     for op in block.ops:
         if op.prim.kind == OPAQUE and not op.prim.streams_operands:

@@ -51,6 +51,7 @@ class Primitive:
     linear: bool = False
     differentiable: bool = True
     streams_operands: bool = True   # OPAQUE ops: reads each operand element about once
+    expands: Callable[..., bool] | None = None   # INDEX ops: (op) -> reads an element many times?
     effects: frozenset[str] = field(default_factory=frozenset)
     doc: str = ""
 

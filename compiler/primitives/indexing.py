@@ -54,7 +54,13 @@ def _lower_take(cg: Any, op: Any, idx: list[Any]) -> Any:
     return cg.read(x, idx[:axis] + [i] + idx[axis + k:])
 
 
-take = register(Primitive("take", _take_rule, _ref_take, INDEX, _lower_take,
+def _take_expands(op: Any) -> bool:
+    x, ind = op.operands
+    n, k = x.shape[op.params["axis"]], ind.type.size
+    return not (isinstance(n, int) and isinstance(k, int) and k <= n)
+
+
+take = register(Primitive("take", _take_rule, _ref_take, INDEX, _lower_take, expands=_take_expands,
                           doc="np.take(x, indices, axis) (negative indices wrap, then clamp)"))
 
 # ---- dynamic_slice ------------------------------------------------------------------

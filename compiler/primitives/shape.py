@@ -88,8 +88,15 @@ def _lower_broadcast(cg: Any, op: Any, idx: list[Any]) -> Any:
     return cg.read(x, src)
 
 
+def _broadcast_expands(op: Any) -> bool:
+    shape, bdims = op.params["shape"], op.params["broadcast_dimensions"]
+    stretched = any(d == 1 and shape[od] != 1 for d, od in zip(op.operands[0].shape, bdims))
+    return stretched or any(shape[i] != 1 for i in range(len(shape)) if i not in bdims)
+
+
 broadcast_in_dim = register(Primitive(
     "broadcast_in_dim", _broadcast_rule, _ref_broadcast, INDEX, _lower_broadcast, linear=True,
+    expands=_broadcast_expands,
     doc="operand dim i becomes output dim broadcast_dimensions[i]; size-1 dims stretch"))
 
 
