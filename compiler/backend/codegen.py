@@ -258,7 +258,10 @@ class Codegen:
     def compute_into(self, v: Value, buf: Buffer) -> None:
         """A loop nest writing every element of `v` to `buf`."""
         saved, self._computing = self._computing, v
+        op = v.op
         try:
+            if op is not None and op.prim.lower_root is not None and op.prim.lower_root(self, op, buf):
+                return
             with self.loop_nest(v.type.shape) as idx:
                 self.store(buf, idx, self.read(v, idx))
         finally:
@@ -328,12 +331,25 @@ class Codegen:
             self.store(dst, idx, self.load(src, idx))
 
     def finish(self) -> None:
-        """Free temporaries, return 0, and close the entry block."""
+        """Free temporaries and return 0; if any allocation failed, return 1 up front."""
         free = _declare(self.module, "free", ll.FunctionType(ll.VoidType(), [PTR]))
         for raw in self.mallocs:
             self.b.call(free, [raw])
         self.b.ret(ll.Constant(ll.IntType(32), 0))
-        self.alloca_builder.branch(self.fn.blocks[1])
+        body = self.fn.blocks[1]
+        if not self.mallocs:
+            self.alloca_builder.branch(body)
+            return
+        entry = self.alloca_builder
+        failed = entry.icmp_unsigned("==", self.mallocs[0], ll.Constant(PTR, None))
+        for raw in self.mallocs[1:]:
+            failed = entry.or_(failed, entry.icmp_unsigned("==", raw, ll.Constant(PTR, None)))
+        fail = self.fn.append_basic_block("out_of_memory")
+        entry.cbranch(failed, fail, body)
+        fb = ll.IRBuilder(fail)
+        for raw in self.mallocs:
+            fb.call(free, [raw])          # free(NULL) is a no-op
+        fb.ret(ll.Constant(ll.IntType(32), 1))
 
 
 def _declare(module: ll.Module, name: str, fnty: ll.FunctionType) -> ll.Function:

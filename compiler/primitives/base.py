@@ -52,6 +52,7 @@ class Primitive:
     differentiable: bool = True
     streams_operands: bool = True   # OPAQUE ops: reads each operand element about once
     expands: Callable[..., bool] | None = None   # INDEX ops: (op) -> reads an element many times?
+    lower_root: Callable[..., bool] | None = None  # INDEX ops with a buffer: (cg, op, out) -> handled?
     effects: frozenset[str] = field(default_factory=frozenset)
     doc: str = ""
 

@@ -67,10 +67,29 @@ def _lower_reduce(kind: str) -> Callable[..., Any]:
     return lower
 
 
+def _lower_accumulate(kind: str) -> Callable[..., bool]:
+    """Into a buffer, when the last axis is kept: walk the operand in memory order and
+    fold each row into the output row, so the inner loop is contiguous and vectorizes."""
+
+    def lower_root(cg: Any, op: Any, out: Any) -> bool:
+        x, axes = op.operands[0], op.params["axes"]
+        if not axes or x.ndim - 1 in axes:
+            return False
+        dtype = x.dtype
+        with cg.loop_nest(op.results[0].shape) as idx:
+            cg.store(out, idx, _init_value(cg, dtype, kind))
+        with cg.loop_nest(x.shape) as full:
+            dst = [i for a, i in enumerate(full) if a not in axes]
+            cg.store(out, dst, _combine(kind)(cg, dtype, cg.load(out, dst), cg.read(x, full)))
+        return True
+    return lower_root
+
+
 def _reduction(name: str, kind: str, ref: Callable[..., Any], **kw: Any) -> Primitive:
     def checked(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         return ref(x, axis=tuple(axes))
     return register(Primitive(name, _reduce_rule, checked, INDEX, _lower_reduce(kind),
+                              lower_root=_lower_accumulate(kind),
                               doc=f"{ref.__name__} over `axes`", **kw))
 
 

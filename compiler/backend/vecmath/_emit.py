@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 
 F64, F32 = ir.DoubleType(), ir.FloatType()
+_h = float.fromhex  # exact constants are written as C99 hex literals
 
 
 @dataclass(frozen=True)

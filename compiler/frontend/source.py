@@ -1,0 +1,126 @@
+"""The user's source: read a function's code, parse it, map AST nodes to the
+real file and line.
+
+``inspect.getsource`` gives the (indented) lines of a function; we dedent and
+parse them, and remember the first line number and the indentation removed,
+so that :meth:`FunctionSource.loc` turns a node into a :class:`SourceLoc`
+with the absolute line and column in the user's file. That is what error
+messages and every op's location use.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+import types
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.errors import UnsupportedError
+from compiler.ir.core import SourceLoc
+
+
+@dataclass
+class FunctionSource:
+    """A parsed function: its AST node plus where its text sits in its file."""
+
+    node: ast.FunctionDef | ast.Lambda
+    file: str
+    first_line: int      # line of the file where the parsed text starts (1-based)
+    indent: int          # columns removed by dedent
+
+    def loc(self, node: ast.AST) -> SourceLoc:
+        """The location of `node` in the user's file."""
+        line = getattr(node, "lineno", None)
+        if line is None:
+            return SourceLoc(self.file, self.first_line, self.indent)
+        col = node.col_offset + self.indent  # type: ignore[attr-defined]
+        end_line = getattr(node, "end_lineno", None)
+        end_col = getattr(node, "end_col_offset", None)
+        end = end_col + self.indent if end_line == line and end_col is not None else None
+        return SourceLoc(self.file, line + self.first_line - 1, col, end)
+
+    @property
+    def def_loc(self) -> SourceLoc:
+        return self.loc(self.node)
+
+
+_CACHE: dict[Any, FunctionSource] = {}
+
+
+def function_source(fn: types.FunctionType) -> FunctionSource:
+    """Parse the source of a Python function (or lambda), cached per code object."""
+    code = fn.__code__
+    cached = _CACHE.get(code)
+    if cached is not None:
+        return cached
+    src = _read(fn)
+    _CACHE[code] = src
+    return src
+
+
+def _read(fn: types.FunctionType) -> FunctionSource:
+    code = fn.__code__
+    file = inspect.getsourcefile(fn) or code.co_filename
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        raise UnsupportedError(
+            f"cannot read the source code of {fn.__qualname__!r} (defined in {code.co_filename})",
+            None, "define the function in a .py file so that its source is available") from e
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    indent = _removed_indent(lines, dedented)
+    first = max(first, 1)
+    if code.co_name == "<lambda>":
+        node: ast.FunctionDef | ast.Lambda = _find_lambda(dedented, code, fn)
+    else:
+        node = _find_def(dedented, code, fn)
+    linecache.checkcache(file)
+    return FunctionSource(node, file, first, indent)
+
+
+def _removed_indent(lines: list[str], dedented: str) -> int:
+    for original, new in zip(lines, dedented.splitlines()):
+        if original.strip():
+            return len(original) - len(original.lstrip()) - (len(new) - len(new.lstrip()))
+    return 0
+
+
+def _parse(text: str, fn: types.FunctionType) -> ast.Module:
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        pass
+    # a lambda inside a larger expression spanning lines: try growing prefixes
+    lines = text.splitlines()
+    for end in range(len(lines), 0, -1):
+        try:
+            return ast.parse("\n".join(lines[:end]))
+        except SyntaxError:
+            continue
+    raise UnsupportedError(f"cannot parse the source code of {fn.__qualname__!r}", None,
+                           "define the function with `def` in a .py file")
+
+
+def _find_def(text: str, code: types.CodeType, fn: types.FunctionType) -> ast.FunctionDef:
+    module = _parse(text, fn)
+    for node in ast.walk(module):
+        if isinstance(node, ast.FunctionDef) and node.name == code.co_name:
+            return node
+        if isinstance(node, ast.AsyncFunctionDef) and node.name == code.co_name:
+            raise UnsupportedError("async functions cannot be compiled", None, None)
+    raise UnsupportedError(f"cannot find the definition of {fn.__qualname__!r} in its source",
+                           None, "define the function with `def` in a .py file")
+
+
+def _find_lambda(text: str, code: types.CodeType, fn: types.FunctionType) -> ast.Lambda:
+    module = _parse(text, fn)
+    names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    candidates = [n for n in ast.walk(module) if isinstance(n, ast.Lambda)
+                  and [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == names]
+    if not candidates:
+        raise UnsupportedError(f"cannot find the source of lambda {fn.__qualname__!r}", None,
+                               "define the function with `def` in a .py file")
+    return candidates[0]

@@ -1,0 +1,170 @@
+"""What the staging interpreter's variables hold: static or staged values.
+
+The frontend's one decision (STYLE.md point 14) is made per value:
+
+* **Static**: any plain Python object known at compile time (ints, floats,
+  shapes, dtypes, strings, functions, modules, NumPy arrays captured from
+  closures...). Static values are represented *as themselves*: the stager
+  computes with them in Python, so no wrapper is needed.
+* **Staged**: an array whose value is only known when the kernel runs. A
+  :class:`Staged` wraps the IR :class:`Value` that computes it, plus the
+  NEP 50 ``weak`` flag (a Python scalar such as ``float(x)`` or a ``Weak``
+  argument promotes like a Python number: f32 array * weak f64 -> f32).
+
+Staged objects are mutable boxes, like NumPy arrays: ``y[1:3] = v`` replaces
+``y.value`` by a functional update, so every name bound to the same object
+sees the change, as in NumPy. ``origin`` and ``base`` record where an array
+comes from, to reject writes that would escape the function (into an
+argument) or that NumPy would route through a view.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.ir.core import Value
+from compiler.ir.dims import DimExpr
+from compiler.ir.types import BOOL, F64, I64, TensorType
+
+ARG, LOCAL, VIEW = "arg", "local", "view"
+
+
+class Weak:
+    """A dynamic Python scalar argument: a 0-d f64, i64 or bool that promotes weakly."""
+
+    __slots__ = ("type",)
+
+    def __init__(self, type: TensorType) -> None:
+        if type.shape != () or type.dtype not in (F64, I64, BOOL):
+            raise TypeError(f"Weak needs a 0-d f64, i64 or bool type (a Python float, int "
+                            f"or bool), got {type}")
+        self.type = type
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Weak) and other.type == self.type
+
+    def __hash__(self) -> int:
+        return hash(("Weak", self.type))
+
+    def __repr__(self) -> str:
+        return f"Weak({self.type})"
+
+
+class Staged:
+    """An array value computed at run time: an IR value plus Python-side facts."""
+
+    __slots__ = ("value", "weak", "origin", "base", "views", "stale", "name")
+
+    def __init__(self, value: Value, weak: bool = False, origin: str = LOCAL,
+                 base: "Staged | None" = None, name: str = "") -> None:
+        self.value = value
+        self.weak = weak and value.type.shape == ()
+        self.origin = origin
+        self.base = base              # the array this one is a view of
+        self.views: list[Staged] = []  # views taken of this array (made stale by writes)
+        self.stale = False            # a view whose base was written after it was taken
+        self.name = name              # the argument name, for messages
+        if base is not None:
+            base.views.append(self)
+
+    @property
+    def type(self) -> TensorType:
+        return self.value.type
+
+    @property
+    def shape(self) -> tuple[Any, ...]:
+        return self.value.type.shape
+
+    @property
+    def dtype(self) -> Any:
+        return self.value.type.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.value.type.shape)
+
+    def root(self) -> "Staged":
+        """The array this one is (a view of a view of ...) a view of."""
+        node = self
+        while node.base is not None:
+            node = node.base
+        return node
+
+    def mark_written(self) -> None:
+        """A write replaced this array's value: views taken earlier no longer match NumPy."""
+        for v in self.views:
+            v.stale = True
+            v.mark_written()
+        self.views = []
+
+    def __bool__(self) -> bool:
+        raise TypeError("internal: truth value of a staged array requested in Python")
+
+    def __repr__(self) -> str:
+        return f"<staged {self.type}{' weak' if self.weak else ''}>"
+
+
+def is_staged(x: Any) -> bool:
+    return isinstance(x, Staged)
+
+
+def is_dim(x: Any) -> bool:
+    """A symbolic dimension used as a Python int (from ``x.shape`` of a symbolic type)."""
+    return isinstance(x, DimExpr)
+
+
+@dataclass
+class Undefined:
+    """A name that has no value on every path (defined in one branch only, or in a loop)."""
+
+    name: str
+    reason: str
+
+
+@dataclass
+class BoundMethod:
+    """``x.sum`` before it is called: an ndarray method bound to a staged array."""
+
+    self_value: Any
+    name: str
+
+
+@dataclass
+class Closure:
+    """A function defined inside staged code (``def`` or ``lambda``), with its scope."""
+
+    node: Any                  # ast.FunctionDef | ast.Lambda
+    frame: Any                 # the defining Frame (free names are looked up there, late)
+    source: Any                # FunctionSource the node belongs to
+    defaults: list[Any] = field(default_factory=list)
+    kw_defaults: list[Any] = field(default_factory=list)
+
+    @property
+    def __name__(self) -> str:  # noqa: D401 - reads like the function attribute
+        return getattr(self.node, "name", "<lambda>")
+
+
+class Reject(Exception):
+    """A user error found below the visitor; the stager adds the location of its node."""
+
+    def __init__(self, cls: type, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.cls = cls
+        self.message = message
+        self.hint = hint
+
+
+class ReturnSignal(Exception):
+    """``return`` unwinding to the function being inlined."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+
+
+class BreakSignal(Exception):
+    """``break`` unwinding to the innermost static loop."""
+
+
+class ContinueSignal(Exception):
+    """``continue`` unwinding to the innermost static loop."""
