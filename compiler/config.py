@@ -6,8 +6,6 @@
 | AOTX_PRINT_AFTER=a,b | print the IR after the named stages (frontend, simplify, ...)   |
 | AOTX_VERIFY=1        | run the IR verifier after every stage (on in the test suite)    |
 | AOTX_FRONTEND_DEBUG=1| re-raise internal frontend errors with their Python traceback   |
-| AOTX_CACHE_DIR       | directory of the on-disk kernel cache                           |
-| AOTX_DISABLE_CACHE=1 | never read or write the on-disk cache                           |
 """
 from __future__ import annotations
 
@@ -42,7 +40,6 @@ def frontend_debug() -> bool:
 
 
 def cache_disabled() -> bool:
-    return _get("AOTX_DISABLE_CACHE", "0") not in ("", "0")
 
 
 @contextlib.contextmanager

@@ -81,7 +81,9 @@ def _tail(f: Callable, lead: Callable, power: float) -> Callable:
 TABLES = {
     # name: (g, lo, hi, degree, fmt)
     # exp: e^r = 1 + r + r^2 (1/2 + r q(r)); the 1/2 is kept exact (expm1 relies on it)
-    "EXP_F64": (_tail(mp.exp, lambda r: 1 + r + r * r / 2, 3), -0.3466, 0.3466, 8, "f64"),
+    "EXP_F64": (_tail(mp.exp, lambda r: 1 + r + r * r / 2, 3), -0.3466, 0.3466, 9, "f64"),
+    "EXPM1_F64": (_tail(mp.exp, lambda r: 1 + r + r * r / 2, 3), -0.3466, 0.3466, 10, "f64"),
+    "EXPM1_F32": (_tail(mp.exp, lambda r: 1 + r + r * r / 2, 3), -0.3466, 0.3466, 4, "f32"),
     "EXP_FAST": (_tail(mp.exp, lambda r: 1 + r + r * r / 2, 3), -0.3466, 0.3466, 4, "f64"),
     "EXP_F32": (_tail(mp.exp, lambda r: 1 + r + r * r / 2, 3), -0.3466, 0.3466, 3, "f32"),
     "LOG_F64": (lambda z: (2 * mp.atanh(mp.sqrt(z)) - 2 * mp.sqrt(z)) / (mp.sqrt(z) * z),

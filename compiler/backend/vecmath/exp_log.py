@@ -22,16 +22,25 @@ from __future__ import annotations
 
 from compiler.backend.vecmath._emit import Em, _h
 
-EXP_F64 = (0.5, _h("0x1.5555555555554p-3"), _h("0x1.5555555554cbdp-5"),
-           _h("0x1.111111111239cp-7"), _h("0x1.6c16c1738c7e9p-10"),
-           _h("0x1.a01a0196e7fa1p-13"), _h("0x1.a019c9b40b169p-16"),
-           _h("0x1.71de45d73a446p-19"), _h("0x1.28802f6aa0f50p-22"),
-           _h("0x1.aec3c285d82cap-26"))
+EXP_F64 = (0.5, _h("0x1.5555555555556p-3"), _h("0x1.5555555555554p-5"),
+           _h("0x1.11111111109b8p-7"), _h("0x1.6c16c16c1811ep-10"),
+           _h("0x1.a01a01a7c0f36p-13"), _h("0x1.a01a0198a8371p-16"),
+           _h("0x1.71de0db914e02p-19"), _h("0x1.27e502c65dcfbp-22"),
+           _h("0x1.af38931d5c02dp-26"), _h("0x1.1f2a24f3030c7p-29"))
 EXP_FAST = (0.5, _h("0x1.5555554881f06p-3"), _h("0x1.55551949c8b4cp-5"),
             _h("0x1.11112bd2ad424p-7"), _h("0x1.6d10e0c761539p-10"),
             _h("0x1.a0890baa88bc5p-13"))
 EXP_F32 = (0.5, _h("0x1.5555260000000p-3"), _h("0x1.5555860000000p-5"),
            _h("0x1.11d92c0000000p-7"), _h("0x1.6c7ab00000000p-10"))
+EXPM1_F64 = (0.5, _h("0x1.5555555555555p-3"), _h("0x1.5555555555556p-5"),
+             _h("0x1.1111111111110p-7"), _h("0x1.6c16c16c162d9p-10"),
+             _h("0x1.a01a01a01b3d7p-13"), _h("0x1.a01a01a6d603cp-16"),
+             _h("0x1.71de3a5007551p-19"), _h("0x1.27e4db6b84e70p-22"),
+             _h("0x1.ae645f12ad6e4p-26"), _h("0x1.1f72f5f83633cp-29"),
+             _h("0x1.616b77f3d3edfp-33"))
+EXPM1_F32 = (0.5, _h("0x1.5555560000000p-3"), _h("0x1.55551a0000000p-5"),
+             _h("0x1.11112c0000000p-7"), _h("0x1.6d10e00000000p-10"),
+             _h("0x1.a0890c0000000p-13"))
 LOG_F64 = (_h("0x1.5555555555558p-1"), _h("0x1.999999999529cp-2"), _h("0x1.2492492df82cfp-2"),
            _h("0x1.c71c62dd867d0p-3"), _h("0x1.7462b6c0c26fbp-3"), _h("0x1.39fe2028bb270p-3"),
            _h("0x1.2b5b30afe096cp-3"))
@@ -59,6 +68,8 @@ class C:
         self.log10_2 = ((_h("0x1.34413509f7800p-2"), _h("0x1.fef311f12b358p-46")) if d
                         else (_h("0x1.3442p-2"), _h("-0x1.95ec10p-19")))
         self.exp_poly = (EXP_FAST if fast else EXP_F64) if d else EXP_F32
+        # expm1 cancels for k = 1, 2: its polynomial must be accurate to ~2^-56
+        self.expm1_poly = (EXP_FAST if fast else EXPM1_F64) if d else EXPM1_F32
         self.log_poly = (LOG_FAST if fast else LOG_F64) if d else LOG_F32
         # exp(x) overflows above ~709.78 (f64) / 88.72 (f32), is 0 below -745.2 / -103.98
         self.exp_lo, self.exp_hi = (-746.0, 710.0) if d else (-104.0, 89.0)
@@ -139,7 +150,7 @@ def expm1_terms(em: Em, c: C, x):
     k, rh, rl = exp_reduce(em, c, x)
     zh, zl = em.two_prod(rh, rh)
     half = em.c(0.5)
-    q = em.horner(rh, c.exp_poly[1:])  # g(r) = 1/2 + r*q(r)
+    q = em.horner(rh, c.expm1_poly[1:])  # g(r) = 1/2 + r*q(r)
     rest = em.mla(em.mul(zh, rh), q, em.mul(zl, half))
     # e^(rh+rl) - 1 = rh + z/2 + z*r*q + rl*e^rh
     t2 = em.mul(zh, half)

@@ -1,0 +1,373 @@
+"""Array semantics shared by every NumPy spelling: lifting static values to
+constants, NumPy 2 (NEP 50) promotion, broadcasting, elementwise ops, casts
+and truth values.
+
+This is the layer between the visitor and the builder (Triton's
+``semantic.py``): functions take the :class:`Builder` and frontend values and
+return :class:`Staged` values. Result dtypes are not re-derived by hand: we
+ask NumPy itself, by running the ufunc on 0-d stand-ins of the operands
+(``np.add(np.zeros((), f32), 2.0).dtype``), which also yields NumPy's own
+error messages (``numpy boolean subtract ... is not supported``).
+"""
+from __future__ import annotations
+
+import functools
+import numbers
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+import compiler.primitives as P
+from compiler.errors import CompileError, ShapeMismatchError, UnsupportedError
+from compiler.ir import dims
+from compiler.ir.builder import Builder
+from compiler.ir.core import Value
+from compiler.ir.dims import Dim, DimExpr
+from compiler.ir.types import BOOL, DTYPES, F64, I64, TensorType, canonical_dtype, is_float
+from compiler.frontend.values import LOCAL, Reject, Staged
+
+PY_SCALARS = (bool, int, float)
+
+
+class TruthValueError(CompileError, ValueError):
+    """NumPy's "truth value of an array ... is ambiguous", raised at compile time."""
+
+
+# ---- static values -----------------------------------------------------------------
+
+def is_scalar_like(x: Any) -> bool:
+    """A static number: Python scalar, NumPy scalar or a symbolic dim."""
+    return isinstance(x, (numbers.Number, np.generic, DimExpr)) and not isinstance(x, complex)
+
+
+def is_arraylike(x: Any) -> bool:
+    """Something NumPy would turn into an array operand."""
+    if isinstance(x, Staged) or is_scalar_like(x) or isinstance(x, np.ndarray):
+        return True
+    return isinstance(x, (list, tuple)) and all(is_arraylike(e) for e in x)
+
+
+def supported_dtype(dtype: Any) -> np.dtype:
+    """The dtype as one of the five supported ones, or a Reject naming it."""
+    try:
+        return canonical_dtype(dtype)
+    except TypeError as e:
+        raise Reject(UnsupportedError, str(e), "cast to float32, float64, int32, int64 or bool")
+
+
+def constant(b: Builder, value: Any, dtype: np.dtype | None = None, weak: bool = False) -> Staged:
+    """A staged constant for a static value (kept as its own dtype unless `dtype` is given)."""
+    with np.errstate(all="ignore"):
+        arr = np.asarray(value) if dtype is None else _cast_static(value, dtype)
+    arr = np.ascontiguousarray(arr.astype(supported_dtype(arr.dtype), copy=False))
+    return Staged(b.emit1(P.constant, [], {"value": arr}), weak=weak)
+
+
+def _cast_static(value: Any, dtype: np.dtype) -> np.ndarray:
+    if isinstance(value, int) and not isinstance(value, bool) and dtype.kind == "i":
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise Reject(CompileError, f"Python integer {value} out of bounds for {dtype}")
+    return np.asarray(value).astype(dtype)
+
+
+def dim_value(b: Builder, d: Dim) -> Staged:
+    """A (symbolic) dimension as a run-time int64 value, weak like a Python int."""
+    if isinstance(d, int):
+        return constant(b, d, I64, weak=True)
+    one = constant(b, 1, I64).value
+    ones = b.emit1(P.broadcast_in_dim, [one], {"shape": (d,), "broadcast_dimensions": ()})
+    return Staged(b.emit1(P.reduce_sum, [ones], {"axes": (0,)}), weak=True)
+
+
+def lift(b: Builder, x: Any, dtype: np.dtype | None = None) -> Staged:
+    """Any array-like as a Staged value; `dtype` casts static values directly."""
+    if isinstance(x, Staged):
+        return x if dtype is None else convert(b, x, dtype)
+    if isinstance(x, DimExpr):
+        s = dim_value(b, x)
+        return s if dtype is None else convert(b, s, dtype, weak=True)
+    if isinstance(x, (list, tuple)) and any(isinstance(e, Staged) or _has_staged(e) for e in x):
+        from compiler.frontend.shapes import stack_nested
+        s = stack_nested(b, x)
+        return s if dtype is None else convert(b, s, dtype)
+    weak = isinstance(x, PY_SCALARS)
+    if dtype is None and isinstance(x, PY_SCALARS):
+        dtype = result_dtype([x])
+    return constant(b, x, dtype, weak=weak)
+
+
+def _has_staged(x: Any) -> bool:
+    return isinstance(x, (list, tuple)) and any(isinstance(e, Staged) or _has_staged(e) for e in x)
+
+
+# ---- promotion: NumPy as the oracle ------------------------------------------------
+
+def stand_in(x: Any) -> Any:
+    """A cheap value that NumPy promotes exactly as it would promote `x`."""
+    if isinstance(x, Staged):
+        if x.weak:
+            return {"f": 0.0, "i": 0, "b": False}[x.dtype.kind]
+        return np.zeros((), x.dtype)
+    if isinstance(x, DimExpr):
+        return 1
+    if isinstance(x, PY_SCALARS) or isinstance(x, np.generic):
+        return x
+    if isinstance(x, np.ndarray):
+        return np.zeros((), x.dtype)
+    if isinstance(x, (list, tuple)):
+        if any(isinstance(e, Staged) for e in x) or _has_staged(x):
+            return np.zeros((), result_dtype(list(_flat(x))) if x else F64)
+        return np.zeros((), np.asarray(x).dtype)
+    raise Reject(UnsupportedError, f"a {type(x).__name__} cannot be used as an array operand")
+
+
+def _flat(x: Any) -> Any:
+    for e in x:
+        if isinstance(e, (list, tuple)):
+            yield from _flat(e)
+        else:
+            yield e
+
+
+def _key(x: Any) -> Any:
+    return (type(x), x) if isinstance(x, PY_SCALARS) else (type(x), np.asarray(x).dtype.str)
+
+
+def oracle(ufunc: Callable[..., Any], operands: Sequence[Any], **kw: Any) -> np.dtype:
+    """The dtype NumPy gives `ufunc(*operands)`, or NumPy's error as a Reject."""
+    ins = [stand_in(x) for x in operands]
+    try:
+        return _oracle_cached(ufunc, tuple(_key(x) for x in ins), tuple(sorted(kw.items())),
+                              tuple(ins))
+    except Reject:
+        raise
+    except (TypeError, ValueError, OverflowError) as e:
+        raise Reject(CompileError, str(e)) from None
+
+
+def _oracle_cached(ufunc: Any, key: Any, kw: Any, ins: tuple[Any, ...]) -> np.dtype:
+    cache_key = (ufunc, key, kw)
+    hit = _ORACLE_CACHE.get(cache_key)
+    if hit is not None:
+        return hit
+    with np.errstate(all="ignore"):
+        out = ufunc(*ins, **dict(kw))
+    dtype = np.asarray(out[0] if isinstance(out, tuple) else out).dtype
+    if dtype not in DTYPES:
+        raise Reject(UnsupportedError, f"{getattr(ufunc, '__name__', ufunc)} would give dtype "
+                     f"{dtype}, which is not supported",
+                     "cast the operands to float32 or float64 first")
+    _ORACLE_CACHE[cache_key] = dtype
+    return dtype
+
+
+_ORACLE_CACHE: dict[Any, np.dtype] = {}
+
+
+def result_dtype(operands: Sequence[Any]) -> np.dtype:
+    """np.result_type under NEP 50 (Python scalars weak)."""
+    try:
+        return supported_dtype(np.result_type(*[stand_in(x) for x in operands]))
+    except TypeError as e:
+        raise Reject(CompileError, str(e)) from None
+
+
+def all_weak(operands: Sequence[Any]) -> bool:
+    return all((isinstance(x, Staged) and x.weak) or isinstance(x, (*PY_SCALARS, DimExpr))
+               for x in operands)
+
+
+# ---- shapes --------------------------------------------------------------------------
+
+def fmt_shape(shape: Sequence[Dim]) -> str:
+    inner = ",".join(str(d) for d in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+def broadcast_shapes(*shapes: Sequence[Dim]) -> tuple[Dim, ...]:
+    """NumPy's broadcast of shapes whose dims may be symbolic."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out: list[Dim] = []
+    for axis in range(ndim):
+        size: Dim = 1
+        for s in shapes:
+            d = s[axis - ndim + len(s)] if axis - ndim + len(s) >= 0 else 1
+            if d == 1 or d == size:
+                continue
+            if size != 1:
+                _broadcast_error(shapes, size, d)
+            size = d
+        out.append(size)
+    return tuple(out)
+
+
+def _broadcast_error(shapes: Sequence[Sequence[Dim]], a: Dim, b: Dim) -> None:
+    text = " ".join(fmt_shape(s) for s in shapes)
+    hint = None
+    if not (isinstance(a, int) and isinstance(b, int)):
+        hint = (f"the sizes {a} and {b} are not known to be equal when compiling; use the same "
+                "symbol in the signature, or a size of 1 to broadcast")
+    raise Reject(ShapeMismatchError, f"operands could not be broadcast together with shapes {text} ",
+                 hint)
+
+
+def broadcast_value(b: Builder, v: Value, shape: tuple[Dim, ...]) -> Value:
+    """`v` broadcast to `shape` (trailing-aligned) with broadcast_in_dim."""
+    if tuple(v.type.shape) == tuple(shape):
+        return v
+    offset = len(shape) - v.type.ndim
+    return b.emit1(P.broadcast_in_dim, [v], {"shape": tuple(shape),
+                                             "broadcast_dimensions": tuple(range(offset, len(shape)))})
+
+
+def reshape_value(b: Builder, v: Value, shape: Sequence[Dim]) -> Value:
+    shape = tuple(shape)
+    if tuple(v.type.shape) == shape:
+        return v
+    return b.emit1(P.reshape, [v], {"new_sizes": shape})
+
+
+def convert_value(b: Builder, v: Value, dtype: np.dtype, **params: Any) -> Value:
+    if v.type.dtype == dtype and not params:
+        return v
+    return b.emit1(P.convert, [v], {"dtype": dtype, **params})
+
+
+def convert(b: Builder, x: Staged, dtype: np.dtype, weak: bool = False) -> Staged:
+    if x.dtype == dtype and x.weak == weak:
+        return x
+    return Staged(convert_value(b, x.value, dtype), weak=weak)
+
+
+def operand(b: Builder, x: Any, dtype: np.dtype, shape: tuple[Dim, ...]) -> Value:
+    """`x` as a Value of `dtype` broadcast to `shape`."""
+    s = x if isinstance(x, Staged) else lift(b, x, dtype)
+    return broadcast_value(b, convert_value(b, s.value, dtype), shape)
+
+
+# ---- elementwise --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Elementwise:
+    """How one NumPy elementwise function becomes IR."""
+
+    ufunc: Callable[..., Any]        # the NumPy function: dtype oracle and name
+    prim: Any                        # the primitive (None: `rule` builds it)
+    kind: str = "arith"              # arith | compare | logical | round | abs | predicate
+    rule: Callable[..., Value] | None = None   # (b, values, dtype) -> Value for specials
+
+
+def apply(b: Builder, spec: Elementwise, args: Sequence[Any]) -> Staged:
+    """Apply an elementwise op with NumPy's broadcasting and promotion."""
+    out_dtype = oracle(spec.ufunc, args)
+    shape = broadcast_shapes(*[np.shape(stand_in(a)) if not isinstance(a, Staged) else a.shape
+                               for a in _shapes_of(args)])
+    compute = _compute_dtype(spec, args, out_dtype)
+    values = [operand(b, a, compute, shape) for a in args]
+    if spec.rule is not None:
+        out = spec.rule(b, values, out_dtype)
+    elif spec.kind in ("round", "abs") and (not is_float(compute) and (spec.kind == "round"
+                                                                       or compute == BOOL)):
+        out = values[0]                       # floor(int) and abs(bool) are the identity
+    elif spec.kind == "predicate" and not is_float(compute):
+        fill = constant(b, spec.ufunc(np.zeros((), compute)), BOOL).value
+        out = broadcast_value(b, fill, shape)
+    else:
+        out = b.emit1(spec.prim, values)
+    out = convert_value(b, out, out_dtype)
+    return Staged(out, weak=all_weak(args))
+
+
+def _shapes_of(args: Sequence[Any]) -> list[Any]:
+    out = []
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            out.append(np.zeros(np.shape(np.asarray(a, dtype=object))) if not _has_staged(a)
+                       else _nested_shape_stand_in(a))
+        else:
+            out.append(a)
+    return out
+
+
+def _nested_shape_stand_in(a: Any) -> Any:
+    class _S:  # a value with just a shape
+        shape = (len(a),) + (tuple(getattr(a[0], "shape", ())) if a else ())
+    return _S()
+
+
+def _compute_dtype(spec: Elementwise, args: Sequence[Any], out_dtype: np.dtype) -> np.dtype:
+    if spec.kind == "compare":
+        return result_dtype(args)
+    if spec.kind == "logical":
+        return BOOL
+    if spec.kind == "predicate":
+        return result_dtype(args)
+    return out_dtype
+
+
+# ---- casts and truth values -------------------------------------------------------------
+
+def astype(b: Builder, x: Any, dtype: Any) -> Staged:
+    """x.astype(dtype): a fresh array of `dtype`."""
+    target = supported_dtype(dtype)
+    s = lift(b, x)
+    return Staged(convert_value(b, s.value, target), origin=LOCAL)
+
+
+def to_python_scalar(b: Builder, x: Staged, kind: str, marker: str) -> Staged:
+    """float(x), int(x), bool(x), x.item(): a weak 0-d value marked data-dependent."""
+    size = x.type.size
+    if not isinstance(size, int):
+        raise Reject(TruthValueError, f"{marker} needs an array with one element; the size "
+                     f"{size} is symbolic")
+    if marker != ".item()" and x.ndim > 0:
+        raise Reject(CompileError, "only 0-dimensional arrays can be converted to Python scalars",
+                     "index the element first, e.g. x[0], or use x.item()")
+    if size != 1:
+        raise Reject(CompileError, "can only convert an array of size 1 to a Python scalar")
+    v = reshape_value(b, x.value, ())
+    if kind == "bool":
+        v = truth_value(b, Staged(v))
+        kind_dtype = BOOL
+    else:
+        kind_dtype = {"float": F64, "int": I64, "item": _item_dtype(x.dtype)}[kind]
+    return Staged(b.emit1(P.convert, [v], {"dtype": kind_dtype, "data_dependent": marker}),
+                  weak=True)
+
+
+def _item_dtype(dtype: np.dtype) -> np.dtype:
+    return {"f": F64, "i": I64, "b": BOOL}[dtype.kind]
+
+
+def check_single_element(x: Staged, what: str = "") -> None:
+    size = x.type.size
+    if isinstance(size, int) and size == 1:
+        return
+    if isinstance(size, int) and size == 0:
+        msg = ("The truth value of an empty array is ambiguous. Use `array.size > 0` to check "
+               "that an array is not empty.")
+    elif isinstance(size, int):
+        msg = ("The truth value of an array with more than one element is ambiguous. "
+               "Use a.any() or a.all()")
+    else:
+        msg = (f"The truth value of an array of symbolic size {size} is ambiguous "
+               "(it must have exactly one element)")
+    hint = "use np.where(cond, a, b) for an elementwise choice, or reduce with .any()/.all()"
+    raise Reject(TruthValueError, msg + (f" (in {what})" if what else ""), hint)
+
+
+def truth_value(b: Builder, x: Staged) -> Value:
+    """A bool scalar Value: NumPy's truth value of a single-element array."""
+    check_single_element(x)
+    v = reshape_value(b, x.value, ())
+    if x.dtype == BOOL:
+        return v
+    zero = constant(b, 0, x.dtype).value
+    return b.emit1(P.ne, [v, zero])
+
+
+@functools.lru_cache(maxsize=None)
+def _nothing() -> None:
+    return None
