@@ -39,9 +39,6 @@ def frontend_debug() -> bool:
     return _get("AOTX_FRONTEND_DEBUG", "0") not in ("", "0")
 
 
-def cache_disabled() -> bool:
-
-
 @contextlib.contextmanager
 def options(**kwargs: Any) -> Iterator[None]:
     """Temporarily set knobs: ``with options(AOTX_PRINT_AFTER="simplify"): ...``."""

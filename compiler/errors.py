@@ -89,5 +89,17 @@ class ShapeMismatchError(CompileError):
     """Operands whose shapes or dtypes do not fit the operation (as NumPy would reject)."""
 
 
+class TruthValueError(CompileError, ValueError):
+    """NumPy's "truth value of an array ... is ambiguous", found at compile time."""
+
+
+class IndexOutOfBoundsError(CompileError, IndexError):
+    """A static index out of range (NumPy's IndexError), found at compile time."""
+
+
+class AxisError(CompileError, ValueError, IndexError):
+    """An axis out of range for the array (NumPy's AxisError), found at compile time."""
+
+
 class InternalCompilerError(RuntimeError):
     """A bug in aotx, not in the user's code: please report it with the function."""

@@ -11,7 +11,6 @@ error messages (``numpy boolean subtract ... is not supported``).
 """
 from __future__ import annotations
 
-import functools
 import numbers
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -19,7 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 import compiler.primitives as P
-from compiler.errors import CompileError, ShapeMismatchError, UnsupportedError
+from compiler.errors import CompileError, ShapeMismatchError, TruthValueError, UnsupportedError
 from compiler.ir import dims
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
@@ -28,10 +27,6 @@ from compiler.ir.types import BOOL, DTYPES, F64, I64, TensorType, canonical_dtyp
 from compiler.frontend.values import LOCAL, Reject, Staged
 
 PY_SCALARS = (bool, int, float)
-
-
-class TruthValueError(CompileError, ValueError):
-    """NumPy's "truth value of an array ... is ambiguous", raised at compile time."""
 
 
 # ---- static values -----------------------------------------------------------------
@@ -138,22 +133,15 @@ def _key(x: Any) -> Any:
 def oracle(ufunc: Callable[..., Any], operands: Sequence[Any], **kw: Any) -> np.dtype:
     """The dtype NumPy gives `ufunc(*operands)`, or NumPy's error as a Reject."""
     ins = [stand_in(x) for x in operands]
-    try:
-        return _oracle_cached(ufunc, tuple(_key(x) for x in ins), tuple(sorted(kw.items())),
-                              tuple(ins))
-    except Reject:
-        raise
-    except (TypeError, ValueError, OverflowError) as e:
-        raise Reject(CompileError, str(e)) from None
-
-
-def _oracle_cached(ufunc: Any, key: Any, kw: Any, ins: tuple[Any, ...]) -> np.dtype:
-    cache_key = (ufunc, key, kw)
+    cache_key = (ufunc, tuple(_key(x) for x in ins), tuple(sorted(kw.items())))
     hit = _ORACLE_CACHE.get(cache_key)
     if hit is not None:
         return hit
-    with np.errstate(all="ignore"):
-        out = ufunc(*ins, **dict(kw))
+    try:
+        with np.errstate(all="ignore"):
+            out = ufunc(*ins, **kw)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise Reject(CompileError, str(e)) from None
     dtype = np.asarray(out[0] if isinstance(out, tuple) else out).dtype
     if dtype not in DTYPES:
         raise Reject(UnsupportedError, f"{getattr(ufunc, '__name__', ufunc)} would give dtype "
@@ -259,18 +247,32 @@ class Elementwise:
     rule: Callable[..., Value] | None = None   # (b, values, dtype) -> Value for specials
 
 
+def normalize_operand(b: Builder, x: Any) -> Any:
+    """Lists and tuples become arrays (stacked when they hold staged values)."""
+    if isinstance(x, (list, tuple)):
+        if _has_staged(x):
+            return lift(b, x)
+        return np.asarray(x)
+    return x
+
+
+def shape_of(x: Any) -> tuple[Dim, ...]:
+    return tuple(x.shape) if isinstance(x, Staged) else () if isinstance(x, DimExpr) else np.shape(x)
+
+
 def apply(b: Builder, spec: Elementwise, args: Sequence[Any]) -> Staged:
     """Apply an elementwise op with NumPy's broadcasting and promotion."""
+    args = [normalize_operand(b, a) for a in args]
     out_dtype = oracle(spec.ufunc, args)
-    shape = broadcast_shapes(*[np.shape(stand_in(a)) if not isinstance(a, Staged) else a.shape
-                               for a in _shapes_of(args)])
+    shape = broadcast_shapes(*[shape_of(a) for a in args])
     compute = _compute_dtype(spec, args, out_dtype)
     values = [operand(b, a, compute, shape) for a in args]
     if spec.rule is not None:
         out = spec.rule(b, values, out_dtype)
-    elif spec.kind in ("round", "abs") and (not is_float(compute) and (spec.kind == "round"
-                                                                       or compute == BOOL)):
-        out = values[0]                       # floor(int) and abs(bool) are the identity
+    elif spec.kind == "round" and not is_float(compute):
+        out = values[0]                       # floor(int) is the identity
+    elif spec.kind == "abs" and compute == BOOL:
+        out = values[0]                       # abs(bool) is the identity
     elif spec.kind == "predicate" and not is_float(compute):
         fill = constant(b, spec.ufunc(np.zeros((), compute)), BOOL).value
         out = broadcast_value(b, fill, shape)
@@ -278,23 +280,6 @@ def apply(b: Builder, spec: Elementwise, args: Sequence[Any]) -> Staged:
         out = b.emit1(spec.prim, values)
     out = convert_value(b, out, out_dtype)
     return Staged(out, weak=all_weak(args))
-
-
-def _shapes_of(args: Sequence[Any]) -> list[Any]:
-    out = []
-    for a in args:
-        if isinstance(a, (list, tuple)):
-            out.append(np.zeros(np.shape(np.asarray(a, dtype=object))) if not _has_staged(a)
-                       else _nested_shape_stand_in(a))
-        else:
-            out.append(a)
-    return out
-
-
-def _nested_shape_stand_in(a: Any) -> Any:
-    class _S:  # a value with just a shape
-        shape = (len(a),) + (tuple(getattr(a[0], "shape", ())) if a else ())
-    return _S()
 
 
 def _compute_dtype(spec: Elementwise, args: Sequence[Any], out_dtype: np.dtype) -> np.dtype:
@@ -367,7 +352,3 @@ def truth_value(b: Builder, x: Staged) -> Value:
     zero = constant(b, 0, x.dtype).value
     return b.emit1(P.ne, [v, zero])
 
-
-@functools.lru_cache(maxsize=None)
-def _nothing() -> None:
-    return None

@@ -171,9 +171,10 @@ def expm1(em: Em, x, fast: bool = False):
     xc = clamp(em, x, -60.0 if c.d else -30.0, c.exp_hi)
     k, t1, t2, t3 = expm1_terms(em, c, xc)
     hs = em.pow2(em.b.sub(k, em.ci(1)))
-    s1, e1 = em.two_sum(em.sub(hs, em.c(0.5)), em.mul(hs, t1))
+    a, ea = em.fast_two_sum(hs, em.c(-0.5))  # exact in both orders of magnitude
+    s1, e1 = em.two_sum(a, em.mul(hs, t1))
     s2, e2 = em.two_sum(s1, em.mul(hs, t2))
-    res = em.mul(em.add(s2, em.mla(hs, t3, em.add(e1, e2))), em.c(2.0))
+    res = em.mul(em.add(s2, em.mla(hs, t3, em.add(em.add(e1, e2), ea))), em.c(2.0))
     return em.sel(em.cmp("<", em.fabs(x), em.c(c.tiny)), x, res)
 
 
