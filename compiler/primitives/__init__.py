@@ -18,6 +18,6 @@ from compiler.primitives.linalg import dot_general
 from compiler.primitives.reduce import (argmax, argmin, cumprod, cumsum, reduce_and, reduce_max,
                                         reduce_min, reduce_or, reduce_prod, reduce_sum)
 from compiler.primitives.shape import (broadcast_in_dim, concatenate, constant, diagonal, iota, pad,
-                                       reshape, rev, slice_, transpose)
+                                       reshape, rev, size_of, slice_, transpose)
 
 __all__ = ["REGISTRY", "Primitive", "ShapeError", "get"]

@@ -41,7 +41,51 @@ def _interpret_cond(interp: Any, op: Any, args: list[np.ndarray]) -> list[np.nda
     return interp.run_block(region, rest)
 
 
+_KIND_TEXT = {"if": "`if`", "ifexp": "conditional expression (x if c else y)", "and": "`and`",
+              "or": "`or`", "while": "`while`", "not": "`not`"}
+
+
+def _reject_batched_predicate(op: Any) -> None:
+    from compiler.errors import DataDependentControlFlowError
+    what = _KIND_TEXT.get(op.params.get("kind", ""), "control flow")
+    raise DataDependentControlFlowError(
+        f"{what} on a batched value: under vmap each batch element may take another branch",
+        op.loc, "compute both sides and pick with np.where(cond, a, b)"
+                + ("" if op.prim.name == "cond" else ", or run a fixed number of steps with a static loop"))
+
+
+def _vmap_cond(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    from compiler.transforms.vmap import vmap_block
+    if bdims[0] is not None:
+        _reject_batched_predicate(op)
+    _, out_t = vmap_block(op.regions[0], bdims[1:], size)
+    _, out_f = vmap_block(op.regions[1], bdims[1:], size)
+    out = [None if t is None and f is None else 0 for t, f in zip(out_t, out_f)]
+    regions = [vmap_block(r, bdims[1:], size, out)[0] for r in op.regions]
+    return list(b.emit(op.prim, args, op.params, regions)), out
+
+
+def _vmap_while(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    from compiler.primitives.batching import batched_at
+    from compiler.transforms.vmap import vmap_block
+    cond_block, body = op.regions
+    carried = [None if d is None else 0 for d in bdims]
+    while True:                                   # a value batched after one step stays batched
+        _, after = vmap_block(body, carried, size)
+        grown = [0 if c is not None or a is not None else None for c, a in zip(carried, after)]
+        if grown == carried:
+            break
+        carried = grown
+    _, (pred_bdim,) = vmap_block(cond_block, carried, size)
+    if pred_bdim is not None:
+        _reject_batched_predicate(op)
+    regions = [vmap_block(cond_block, carried, size)[0], vmap_block(body, carried, size, carried)[0]]
+    init = [a if c is None else batched_at(b, a, d, 0, size) for a, d, c in zip(args, bdims, carried)]
+    return list(b.emit(op.prim, init, op.params, regions)), carried
+
+
 cond = register(Primitive("cond", _cond_rule, None, CONTROL, interpret=_interpret_cond,
+                          vmap_rule=_vmap_cond,
                           doc="run the true or the false region on the operands"))
 
 
@@ -64,6 +108,7 @@ def _interpret_while(interp: Any, op: Any, args: list[np.ndarray]) -> list[np.nd
 
 
 while_ = register(Primitive("while", _while_rule, None, CONTROL, interpret=_interpret_while,
+                            vmap_rule=_vmap_while,
                             doc="repeat body while cond holds, carrying values"))
 
 _ = BOOL

@@ -18,6 +18,7 @@ from llvmlite import ir as ll
 from compiler.ir.types import BOOL, TensorType, is_float, is_int
 from compiler.primitives.base import (ELEMENTWISE, Primitive, check, register,
                                       same_shape_rule)
+from compiler.primitives.batching import elementwise_rule
 
 Lower = Callable[..., Any]
 
@@ -56,6 +57,7 @@ def _int_or_bool(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dty
 def elementwise(name: str, ref: Callable[..., Any], lower: Lower,
                 dtype_rule: Callable[..., np.dtype] = _same, **rules: Any) -> Primitive:
     """Declare an elementwise primitive."""
+    rules.setdefault("vmap_rule", elementwise_rule)
     return register(Primitive(name, same_shape_rule(dtype_rule), ref, ELEMENTWISE, lower,
                               doc=(ref.__doc__ or "").split("\n")[0], **rules))
 
@@ -281,7 +283,7 @@ def _select_rule(in_types: tuple[TensorType, ...], params: dict[str, Any]) -> tu
 
 select = register(Primitive(
     "select", _select_rule, lambda p, a, b: np.where(p, a, b), ELEMENTWISE,
-    lambda cg, op, a: cg.b.select(*a), doc="where(pred, a, b)"))
+    lambda cg, op, a: cg.b.select(*a), vmap_rule=elementwise_rule, doc="where(pred, a, b)"))
 
 # ---- casts ---------------------------------------------------------------------
 
@@ -299,5 +301,17 @@ def _lower_convert(cg: Any, op: Any, a: list[Any]) -> Any:
     return cg.cast(a[0], op.operands[0].dtype, op.params["dtype"])
 
 
+def _vmap_convert(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    marker = op.params.get("data_dependent")
+    if marker:
+        from compiler.errors import DataDependentOperationError
+        raise DataDependentOperationError(
+            f"{marker} of a batched value: under vmap each batch element has its own value",
+            op.loc, "keep the value as an array (e.g. x[0] or x.reshape(())) and use np.where "
+                    "instead of Python control flow on it")
+    return elementwise_rule(b, op, args, bdims, size)
+
+
 convert = register(Primitive("convert", _convert_rule, _ref_convert, ELEMENTWISE, _lower_convert,
+                             vmap_rule=_vmap_convert,
                              doc="x.astype(dtype); float to int truncates toward zero"))

@@ -19,6 +19,11 @@ from compiler.primitives.shape import slice_size
 Types = tuple[TensorType, ...]
 
 
+def _late(name: str) -> Any:
+    """A rule defined further down this module (rules build the entries declared here)."""
+    return lambda *args: globals()[name](*args)
+
+
 def _wrap_clamp(cg: Any, i: Any, size: Any) -> Any:
     b, zero = cg.b, cg.index(0)
     i = b.select(b.icmp_signed("<", i, zero), b.add(i, size), i)
@@ -61,6 +66,7 @@ def _take_expands(op: Any) -> bool:
 
 
 take = register(Primitive("take", _take_rule, _ref_take, INDEX, _lower_take, expands=_take_expands,
+                          vmap_rule=_late("_vmap_take"),
                           doc="np.take(x, indices, axis) (negative indices wrap, then clamp)"))
 
 # ---- dynamic_slice ------------------------------------------------------------------
@@ -99,6 +105,7 @@ def _lower_dyn_slice(cg: Any, op: Any, idx: list[Any]) -> Any:
 
 dynamic_slice = register(Primitive(
     "dynamic_slice", _dyn_slice_rule, _ref_dyn_slice, INDEX, _lower_dyn_slice,
+    vmap_rule=_late("_vmap_dynamic_slice"),
     doc="x[s0:s0+k0, ...] with run-time starts clamped so the window fits"))
 
 # ---- updates --------------------------------------------------------------------------
@@ -133,6 +140,7 @@ def _lower_dyn_update(cg: Any, op: Any, outs: list[Any]) -> None:
 
 dynamic_update_slice = register(Primitive(
     "dynamic_update_slice", _dyn_update_rule, _ref_dyn_update, OPAQUE, _lower_dyn_update,
+    vmap_rule=_late("_vmap_dynamic_update"),
     doc="a copy of x with a window starting at run-time indices replaced by update"))
 
 
@@ -164,6 +172,7 @@ def _lower_update_slice(cg: Any, op: Any, outs: list[Any]) -> None:
 
 update_slice = register(Primitive(
     "update_slice", _update_slice_rule, _ref_update_slice, OPAQUE, _lower_update_slice,
+    vmap_rule=_late("_vmap_update_slice"),
     doc="a copy of x with x[start:limit:stride] replaced by update"))
 
 
@@ -208,4 +217,167 @@ def _lower_scatter(cg: Any, op: Any, outs: list[Any]) -> None:
 
 scatter = register(Primitive(
     "scatter", _scatter_rule, _ref_scatter, OPAQUE, _lower_scatter,
+    vmap_rule=_late("_vmap_scatter"),
     doc="a copy of x with x[..., indices, ...] set to (or incremented by) updates"))
+
+
+# ---- batching rules ------------------------------------------------------------------
+# (defined after the entries, which refer to them through _late)
+
+def _ir_wrap_clamp(b: Any, i: Any, n: Any) -> Any:
+    """wrap-once-then-clamp of int64 indices `i` into [0, n), as the lowering does."""
+    import compiler.primitives as P
+    from compiler.primitives.batching import full_like
+    t = i.type
+    size = b.emit1(P.broadcast_in_dim, [b.emit1(P.size_of, [], {"dim": n, "dtype": np.dtype(np.int64)})],
+                   {"shape": t.shape, "broadcast_dimensions": ()})
+    zero, one = full_like(b, 0, t), full_like(b, 1, t)
+    i = b.emit1(P.select, [b.emit1(P.lt, [i, zero]), b.emit1(P.add, [i, size]), i])
+    i = b.emit1(P.maximum, [i, zero])
+    return b.emit1(P.minimum, [i, b.emit1(P.sub, [size, one])])
+
+
+def _as_i64(b: Any, v: Any) -> Any:
+    import compiler.primitives as P
+    return v if v.dtype == np.int64 else b.emit1(P.convert, [v], {"dtype": np.dtype(np.int64)})
+
+
+def _take_both_batched(b: Any, x: Any, ind: Any, axis: int, size: Any) -> Any:
+    """out[b, pre, ind, post] = x[b, pre, ind[b, ...], post] with x and ind batch-leading."""
+    import compiler.primitives as P
+    from compiler.ir import dims
+    from compiler.primitives.batching import move_axis
+    n = x.type.shape[axis + 1]
+    x2 = move_axis(b, x, axis + 1, 1)                        # (B, N, pre..., post...)
+    rest = x2.type.shape[2:]
+    xf = b.emit1(P.reshape, [x2], {"new_sizes": (dims.mul(size, n),) + tuple(rest)})
+    i = _ir_wrap_clamp(b, _as_i64(b, ind), n)
+    row = b.emit1(P.iota, [], {"dtype": np.dtype(np.int64), "shape": i.type.shape, "dimension": 0})
+    stride = b.emit1(P.broadcast_in_dim, [b.emit1(P.size_of, [], {"dim": n, "dtype": np.dtype(np.int64)})],
+                     {"shape": i.type.shape, "broadcast_dimensions": ()})
+    flat = b.emit1(P.add, [i, b.emit1(P.mul, [row, stride])])
+    g = b.emit1(take, [xf, flat], {"axis": 0})                 # (B, ind..., pre..., post...)
+    k, npre = ind.type.ndim - 1, axis
+    perm = [0] + [1 + k + j for j in range(npre)] + [1 + j for j in range(k)] \
+        + [1 + k + npre + j for j in range(len(rest) - npre)]
+    return b.emit1(P.transpose, [g], {"permutation": tuple(perm)}) if perm != sorted(perm) else g
+
+
+def batched_take(b: Any, x: Any, xd: Any, ind: Any, idd: Any, axis: int, size: Any) -> tuple[Any, int]:
+    """take(x, ind, axis) for batched operands (bdims xd, idd): (result, result bdim)."""
+    from compiler.primitives.batching import move_axis
+    if idd is None:
+        if xd <= axis:
+            return b.emit1(take, [x, ind], {"axis": axis + 1}), xd
+        return b.emit1(take, [x, ind], {"axis": axis}), xd - 1 + ind.type.ndim
+    if xd is None:
+        ind = move_axis(b, ind, idd, 0)
+        return b.emit1(take, [x, ind], {"axis": axis}), axis
+    return _take_both_batched(b, move_axis(b, x, xd, 0), move_axis(b, ind, idd, 0), axis, size), 0
+
+
+def _vmap_take(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    out, d = batched_take(b, args[0], bdims[0], args[1], bdims[1], op.params["axis"], size)
+    return [out], [d]
+
+
+def _window_indices(b: Any, start: Any, n: Any, k: Any) -> Any:
+    """clamp(start, 0, n - k) + arange(k), as int64."""
+    import compiler.primitives as P
+    from compiler.ir import dims
+    s = _as_i64(b, start)
+    hi = b.emit1(P.size_of, [], {"dim": dims.add(n, dims.mul(k, -1)), "dtype": np.dtype(np.int64)})
+    zero = b.emit1(P.constant, [], {"value": np.array(0, np.int64)})
+    s = b.emit1(P.maximum, [b.emit1(P.minimum, [s, hi]), zero])
+    ramp = b.emit1(P.iota, [], {"dtype": np.dtype(np.int64), "shape": (k,), "dimension": 0})
+    sb = b.emit1(P.broadcast_in_dim, [s], {"shape": (k,), "broadcast_dimensions": ()})
+    return b.emit1(P.add, [ramp, sb])
+
+
+def _decompose_dynamic_slice(b: Any, op: Any, args: list[Any]) -> list[Any]:
+    x, *starts = args
+    for axis, (s, k) in enumerate(zip(starts, op.params["sizes"])):
+        x = b.emit1(take, [x, _window_indices(b, s, x.type.shape[axis], k)], {"axis": axis})
+    return [x]
+
+
+def _vmap_dynamic_slice(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    from compiler.primitives.batching import rule_by_decomposition, scalar_const
+    if any(d is not None for d in bdims[1:]):
+        return rule_by_decomposition(_decompose_dynamic_slice)(b, op, args, bdims, size)
+    d = bdims[0]
+    x, *starts = args
+    starts.insert(d, scalar_const(b, 0, np.int64))
+    sizes = list(op.params["sizes"])
+    sizes.insert(d, size)
+    return [b.emit1(dynamic_slice, [x, *starts], {"sizes": tuple(sizes)})], [d]
+
+
+def _decompose_dynamic_update(b: Any, op: Any, args: list[Any]) -> list[Any]:
+    """select(inside window, update gathered at (i - start), x)."""
+    import compiler.primitives as P
+    x, upd, *starts = args
+    shape, mask, gathered = x.type.shape, None, upd
+    for axis, (s, k) in enumerate(zip(starts, upd.type.shape)):
+        n = shape[axis]
+        window = _window_indices(b, s, n, k)                       # positions written, (k,)
+        first = b.emit1(P.slice_, [window], {"start_indices": (0,), "limit_indices": (1,), "strides": (1,)})
+        pos = b.emit1(P.iota, [], {"dtype": np.dtype(np.int64), "shape": (n,), "dimension": 0})
+        rel = b.emit1(P.sub, [pos, b.emit1(P.broadcast_in_dim, [first], {"shape": (n,), "broadcast_dimensions": (0,)})])
+        zero = b.emit1(P.broadcast_in_dim, [b.emit1(P.constant, [], {"value": np.array(0, np.int64)})],
+                       {"shape": (n,), "broadcast_dimensions": ()})
+        kk = b.emit1(P.broadcast_in_dim, [b.emit1(P.size_of, [], {"dim": k, "dtype": np.dtype(np.int64)})],
+                     {"shape": (n,), "broadcast_dimensions": ()})
+        inside = b.emit1(P.and_, [b.emit1(P.ge, [rel, zero]), b.emit1(P.lt, [rel, kk])])
+        gathered = b.emit1(take, [gathered, rel], {"axis": axis})      # clamps outside: masked below
+        inside = b.emit1(P.broadcast_in_dim, [inside], {"shape": shape, "broadcast_dimensions": (axis,)})
+        mask = inside if mask is None else b.emit1(P.and_, [mask, inside])
+    if mask is None:
+        return [upd]
+    return [b.emit1(P.select, [mask, gathered, x])]
+
+
+def _vmap_dynamic_update(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    from compiler.primitives.batching import batched_at, rule_by_decomposition, scalar_const
+    if any(d is not None for d in bdims[2:]):
+        return rule_by_decomposition(_decompose_dynamic_update)(b, op, args, bdims, size)
+    x, upd, *starts = args
+    x, upd = batched_at(b, x, bdims[0], 0, size), batched_at(b, upd, bdims[1], 0, size)
+    return [b.emit1(dynamic_update_slice, [x, upd, scalar_const(b, 0, np.int64), *starts])], [0]
+
+
+def _vmap_update_slice(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    from compiler.primitives.batching import batched_at, reemit
+    x, upd = (batched_at(b, a, d, 0, size) for a, d in zip(args, bdims))
+    p = op.params
+    return reemit(b, op, [x, upd], start_indices=(0,) + tuple(p["start_indices"]),
+                  limit_indices=(size,) + tuple(p["limit_indices"]),
+                  strides=(1,) + tuple(p["strides"])), [0]
+
+
+def _vmap_scatter(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    import compiler.primitives as P
+    from compiler.ir import dims
+    from compiler.primitives.batching import batched_at, move_axis, reemit
+    x, ind, upd = args
+    axis = op.params["axis"]
+    x, upd = batched_at(b, x, bdims[0], 0, size), batched_at(b, upd, bdims[2], 0, size)
+    if bdims[1] is None:
+        return reemit(b, op, [x, ind, upd], axis=axis + 1), [0]
+    ind = move_axis(b, ind, bdims[1], 0)
+    n, k = x.type.shape[axis + 1], ind.type.ndim - 1
+    x2 = move_axis(b, x, axis + 1, 1)                               # (B, N, pre, post)
+    rest = x2.type.shape[2:]
+    xf = b.emit1(P.reshape, [x2], {"new_sizes": (dims.mul(size, n),) + tuple(rest)})
+    i = _ir_wrap_clamp(b, _as_i64(b, ind), n)
+    row = b.emit1(P.iota, [], {"dtype": np.dtype(np.int64), "shape": i.type.shape, "dimension": 0})
+    stride = b.emit1(P.broadcast_in_dim, [b.emit1(P.size_of, [], {"dim": n, "dtype": np.dtype(np.int64)})],
+                     {"shape": i.type.shape, "broadcast_dimensions": ()})
+    flat = b.emit1(P.add, [i, b.emit1(P.mul, [row, stride])])
+    # updates (B, pre, ind, post) -> (B, ind, pre, post)
+    perm = [0] + [1 + axis + j for j in range(k)] + [1 + j for j in range(axis)] \
+        + [1 + axis + k + j for j in range(upd.type.ndim - 1 - axis - k)]
+    upd2 = b.emit1(P.transpose, [upd], {"permutation": tuple(perm)})
+    out = b.emit1(scatter, [xf, flat, upd2], {"axis": 0, "mode": op.params["mode"]})
+    out = b.emit1(P.reshape, [out], {"new_sizes": x2.type.shape})
+    return [move_axis(b, out, 1, axis + 1)], [0]

@@ -78,6 +78,28 @@ def _lower_dot(cg: Any, op: Any, outs: list[Any]) -> None:
                 cg.store(outs[0], bi + ii + jj, cg.add(dtype, cg.load(outs[0], bi + ii + jj), prod))
 
 
+def _vmap_dot(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    """Both batched: a new batch dimension. One batched: its batch axis is a free axis."""
+    from compiler.primitives.batching import move_axis, reemit
+    (lc, rc), (lb, rb) = op.params["dimension_numbers"]
+    lhs, rhs = args
+    ld, rd = bdims
+    shift = lambda axes: tuple(a + 1 for a in axes)  # noqa: E731
+    if ld is not None and rd is not None:
+        lhs, rhs = move_axis(b, lhs, ld, 0), move_axis(b, rhs, rd, 0)
+        dn = ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb)))
+        return reemit(b, op, [lhs, rhs], dimension_numbers=dn), [0]
+    if ld is not None:
+        lhs = move_axis(b, lhs, ld, 0)
+        dn = ((shift(lc), rc), (shift(lb), rb))
+        return reemit(b, op, [lhs, rhs], dimension_numbers=dn), [len(lb)]
+    rhs = move_axis(b, rhs, rd, 0)
+    dn = ((lc, shift(rc)), (lb, shift(rb)))
+    n_lhs_free = len(free_axes(lhs.type.ndim, lc, lb))
+    return reemit(b, op, [lhs, rhs], dimension_numbers=dn), [len(lb) + n_lhs_free]
+
+
 dot_general = register(Primitive(
     "dot_general", _dot_rule, _ref_dot, OPAQUE, _lower_dot, streams_operands=False,
+    vmap_rule=_vmap_dot,
     doc="generalized tensor contraction with batch dimensions"))

@@ -14,6 +14,7 @@ import numpy as np
 
 from compiler.ir.types import BOOL, I64, TensorType, is_float
 from compiler.primitives.base import INDEX, OPAQUE, Primitive, check, register
+from compiler.primitives.batching import reemit, shift_axes
 
 Types = tuple[TensorType, ...]
 
@@ -85,11 +86,28 @@ def _lower_accumulate(kind: str) -> Callable[..., bool]:
     return lower_root
 
 
+def _vmap_reduce(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    d = bdims[0]
+    axes = shift_axes(op.params["axes"], d)
+    return reemit(b, op, args, axes=axes), [d - sum(1 for a in axes if a < d)]
+
+
+def _vmap_arg(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    d = bdims[0]
+    axis = op.params["axis"] + (op.params["axis"] >= d)
+    return reemit(b, op, args, axis=axis), [d - (axis < d)]
+
+
+def _vmap_scan(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    d = bdims[0]
+    return reemit(b, op, args, axis=op.params["axis"] + (op.params["axis"] >= d)), [d]
+
+
 def _reduction(name: str, kind: str, ref: Callable[..., Any], **kw: Any) -> Primitive:
     def checked(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         return ref(x, axis=tuple(axes))
     return register(Primitive(name, _reduce_rule, checked, INDEX, _lower_reduce(kind),
-                              lower_root=_lower_accumulate(kind),
+                              lower_root=_lower_accumulate(kind), vmap_rule=_vmap_reduce,
                               doc=f"{ref.__name__} over `axes`", **kw))
 
 
@@ -134,9 +152,9 @@ def _lower_arg(which: str) -> Callable[..., Any]:
 
 
 argmax = register(Primitive("argmax", _arg_rule, lambda x, axis: np.argmax(x, axis), INDEX,
-                            _lower_arg(">"), differentiable=False, doc="np.argmax along `axis`"))
+                            _lower_arg(">"), differentiable=False, vmap_rule=_vmap_arg, doc="np.argmax along `axis`"))
 argmin = register(Primitive("argmin", _arg_rule, lambda x, axis: np.argmin(x, axis), INDEX,
-                            _lower_arg("<"), differentiable=False, doc="np.argmin along `axis`"))
+                            _lower_arg("<"), differentiable=False, vmap_rule=_vmap_arg, doc="np.argmin along `axis`"))
 
 # ---- scans ------------------------------------------------------------------------
 
@@ -166,6 +184,6 @@ def _ref_scan(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 cumsum = register(Primitive("cumsum", _scan_rule, _ref_scan(np.cumsum), OPAQUE, _lower_scan("sum"),
-                            linear=True, doc="running sum along `axis`"))
+                            linear=True, vmap_rule=_vmap_scan, doc="running sum along `axis`"))
 cumprod = register(Primitive("cumprod", _scan_rule, _ref_scan(np.cumprod), OPAQUE, _lower_scan("prod"),
-                             doc="running product along `axis`"))
+                             vmap_rule=_vmap_scan, doc="running product along `axis`"))

@@ -14,6 +14,7 @@ from compiler.ir import dims
 from compiler.ir.dims import Dim
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.primitives.base import INDEX, OPAQUE, Primitive, check, register
+from compiler.primitives.batching import batched_at, reemit, shift_axes, to_front_rule
 
 Types = tuple[TensorType, ...]
 
@@ -60,6 +61,15 @@ def _lower_iota(cg: Any, op: Any, idx: list[Any]) -> Any:
 iota = register(Primitive("iota", _iota_rule, _ref_iota, INDEX, _lower_iota, differentiable=False,
                           doc="index along `dimension`, broadcast to `shape`"))
 
+def _size_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    return (TensorType(params["dtype"], ()),)
+
+
+size_of = register(Primitive(
+    "size_of", _size_rule, lambda dim, dtype: np.array(dim, dtype), INDEX,
+    lambda cg, op, idx: cg.cast(cg.dim(op.params["dim"]), np.dtype(np.int64), op.params["dtype"]),
+    differentiable=False, doc="the value of a (possibly symbolic) dimension, as a scalar"))
+
 # ---- broadcast, reshape, transpose -------------------------------------------------
 
 
@@ -94,9 +104,16 @@ def _broadcast_expands(op: Any) -> bool:
     return stretched or any(shape[i] != 1 for i in range(len(shape)) if i not in bdims)
 
 
+def _vmap_broadcast(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    x = batched_at(b, args[0], bdims[0], 0, size)
+    shape = (size,) + tuple(op.params["shape"])
+    bd = (0,) + tuple(d + 1 for d in op.params["broadcast_dimensions"])
+    return reemit(b, op, [x], shape=shape, broadcast_dimensions=bd), [0]
+
+
 broadcast_in_dim = register(Primitive(
     "broadcast_in_dim", _broadcast_rule, _ref_broadcast, INDEX, _lower_broadcast, linear=True,
-    expands=_broadcast_expands,
+    expands=_broadcast_expands, vmap_rule=_vmap_broadcast,
     doc="operand dim i becomes output dim broadcast_dimensions[i]; size-1 dims stretch"))
 
 
@@ -114,7 +131,8 @@ def _lower_reshape(cg: Any, op: Any, idx: list[Any]) -> Any:
 
 reshape = register(Primitive(
     "reshape", _reshape_rule, lambda x, new_sizes: x.reshape(new_sizes), INDEX, _lower_reshape,
-    linear=True, doc="row-major reshape to new_sizes"))
+    linear=True, vmap_rule=to_front_rule(
+        lambda b, op, a, size: reemit(b, op, a, new_sizes=(size,) + tuple(op.params["new_sizes"]))), doc="row-major reshape to new_sizes"))
 
 
 def _transpose_rule(in_types: Types, params: dict[str, Any]) -> Types:
@@ -133,7 +151,8 @@ def _lower_transpose(cg: Any, op: Any, idx: list[Any]) -> Any:
 
 transpose = register(Primitive(
     "transpose", _transpose_rule, lambda x, permutation: np.transpose(x, permutation).copy(), INDEX,
-    _lower_transpose, linear=True, doc="output axis i is operand axis permutation[i]"))
+    _lower_transpose, linear=True, vmap_rule=to_front_rule(
+        lambda b, op, a, size: reemit(b, op, a, permutation=(0,) + tuple(p + 1 for p in op.params["permutation"]))), doc="output axis i is operand axis permutation[i]"))
 
 # ---- slice, rev, pad, diagonal -----------------------------------------------------
 
@@ -162,8 +181,17 @@ def _lower_slice(cg: Any, op: Any, idx: list[Any]) -> Any:
     return cg.read(op.operands[0], src)
 
 
+def _vmap_slice(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    d, p = bdims[0], op.params
+
+    def insert(values: tuple, v: Any) -> tuple:
+        return tuple(values[:d]) + (v,) + tuple(values[d:])
+    return reemit(b, op, args, start_indices=insert(p["start_indices"], 0),
+                  limit_indices=insert(p["limit_indices"], size), strides=insert(p["strides"], 1)), [d]
+
+
 slice_ = register(Primitive(
-    "slice", _slice_rule, _ref_slice, INDEX, _lower_slice, linear=True,
+    "slice", _slice_rule, _ref_slice, INDEX, _lower_slice, linear=True, vmap_rule=_vmap_slice,
     doc="x[start:limit:stride] per axis; 0 <= start <= limit <= size, stride > 0"))
 
 
@@ -181,7 +209,8 @@ def _lower_rev(cg: Any, op: Any, idx: list[Any]) -> Any:
 
 rev = register(Primitive(
     "rev", _rev_rule, lambda x, dimensions: np.flip(x, dimensions).copy(), INDEX, _lower_rev,
-    linear=True, doc="reverse the order of elements along `dimensions`"))
+    linear=True, vmap_rule=lambda b, op, a, d, size: (
+        reemit(b, op, a, dimensions=shift_axes(op.params["dimensions"], d[0])), d), doc="reverse the order of elements along `dimensions`"))
 
 
 def _pad_rule(in_types: Types, params: dict[str, Any]) -> Types:
@@ -211,7 +240,25 @@ def _lower_pad(cg: Any, op: Any, idx: list[Any]) -> Any:
     return b.select(inside, cg.read(x, src), cg.read(value, []))
 
 
-pad = register(Primitive("pad", _pad_rule, _ref_pad, INDEX, _lower_pad,
+def _vmap_pad(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    import compiler.primitives as P
+    x, value = args
+    low, high = (0,) + tuple(op.params["low"]), (0,) + tuple(op.params["high"])
+    x = batched_at(b, x, bdims[0], 0, size)
+    if bdims[1] is None:
+        return reemit(b, op, [x, value], low=low, high=high), [0]
+    # a batched padding value: pad with anything, then select the border from the value
+    zero = b.emit1(P.constant, [], {"value": np.zeros((), value.dtype)})
+    padded = reemit(b, op, [x, zero], low=low, high=high)[0]
+    true = b.emit1(P.broadcast_in_dim, [b.emit1(P.constant, [], {"value": np.ones((), bool)})],
+                   {"shape": x.type.shape, "broadcast_dimensions": ()})
+    false = b.emit1(P.constant, [], {"value": np.zeros((), bool)})
+    inside = b.emit1(P.pad, [true, false], {"low": low, "high": high})
+    border = b.emit1(P.broadcast_in_dim, [value], {"shape": padded.type.shape, "broadcast_dimensions": (0,)})
+    return [b.emit1(P.select, [inside, padded, border])], [0]
+
+
+pad = register(Primitive("pad", _pad_rule, _ref_pad, INDEX, _lower_pad, vmap_rule=_vmap_pad,
                          doc="surround x with low/high elements equal to the scalar operand"))
 
 
@@ -231,7 +278,8 @@ def _lower_diagonal(cg: Any, op: Any, idx: list[Any]) -> Any:
 
 diagonal = register(Primitive(
     "diagonal", _diagonal_rule, lambda x, axis1, axis2: np.diagonal(x, 0, axis1, axis2).copy(),
-    INDEX, _lower_diagonal, linear=True, doc="np.diagonal(x, 0, axis1, axis2): diagonal axis last"))
+    INDEX, _lower_diagonal, linear=True, vmap_rule=to_front_rule(
+        lambda b, op, a, size: reemit(b, op, a, axis1=op.params["axis1"] + 1, axis2=op.params["axis2"] + 1)), doc="np.diagonal(x, 0, axis1, axis2): diagonal axis last"))
 
 # ---- concatenate -------------------------------------------------------------------
 
@@ -261,4 +309,5 @@ def _lower_concat(cg: Any, op: Any, outs: list[Any]) -> None:
 
 concatenate = register(Primitive(
     "concatenate", _concat_rule, lambda *xs, dimension: np.concatenate(xs, dimension), OPAQUE,
-    _lower_concat, linear=True, doc="join operands along `dimension`"))
+    _lower_concat, linear=True, vmap_rule=to_front_rule(
+        lambda b, op, a, size: reemit(b, op, a, dimension=op.params["dimension"] + 1)), doc="join operands along `dimension`"))
