@@ -106,7 +106,13 @@ TABLES = {
     "ATAN_F64": (lambda z: (mp.atan(mp.sqrt(z)) - mp.sqrt(z)) / (mp.sqrt(z) * z),
                  1e-14, 0.1915, 10, "f64"),
     "ASIN_F64": (lambda z: (mp.asin(mp.sqrt(z)) - mp.sqrt(z)) / (mp.sqrt(z) * z),
-                 1e-14, 0.25, 11, "f64"),
+                 1e-14, 0.25, 12, "f64"),
+    "SIN_F32": (lambda z: (mp.sin(mp.sqrt(z)) - mp.sqrt(z)) / (mp.sqrt(z) * z),
+                1e-10, 0.6169, 3, "f32"),
+    "COS_F32": (lambda z: (mp.cos(mp.sqrt(z)) - 1 + z / 2) / (z * z), 1e-10, 0.6169, 3, "f32"),
+    "SINH_F32": (lambda z: (mp.sinh(mp.sqrt(z)) - mp.sqrt(z)) / (mp.sqrt(z) * z),
+                 1e-10, 1.0, 3, "f32"),
+    "COSH_F32": (lambda z: (mp.cosh(mp.sqrt(z)) - 1 - z / 2) / (z * z), 1e-10, 0.25, 2, "f32"),
     "CBRT_SEED": (mp.cbrt, 1.0, 2.0, 4, "f64"),
 }
 
