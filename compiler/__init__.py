@@ -4,7 +4,7 @@ The public API (see docs/): ``jit`` and ``Kernel``; the error classes live in
 ``compiler.errors``.
 """
 from compiler import errors
-from compiler.api import Kernel, jit
+from compiler.api import Kernel, jit, vmap
 
 __version__ = "0.1.0"
-__all__ = ["Kernel", "jit", "errors", "__version__"]
+__all__ = ["Kernel", "jit", "vmap", "errors", "__version__"]

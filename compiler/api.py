@@ -53,8 +53,7 @@ class Specialization:
     """One compiled variant of a Kernel: staged program + native code."""
 
     def __init__(self, kernel: "Kernel", abstract_args: tuple, abstract_kwargs: dict) -> None:
-        fe = _frontend()
-        self.program = fe.stage(kernel.fn, abstract_args, abstract_kwargs, name=kernel.__name__)
+        self.program = kernel.trace(abstract_args, abstract_kwargs)
         fn = self.program.function
         self.artifacts = pipeline.compile_ir(fn, _symbol_name(kernel.__name__), targets.host(),
                                              fastmath=kernel.fastmath)
@@ -90,10 +89,16 @@ class Kernel:
 
     def __init__(self, fn: Callable[..., Any], *, signature: str | None = None,
                  static_argnums: int | Sequence[int] = (), fastmath: bool = False,
-                 parallel: bool = False, cache: bool = True, name: str | None = None) -> None:
+                 parallel: bool = False, cache: bool = True, name: str | None = None,
+                 tracer: Callable[[tuple, dict], Any] | None = None) -> None:
+        if isinstance(fn, Kernel):            # jit(vmap(f)), jit(jit(f)): keep what it stages
+            tracer = tracer or fn._tracer
+            name = name or fn.__name__
+            fn = fn.fn
         if not callable(fn):
             raise TypeError(f"jit expects a function, got {type(fn).__name__}")
         self.fn = fn
+        self._tracer = tracer
         self.fastmath = fastmath
         self.parallel = parallel
         self.cache = cache
@@ -101,7 +106,9 @@ class Kernel:
         self.__name__ = name or getattr(fn, "__name__", "kernel")
         self.__doc__ = getattr(fn, "__doc__", None)
         self.__wrapped__ = fn
-        self._signature = inspect.signature(fn)
+        self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
+        self.__module__ = getattr(fn, "__module__", __name__)
+        self._signature = _signature_of(fn)
         self._specializations: dict[Any, Specialization] = {}
         self.signature = signature
         self._fixed: Specialization | None = None
@@ -109,6 +116,17 @@ class Kernel:
             self._fixed = self._compile_signature(signature)
 
     # ---- specialization ------------------------------------------------------------------
+    def trace(self, abstract_args: tuple, abstract_kwargs: dict) -> Any:
+        """Stage this kernel's computation for abstract arguments (IR + pytree structure)."""
+        if self._tracer is not None:
+            return self._tracer(abstract_args, abstract_kwargs)
+        return _frontend().stage(self.fn, abstract_args, abstract_kwargs, name=self.__name__)
+
+    def arg_name(self, i: int) -> str:
+        params = [p.name for p in self._signature.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return params[i] if i < len(params) else f"arg{i}"
+
     def _bind(self, args: tuple, kwargs: dict) -> inspect.BoundArguments:
         try:
             bound = self._signature.bind(*args, **kwargs)
@@ -195,6 +213,14 @@ class Kernel:
         return f"<aotx.Kernel {self.__name__}{sig}>"
 
 
+def _signature_of(fn: Callable[..., Any]) -> inspect.Signature:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):      # NumPy ufuncs and C functions: accept anything
+        return inspect.Signature([inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL),
+                                  inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
+
+
 def _abstract_leafwise(fe: Any, value: Any, dynamic: list[Any]) -> Any:
     """Replace array leaves by their types (collecting the arrays in `dynamic`)."""
     leaves, tree = fe.pytrees.flatten(value)
@@ -247,7 +273,16 @@ def jit(fn: Callable[..., Any] | None = None, *, signature: str | None = None,
                    parallel=parallel, cache=cache, name=name)
     if fn is None:
         return functools.partial(jit, **options)
-    return functools.wraps(fn, updated=())(Kernel(fn, **options))  # type: ignore[arg-type]
+    return Kernel(fn, **options)  # type: ignore[arg-type]
+
+
+def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error",
+         *, chunk_size: int | None = None) -> Kernel:
+    """Vectorize `func` over a batch axis of its inputs (torch.func.vmap semantics)."""
+    from compiler.transforms.vmap_api import VmapTracer
+    inner = func if isinstance(func, Kernel) else Kernel(func)
+    tracer = VmapTracer(inner, in_dims, out_dims, randomness, chunk_size, inner.arg_name)
+    return Kernel(inner.fn, tracer=tracer, name=f"vmap_{inner.__name__}")
 
 
 _ = (ArgSpec, convert_argument, bind_symbols, ctypes)

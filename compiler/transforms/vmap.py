@@ -70,10 +70,11 @@ def vmap_block(block: Block, in_bdims: Sequence[int | None], size: Dim,
     if out_bdims is None:
         new.results = [v for v, _ in outs]
         return new, [d for _, d in outs]
+    wants = [None if w is None else w % (r.type.ndim + 1) for w, r in zip(out_bdims, block.results)]
     with b.at(block.ops[-1].loc if block.ops else None):
         new.results = [v if want is None else batched_at(b, v, d, want, size)
-                       for (v, d), want in zip(outs, out_bdims)]
-    return new, list(out_bdims)
+                       for (v, d), want in zip(outs, wants)]
+    return new, wants
 
 
 def _regions_batch(op: Any) -> bool:
