@@ -18,12 +18,46 @@ def _truth(cg: Any, v: Any) -> Any:
 
 
 def lower(cg: Any, op: Op) -> None:
-    if op.prim.name == "cond":
-        _lower_cond(cg, op)
-    elif op.prim.name == "while":
-        _lower_while(cg, op)
-    else:
+    lowerings = {"cond": _lower_cond, "while": _lower_while, "chunked": _lower_chunked}
+    if op.prim.name not in lowerings:
         raise AssertionError(f"no control lowering for {op.prim.name}")
+    lowerings[op.prim.name](cg, op)
+
+
+def _window(cg: Any, buf: Any, start: Any, n: Any) -> Any:
+    """Rows [start, start + n) of a buffer whose axis 0 is the batch: no copy."""
+    from compiler.backend.codegen import Buffer
+    row = cg.dim(_prod(buf.shape[1:]))
+    ptr = cg.b.gep(buf.ptr, [cg.b.mul(start, row)], inbounds=True)
+    return Buffer(ptr, buf.dtype, (n,) + tuple(buf.shape[1:]))
+
+
+def _prod(shape: Any) -> Any:
+    from compiler.ir import dims
+    total: Any = 1
+    for d in shape:
+        total = dims.mul(total, d)
+    return total
+
+
+def _lower_chunked(cg: Any, op: Op) -> None:
+    """Full chunks in a loop, then the tail: region buffers are windows into the
+    operands and results, so only the region's own temporaries scale with the chunk."""
+    from compiler.primitives.control import chunk_counts
+    chunk, batched = op.params["chunk"], op.params["batched"]
+    n_full, tail = chunk_counts(op.params["size"], chunk)
+    ins = [cg.buffers[v] for v in op.operands]
+    outs = [cg.buffers[r] for r in op.results]
+
+    def run(region: Any, start: Any, n: Any) -> None:
+        args = [_window(cg, buf, start, n) if bt else buf for buf, bt in zip(ins, batched)]
+        cg._cache.append({})
+        cg.lower_block(region, args, [_window(cg, buf, start, n) for buf in outs])
+        cg._cache.pop()
+
+    with cg.loop(cg.dim(n_full)) as c:
+        run(op.regions[0], cg.b.mul(c, cg.index(chunk)), chunk)
+    run(op.regions[1], cg.b.mul(cg.dim(n_full), cg.index(chunk)), tail)
 
 
 def _lower_cond(cg: Any, op: Op) -> None:

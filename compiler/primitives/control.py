@@ -111,4 +111,65 @@ while_ = register(Primitive("while", _while_rule, None, CONTROL, interpret=_inte
                             vmap_rule=_vmap_while,
                             doc="repeat body while cond holds, carrying values"))
 
+# ---- chunked map: vmap(..., chunk_size=k) -------------------------------------------------
+
+
+def chunk_counts(size: Any, chunk: int) -> tuple[Any, Any]:
+    """(number of full chunks, size of the tail chunk) for a batch of `size`."""
+    from compiler.ir import dims
+    full = dims.floordiv(size, chunk)
+    return full, dims.add(size, dims.mul(full, -chunk))
+
+
+def _chunked_rule(in_types: Types, params: dict[str, Any], regions: tuple[Any, ...]) -> Types:
+    size, chunk, batched = params["size"], params["chunk"], params["batched"]
+    check(len(regions) == 2 and len(batched) == len(in_types), "chunked: needs a full and a tail region")
+    _, tail = chunk_counts(size, chunk)
+    for region, n in zip(regions, (chunk, tail)):
+        args, _ = _block_sig(region)
+        want = [t.with_shape((n,) + t.shape[1:]) if bt else t for t, bt in zip(in_types, batched)]
+        check(args == want, f"chunked: region arguments {args} do not match {want}")
+    for t, bt in zip(in_types, batched):
+        check(not bt or (t.ndim >= 1 and t.shape[0] == size), f"chunked: batched operand {t} needs axis 0 = {size}")
+    full_res = _block_sig(regions[0])[1]
+    for r in full_res:
+        check(r.ndim >= 1 and r.shape[0] == chunk, f"chunked: region results must lead with the chunk axis, got {r}")
+    return tuple(r.with_shape((size,) + r.shape[1:]) for r in full_res)
+
+
+def _interpret_chunked(interp: Any, op: Any, args: list[np.ndarray]) -> list[np.ndarray]:
+    chunk, batched = op.params["chunk"], op.params["batched"]
+    size = next(a.shape[0] for a, bt in zip(args, batched) if bt)
+    pieces: list[list[np.ndarray]] = []
+    for start in range(0, size, chunk):
+        stop = min(start + chunk, size)
+        region = op.regions[0] if stop - start == chunk else op.regions[1]
+        pieces.append(interp.run_block(region, [a[start:stop] if bt else a for a, bt in zip(args, batched)]))
+    if not pieces:
+        return [np.asarray(interp.run_block(op.regions[1], [a[:0] if bt else a for a, bt in zip(args, batched)])[i])
+                for i in range(len(op.results))]
+    return [np.concatenate(parts) for parts in zip(*pieces)]
+
+
+def _vmap_chunked(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    """An outer batch axis goes to position 1 (the chunk axis stays first)."""
+    from compiler.primitives.batching import batched_at, move_axis
+    from compiler.transforms.vmap import vmap_block
+    new_args, region_bdims = [], []
+    for a, d, bt in zip(args, bdims, op.params["batched"]):
+        if d is None:
+            new_args.append(a)
+            region_bdims.append(None)
+        else:
+            new_args.append(move_axis(b, a, d, 1) if bt else batched_at(b, a, d, 0, size))
+            region_bdims.append(1 if bt else 0)
+    out = [1] * len(op.results)
+    regions = [vmap_block(r, region_bdims, size, out)[0] for r in op.regions]
+    return list(b.emit(op.prim, new_args, op.params, regions)), out
+
+
+chunked = register(Primitive(
+    "chunked", _chunked_rule, None, CONTROL, interpret=_interpret_chunked, vmap_rule=_vmap_chunked,
+    doc="map the full region over chunks of axis 0 of the batched operands, then the tail region"))
+
 _ = BOOL

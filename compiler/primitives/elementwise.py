@@ -292,7 +292,8 @@ def _convert_rule(in_types: tuple[TensorType, ...], params: dict[str, Any]) -> t
     return (in_types[0].with_dtype(params["dtype"]),)
 
 
-def _ref_convert(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def _ref_convert(x: np.ndarray, dtype: np.dtype, **annotations: Any) -> np.ndarray:
+    # annotations: params that only mark the op (data_dependent=".item()" from the frontend)
     with np.errstate(all="ignore"):
         return np.asarray(x).astype(dtype)
 

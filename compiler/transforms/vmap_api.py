@@ -99,9 +99,12 @@ class VmapTracer:
         program = self.inner.trace(tuple(inner_args), a_kwargs)
         out_example = unflatten(program.out_tree, [None] * len(program.function.results))
         out_dims = self._flat_out_dims(out_example, len(program.function.results))
-        batched = vmap_function(program.function, flat_dims, out_dims, size,
-                                name=f"vmap_{program.function.name}")
         _check_unbatched_outputs(program.function, flat_dims, out_dims, size)
+        if self.chunk_size is None:
+            batched = vmap_function(program.function, flat_dims, out_dims, size,
+                                    name=f"vmap_{program.function.name}")
+        else:
+            batched = chunked_function(program.function, flat_dims, out_dims, size, self.chunk_size)
         return StagedProgram(batched, program.in_tree, program.out_tree)
 
     def _flat_out_dims(self, example: Any, n: int) -> list[Any]:
@@ -151,6 +154,41 @@ def _strip(leaf: Any, d: Any, name: str) -> tuple[Any, Any, Any]:
     shape = list(leaf.shape)
     n = shape.pop(d)
     return leaf.with_shape(tuple(shape)), d, n
+
+
+def chunked_function(fn: Any, in_dims: Sequence[Any], out_dims: Sequence[Any], size: Any,
+                     chunk: int) -> Any:
+    """vmap of `fn` that runs `chunk` batch elements at a time (one `chunked` op)."""
+    import compiler.primitives as P
+    from compiler.ir.builder import Builder, new_block
+    from compiler.ir.core import Function
+    from compiler.primitives.batching import move_axis
+    from compiler.primitives.control import chunk_counts
+    from compiler.transforms.vmap import batched_type, vmap_block
+    block = new_block([batched_type(t, d, size) for t, d in zip(fn.in_types, in_dims)], fn.arg_names)
+    loc = fn.body.ops[0].loc if fn.body.ops else None
+    b = Builder(block)
+    with b.at(loc):
+        operands = [a if d is None else move_axis(b, a, d, 0) for a, d in zip(block.args, in_dims)]
+        region_dims = [None if d is None else 0 for d in in_dims]
+        outs0 = [0] * len(fn.results)
+        _, tail = chunk_counts(size, chunk)
+        regions = [vmap_block(fn.body, region_dims, n, outs0)[0] for n in (chunk, tail)]
+        params = {"size": size, "chunk": chunk, "batched": tuple(d is not None for d in in_dims)}
+        results = b.emit(P.chunked, operands, params, regions)
+        block.results = [_place(b, r, want) for r, want in zip(results, out_dims)]
+    return Function(f"vmap_{fn.name}", block, list(fn.arg_names))
+
+
+def _place(b: Any, r: Any, want: Any) -> Any:
+    import compiler.primitives as P
+    from compiler.primitives.batching import move_axis
+    if want is not None:
+        return move_axis(b, r, 0, want % r.type.ndim)
+    first = b.emit1(P.slice_, [r], {"start_indices": (0,) * r.type.ndim,
+                                     "limit_indices": (1,) + tuple(r.type.shape[1:]),
+                                     "strides": (1,) * r.type.ndim})
+    return b.emit1(P.reshape, [first], {"new_sizes": tuple(r.type.shape[1:])})
 
 
 def _check_unbatched_outputs(fn: Any, in_dims: Sequence[Any], out_dims: Sequence[Any], size: Any) -> None:
