@@ -102,6 +102,8 @@ class Codegen:
         return ll.Constant(t, int(value))
 
     def add(self, dtype: np.dtype, a: ll.Value, b: ll.Value) -> ll.Value:
+        if dtype == BOOL:
+            return self.b.or_(a, b)       # NumPy's boolean sum of products is "any"
         return self.b.fadd(a, b) if is_float(dtype) else self.b.add(a, b)
 
     def mul(self, dtype: np.dtype, a: ll.Value, b: ll.Value) -> ll.Value:

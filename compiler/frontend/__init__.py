@@ -1,0 +1,159 @@
+"""The frontend: a plain NumPy-style Python function -> an IR :class:`Function`.
+
+:func:`stage` is the entry point the api layer calls. Arguments are pytrees
+whose leaves are :class:`TensorType` (a dynamic array: a block argument of
+the function), :class:`Weak` (a dynamic Python scalar) or any other object
+(static: a compile-time constant). The function's source is parsed and run
+by the staging interpreter (:mod:`stager`), which evaluates static values
+in Python and emits IR for everything else; the result is verified.
+
+>>> from compiler.ir.types import parse_type
+>>> def f(x, w):
+...     return np.tanh(x @ w).sum(axis=0)
+>>> prog = stage(f, (parse_type("f64[n, 3]"), parse_type("f64[3, 2]")), {})  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import inspect
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from compiler.errors import CompileError, InternalCompilerError, UnsupportedError
+from compiler.frontend import arrays as A
+from compiler.frontend import numpy_api as NP
+from compiler.frontend.pytrees import PyTreeDef, flatten, flatten_static, unflatten
+from compiler.frontend.source import FunctionSource, function_source
+from compiler.frontend.stager import Scope, Stager
+from compiler.frontend.values import ARG, Reject, Staged, Undefined, Weak
+from compiler.ir.builder import Builder, new_block
+from compiler.ir.core import Function, SourceLoc
+from compiler.ir.types import TensorType
+from compiler.ir.verify import VerifyError, verify
+
+__all__ = ["StagedProgram", "stage", "Weak"]
+
+
+@dataclass
+class StagedProgram:
+    """The frontend's result: the IR function plus the pytree structure around it."""
+
+    function: Function          # inputs = flattened dynamic leaves, outputs = result leaves
+    in_tree: PyTreeDef          # structure of (args, kwargs), static leaves recorded
+    out_tree: PyTreeDef         # structure of the return value
+
+
+def _is_dynamic(x: Any) -> bool:
+    return isinstance(x, (TensorType, Weak))
+
+
+def stage(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+          name: str | None = None) -> StagedProgram:
+    """Lower `fn(*args, **kwargs)` to IR (see the module docstring for the argument leaves)."""
+    args, kwargs = tuple(args), dict(kwargs)
+    leaves, in_tree = flatten_static((args, kwargs), _is_dynamic)
+    hints = _arg_hints(fn, args, kwargs)
+    block = new_block([leaf.type if isinstance(leaf, Weak) else leaf for leaf in leaves], hints)
+    fn_name = name or _function_name(fn)
+    builder = Builder(block, SourceLoc(f"<{fn_name}>", 1))
+    stager = Stager(builder)
+    staged = [Staged(v, weak=isinstance(leaf, Weak), origin=ARG, name=h)
+              for v, leaf, h in zip(block.args, leaves, hints)]
+    call_args, call_kwargs = unflatten(in_tree, staged)
+    try:
+        out, loc = _run(stager, fn, list(call_args), call_kwargs)
+        results, out_tree = _outputs(stager, out, loc)
+    except CompileError as e:
+        raise e.with_traceback(None) from e.__cause__
+    block.results = results
+    function = Function(fn_name, block, arg_names=list(hints))
+    try:
+        verify(function)
+    except VerifyError as e:
+        raise InternalCompilerError(f"the frontend built invalid IR for {fn_name}: {e}") from None
+    return StagedProgram(function, in_tree, out_tree)
+
+
+def _function_name(fn: Any) -> str:
+    name = getattr(fn, "__name__", None) or type(fn).__name__
+    return name if name.isidentifier() else "lambda"
+
+
+def _arg_hints(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    hints: list[str] = []
+    for i, a in enumerate(args):
+        hints += _leaf_names(positional[i] if i < len(positional) else f"arg{i}", a)
+    for k in sorted(kwargs):
+        hints += _leaf_names(k, kwargs[k])
+    return hints
+
+
+def _leaf_names(base: str, tree: Any) -> list[str]:
+    n = len(flatten_static(tree, _is_dynamic)[0])
+    return [base] if n == 1 else [f"{base}_{i}" for i in range(n)]
+
+
+def _run(stager: Stager, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, SourceLoc]:
+    """Call `fn` in the stager: a Python function is inlined, a NumPy function applied."""
+    if NP.numpy_name(fn) is not None or (_hashable(fn) and fn in NP.NUMPY_FUNCTIONS):
+        loc = SourceLoc(f"<np.{getattr(fn, '__name__', 'function')}>", 1)
+        with stager.b.at(loc):
+            return _numpy_entry(stager, fn, args, kwargs, loc), loc
+    target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if isinstance(fn, types.MethodType):
+        args = [fn.__self__, *args]
+    if not isinstance(target, types.FunctionType):
+        raise UnsupportedError(f"cannot compile {fn!r}: not a Python function", None,
+                               "pass a plain Python function (def or lambda)")
+    src: FunctionSource = function_source(target)
+    stager.scope = Scope({}, target.__globals__, src, target.__qualname__)
+    with stager.b.at(src.def_loc):
+        try:
+            out = stager.inline(target, args, kwargs)
+        except Reject as r:
+            raise r.cls(r.message, src.def_loc, r.hint) from r.__cause__
+    return out, src.def_loc
+
+
+def _numpy_entry(stager: Stager, fn: Any, args: list[Any], kwargs: dict[str, Any],
+                 loc: SourceLoc) -> Any:
+    try:
+        return stager.call(fn, args, kwargs)
+    except Reject as r:
+        raise r.cls(r.message, loc, r.hint) from r.__cause__
+
+
+def _hashable(x: Any) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
+
+
+def _outputs(stager: Stager, out: Any, loc: SourceLoc) -> tuple[list[Any], PyTreeDef]:
+    """The result pytree's leaves as IR values (static numbers and arrays become constants)."""
+    leaves, out_tree = flatten(out, is_leaf=lambda x: isinstance(x, (Staged, Undefined)))
+    values = []
+    with stager.b.at(loc):
+        for leaf in leaves:
+            if isinstance(leaf, Staged):
+                values.append(leaf.value)
+            elif A.is_scalar_like(leaf) or isinstance(leaf, np.ndarray):
+                try:
+                    values.append(A.lift(stager.b, leaf).value)
+                except Reject as r:
+                    raise r.cls(r.message, loc, r.hint) from None
+            else:
+                raise CompileError(f"the function returns {type(leaf).__name__} {leaf!r:.60}, which "
+                                   "is not an array or a number", loc,
+                                   "return arrays, numbers, or tuples/lists/dicts of them")
+    return values, out_tree
+

@@ -19,11 +19,10 @@ import numpy as np
 
 import compiler.primitives as P
 from compiler.errors import CompileError, ShapeMismatchError, TruthValueError, UnsupportedError
-from compiler.ir import dims
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
 from compiler.ir.dims import Dim, DimExpr
-from compiler.ir.types import BOOL, DTYPES, F64, I64, TensorType, canonical_dtype, is_float
+from compiler.ir.types import BOOL, DTYPES, F64, I64, canonical_dtype, is_float
 from compiler.frontend.values import LOCAL, Reject, Staged
 
 PY_SCALARS = (bool, int, float)
@@ -55,7 +54,7 @@ def constant(b: Builder, value: Any, dtype: np.dtype | None = None, weak: bool =
     """A staged constant for a static value (kept as its own dtype unless `dtype` is given)."""
     with np.errstate(all="ignore"):
         arr = np.asarray(value) if dtype is None else _cast_static(value, dtype)
-    arr = np.ascontiguousarray(arr.astype(supported_dtype(arr.dtype), copy=False))
+    arr = np.array(arr.astype(supported_dtype(arr.dtype), copy=False), order="C")
     return Staged(b.emit1(P.constant, [], {"value": arr}), weak=weak)
 
 

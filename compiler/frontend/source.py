@@ -69,16 +69,13 @@ def _read(fn: types.FunctionType) -> FunctionSource:
         raise UnsupportedError(
             f"cannot read the source code of {fn.__qualname__!r} (defined in {code.co_filename})",
             None, "define the function in a .py file so that its source is available") from e
-    text = "".join(lines)
-    dedented = textwrap.dedent(text)
-    indent = _removed_indent(lines, dedented)
     first = max(first, 1)
-    if code.co_name == "<lambda>":
-        node: ast.FunctionDef | ast.Lambda = _find_lambda(dedented, code, fn)
-    else:
-        node = _find_def(dedented, code, fn)
     linecache.checkcache(file)
-    return FunctionSource(node, file, first, indent)
+    if code.co_name == "<lambda>":
+        return _lambda_source(lines, first, code, fn, file)
+    dedented = textwrap.dedent("".join(lines))
+    indent = _removed_indent(lines, dedented)
+    return FunctionSource(_find_def(dedented, code, fn), file, first, indent)
 
 
 def _removed_indent(lines: list[str], dedented: str) -> int:
@@ -115,12 +112,50 @@ def _find_def(text: str, code: types.CodeType, fn: types.FunctionType) -> ast.Fu
                            None, "define the function with `def` in a .py file")
 
 
-def _find_lambda(text: str, code: types.CodeType, fn: types.FunctionType) -> ast.Lambda:
-    module = _parse(text, fn)
+def _lambda_source(lines: list[str], first: int, code: types.CodeType, fn: types.FunctionType,
+                   file: str) -> FunctionSource:
+    """Find the lambda among the source lines: parse from each `lambda` keyword the longest
+    expression that is a lambda, and pick the one whose span holds the code's positions."""
+    target = min(((ln, col) for ln, _, col, end in code.co_positions()
+                  if ln is not None and col is not None and end != col), default=(first, 0))
     names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
-    candidates = [n for n in ast.walk(module) if isinstance(n, ast.Lambda)
-                  and [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == names]
-    if not candidates:
+    best: tuple[tuple[int, int], ast.Lambda] | None = None
+    for i, line in enumerate(lines):
+        start = line.find("lambda")
+        while start >= 0:
+            pos = (first + i, start)
+            node = _parse_lambda_at(lines, i, start)
+            if node is not None and pos <= target and _arg_names(node) == names \
+                    and _contains(node, pos, target) and (best is None or pos > best[0]):
+                best = (pos, node)
+            start = line.find("lambda", start + 1)
+    if best is None:
         raise UnsupportedError(f"cannot find the source of lambda {fn.__qualname__!r}", None,
                                "define the function with `def` in a .py file")
-    return candidates[0]
+    (line_no, col), node = best
+    return FunctionSource(node, file, line_no, col)
+
+
+def _parse_lambda_at(lines: list[str], i: int, col: int) -> ast.Lambda | None:
+    text = lines[i][col:] + "".join(lines[i + 1:])
+    for end in range(len(text), 0, -1):
+        if end != len(text) and text[end] not in ",)]};\n":
+            continue
+        try:
+            tree = ast.parse(text[:end].strip(), mode="eval")
+        except SyntaxError:
+            continue
+        if isinstance(tree.body, ast.Lambda):
+            return tree.body
+    return None
+
+
+def _arg_names(node: ast.Lambda) -> list[str]:
+    a = node.args
+    return [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+
+
+def _contains(node: ast.Lambda, start: tuple[int, int], target: tuple[int, int]) -> bool:
+    end_line = start[0] + (node.end_lineno or 1) - 1
+    end_col = (node.end_col_offset or 0) + (start[1] if node.end_lineno == 1 else 0)
+    return start <= target <= (end_line, end_col)

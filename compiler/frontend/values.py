@@ -143,6 +143,9 @@ class Closure:
     def __name__(self) -> str:  # noqa: D401 - reads like the function attribute
         return getattr(self.node, "name", "<lambda>")
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"{self.__name__} is staged code: it can only be called from staged code")
+
 
 class Reject(Exception):
     """A user error found below the visitor; the stager adds the location of its node."""

@@ -1,0 +1,419 @@
+"""Indexing and functional updates: ``x[...]`` and ``y[...] = v`` as IR.
+
+Static indices (ints, slices with steps and negative bounds, ``...``,
+``None``) are normalized at compile time per Python's slice semantics and
+become one ``rev``/``slice``/``reshape`` chain; an out-of-range static int is
+NumPy's IndexError, raised at compile time. A staged integer scalar becomes
+``dynamic_slice``; integer arrays (static or staged) become ``take`` (several
+of them are linearized into one flat index, with NumPy's placement rule).
+Boolean masks give data-dependent shapes (DynamicShapeError), except in an
+assignment of a scalar (``y[y < 0] = 0`` is ``np.where``).
+
+Updates mirror this: ``update_slice``, ``dynamic_update_slice``, ``scatter``
+or ``select``, with the value cast to the array's dtype and broadcast to the
+indexed shape, as NumPy's ``__setitem__`` does.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import compiler.primitives as P
+from compiler.errors import CompileError, DynamicShapeError, IndexOutOfBoundsError, \
+    ShapeMismatchError, UnsupportedError
+from compiler.frontend import arrays as A
+from compiler.frontend.shapes import prod, view
+from compiler.frontend.values import Reject, Staged
+from compiler.ir import dims
+from compiler.ir.builder import Builder
+from compiler.ir.core import Value
+from compiler.ir.dims import Dim, DimExpr
+from compiler.ir.types import BOOL, I64, is_int
+from compiler.primitives.shape import slice_size
+
+INVALID_INDEX = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
+                 "integer or boolean arrays are valid indices")
+
+
+@dataclass
+class AxisPlan:
+    """How one axis of the array is indexed (static part)."""
+
+    start: Dim = 0
+    limit: Dim = 0
+    stride: int = 1
+    reverse: bool = False
+    drop: bool = False                 # an integer index removes the axis
+    dynamic: Staged | None = None      # a staged integer index (wrapped)
+    array: Any = None                  # an index array (np.ndarray or Staged)
+
+    def size(self) -> Dim:
+        return slice_size(self.start, self.limit, self.stride)
+
+
+@dataclass
+class IndexPlan:
+    axes: list[AxisPlan] = field(default_factory=list)
+    new_axes: list[int] = field(default_factory=list)   # positions of None in the result
+    mask: Any = None                                     # a boolean mask (staged)
+
+
+# ---- parsing the index -------------------------------------------------------------------
+
+
+def _items(index: Any) -> list[Any]:
+    items = list(index) if isinstance(index, tuple) else [index]
+    out = []
+    for it in items:
+        if isinstance(it, list):
+            it = np.asarray(it)
+            if it.dtype == object:
+                raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
+        out.append(it)
+    return out
+
+
+def _is_array_index(it: Any) -> bool:
+    return (isinstance(it, np.ndarray) and it.ndim > 0) or (isinstance(it, Staged) and it.ndim > 0)
+
+
+def _expand(items: list[Any], ndim: int) -> list[Any]:
+    """Replace `...` and static boolean masks; pad with full slices."""
+    expanded: list[Any] = []
+    for it in items:
+        if isinstance(it, np.ndarray) and it.dtype == bool and it.ndim > 0:
+            expanded.extend(np.nonzero(it))
+        else:
+            expanded.append(it)
+    consumed = sum(1 for it in expanded if it is not None and it is not Ellipsis)
+    if sum(1 for it in expanded if it is Ellipsis) > 1:
+        raise Reject(IndexOutOfBoundsError, "an index can only have a single ellipsis ('...')")
+    if consumed > ndim:
+        raise Reject(IndexOutOfBoundsError, f"too many indices for array: array is {ndim}-dimensional, "
+                     f"but {consumed} were indexed")
+    out: list[Any] = []
+    for it in expanded:
+        if it is Ellipsis:
+            out.extend([slice(None)] * (ndim - consumed))
+        else:
+            out.append(it)
+    if not any(it is Ellipsis for it in expanded):
+        out.extend([slice(None)] * (ndim - consumed))
+    return out
+
+
+def plan(b: Builder, x: Staged, index: Any, for_write: bool = False) -> IndexPlan:
+    items = _items(index)
+    if for_write and len(items) == 1 and isinstance(items[0], np.ndarray) \
+            and items[0].dtype == bool and items[0].ndim > 0:
+        items = [A.constant(b, items[0])]
+    for it in items:
+        if isinstance(it, Staged) and it.dtype == BOOL and it.ndim > 0:
+            return _mask_plan(x, it, items)
+    items = _expand(items, x.ndim)
+    p = IndexPlan()
+    axis = 0
+    for it in items:
+        if it is None:
+            p.new_axes.append(axis + len(p.new_axes))
+            continue
+        p.axes.append(_axis_plan(b, it, x.shape[axis], axis))
+        axis += 1
+    return p
+
+
+def _mask_plan(x: Staged, mask: Staged, items: list[Any]) -> IndexPlan:
+    if len(items) != 1 or tuple(mask.shape) != tuple(x.shape[:mask.ndim]):
+        raise Reject(DynamicShapeError, "boolean mask indexing has a shape that depends on the "
+                     "values of the mask", "use np.where(mask, x, fill) to keep the shape")
+    return IndexPlan(mask=mask)
+
+
+def _axis_plan(b: Builder, it: Any, d: Dim, axis: int) -> AxisPlan:
+    if isinstance(it, slice):
+        return _slice_plan(it, d)
+    if _is_array_index(it):
+        return AxisPlan(0, d, 1, array=_index_array(b, it, d, axis))
+    if isinstance(it, Staged):
+        if not is_int(it.dtype):
+            raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
+        return AxisPlan(0, d, 1, drop=True, dynamic=_wrap_index(b, it, d))
+    if isinstance(it, DimExpr):
+        return AxisPlan(it, dims.add(it, 1), 1, drop=True)
+    if isinstance(it, (bool, np.bool_)) or not isinstance(it, (int, np.integer)):
+        raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
+    i = int(it)
+    if isinstance(d, int):
+        if not -d <= i < d:
+            raise Reject(IndexOutOfBoundsError, f"index {i} is out of bounds for axis {axis} with "
+                         f"size {d}")
+        i %= d
+        return AxisPlan(i, i + 1, 1, drop=True)
+    start = i if i >= 0 else dims.add(d, i)
+    return AxisPlan(start, dims.add(start, 1), 1, drop=True)
+
+
+def _slice_plan(s: slice, d: Dim) -> AxisPlan:
+    for v in (s.start, s.stop, s.step):
+        if isinstance(v, Staged):
+            raise Reject(DynamicShapeError, "a slice with run-time bounds has a data-dependent "
+                         "shape", "use a static slice, or x[i] with a run-time index, or "
+                         "np.take(x, i + np.arange(k)) for a window of static size k")
+    step = 1 if s.step is None else operator.index(s.step)
+    if step == 0:
+        raise Reject(CompileError, "slice step cannot be zero")
+    bounds_static = all(v is None or isinstance(v, (int, np.integer)) for v in (s.start, s.stop))
+    if isinstance(d, int) and bounds_static:
+        start, stop, step = slice(s.start, s.stop, step).indices(d)
+        n = len(range(start, stop, step))
+        if step < 0:
+            start = d - 1 - start
+        stride = abs(step)
+        limit = start + (n - 1) * stride + 1 if n else start
+        return AxisPlan(start, limit, stride, reverse=step < 0)
+    return _symbolic_slice_plan(s, d, step)
+
+
+def _symbolic_slice_plan(s: slice, d: Dim, step: int) -> AxisPlan:
+    if step < 0:
+        if s.start is None and s.stop is None:
+            return AxisPlan(0, d, -step, reverse=True)
+        raise Reject(UnsupportedError, "a negative-step slice with bounds on a symbolic dimension "
+                     "is not supported", "reverse first (x[::-1]) and slice the result")
+
+    def norm(v: Any, default: Dim, clamp: bool) -> Dim:
+        if v is None:
+            return default
+        if isinstance(v, DimExpr):
+            return v
+        v = int(v)
+        if v < 0:
+            return dims.add(d, v)
+        return dims.minimum(v, d) if clamp else v
+    return AxisPlan(norm(s.start, 0, False), norm(s.stop, d, True), step)
+
+
+def _wrap_index(b: Builder, i: Staged, d: Dim) -> Staged:
+    """A run-time index with NumPy's negative wrap-around (i < 0 -> i + d)."""
+    if i.ndim != 0:
+        raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
+    v = A.convert_value(b, i.value, I64)
+    size = A.dim_value(b, d).value
+    zero = A.constant(b, 0, I64).value
+    neg = b.emit1(P.lt, [v, zero])
+    return Staged(b.emit1(P.select, [neg, b.emit1(P.add, [v, size]), v]))
+
+
+def _index_array(b: Builder, it: Any, d: Dim, axis: int) -> Any:
+    if isinstance(it, np.ndarray):
+        if it.dtype.kind not in "iu":
+            raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
+        if isinstance(d, int) and it.size and (it.max() >= d or it.min() < -d):
+            bad = int(it.max()) if it.max() >= d else int(it.min())
+            raise Reject(IndexOutOfBoundsError, f"index {bad} is out of bounds for axis {axis} with "
+                         f"size {d}")
+        return np.where(it < 0, it + d, it).astype(np.int64) if isinstance(d, int) else it
+    if not is_int(it.dtype):
+        raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
+    v = A.convert_value(b, it.value, I64)
+    size = A.broadcast_value(b, A.dim_value(b, d).value, it.shape)
+    zero = A.broadcast_value(b, A.constant(b, 0, I64).value, it.shape)
+    neg = b.emit1(P.lt, [v, zero])
+    return Staged(b.emit1(P.select, [neg, b.emit1(P.add, [v, size]), v]))
+
+
+# ---- reading --------------------------------------------------------------------------------
+
+
+def static_slice(b: Builder, x: Staged, axis: int, start: Dim, stop: Dim) -> Value:
+    starts = tuple(start if i == axis else 0 for i in range(x.ndim))
+    limits = tuple(stop if i == axis else d for i, d in enumerate(x.shape))
+    return b.emit1(P.slice_, [x.value], {"start_indices": starts, "limit_indices": limits,
+                                          "strides": (1,) * x.ndim})
+
+
+def _apply_static(b: Builder, v: Value, axes: list[AxisPlan]) -> Value:
+    rev = tuple(i for i, a in enumerate(axes) if a.reverse)
+    if rev:
+        v = b.emit1(P.rev, [v], {"dimensions": rev})
+    full = all(a.start == 0 and a.limit == d and a.stride == 1
+               for a, d in zip(axes, v.type.shape))
+    if full:
+        return v
+    return b.emit1(P.slice_, [v], {"start_indices": tuple(a.start for a in axes),
+                                    "limit_indices": tuple(a.limit for a in axes),
+                                    "strides": tuple(a.stride for a in axes)})
+
+
+def getitem(b: Builder, x: Any, index: Any) -> Staged:
+    """x[index] with NumPy's basic and advanced indexing rules."""
+    x = A.lift(b, x)
+    p = plan(b, x, index)
+    if p.mask is not None:
+        raise Reject(DynamicShapeError, "boolean mask indexing has a shape that depends on the "
+                     "values of the mask", "use np.where(mask, x, fill) to keep the shape")
+    if any(a.array is not None for a in p.axes):
+        return _advanced(b, x, p)
+    v = _apply_static(b, x.value, p.axes)
+    dyn = [a for a in p.axes if a.dynamic is not None]
+    if dyn:
+        starts = [a.dynamic.value if a.dynamic is not None else A.constant(b, 0, I64).value
+                  for a in p.axes]
+        sizes = tuple(1 if a.dynamic is not None else d for a, d in zip(p.axes, v.type.shape))
+        v = b.emit1(P.dynamic_slice, [v, *starts], {"sizes": sizes})
+    shape = [d for a, d in zip(p.axes, v.type.shape) if not a.drop]
+    for pos in p.new_axes:
+        shape.insert(pos, 1)
+    v = A.reshape_value(b, v, tuple(shape))
+    if not shape and all(a.drop for a in p.axes):
+        return Staged(v)          # a NumPy scalar, not a view
+    return view(v, x)
+
+
+def _advanced(b: Builder, x: Staged, p: IndexPlan) -> Staged:
+    if p.new_axes:
+        raise Reject(UnsupportedError, "combining None (np.newaxis) with array indices is not "
+                     "supported", "index first, then use np.expand_dims")
+    adv = [i for i, a in enumerate(p.axes) if a.array is not None or a.drop]
+    pre = [AxisPlan(0, d, 1) if i in adv else a for i, (a, d) in enumerate(zip(p.axes, x.shape))]
+    v = _apply_static(b, x.value, pre)
+    idx = [_axis_index(b, p.axes[i]) for i in adv]
+    bshape = A.broadcast_shapes(*[A.shape_of(i) for i in idx])
+    if len(adv) == 1:
+        ind = A.lift(b, idx[0], I64)
+        return Staged(b.emit1(P.take, [v, ind.value], {"axis": adv[0]}))
+    return _multi_take(b, v, adv, idx, bshape)
+
+
+def _axis_index(b: Builder, a: AxisPlan) -> Any:
+    if a.array is not None:
+        return a.array
+    if a.dynamic is not None:
+        return a.dynamic
+    return np.asarray(a.start, dtype=np.int64) if isinstance(a.start, int) else A.dim_value(b, a.start)
+
+
+def _multi_take(b: Builder, v: Value, adv: list[int], idx: list[Any], bshape: tuple[Dim, ...]) -> Staged:
+    ndim, shape = v.type.ndim, v.type.shape
+    rest = [i for i in range(ndim) if i not in adv]
+    moved = b.emit1(P.transpose, [v], {"permutation": tuple(adv + rest)}) if adv + rest != list(
+        range(ndim)) else v
+    sizes = [shape[i] for i in adv]
+    total = prod(sizes)
+    flat_v = A.reshape_value(b, moved, (total,) + tuple(shape[i] for i in rest))
+    flat = None
+    stride: Dim = 1
+    for k in reversed(range(len(adv))):
+        term = A.operand(b, idx[k], I64, bshape)
+        if stride != 1:
+            term = b.emit1(P.mul, [term, A.operand(b, A.dim_value(b, stride), I64, bshape)])
+        flat = term if flat is None else b.emit1(P.add, [flat, term])
+        stride = dims.mul(stride, sizes[k])
+    out = b.emit1(P.take, [flat_v, flat], {"axis": 0})
+    adjacent = adv == list(range(adv[0], adv[0] + len(adv)))
+    if adjacent and adv[0] > 0:
+        nb = len(bshape)
+        perm = list(range(nb, nb + adv[0])) + list(range(nb)) + list(range(nb + adv[0], out.type.ndim))
+        out = b.emit1(P.transpose, [out], {"permutation": tuple(perm)})
+    return Staged(out)
+
+
+# ---- writing ---------------------------------------------------------------------------------
+
+
+def setitem(b: Builder, x: Staged, index: Any, value: Any) -> Value:
+    """The new value of x after ``x[index] = value`` (a pure update)."""
+    p = plan(b, x, index, for_write=True)
+    if p.mask is not None:
+        return _masked_set(b, x, p.mask, value)
+    if any(a.array is not None for a in p.axes):
+        return _scatter_set(b, x, p, value)
+    indexed = [a.size() for a in p.axes if not a.drop]
+    for pos in p.new_axes:
+        indexed.insert(pos, 1)
+    upd = _cast_broadcast(b, value, x.dtype, tuple(indexed))
+    window = tuple(1 if a.drop else a.size() for a in p.axes)
+    upd = A.reshape_value(b, upd, window)
+    if any(a.dynamic is not None for a in p.axes):
+        return _dynamic_set(b, x, p, upd)
+    rev = tuple(i for i, a in enumerate(p.axes) if a.reverse)
+    if any(a.reverse and a.stride != 1 and not isinstance(d, int) for a, d in zip(p.axes, x.shape)):
+        raise Reject(UnsupportedError, "assigning through a strided negative-step slice of a "
+                     "symbolic dimension is not supported", "assign to the reversed array instead")
+    if rev:
+        upd = b.emit1(P.rev, [upd], {"dimensions": rev})
+    starts = tuple(_low(a, d) for a, d in zip(p.axes, x.shape))
+    limits = tuple(a.limit if not a.reverse else dims.add(s, dims.add(a.limit, dims.mul(a.start, -1)))
+                   for a, s in zip(p.axes, starts))
+    return b.emit1(P.update_slice, [x.value, upd], {"start_indices": starts, "limit_indices": limits,
+                                                    "strides": tuple(a.stride for a in p.axes)})
+
+
+def _low(a: AxisPlan, d: Dim) -> Dim:
+    """The smallest position written on this axis, in the array's own coordinates."""
+    if not a.reverse:
+        return a.start
+    # positions in reversed coordinates start..limit map to d-1-limit+1 .. d-1-start
+    return dims.add(dims.add(d, -1), dims.mul(dims.add(a.limit, -1), -1))
+
+
+def _cast_broadcast(b: Builder, value: Any, dtype: np.dtype, shape: tuple[Dim, ...]) -> Value:
+    v = A.lift(b, A.normalize_operand(b, value), dtype if not isinstance(value, Staged) else None)
+    v = A.convert(b, v, dtype)
+    try:
+        out_shape = A.broadcast_shapes(v.shape, shape)
+    except Reject:
+        out_shape = None
+    if out_shape != tuple(shape):
+        raise Reject(ShapeMismatchError, f"could not broadcast input array from shape "
+                     f"{A.fmt_shape(v.shape)} into shape {A.fmt_shape(shape)}")
+    return A.broadcast_value(b, v.value, tuple(shape))
+
+
+def _dynamic_set(b: Builder, x: Staged, p: IndexPlan, upd: Value) -> Value:
+    if any(a.reverse or a.stride != 1 for a in p.axes):
+        raise Reject(UnsupportedError, "an assignment mixing a run-time index with a strided or "
+                     "reversed slice is not supported", "assign in two steps")
+    starts = []
+    for a in p.axes:
+        if a.dynamic is not None:
+            starts.append(a.dynamic.value)
+        elif isinstance(a.start, int):
+            starts.append(A.constant(b, a.start, I64).value)
+        else:
+            starts.append(A.dim_value(b, a.start).value)
+    return b.emit1(P.dynamic_update_slice, [x.value, upd, *starts])
+
+
+def _scatter_set(b: Builder, x: Staged, p: IndexPlan, value: Any) -> Value:
+    arrays = [i for i, a in enumerate(p.axes) if a.array is not None]
+    others_full = all(a.array is not None or (not a.drop and a.dynamic is None and a.start == 0
+                                              and a.limit == d and a.stride == 1 and not a.reverse)
+                      for a, d in zip(p.axes, x.shape))
+    if len(arrays) != 1 or not others_full or p.new_axes:
+        raise Reject(UnsupportedError, "assignment with an index array is supported along one axis "
+                     "with full slices elsewhere (y[idx] = v, y[:, idx] = v)",
+                     "split the assignment, or build the result with np.where")
+    axis = arrays[0]
+    ind = A.lift(b, p.axes[axis].array, I64)
+    shape = tuple(x.shape[:axis]) + tuple(ind.shape) + tuple(x.shape[axis + 1:])
+    upd = _cast_broadcast(b, value, x.dtype, shape)
+    return b.emit1(P.scatter, [x.value, ind.value, upd], {"axis": axis, "mode": "set"})
+
+
+def _masked_set(b: Builder, x: Staged, mask: Staged, value: Any) -> Value:
+    v = A.normalize_operand(b, value)
+    if A.shape_of(v) not in ((), (1,)):
+        raise Reject(DynamicShapeError, "assigning an array through a boolean mask depends on how "
+                     "many elements the mask selects", "use y = np.where(mask, values, y)")
+    if isinstance(v, Staged):
+        v = Staged(A.reshape_value(b, v.value, ()), weak=v.weak)
+    elif np.ndim(v):
+        v = np.asarray(v).reshape(())
+    fill = _cast_broadcast(b, v, x.dtype, tuple(x.shape))
+    m = b.emit1(P.broadcast_in_dim, [mask.value], {"shape": tuple(x.shape),
+                                                   "broadcast_dimensions": tuple(range(mask.ndim))})
+    return b.emit1(P.select, [m, fill, x.value])

@@ -1,0 +1,272 @@
+"""Contractions: dot, matmul/@, inner, outer, tensordot, vdot, trace, einsum
+and a vector/Frobenius norm, all through the one ``dot_general`` primitive.
+
+NumPy's rules are kept: ``dot`` contracts the last axis of a with the
+second-to-last of b (no batching), ``matmul`` promotes 1-d operands and
+broadcasts batch dimensions, ``einsum`` takes diagonals for repeated
+subscripts and sums out indices that appear in one operand only.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+import compiler.primitives as P
+from compiler.errors import CompileError, ShapeMismatchError, UnsupportedError
+from compiler.frontend import arrays as A
+from compiler.frontend.reductions import reduce
+from compiler.frontend.shapes import diagonal, normalize_axis, ravel, reshape
+from compiler.frontend.ufuncs import binary, unary
+from compiler.frontend.values import Reject, Staged
+from compiler.ir.builder import Builder
+from compiler.ir.types import F64, is_float
+
+Axes = tuple[int, ...]
+
+
+def _promote(b: Builder, *xs: Any) -> list[Staged]:
+    xs2 = [A.lift(b, A.normalize_operand(b, x)) for x in xs]
+    dtype = A.result_dtype([Staged(x.value) for x in xs2])     # arrays: no weak promotion
+    return [A.convert(b, x, dtype) for x in xs2]
+
+
+def dot_general(b: Builder, x: Staged, y: Staged, contract: tuple[Axes, Axes],
+                batch: tuple[Axes, Axes] = ((), ())) -> Staged:
+    return Staged(b.emit1(P.dot_general, [x.value, y.value],
+                          {"dimension_numbers": (contract, batch)}))
+
+
+def _not_aligned(x: Staged, y: Staged, ax: int, ay: int) -> None:
+    if x.shape[ax] != y.shape[ay]:
+        raise Reject(ShapeMismatchError, f"shapes {A.fmt_shape(x.shape)} and {A.fmt_shape(y.shape)} "
+                     f"not aligned: {x.shape[ax]} (dim {ax}) != {y.shape[ay]} (dim {ay})")
+
+
+def dot(b: Builder, x: Any, y: Any, out: Any = None) -> Staged:
+    if out is not None:
+        from compiler.errors import OutParameterError
+        raise Reject(OutParameterError, "out= is not supported", "return the value instead")
+    x, y = _promote(b, x, y)
+    if x.ndim == 0 or y.ndim == 0:
+        return binary(b, "multiply", x, y)
+    ay = 0 if y.ndim == 1 else y.ndim - 2
+    _not_aligned(x, y, x.ndim - 1, ay)
+    return dot_general(b, x, y, ((x.ndim - 1,), (ay,)))
+
+
+def matmul(b: Builder, x: Any, y: Any) -> Staged:
+    x, y = _promote(b, x, y)
+    for i, v in enumerate((x, y)):
+        if v.ndim == 0:
+            raise Reject(CompileError, f"matmul: Input operand {i} does not have enough dimensions "
+                         "(has 0, gufunc core with signature (n?,k),(k,m?)->(n?,m?) requires 1)")
+    x2 = x if x.ndim >= 2 else reshape(b, x, (1, x.shape[0]))
+    y2 = y if y.ndim >= 2 else reshape(b, y, (y.shape[0], 1))
+    if x2.shape[-1] != y2.shape[-2]:
+        raise Reject(ShapeMismatchError, "matmul: Input operand 1 has a mismatch in its core "
+                     "dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size "
+                     f"{y2.shape[-2]} is different from {x2.shape[-1]})")
+    batch = A.broadcast_shapes(x2.shape[:-2], y2.shape[:-2])
+    xb = A.broadcast_value(b, x2.value, batch + tuple(x2.shape[-2:]))
+    yb = A.broadcast_value(b, y2.value, batch + tuple(y2.shape[-2:]))
+    nb = len(batch)
+    out = dot_general(b, Staged(xb), Staged(yb), ((nb + 1,), (nb,)),
+                      (tuple(range(nb)), tuple(range(nb))))
+    shape = list(out.shape)
+    if y.ndim == 1:
+        shape.pop(-1)
+    if x.ndim == 1:
+        shape.pop(-2 if y.ndim != 1 else -1)
+    return Staged(A.reshape_value(b, out.value, tuple(shape)))
+
+
+def inner(b: Builder, x: Any, y: Any) -> Staged:
+    x, y = _promote(b, x, y)
+    if x.ndim == 0 or y.ndim == 0:
+        return binary(b, "multiply", x, y)
+    _not_aligned(x, y, x.ndim - 1, y.ndim - 1)
+    return dot_general(b, x, y, ((x.ndim - 1,), (y.ndim - 1,)))
+
+
+def outer(b: Builder, x: Any, y: Any) -> Staged:
+    x, y = (ravel(b, A.lift(b, A.normalize_operand(b, v))) for v in (x, y))
+    col = Staged(A.reshape_value(b, x.value, (x.shape[0], 1)))
+    row = Staged(A.reshape_value(b, y.value, (1, y.shape[0])))
+    return binary(b, "multiply", col, row)
+
+
+def vdot(b: Builder, x: Any, y: Any) -> Staged:
+    x, y = _promote(b, x, y)
+    return dot(b, ravel(b, x), ravel(b, y))
+
+
+def tensordot(b: Builder, x: Any, y: Any, axes: Any = 2) -> Staged:
+    x, y = _promote(b, x, y)
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        ax, ay = tuple(range(x.ndim - n, x.ndim)), tuple(range(n))
+    else:
+        a0, a1 = axes
+        ax = tuple(normalize_axis(a, x.ndim) for a in (a0 if isinstance(a0, (list, tuple)) else [a0]))
+        ay = tuple(normalize_axis(a, y.ndim) for a in (a1 if isinstance(a1, (list, tuple)) else [a1]))
+    if len(ax) != len(ay) or any(x.shape[i] != y.shape[j] for i, j in zip(ax, ay)):
+        raise Reject(ShapeMismatchError, "shape-mismatch for sum")
+    return dot_general(b, x, y, (ax, ay))
+
+
+def trace(b: Builder, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+          out: Any = None) -> Staged:
+    d = diagonal(b, x, offset, axis1, axis2)
+    return reduce(b, "sum", Staged(d.value), -1, dtype, out)
+
+
+def norm(b: Builder, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Staged:
+    """np.linalg.norm for vectors (ord None, 1, 2, inf, -inf, 0) and Frobenius for matrices."""
+    x = A.lift(b, A.normalize_operand(b, x))
+    if not is_float(x.dtype):
+        x = A.convert(b, x, F64)
+    if ord not in (None, 1, 2, np.inf, -np.inf, 0, "fro") or (
+            ord not in (None, "fro") and (axis is None and x.ndim != 1
+                                          or isinstance(axis, tuple) and len(axis) == 2)):
+        raise Reject(UnsupportedError, f"np.linalg.norm with ord={ord!r} is not supported here",
+                     "vector norms (ord None, 0, 1, 2, ±inf) and the Frobenius norm are supported")
+    mag = unary(b, "absolute", x)
+    if ord in (None, 2, "fro"):
+        return unary(b, "sqrt", reduce(b, "sum", binary(b, "multiply", x, x), axis,
+                                       keepdims=keepdims))
+    if ord == 1:
+        return reduce(b, "sum", mag, axis, keepdims=keepdims)
+    if ord == 0:
+        return A.convert(b, reduce(b, "sum", binary(b, "not_equal", x, 0), axis, x.dtype,
+                                   keepdims=keepdims), x.dtype)
+    return reduce(b, "max" if ord > 0 else "min", mag, axis, keepdims=keepdims)
+
+
+# ---- einsum ---------------------------------------------------------------------------
+
+
+def _expand_ellipsis(spec: str, xs: list[Staged]) -> str:
+    """Replace '...' by letters for the broadcast dimensions (right-aligned, as NumPy does)."""
+    ins, arrow, out = spec.partition("->")
+    terms = ins.split(",")
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in spec]
+    counts = [x.ndim - (len(t) - 3) if "..." in t else 0 for t, x in zip(terms, xs)]
+    n_ell = max(counts, default=0)
+    letters = "".join(free[:n_ell])
+    terms = [t.replace("...", letters[n_ell - k:]) for t, k in zip(terms, counts)]
+    joined = "".join(terms)
+    if arrow:
+        out = out.replace("...", letters)
+    else:
+        out = letters + "".join(sorted(c for c in set(joined) if joined.count(c) == 1
+                                       and c not in letters))
+    return ",".join(terms) + "->" + out
+
+
+def _parse_einsum(subscripts: str, n: int) -> tuple[list[str], str]:
+    spec = subscripts.replace(" ", "")
+    ins, arrow, out = spec.partition("->")
+    terms = ins.split(",")
+    if len(terms) != n:
+        raise Reject(CompileError, "more operands provided to einstein sum function than "
+                     "specified in the subscripts string" if n > len(terms) else
+                     "fewer operands provided to einstein sum function than specified in the "
+                     "subscripts string")
+    if not arrow:
+        letters = "".join(terms)
+        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    return terms, out
+
+
+def einsum(b: Builder, subscripts: str, *operands: Any, dtype: Any = None, optimize: Any = False,
+           out: Any = None) -> Staged:
+    if not isinstance(subscripts, str):
+        raise Reject(UnsupportedError, "einsum needs a subscripts string as first argument")
+    xs = _promote(b, *operands)
+    if "..." in subscripts:
+        subscripts = _expand_ellipsis(subscripts.replace(" ", ""), xs)
+    terms, out_spec = _parse_einsum(subscripts, len(operands))
+    xs = _broadcast_labels(b, terms, xs)
+    _check_einsum_sizes(terms, xs, out_spec)
+    ops = [_take_diagonals(b, x, list(t)) for x, t in zip(xs, terms)]
+    ops = [_sum_private(b, x, letters, ops, i, out_spec) for i, (x, letters) in enumerate(ops)]
+    acc, letters = ops[0]
+    for i, (x, lx) in enumerate(ops[1:], 1):
+        later = set(out_spec).union(*[set(l) for _, l in ops[i + 1:]])
+        acc, letters = _contract_pair(b, acc, letters, x, lx, later)
+    extra = tuple(i for i, c in enumerate(letters) if c not in out_spec)
+    if extra:
+        acc = Staged(b.emit1(P.reduce_sum, [acc.value], {"axes": extra}))
+        letters = [c for c in letters if c in out_spec]
+    perm = tuple(letters.index(c) for c in out_spec)
+    if perm != tuple(range(len(perm))):
+        acc = Staged(b.emit1(P.transpose, [acc.value], {"permutation": perm}))
+    return acc if dtype is None else A.convert(b, acc, A.supported_dtype(dtype))
+
+
+def _broadcast_labels(b: Builder, terms: list[str], xs: list[Staged]) -> list[Staged]:
+    """Size-1 dims of a label stretch to the label's size in other operands (ellipsis dims)."""
+    sizes: dict[str, Any] = {}
+    for t, x in zip(terms, xs):
+        for c, d in zip(t, x.shape):
+            if d != 1 or c not in sizes:
+                sizes[c] = d
+    out = []
+    for t, x in zip(terms, xs):
+        target = tuple(sizes[c] if d == 1 and c.isupper() else d for c, d in zip(t, x.shape))
+        out.append(Staged(A.broadcast_value(b, x.value, target)) if target != tuple(x.shape) else x)
+    return out
+
+
+def _check_einsum_sizes(terms: list[str], xs: list[Staged], out_spec: str) -> None:
+    sizes: dict[str, Any] = {}
+    for i, (t, x) in enumerate(zip(terms, xs)):
+        if len(t) != x.ndim:
+            raise Reject(CompileError, "einstein sum subscripts string contains too many "
+                         f"subscripts for operand {i}" if len(t) > x.ndim else
+                         f"operand has more dimensions than subscripts given in einstein sum, but "
+                         f"no '...' ellipsis provided to broadcast the extra dimensions.")
+        for c, d in zip(t, x.shape):
+            if c in sizes and sizes[c] != d:
+                raise Reject(ShapeMismatchError, f"size of label '{c}' for operand {i} ({d}) does "
+                             f"not match previous terms ({sizes[c]}).")
+            sizes[c] = d
+    for c in out_spec:
+        if c not in sizes:
+            raise Reject(CompileError, "einstein sum subscripts string included output subscript "
+                         f"'{c}' which never appeared in an input")
+
+
+def _take_diagonals(b: Builder, x: Staged, letters: list[str]) -> tuple[Staged, list[str]]:
+    while True:
+        repeated = next((c for c in letters if letters.count(c) > 1), None)
+        if repeated is None:
+            return x, letters
+        p = letters.index(repeated)
+        q = letters.index(repeated, p + 1)
+        x = Staged(b.emit1(P.diagonal, [x.value], {"axis1": p, "axis2": q}))
+        letters = [c for i, c in enumerate(letters) if i not in (p, q)] + [repeated]
+
+
+def _sum_private(b: Builder, x: Staged, letters: list[str], ops: Sequence[Any], i: int,
+                 out_spec: str) -> tuple[Staged, list[str]]:
+    others = set().union(*[set(l) for j, (_, l) in enumerate(ops) if j != i]) | set(out_spec)
+    axes = tuple(k for k, c in enumerate(letters) if c not in others)
+    if not axes:
+        return x, letters
+    x = Staged(b.emit1(P.reduce_sum, [x.value], {"axes": axes}))
+    return x, [c for k, c in enumerate(letters) if k not in axes]
+
+
+def _contract_pair(b: Builder, x: Staged, lx: list[str], y: Staged, ly: list[str],
+                   later: set[str]) -> tuple[Staged, list[str]]:
+    shared = [c for c in lx if c in ly]
+    batch = [c for c in shared if c in later]
+    contract = [c for c in shared if c not in later]
+    out = dot_general(b, x, y, (tuple(lx.index(c) for c in contract),
+                                tuple(ly.index(c) for c in contract)),
+                      (tuple(lx.index(c) for c in batch), tuple(ly.index(c) for c in batch)))
+    letters = batch + [c for c in lx if c not in shared] + [c for c in ly if c not in shared]
+    return out, letters
+

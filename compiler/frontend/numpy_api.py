@@ -1,0 +1,385 @@
+"""The NumPy surface as data: np.* functions, ndarray methods and attributes,
+and Python operators, each mapped to the builder-level function that stages
+it; plus :data:`UNSUPPORTED`, the functions we reject with a specific
+message (and the closest supported alternative).
+
+Handlers take the :class:`Builder` first, then NumPy's own arguments (same
+names and defaults as NumPy), so binding errors read like NumPy's.
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+from typing import Any, Callable
+
+import numpy as np
+
+from compiler.errors import CompileError, DynamicShapeError, OutParameterError, SideEffectError, \
+    UnsupportedError
+from compiler.frontend import arrays as A
+from compiler.frontend import indexing as I
+from compiler.frontend import linalg as L
+from compiler.frontend import reductions as R
+from compiler.frontend import shapes as S
+from compiler.frontend import ufuncs as U
+from compiler.frontend.values import Reject, Staged
+from compiler.ir.builder import Builder
+
+Handler = Callable[..., Any]
+
+
+def _ufunc_handler(name: str) -> Handler:
+    def handler(b: Builder, *args: Any, out: Any = None, dtype: Any = None) -> Staged:
+        if out is not None:
+            raise Reject(OutParameterError, "out= is not supported: compiled functions return "
+                         "their results", "return the value instead; the compiler fuses anyway")
+        res = U.ufunc(b, name, *args)
+        return res if dtype is None else A.astype(b, res, dtype)
+    handler.__name__ = name
+    return handler
+
+
+def _cast_handler(dtype: Any) -> Handler:
+    def handler(b: Builder, x: Any = 0) -> Staged:
+        return A.astype(b, A.normalize_operand(b, x), dtype)
+    return handler
+
+
+def _reduction(kind: str) -> Handler:
+    def handler(b: Builder, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                keepdims: bool = False, **kw: Any) -> Staged:
+        _no_extra(kind, kw)
+        return R.reduce(b, kind, a, axis, dtype, out, keepdims)
+    return handler
+
+
+def _minmax(kind: str) -> Handler:
+    def handler(b: Builder, a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+                **kw: Any) -> Staged:
+        _no_extra(kind, kw)
+        return R.reduce(b, kind, a, axis, None, out, keepdims)
+    return handler
+
+
+def _no_extra(name: str, kw: dict[str, Any]) -> None:
+    if kw:
+        raise Reject(UnsupportedError, f"{name}: the keyword argument(s) {', '.join(kw)} are not "
+                     "supported")
+
+
+def _arg(which: str) -> Handler:
+    return lambda b, a, axis=None, out=None, *, keepdims=False: R.arg_reduce(
+        b, which, a, axis, out, keepdims)
+
+
+def _scan(kind: str) -> Handler:
+    return lambda b, a, axis=None, dtype=None, out=None: R.scan(b, kind, a, axis, dtype, out)
+
+
+def _where(b: Builder, condition: Any, x: Any = None, y: Any = None) -> Staged:
+    if x is None and y is None:
+        raise Reject(DynamicShapeError, "np.where(cond) with one argument is np.nonzero: its "
+                     "output shape depends on the values", "use np.where(cond, x, fill)")
+    return U.where(b, condition, x, y)
+
+
+def _reshape_fn(b: Builder, a: Any, shape: Any = None, order: str = "C", *,
+                newshape: Any = None) -> Staged:
+    _order(order)
+    return S.reshape(b, a, shape if shape is not None else newshape)
+
+
+def _order(order: str) -> None:
+    if order not in ("C", "A", "K"):
+        raise Reject(UnsupportedError, f"order={order!r} is not supported", "use C order")
+
+
+def _round(b: Builder, a: Any, decimals: int = 0, out: Any = None) -> Staged:
+    R._no_out(out)
+    return U.round_(b, a, decimals)
+
+
+def _append(b: Builder, arr: Any, values: Any, axis: Any = None) -> Staged:
+    if axis is None:
+        return S.concatenate(b, [S.ravel(b, arr), S.ravel(b, A.normalize_operand(b, values))], 0)
+    return S.concatenate(b, [arr, values], axis)
+
+
+def _split(b: Builder, ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Staged]:
+    x = A.lift(b, ary)
+    ax = S.normalize_axis(axis, x.ndim)
+    n = S._static_dim(x.shape[ax])
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if n % k:
+            raise Reject(CompileError, "array split does not result in an equal division")
+        bounds = [i * (n // k) for i in range(k + 1)]
+    else:
+        bounds = [0] + [min(int(i), n) for i in indices_or_sections] + [n]
+    return [Staged(I.static_slice(b, x, ax, lo, max(lo, hi))) for lo, hi in zip(bounds, bounds[1:])]
+
+
+def _take(b: Builder, a: Any, indices: Any, axis: Any = None) -> Staged:
+    x = A.lift(b, a)
+    if axis is None:
+        return I.getitem(b, S.ravel(b, x), indices if not isinstance(indices, list)
+                         else np.asarray(indices))
+    ax = S.normalize_axis(axis, x.ndim)
+    idx = np.asarray(indices) if isinstance(indices, list) else indices
+    return I.getitem(b, x, (slice(None),) * ax + (idx,))
+
+
+def _shape(b: Builder, a: Any) -> tuple[Any, ...]:
+    return tuple(A.shape_of(A.normalize_operand(b, a)))
+
+
+_FUNCTIONS_BY_NAME: dict[str, Handler] = {
+    # creation
+    "zeros": S.zeros, "ones": S.ones, "empty": S.zeros, "full": S.full,
+    "zeros_like": S.zeros_like, "ones_like": S.ones_like, "empty_like": S.zeros_like,
+    "full_like": S.full_like, "eye": S.eye, "identity": lambda b, n, dtype=float: S.eye(b, n, dtype=dtype),
+    "arange": S.arange, "linspace": S.linspace, "array": S.array,
+    "asarray": lambda b, a, dtype=None, order=None: S.array(b, a, dtype, copy=False),
+    "asanyarray": lambda b, a, dtype=None, order=None: S.array(b, a, dtype, copy=False),
+    "ascontiguousarray": lambda b, a, dtype=None: S.array(b, a, dtype, copy=False),
+    "copy": lambda b, a, order="K": S.copy(b, a),
+    "tril": lambda b, m, k=0: S.tri_mask(b, m, k, True),
+    "triu": lambda b, m, k=0: S.tri_mask(b, m, k, False),
+    "diag": S.diag, "diagonal": S.diagonal,
+    # elementwise specials
+    "where": _where, "clip": lambda b, a, a_min=None, a_max=None, out=None: (
+        R._no_out(out), U.clip(b, a, a_min, a_max))[1],
+    "round": _round, "around": _round, "divmod": lambda b, x1, x2: U.divmod_(b, x1, x2),
+    "power": _ufunc_handler("power"),
+    # reductions and scans
+    "sum": _reduction("sum"), "prod": _reduction("prod"), "max": _minmax("max"),
+    "amax": _minmax("max"), "min": _minmax("min"), "amin": _minmax("min"),
+    "all": _minmax("all"), "any": _minmax("any"),
+    "mean": R.mean, "average": lambda b, a, axis=None: R.mean(b, a, axis),
+    "var": R.var, "std": R.std, "ptp": R.ptp, "count_nonzero": R.count_nonzero,
+    "argmax": _arg("argmax"), "argmin": _arg("argmin"),
+    "cumsum": _scan("cumsum"), "cumprod": _scan("cumprod"),
+    # contractions
+    "dot": L.dot, "matmul": L.matmul, "inner": L.inner, "outer": L.outer, "vdot": L.vdot,
+    "tensordot": L.tensordot, "einsum": L.einsum, "trace": L.trace,
+    # shapes
+    "reshape": _reshape_fn, "ravel": lambda b, a, order="C": (_order(order), S.ravel(b, a))[1],
+    "transpose": lambda b, a, axes=None: S.transpose(b, a, axes),
+    "permute_dims": lambda b, a, axes=None: S.transpose(b, a, axes),
+    "swapaxes": S.swapaxes, "moveaxis": S.moveaxis, "expand_dims": S.expand_dims,
+    "squeeze": S.squeeze, "broadcast_to": S.broadcast_to, "broadcast_arrays": S.broadcast_arrays,
+    "concatenate": S.concatenate, "concat": S.concatenate, "stack": S.stack, "hstack": S.hstack,
+    "vstack": S.vstack, "dstack": S.dstack, "column_stack": S.column_stack,
+    "flip": S.flip, "fliplr": lambda b, m: S.flip(b, m, 1), "flipud": lambda b, m: S.flip(b, m, 0),
+    "tile": S.tile, "repeat": S.repeat, "roll": S.roll, "pad": S.pad, "append": _append,
+    "atleast_1d": lambda b, a: S.atleast_nd(b, a, 1), "atleast_2d": lambda b, a: S.atleast_nd(b, a, 2),
+    "atleast_3d": lambda b, a: S.atleast_nd(b, a, 3), "split": _split, "array_split": _split,
+    "take": _take, "shape": _shape, "ndim": lambda b, a: len(_shape(b, a)),
+    "size": lambda b, a: S.prod(_shape(b, a)),
+    # casts
+    "float32": _cast_handler(np.float32), "float64": _cast_handler(np.float64),
+    "int32": _cast_handler(np.int32), "int64": _cast_handler(np.int64),
+    "bool_": _cast_handler(np.bool_), "double": _cast_handler(np.float64),
+    "single": _cast_handler(np.float32), "intp": _cast_handler(np.int64),
+}
+_FUNCTIONS_BY_NAME.update({name: _ufunc_handler(name) for name in U.UFUNCS
+                           if hasattr(np, name) and name not in _FUNCTIONS_BY_NAME})
+_FUNCTIONS_BY_NAME["abs"] = _ufunc_handler("absolute")
+
+NUMPY_FUNCTIONS: dict[Any, Handler] = {getattr(np, n): h for n, h in _FUNCTIONS_BY_NAME.items()
+                                       if hasattr(np, n)}
+NUMPY_FUNCTIONS[np.linalg.norm] = L.norm
+NUMPY_FUNCTIONS[np.linalg.matmul] = L.matmul
+
+# np.* functions that always stage, even on static arguments: their results are
+# local arrays the function may update (y = np.zeros(3); y[i] = ...).
+# (np.array, np.arange and np.linspace of static values stay static: they are small constants,
+# and static index arrays give compile-time bounds checks; an update makes them staged.)
+CREATION = {getattr(np, n) for n in ("zeros", "ones", "empty", "full", "zeros_like", "ones_like",
+                                     "empty_like", "full_like", "eye", "identity", "copy", "diag",
+                                     "tril", "triu")}
+
+# NumPy helpers about dtypes and shapes, evaluated in Python on static arguments
+STATIC_NUMPY = {np.result_type, np.promote_types, np.can_cast, np.isscalar, np.broadcast_shapes,
+                np.iscomplexobj, np.isrealobj, np.issubdtype}
+
+DTYPE_CALLABLES = {np.float32, np.float64, np.int32, np.int64, np.bool_, np.double, np.single,
+                   np.intp}
+
+# ---- ndarray methods and attributes -----------------------------------------------------
+
+
+def _varargs_shape(args: tuple[Any, ...]) -> Any:
+    return args[0] if len(args) == 1 else args
+
+
+def _astype(b: Builder, x: Any, dtype: Any, order: str = "K", casting: str = "unsafe",
+            subok: bool = True, copy: bool = True) -> Staged:
+    return A.astype(b, x, dtype)
+
+
+def _item(b: Builder, x: Any, *args: Any) -> Staged:
+    if args:
+        return A.to_python_scalar(b, I.getitem(b, x, args if len(args) > 1 else args[0]), "item",
+                                  ".item()")
+    return A.to_python_scalar(b, A.lift(b, x), "item", ".item()")
+
+
+METHODS: dict[str, Handler] = {
+    "sum": _reduction("sum"), "prod": _reduction("prod"), "max": _minmax("max"),
+    "min": _minmax("min"), "all": _minmax("all"), "any": _minmax("any"), "mean": R.mean,
+    "var": R.var, "std": R.std, "argmax": _arg("argmax"), "argmin": _arg("argmin"),
+    "cumsum": _scan("cumsum"), "cumprod": _scan("cumprod"), "astype": _astype,
+    "reshape": lambda b, x, *shape, order="C": (_order(order), S.reshape(
+        b, x, _varargs_shape(shape)))[1],
+    "transpose": lambda b, x, *axes: S.transpose(b, x, _varargs_shape(axes) if axes else None),
+    "swapaxes": S.swapaxes, "squeeze": S.squeeze, "ravel": lambda b, x, order="C": S.ravel(b, x),
+    "flatten": lambda b, x, order="C": S.flatten(b, x), "copy": lambda b, x, order="C": S.copy(b, x),
+    "clip": lambda b, x, min=None, max=None, out=None: (R._no_out(out), U.clip(b, x, min, max))[1],
+    "round": _round, "dot": L.dot, "item": _item, "take": _take, "diagonal": S.diagonal,
+    "trace": L.trace, "repeat": S.repeat, "conj": lambda b, x: x, "conjugate": lambda b, x: x,
+    "__array__": lambda b, x: x,
+}
+
+METHOD_ALTERNATIVES = {
+    "tolist": "return the array itself", "fill": "use y[...] = value or np.full",
+    "sort": None, "argsort": None, "nonzero": "use np.where(cond, x, fill)",
+    "resize": "use np.reshape or np.pad", "put": "use y[idx] = v", "tofile": None,
+    "view": "use .astype for a conversion",
+}
+
+ATTRIBUTES: dict[str, Callable[[Builder, Staged], Any]] = {
+    "shape": lambda b, x: tuple(x.shape), "ndim": lambda b, x: x.ndim,
+    "size": lambda b, x: x.type.size, "dtype": lambda b, x: x.dtype,
+    "itemsize": lambda b, x: x.dtype.itemsize,
+    "nbytes": lambda b, x: S.prod((x.type.size, x.dtype.itemsize)),
+    "T": lambda b, x: S.transpose(b, x), "mT": S.matrix_transpose,
+    "real": lambda b, x: S.view(x.value, x), "imag": lambda b, x: S.zeros_like(b, x),
+}
+
+# ---- operators ------------------------------------------------------------------------------
+
+BINARY_OPERATORS: dict[type, Handler] = {
+    ast.Add: lambda b, x, y: U.binary(b, "add", x, y),
+    ast.Sub: lambda b, x, y: U.binary(b, "subtract", x, y),
+    ast.Mult: lambda b, x, y: U.binary(b, "multiply", x, y),
+    ast.Div: lambda b, x, y: U.binary(b, "true_divide", x, y),
+    ast.FloorDiv: lambda b, x, y: U.binary(b, "floor_divide", x, y),
+    ast.Mod: lambda b, x, y: U.binary(b, "remainder", x, y),
+    ast.Pow: U.power,
+    ast.BitAnd: lambda b, x, y: U.binary(b, "bitwise_and", x, y),
+    ast.BitOr: lambda b, x, y: U.binary(b, "bitwise_or", x, y),
+    ast.BitXor: lambda b, x, y: U.binary(b, "bitwise_xor", x, y),
+    ast.MatMult: L.matmul,
+}
+
+COMPARE_OPERATORS: dict[type, str] = {
+    ast.Eq: "equal", ast.NotEq: "not_equal", ast.Lt: "less", ast.LtE: "less_equal",
+    ast.Gt: "greater", ast.GtE: "greater_equal",
+}
+
+UNARY_OPERATORS: dict[type, str] = {ast.USub: "negative", ast.UAdd: "positive",
+                                    ast.Invert: "invert"}
+
+# ---- rejections --------------------------------------------------------------------------------
+
+_DYNAMIC = "use np.where(cond, x, fill) to keep a static shape"
+_IO = "do I/O outside the compiled function and pass the arrays in"
+_CUSTOM = "wrap it in a compiler.Function (it then runs as a host callback)"
+
+UNSUPPORTED: dict[str, tuple[type, str, str | None]] = {
+    "nonzero": (DynamicShapeError, "np.nonzero returns arrays whose length depends on the values",
+                _DYNAMIC),
+    "argwhere": (DynamicShapeError, "np.argwhere returns an array whose length depends on the "
+                 "values", _DYNAMIC),
+    "flatnonzero": (DynamicShapeError, "np.flatnonzero returns an array whose length depends on "
+                    "the values", _DYNAMIC),
+    "unique": (DynamicShapeError, "np.unique returns an array whose length depends on the values",
+               _DYNAMIC),
+    "extract": (DynamicShapeError, "np.extract returns an array whose length depends on the "
+                "values", _DYNAMIC),
+    "compress": (DynamicShapeError, "np.compress returns an array whose length depends on the "
+                 "values", _DYNAMIC),
+    "bincount": (DynamicShapeError, "np.bincount's length depends on the largest value", None),
+    "trim_zeros": (DynamicShapeError, "np.trim_zeros's length depends on the values", _DYNAMIC),
+    "copyto": (SideEffectError, "np.copyto writes into its first argument", "use y[...] = src"),
+    "put": (SideEffectError, "np.put writes into its first argument", "use y[idx] = v"),
+    "place": (SideEffectError, "np.place writes into its first argument",
+              "use np.where(mask, v, y)"),
+    "putmask": (SideEffectError, "np.putmask writes into its first argument",
+                "use np.where(mask, v, y)"),
+    "fill_diagonal": (SideEffectError, "np.fill_diagonal writes into its first argument",
+                      "use np.where(np.eye(n, dtype=bool), v, y)"),
+    "fmod": (UnsupportedError, "np.fmod (C remainder) is not supported",
+             "np.remainder / % (Python-style modulo) is supported"),
+    "arcsinh": (UnsupportedError, "np.arcsinh is not supported", "use np.log(x + np.sqrt(x*x + 1))"),
+    "arccosh": (UnsupportedError, "np.arccosh is not supported", "use np.log(x + np.sqrt(x*x - 1))"),
+    "arctanh": (UnsupportedError, "np.arctanh is not supported",
+                "use 0.5 * np.log1p(2*x / (1 - x))"),
+    "sort": (UnsupportedError, "np.sort is not supported yet", _CUSTOM),
+    "argsort": (UnsupportedError, "np.argsort is not supported yet", _CUSTOM),
+    "median": (UnsupportedError, "np.median (a sort) is not supported yet", _CUSTOM),
+    "percentile": (UnsupportedError, "np.percentile (a sort) is not supported yet", _CUSTOM),
+    "quantile": (UnsupportedError, "np.quantile (a sort) is not supported yet", _CUSTOM),
+    "searchsorted": (UnsupportedError, "np.searchsorted is not supported yet", _CUSTOM),
+    "vectorize": (UnsupportedError, "np.vectorize runs Python per element",
+                  "write the body with array operations, or use compiler.vmap"),
+    "frompyfunc": (UnsupportedError, "np.frompyfunc runs Python per element",
+                   "write the body with array operations, or use compiler.vmap"),
+    "apply_along_axis": (UnsupportedError, "np.apply_along_axis runs Python per slice",
+                         "use compiler.vmap"),
+    "interp": (UnsupportedError, "np.interp is not supported yet", _CUSTOM),
+    "convolve": (UnsupportedError, "np.convolve is not supported yet", _CUSTOM),
+    "histogram": (DynamicShapeError, "np.histogram is not supported", _CUSTOM),
+    "cross": (UnsupportedError, "np.cross is not supported yet",
+              "write the three components with slicing and np.stack"),
+    "nansum": (UnsupportedError, "np.nansum is not supported yet",
+               "use np.sum(np.where(np.isnan(x), 0, x))"),
+    "nanmean": (UnsupportedError, "np.nanmean is not supported yet",
+                "use np.where(np.isnan(x), 0, x) and divide by the count of non-nan values"),
+    "random": (UnsupportedError, "np.random is not supported inside compiled functions",
+               "use compiler.random (e.g. compiler.random.normal(shape)), or pass random "
+               "arrays in as arguments"),
+    "linalg": (UnsupportedError, "this np.linalg function is not supported", _CUSTOM),
+    "fft": (UnsupportedError, "np.fft is not supported", _CUSTOM),
+}
+for _io in ("save", "savez", "savez_compressed", "load", "loadtxt", "savetxt", "genfromtxt",
+            "fromfile", "memmap", "fromregex"):
+    UNSUPPORTED[_io] = (UnsupportedError, f"np.{_io} does I/O, which compiled code cannot do", _IO)
+
+
+def unsupported_numpy(name: str) -> Reject:
+    """The rejection for np.<name> (a specific message, or the closest supported names)."""
+    root = name.split(".")[0]
+    if name in UNSUPPORTED or root in UNSUPPORTED:
+        cls, message, hint = UNSUPPORTED.get(name, UNSUPPORTED[root])
+        if root in ("linalg", "random", "fft") and name != root:
+            message = f"np.{name} is not supported inside compiled functions" if root != "linalg" \
+                else f"np.{name} is not supported"
+        return Reject(cls, message, hint)
+    close = difflib.get_close_matches(name.split(".")[-1], list(_FUNCTIONS_BY_NAME), n=3, cutoff=0.6)
+    hint = f"supported alternatives: {', '.join('np.' + c for c in close)}" if close else _CUSTOM
+    return Reject(UnsupportedError, f"np.{name} is not supported", hint)
+
+
+def unsupported_method(name: str) -> Reject:
+    if name in METHOD_ALTERNATIVES:
+        return Reject(UnsupportedError, f"ndarray.{name} is not supported",
+                      METHOD_ALTERNATIVES[name] or _CUSTOM)
+    close = difflib.get_close_matches(name, list(METHODS) + list(ATTRIBUTES), n=3, cutoff=0.6)
+    hint = f"did you mean: {', '.join('.' + c for c in close)}?" if close else None
+    return Reject(UnsupportedError, f"ndarray has no supported attribute or method {name!r}", hint)
+
+
+def numpy_name(fn: Any) -> str | None:
+    """'linalg.inv' for np.linalg.inv, 'nonzero' for np.nonzero; None if fn is not NumPy's."""
+    module = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__name__", None)
+    if isinstance(fn, np.ufunc):
+        return fn.__name__
+    if name is None or not (module == "numpy" or module.startswith("numpy.")):
+        return None
+    for sub in ("linalg", "fft", "random"):
+        if f".{sub}" in module or module.endswith(sub):
+            return f"{sub}.{name}"
+    return name

@@ -1,0 +1,153 @@
+"""Reductions and scans with NumPy's axis, dtype and keepdims semantics.
+
+sum/prod of bool and int32 accumulate in int64, mean/var/std of integers in
+float64 (NumPy's own formulas: ``var = sum((x - mean)**2) / max(n - ddof, 0)``),
+``axis`` may be None, an int, a tuple or negative, ``keepdims`` is a reshape.
+Result dtypes come from NumPy itself (see :func:`arrays.oracle`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import compiler.primitives as P
+from compiler.errors import CompileError
+from compiler.frontend import arrays as A
+from compiler.frontend.shapes import normalize_axes, normalize_axis, prod, ravel
+from compiler.frontend.ufuncs import binary, unary
+from compiler.frontend.values import Reject, Staged
+from compiler.ir.builder import Builder
+from compiler.ir.dims import Dim
+from compiler.ir.types import BOOL, F64, is_float
+
+_PRIMS = {"sum": P.reduce_sum, "prod": P.reduce_prod, "max": P.reduce_max, "min": P.reduce_min,
+          "all": P.reduce_and, "any": P.reduce_or}
+_NUMPY = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "all": np.all,
+          "any": np.any}
+_UFUNC_NAMES = {"max": "maximum", "min": "minimum"}
+
+
+def _keep(b: Builder, out: Staged, x: Staged, axes: tuple[int, ...], keepdims: bool) -> Staged:
+    if not keepdims:
+        return out
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    return Staged(A.reshape_value(b, out.value, shape))
+
+
+def _no_out(out: Any) -> None:
+    if out is not None:
+        from compiler.errors import OutParameterError
+        raise Reject(OutParameterError, "out= is not supported: compiled functions return results",
+                     "return the value instead; the compiler fuses the computation anyway")
+
+
+def reduce(b: Builder, kind: str, x: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+           keepdims: bool = False) -> Staged:
+    """sum, prod, max, min, all, any along `axis`."""
+    _no_out(out)
+    x = A.lift(b, A.normalize_operand(b, x))
+    axes = normalize_axes(axis, x.ndim)
+    kw = {} if dtype is None or kind in ("max", "min", "all", "any") else {"dtype": dtype}
+    out_dtype = A.oracle(_NUMPY[kind], [x], **kw)
+    if kind in ("max", "min"):
+        _check_nonempty(x, axes, _UFUNC_NAMES[kind])
+    if kind in ("all", "any"):
+        src = x.value if x.dtype == BOOL else b.emit1(P.ne, [x.value, A.broadcast_value(
+            b, A.constant(b, 0, x.dtype).value, x.shape)])
+    else:
+        src = A.convert_value(b, x.value, out_dtype)
+    red = Staged(b.emit1(_PRIMS[kind], [src], {"axes": axes}))
+    return _keep(b, red, x, axes, keepdims)
+
+
+def _check_nonempty(x: Staged, axes: tuple[int, ...], name: str) -> None:
+    if any(isinstance(x.shape[a], int) and x.shape[a] == 0 for a in axes):
+        raise Reject(CompileError, f"zero-size array to reduction operation {name} which has no "
+                     "identity")
+
+
+def count(b: Builder, x: Staged, axes: tuple[int, ...]) -> Any:
+    """How many elements each reduction sees: a Python int, or a staged int for symbols."""
+    n: Dim = prod([x.shape[a] for a in axes])
+    return n if isinstance(n, int) else A.dim_value(b, n)
+
+
+def mean(b: Builder, x: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+         keepdims: bool = False) -> Staged:
+    _no_out(out)
+    x = A.lift(b, A.normalize_operand(b, x))
+    axes = normalize_axes(axis, x.ndim)
+    if dtype is None and not is_float(x.dtype):
+        dtype = F64
+    total = reduce(b, "sum", x, axes, dtype)
+    res = A.convert(b, binary(b, "true_divide", total, count(b, x, axes)), total.dtype)
+    return _keep(b, res, x, axes, keepdims)
+
+
+def var(b: Builder, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+        keepdims: bool = False) -> Staged:
+    _no_out(out)
+    x = A.lift(b, A.normalize_operand(b, x))
+    axes = normalize_axes(axis, x.ndim)
+    if dtype is None and not is_float(x.dtype):
+        dtype = F64
+    n = count(b, x, axes)
+    total = reduce(b, "sum", x, axes, dtype, keepdims=True)
+    centered = binary(b, "subtract", x, A.convert(b, binary(b, "true_divide", total, n),
+                                                   total.dtype))
+    sq = reduce(b, "sum", binary(b, "multiply", centered, centered), axes, dtype)
+    dof = binary(b, "maximum", binary(b, "subtract", n, ddof), 0) if isinstance(n, Staged) \
+        else max(n - ddof, 0)
+    res = A.convert(b, binary(b, "true_divide", sq, dof), sq.dtype)
+    return _keep(b, res, x, axes, keepdims)
+
+
+def std(b: Builder, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+        keepdims: bool = False) -> Staged:
+    v = var(b, x, axis, dtype, out, ddof, keepdims)
+    return A.convert(b, unary(b, "sqrt", v), v.dtype)
+
+
+def ptp(b: Builder, x: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Staged:
+    hi = reduce(b, "max", x, axis, out=out, keepdims=keepdims)
+    lo = reduce(b, "min", x, axis, keepdims=keepdims)
+    return binary(b, "subtract", hi, lo)
+
+
+def count_nonzero(b: Builder, x: Any, axis: Any = None, keepdims: bool = False) -> Staged:
+    x = A.lift(b, A.normalize_operand(b, x))
+    nz = binary(b, "not_equal", x, 0)
+    return reduce(b, "sum", nz, axis, np.int64, keepdims=keepdims)
+
+
+def arg_reduce(b: Builder, which: str, x: Any, axis: Any = None, out: Any = None,
+               keepdims: bool = False) -> Staged:
+    """argmax / argmin; axis=None looks at the flattened array."""
+    _no_out(out)
+    x = A.lift(b, A.normalize_operand(b, x))
+    src = ravel(b, x) if axis is None else x
+    ax = 0 if axis is None else normalize_axis(axis, x.ndim)
+    if src.ndim == 0:
+        src = Staged(A.reshape_value(b, src.value, (1,)))
+    if isinstance(src.shape[ax], int) and src.shape[ax] == 0:
+        raise Reject(CompileError, f"attempt to get {which} of an empty sequence")
+    res = Staged(b.emit1(P.argmax if which == "argmax" else P.argmin, [src.value], {"axis": ax}))
+    if keepdims:
+        shape = (1,) * x.ndim if axis is None else tuple(
+            1 if i == ax else d for i, d in enumerate(x.shape))
+        res = Staged(A.reshape_value(b, res.value, shape))
+    return res
+
+
+def scan(b: Builder, kind: str, x: Any, axis: Any = None, dtype: Any = None,
+         out: Any = None) -> Staged:
+    """cumsum / cumprod; axis=None scans the flattened array."""
+    _no_out(out)
+    x = A.lift(b, A.normalize_operand(b, x))
+    fn = np.cumsum if kind == "cumsum" else np.cumprod
+    out_dtype = A.oracle(fn, [x], **({} if dtype is None else {"dtype": dtype}))
+    src = ravel(b, x) if axis is None or x.ndim == 0 else x
+    ax = 0 if axis is None else normalize_axis(axis, src.ndim)
+    prim = P.cumsum if kind == "cumsum" else P.cumprod
+    return Staged(b.emit1(prim, [A.convert_value(b, src.value, out_dtype)], {"axis": ax}))

@@ -1,0 +1,202 @@
+"""The elementwise table: every NumPy ufunc we support, as data.
+
+Each entry says which NumPy function gives the result dtype (the oracle),
+which primitive computes it, and how operands are prepared (``kind``, see
+:class:`compiler.frontend.arrays.Elementwise`). A few functions are
+compositions (``fmax``, ``trunc``, ``logaddexp``...) written as rules that
+build IR from other primitives.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+import compiler.primitives as P
+from compiler.errors import UnsupportedError
+from compiler.frontend import arrays as A
+from compiler.frontend.arrays import Elementwise as E
+from compiler.frontend.values import Reject, Staged
+from compiler.ir.builder import Builder
+from compiler.ir.core import Value
+from compiler.ir.types import BOOL, is_float
+
+
+def _const_like(b: Builder, value: float, like: Value) -> Value:
+    return A.broadcast_value(b, A.constant(b, value, like.type.dtype).value, like.type.shape)
+
+
+def _identity(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    return vs[0]
+
+
+def _square(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    return b.emit1(P.mul, [vs[0], vs[0]])
+
+
+def _reciprocal(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    if not is_float(dtype):
+        raise Reject(UnsupportedError, "np.reciprocal of integers (C integer division) is not "
+                     "supported", "use 1 / x for a float result")
+    return b.emit1(P.div, [_const_like(b, 1.0, vs[0]), vs[0]])
+
+
+def _trunc(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    (x,) = vs
+    if not is_float(dtype):
+        return x
+    neg = b.emit1(P.lt, [x, _const_like(b, 0.0, x)])
+    return b.emit1(P.select, [neg, b.emit1(P.ceil, [x]), b.emit1(P.floor, [x])])
+
+
+def _fminmax(prim: Any) -> Any:
+    def rule(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+        x, y = vs
+        out = b.emit1(prim, [x, y])
+        if not is_float(dtype):
+            return out
+        out = b.emit1(P.select, [b.emit1(P.isnan, [y]), x, out])
+        return b.emit1(P.select, [b.emit1(P.isnan, [x]), y, out])
+    return rule
+
+
+def _logaddexp(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """NumPy's npy_logaddexp: max + log1p(exp(-|x - y|)), exact when x == y (infinities)."""
+    x, y = vs
+    big = b.emit1(P.maximum, [x, y])
+    diff = b.emit1(P.abs_, [b.emit1(P.sub, [x, y])])
+    tail = b.emit1(P.log1p, [b.emit1(P.exp, [b.emit1(P.neg, [diff])])])
+    general = b.emit1(P.add, [big, tail])
+    same = b.emit1(P.add, [x, _const_like(b, math.log(2.0), x)])
+    return b.emit1(P.select, [b.emit1(P.eq, [x, y]), same, general])
+
+
+def _scale(factor: float) -> Any:
+    def rule(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+        return b.emit1(P.mul, [vs[0], _const_like(b, factor, vs[0])])
+    return rule
+
+
+_FLOAT_MATH = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "sin",
+               "cos", "tan", "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan"]
+
+UFUNCS: dict[str, E] = {
+    # arithmetic
+    "add": E(np.add, P.add), "subtract": E(np.subtract, P.sub),
+    "multiply": E(np.multiply, P.mul), "true_divide": E(np.true_divide, P.div),
+    "divide": E(np.divide, P.div), "floor_divide": E(np.floor_divide, P.floordiv),
+    "remainder": E(np.remainder, P.mod), "mod": E(np.remainder, P.mod),
+    "power": E(np.power, P.pow_), "maximum": E(np.maximum, P.maximum),
+    "minimum": E(np.minimum, P.minimum), "fmax": E(np.fmax, None, rule=_fminmax(P.maximum)),
+    "fmin": E(np.fmin, None, rule=_fminmax(P.minimum)), "arctan2": E(np.arctan2, P.arctan2),
+    "hypot": E(np.hypot, P.hypot), "logaddexp": E(np.logaddexp, None, rule=_logaddexp),
+    "negative": E(np.negative, P.neg), "positive": E(np.positive, None, rule=_identity),
+    "absolute": E(np.absolute, P.abs_, "abs"), "fabs": E(np.fabs, P.abs_),
+    "sign": E(np.sign, P.sign), "square": E(np.square, None, rule=_square),
+    "reciprocal": E(np.reciprocal, None, rule=_reciprocal),
+    "deg2rad": E(np.deg2rad, None, rule=_scale(math.pi / 180)),
+    "radians": E(np.radians, None, rule=_scale(math.pi / 180)),
+    "rad2deg": E(np.rad2deg, None, rule=_scale(180 / math.pi)),
+    "degrees": E(np.degrees, None, rule=_scale(180 / math.pi)),
+    # rounding
+    "floor": E(np.floor, P.floor, "round"), "ceil": E(np.ceil, P.ceil, "round"),
+    "rint": E(np.rint, P.round_, "round"), "trunc": E(np.trunc, None, "round", rule=_trunc),
+    "fix": E(np.fix, None, "round", rule=_trunc),
+    # comparisons and logic
+    "equal": E(np.equal, P.eq, "compare"), "not_equal": E(np.not_equal, P.ne, "compare"),
+    "less": E(np.less, P.lt, "compare"), "less_equal": E(np.less_equal, P.le, "compare"),
+    "greater": E(np.greater, P.gt, "compare"),
+    "greater_equal": E(np.greater_equal, P.ge, "compare"),
+    "logical_and": E(np.logical_and, P.and_, "logical"),
+    "logical_or": E(np.logical_or, P.or_, "logical"),
+    "logical_xor": E(np.logical_xor, P.xor, "logical"),
+    "logical_not": E(np.logical_not, P.not_, "logical"),
+    "bitwise_and": E(np.bitwise_and, P.and_), "bitwise_or": E(np.bitwise_or, P.or_),
+    "bitwise_xor": E(np.bitwise_xor, P.xor), "invert": E(np.invert, P.not_),
+    "bitwise_not": E(np.invert, P.not_),
+    "isnan": E(np.isnan, P.isnan, "predicate"), "isinf": E(np.isinf, P.isinf, "predicate"),
+    "isfinite": E(np.isfinite, P.isfinite, "predicate"),
+}
+UFUNCS.update({name: E(getattr(np, name), getattr(P, name)) for name in _FLOAT_MATH})
+
+
+def ufunc(b: Builder, name: str, *args: Any) -> Staged:
+    """Apply the ufunc called `name` (a key of :data:`UFUNCS`)."""
+    return A.apply(b, UFUNCS[name], args)
+
+
+def binary(b: Builder, name: str, x: Any, y: Any) -> Staged:
+    return A.apply(b, UFUNCS[name], (x, y))
+
+
+def unary(b: Builder, name: str, x: Any) -> Staged:
+    return A.apply(b, UFUNCS[name], (x,))
+
+
+def power(b: Builder, x: Any, y: Any) -> Staged:
+    """x ** y with NumPy's fast paths for scalar exponents (2 -> square, 0.5 -> sqrt, ...)."""
+    if isinstance(x, Staged) and not x.weak and isinstance(y, (int, float)) \
+            and not isinstance(y, bool):
+        dtype = A.oracle(np.power, [x, y])
+        fast = {2: "square", 1: "positive"}.get(y) if y in (1, 2) else None
+        if is_float(dtype) and y == 0.5:
+            fast = "sqrt"
+        elif is_float(dtype) and y == -1:
+            fast = "reciprocal"
+        if fast is not None:
+            return A.convert(b, unary(b, fast, A.convert(b, x, dtype)), dtype)
+    return binary(b, "power", x, y)
+
+
+def where(b: Builder, cond: Any, x: Any, y: Any) -> Staged:
+    """np.where(cond, x, y): cond's truth value per element, NEP 50 promotion of x and y."""
+    cond, x, y = (A.normalize_operand(b, v) for v in (cond, x, y))
+    dtype = A.result_dtype([x, y])
+    shape = A.broadcast_shapes(*[A.shape_of(v) for v in (cond, x, y)])
+    c = A.lift(b, cond)
+    cv = c.value if c.dtype == BOOL else b.emit1(P.ne, [c.value, _const_like(b, 0, c.value)])
+    vals = [A.broadcast_value(b, cv, shape), A.operand(b, x, dtype, shape),
+            A.operand(b, y, dtype, shape)]
+    return Staged(b.emit1(P.select, vals))
+
+
+def clip(b: Builder, x: Any, a_min: Any = None, a_max: Any = None) -> Staged:
+    """np.clip: minimum(maximum(x, a_min), a_max) in the promoted dtype."""
+    operands: Sequence[Any] = [v for v in (x, a_min, a_max) if v is not None]
+    dtype = A.result_dtype(operands)
+    out = A.convert(b, A.lift(b, A.normalize_operand(b, x)), dtype)
+    if a_min is not None:
+        out = A.convert(b, binary(b, "maximum", out, _as(b, a_min, dtype)), dtype)
+    if a_max is not None:
+        out = A.convert(b, binary(b, "minimum", out, _as(b, a_max, dtype)), dtype)
+    return out
+
+
+def _as(b: Builder, v: Any, dtype: np.dtype) -> Staged:
+    v = A.normalize_operand(b, v)
+    return A.convert(b, A.lift(b, v), dtype) if isinstance(v, Staged) else A.constant(b, v, dtype)
+
+
+def round_(b: Builder, x: Any, decimals: int = 0) -> Staged:
+    """np.round: half to even; decimals != 0 scales by 10**decimals as NumPy does."""
+    x = A.lift(b, A.normalize_operand(b, x))
+    if not is_float(x.dtype):
+        return Staged(x.value) if decimals >= 0 else _round_scaled(b, x, decimals)
+    if decimals == 0:
+        return unary(b, "rint", x)
+    return _round_scaled(b, x, decimals)
+
+
+def _round_scaled(b: Builder, x: Staged, decimals: int) -> Staged:
+    if not is_float(x.dtype):
+        raise Reject(UnsupportedError, "np.round of integers with negative decimals is not "
+                     "supported", "convert to float first")
+    scale = A.constant(b, 10.0 ** abs(decimals), x.dtype)
+    if decimals > 0:
+        return binary(b, "true_divide", unary(b, "rint", binary(b, "multiply", x, scale)), scale)
+    return binary(b, "multiply", unary(b, "rint", binary(b, "true_divide", x, scale)), scale)
+
+
+def divmod_(b: Builder, x: Any, y: Any) -> tuple[Staged, Staged]:
+    return binary(b, "floor_divide", x, y), binary(b, "remainder", x, y)
