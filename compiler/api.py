@@ -286,3 +286,27 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
 
 
 _ = (ArgSpec, convert_argument, bind_symbols, ctypes)
+
+
+def _stage_transform_constructor(transform: Callable[..., Any]) -> Callable[..., Any]:
+    """Inside compiled code, ``vmap(f)`` / ``jit(f)`` run at compile time and give a Kernel,
+    whose call is then inlined. The function must be a real Python function."""
+
+    def handler(stager: Any, func: Any = None, *args: Any, **kwargs: Any) -> Any:
+        from compiler.errors import UnsupportedError
+        from compiler.frontend.values import Closure, Reject
+        if isinstance(func, Closure):
+            raise Reject(UnsupportedError, f"{transform.__name__}() of a function defined inside "
+                         f"compiled code is not supported",
+                         "define the function at module level (a def) and transform that")
+        return transform(func, *args, **kwargs)
+    return handler
+
+
+def _register_with_frontend() -> None:
+    from compiler.frontend.calls import register_function
+    for transform in (jit, vmap):
+        register_function(transform, _stage_transform_constructor(transform))
+
+
+_register_with_frontend()

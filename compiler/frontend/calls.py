@@ -142,7 +142,22 @@ class CallMixin:
             return self.call_closure(fn, args, kwargs)
         return self._call_python(fn, args, kwargs)
 
+    def _call_kernel(self, kernel: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """Inline a Kernel (``jit``, ``vmap``, ...): stage it for these argument types."""
+        from compiler.frontend.pytrees import flatten_static, unflatten
+        from compiler.frontend.values import Weak
+        from compiler.primitives.batching import inline_block
+        leaves, tree = flatten_static((tuple(args), kwargs), lambda x: isinstance(x, Staged))
+        abstract = [Weak(x.type) if x.weak else x.type for x in leaves]
+        a_args, a_kwargs = unflatten(tree, abstract)
+        program = kernel.trace(tuple(a_args), a_kwargs)
+        results = inline_block(self.b, program.function.body, [x.value for x in leaves])  # type: ignore[attr-defined]
+        return unflatten(program.out_tree, [Staged(v) for v in results])
+
     def _call_python(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        from compiler.api import Kernel
+        if isinstance(fn, Kernel):
+            return self._call_kernel(fn, args, kwargs)
         if isinstance(fn, types.FunctionType):
             return self.inline(fn, args, kwargs)
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
