@@ -174,6 +174,11 @@ def run_region(st: "Stager", fn: Callable[[], Any]) -> tuple[Block, Any]:
     return block, out
 
 
+def _predicate_loc(pred: Value) -> Any:
+    """The source span of the expression that computed a predicate (None: keep the current)."""
+    return pred.op.loc if pred.op is not None else None
+
+
 def merge(st: "Stager", pred: Value, blocks: list[Block], outs: list[Any], kind: str,
           labels: list[str] | None = None,
           where: tuple[str, str] = ("in one branch", "in the other")) -> Any:
@@ -199,7 +204,8 @@ def merge(st: "Stager", pred: Value, blocks: list[Block], outs: list[Any], kind:
         with st.b.inside(block):
             block.results = [materialize(st, leaves[i], t) for i, t in yielded]
     operands = close_over(blocks)
-    results = st.b.emit(P.cond, [pred, *operands], {"kind": kind}, blocks)
+    with st.b.at(_predicate_loc(pred)):    # errors about the branch point at its condition
+        results = st.b.emit(P.cond, [pred, *operands], {"kind": kind}, blocks)
     for (i, t), r in zip(yielded, results):
         merged[i] = Staged(r, weak=t.weak)
     return pytrees.unflatten(tdt, merged)
@@ -538,8 +544,9 @@ def _build_while(st: "Stager", node: ast.While, carry: Carry) -> list[Value]:
     n = len(init_values)
     outer = close_over([cond_block, body_block])
     body_block.results.extend(body_block.args[n:])
-    results = st.b.emit(P.while_, [*init_values, *outer], {"kind": "while"},
-                        [cond_block, body_block])
+    with st.b.at(_predicate_loc(cond_block.results[0])):
+        results = st.b.emit(P.while_, [*init_values, *outer], {"kind": "while"},
+                            [cond_block, body_block])
     return list(results[:n])
 
 
