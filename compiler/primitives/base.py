@@ -8,8 +8,9 @@ A primitive declares:
 * ``numpy_ref(*arrays, **params)``: its meaning, run by the reference
   interpreter (the oracle of every test),
 * ``kind`` and ``lower``: how the backend generates code for it (see below),
-* ``vmap_rule``, ``jvp_rule``, ``transpose_rule``: the transform rules, which
-  emit IR through a Builder so that they are themselves transformable.
+* ``vmap_rule``, ``jvp_rule``, ``vjp_rule``: the transform rules, which
+  emit IR through a Builder so that they are themselves transformable
+  (see batching.py and ad.py for their signatures).
 
 Kinds, as the backend sees them:
 
@@ -47,7 +48,7 @@ class Primitive:
     interpret: Callable[..., Any] | None = None   # control ops: (interp, op, args) -> results
     vmap_rule: Callable[..., Any] | None = None
     jvp_rule: Callable[..., Any] | None = None
-    transpose_rule: Callable[..., Any] | None = None
+    vjp_rule: Callable[..., Any] | None = None
     linear: bool = False
     differentiable: bool = True
     streams_operands: bool = True   # OPAQUE ops: reads each operand element about once
@@ -74,6 +75,16 @@ def register(prim: Primitive) -> Primitive:
         raise ValueError(f"primitive {prim.name!r} declared twice")
     REGISTRY[prim.name] = prim
     return prim
+
+
+def attach_rules(prim: Primitive, **rules: Any) -> None:
+    """Give a declared entry its transform rules. Rules that build IR out of the
+    family's own entries are written after those entries and attached here, in the
+    same module, so an entry's rules still live next to it."""
+    for field_name, rule in rules.items():
+        if not hasattr(prim, field_name):
+            raise AttributeError(f"Primitive has no rule slot {field_name!r}")
+        object.__setattr__(prim, field_name, rule)
 
 
 def get(name: str) -> Primitive:

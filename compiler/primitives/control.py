@@ -7,7 +7,7 @@ The predicate is any single-element value (NumPy truthiness).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -171,5 +171,82 @@ def _vmap_chunked(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any)
 chunked = register(Primitive(
     "chunked", _chunked_rule, None, CONTROL, interpret=_interpret_chunked, vmap_rule=_vmap_chunked,
     doc="map the full region over chunks of axis 0 of the batched operands, then the tail region"))
+
+# ---- differentiation rules --------------------------------------------------------------
+from compiler.primitives.base import attach_rules  # noqa: E402
+
+
+def _float(v: Any) -> bool:
+    return v.dtype.kind == "f"
+
+
+def _split_tangents(op: Any, results: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """(primal results, tangent per result: None for non-float results)."""
+    n = len(op.results)
+    prim, rest = list(results[:n]), iter(results[n:])
+    return prim, [next(rest) if _float(r) else None for r in op.results]
+
+
+def _jvp_cond(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> tuple:
+    from compiler.primitives import ad
+    from compiler.transforms.jvp import jvp_block
+    pred, *args = primals
+    targs = tangents[1:]
+    active = [t is not None for t in targs]
+    regions = [jvp_block(r, active)[0] for r in op.regions]
+    results = b.emit(cond, [pred, *args, *[t for t in targs if t is not None]], op.params, regions)
+    _ = ad
+    return _split_tangents(op, results)
+
+
+def _jvp_while(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> tuple:
+    from compiler.primitives import ad
+    from compiler.transforms.jvp import jvp_block
+    active = [_float(v) for v in primals]          # every float carried value gets a tangent
+    ts = [ad.instantiate(b, t, p) for t, p, on in zip(tangents, primals, active) if on]
+    regions = [jvp_block(op.regions[0], active)[0], jvp_block(op.regions[1], active)[0]]
+    results = b.emit(while_, [*primals, *ts], op.params, regions)
+    return _split_tangents(op, results)
+
+
+def _vjp_while(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    from compiler.errors import DataDependentControlFlowError
+    raise DataDependentControlFlowError(
+        "reverse-mode differentiation through a `while` loop whose trip count depends on data",
+        op.loc, "use a static loop (for i in range(n)) or forward mode (jvp, jacfwd)")
+
+
+def _vjp_cond(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    """The backward pass runs the taken branch again and differentiates it."""
+    from compiler.primitives import ad
+    from compiler.transforms.vjp import vjp_block
+    pred, *args = primals
+    active = [_float(a) for a in args]
+    regions = [vjp_block(r, active, with_primals=False) for r in op.regions]
+    out_cts = [ad.instantiate(b, c, o) for c, o in zip(cts, outs) if _float(o)]
+    results = iter(b.emit(cond, [pred, *args, *out_cts], op.params, regions))
+    return [None] + [next(results) if on else None for on in active]
+
+
+def _jvp_chunked(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> tuple:
+    from compiler.transforms.jvp import jvp_block
+    active = [t is not None for t in tangents]
+    regions = [jvp_block(r, active)[0] for r in op.regions]
+    batched = tuple(op.params["batched"])
+    params = {**op.params, "batched": batched + tuple(bt for bt, on in zip(batched, active) if on)}
+    results = b.emit(chunked, [*primals, *[t for t in tangents if t is not None]], params, regions)
+    return _split_tangents(op, results)
+
+
+def _vjp_chunked(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    from compiler.errors import UnsupportedError
+    raise UnsupportedError("reverse-mode differentiation of vmap(..., chunk_size=...) is not supported",
+                           op.loc, "differentiate the function and vmap the result with chunk_size "
+                                   "(e.g. jacrev(f, chunk_size=...)), or drop chunk_size")
+
+
+attach_rules(cond, jvp_rule=_jvp_cond, vjp_rule=_vjp_cond)
+attach_rules(while_, jvp_rule=_jvp_while, vjp_rule=_vjp_while)
+attach_rules(chunked, jvp_rule=_jvp_chunked, vjp_rule=_vjp_chunked)
 
 _ = BOOL

@@ -18,6 +18,7 @@ from llvmlite import ir as ll
 from compiler.ir.types import BOOL, TensorType, is_float, is_int
 from compiler.primitives.base import (ELEMENTWISE, Primitive, check, register,
                                       same_shape_rule)
+from compiler.primitives import ad
 from compiler.primitives.batching import elementwise_rule
 
 Lower = Callable[..., Any]
@@ -55,9 +56,16 @@ def _int_or_bool(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dty
 
 
 def elementwise(name: str, ref: Callable[..., Any], lower: Lower,
-                dtype_rule: Callable[..., np.dtype] = _same, **rules: Any) -> Primitive:
-    """Declare an elementwise primitive."""
+                dtype_rule: Callable[..., np.dtype] = _same, d: Any = None, **rules: Any) -> Primitive:
+    """Declare an elementwise primitive; `d` gives its partial derivatives (one per operand,
+    see ad.from_partials), "zero" for a piecewise-constant op, None if not differentiable."""
     rules.setdefault("vmap_rule", elementwise_rule)
+    if d == "zero":
+        rules["jvp_rule"], rules["vjp_rule"] = ad.zero_rules()
+    elif d is not None:
+        rules["jvp_rule"], rules["vjp_rule"] = ad.from_partials(*d)
+    else:
+        rules.setdefault("differentiable", False)
     return register(Primitive(name, same_shape_rule(dtype_rule), ref, ELEMENTWISE, lower,
                               doc=(ref.__doc__ or "").split("\n")[0], **rules))
 
@@ -75,6 +83,91 @@ def _arith(fop: str, iop: str) -> Lower:
     def lower(cg: Any, op: Any, a: list[Any]) -> Any:
         return getattr(cg.b, fop if is_float(op.operands[0].dtype) else iop)(*a)
     return lower
+
+
+# ---- derivative building blocks (IR through the builder) ----------------------------
+
+
+def _p() -> Any:
+    import compiler.primitives as P
+    return P
+
+
+def _c(b: Any, value: float, like: Any) -> Any:
+    return ad.const_like(b, value, like)
+
+
+def _op(name: str) -> Callable[..., Any]:
+    return lambda b, *xs: b.emit1(getattr(_p(), name), list(xs))
+
+
+_add, _sub, _mul, _div, _neg = _op("add"), _op("sub"), _op("mul"), _op("div"), _op("neg")
+_sqrt, _sin, _cos, _sinh, _cosh, _sign = (_op("sqrt"), _op("sin"), _op("cos"), _op("sinh"),
+                                          _op("cosh"), _op("sign"))
+
+
+def _one(b: Any, x: Any, *rest: Any) -> Any:
+    return _c(b, 1.0, x)
+
+
+def _minus_one(b: Any, x: Any, *rest: Any) -> Any:
+    return _c(b, -1.0, x)
+
+
+def _tie_share(which: str) -> Callable[..., Any]:
+    """d max(x, y)/dx: 1 where x wins, 1/2 at ties, 0 where y wins (as JAX and torch)."""
+
+    def d(b: Any, x: Any, y: Any, out: Any) -> Any:
+        P = _p()
+        wins = b.emit1(P.gt if which == "x>" else P.lt, [x, y])
+        tie = b.emit1(P.eq, [x, y])
+        return b.emit1(P.select, [wins, _c(b, 1.0, x), b.emit1(P.select, [tie, _c(b, 0.5, x), _c(b, 0.0, x)])])
+    return d
+
+
+def _swap(d: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda b, x, y, out: d(b, y, x, out)
+
+
+def _pow_dx(b: Any, x: Any, y: Any, out: Any) -> Any:
+    """y * x**(y-1), and 0 where y == 0 (so d/dx 0**0 is 0 rather than nan)."""
+    P = _p()
+    dx = _mul(b, y, b.emit1(P.pow_, [x, _sub(b, y, _c(b, 1.0, y))]))
+    return b.emit1(P.select, [b.emit1(P.eq, [y, _c(b, 0.0, y)]), _c(b, 0.0, x), dx])
+
+
+def _pow_dy(b: Any, x: Any, y: Any, out: Any) -> Any:
+    """log(x) * x**y, and 0 where x == 0 (the limit from the right)."""
+    P = _p()
+    dy = _mul(b, b.emit1(P.log, [x]), out)
+    return b.emit1(P.select, [b.emit1(P.eq, [x, _c(b, 0.0, x)]), _c(b, 0.0, x), dy])
+
+
+def _hypot_d(b: Any, x: Any, y: Any, out: Any) -> Any:
+    P = _p()
+    zero = b.emit1(P.eq, [out, _c(b, 0.0, out)])
+    return b.emit1(P.select, [zero, _c(b, 0.0, x), _div(b, x, out)])
+
+
+def _arctan2_dy(b: Any, y: Any, x: Any, out: Any) -> Any:
+    return _div(b, x, _add(b, _mul(b, x, x), _mul(b, y, y)))
+
+
+def _arctan2_dx(b: Any, y: Any, x: Any, out: Any) -> Any:
+    return _neg(b, _div(b, y, _add(b, _mul(b, x, x), _mul(b, y, y))))
+
+
+def _mod_dy(b: Any, x: Any, y: Any, out: Any) -> Any:
+    P = _p()
+    return _neg(b, b.emit1(P.floor, [_div(b, x, y)]))
+
+
+def _scaled(k: float, d: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda b, x, out: _mul(b, d(b, x, out), _c(b, k, x))
+
+
+def _inv_sqrt_1mx2(b: Any, x: Any, out: Any) -> Any:
+    return _div(b, _c(b, 1.0, x), _sqrt(b, _sub(b, _c(b, 1.0, x), _mul(b, x, x))))
 
 
 # ---- arithmetic ----------------------------------------------------------------
@@ -184,52 +277,55 @@ def _ref_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.power(x, y)
 
 
-neg = elementwise("neg", np.negative, _lower_neg, _numeric)
-abs_ = elementwise("abs", np.abs, _lower_abs, _numeric)
-sign = elementwise("sign", np.sign, _lower_sign, _numeric)
-add = elementwise("add", np.add, _arith("fadd", "add"))
-sub = elementwise("sub", np.subtract, _arith("fsub", "sub"), _numeric)
-mul = elementwise("mul", np.multiply, _arith("fmul", "mul"))
-div = elementwise("div", _ref_int_safe(np.true_divide), _arith("fdiv", "sdiv"), _float_only)
-floordiv = elementwise("floordiv", _ref_int_safe(np.floor_divide), _lower_divmod(0), _numeric)
-mod = elementwise("mod", _ref_int_safe(np.remainder), _lower_divmod(1), _numeric)
-pow_ = elementwise("pow", _ref_pow, _lower_pow, _numeric)
-maximum = elementwise("max", np.maximum, _lower_maxmin(">"))
-minimum = elementwise("min", np.minimum, _lower_maxmin("<"))
-arctan2 = elementwise("arctan2", np.arctan2, _math("arctan2"), _float_only)
-hypot = elementwise("hypot", np.hypot, _math("hypot"), _float_only)
+neg = elementwise("neg", np.negative, _lower_neg, _numeric, d=(_minus_one,))
+abs_ = elementwise("abs", np.abs, _lower_abs, _numeric, d=(lambda b, x, out: _sign(b, x),))
+sign = elementwise("sign", np.sign, _lower_sign, _numeric, d="zero")
+add = elementwise("add", np.add, _arith("fadd", "add"), d=(_one, _one))
+sub = elementwise("sub", np.subtract, _arith("fsub", "sub"), _numeric, d=(_one, _minus_one))
+mul = elementwise("mul", np.multiply, _arith("fmul", "mul"),
+                  d=(lambda b, x, y, out: y, lambda b, x, y, out: x))
+div = elementwise("div", _ref_int_safe(np.true_divide), _arith("fdiv", "sdiv"), _float_only,
+                  d=(lambda b, x, y, out: _div(b, _c(b, 1.0, y), y), lambda b, x, y, out: _neg(b, _div(b, out, y))))
+floordiv = elementwise("floordiv", _ref_int_safe(np.floor_divide), _lower_divmod(0), _numeric, d="zero")
+mod = elementwise("mod", _ref_int_safe(np.remainder), _lower_divmod(1), _numeric, d=(_one, _mod_dy))
+pow_ = elementwise("pow", _ref_pow, _lower_pow, _numeric, d=(_pow_dx, _pow_dy))
+maximum = elementwise("max", np.maximum, _lower_maxmin(">"), d=(_tie_share("x>"), _swap(_tie_share("x>"))))
+minimum = elementwise("min", np.minimum, _lower_maxmin("<"), d=(_tie_share("x<"), _swap(_tie_share("x<"))))
+arctan2 = elementwise("arctan2", np.arctan2, _math("arctan2"), _float_only, d=(_arctan2_dy, _arctan2_dx))
+hypot = elementwise("hypot", np.hypot, _math("hypot"), _float_only,
+                    d=(_hypot_d, lambda b, x, y, out: _hypot_d(b, y, x, out)))
 
 # ---- transcendental and rounding (float operands; the frontend casts ints as NumPy does)
 
-def _float_unary(name: str, ref: Callable[..., Any], lower: Lower) -> Primitive:
+def _float_unary(name: str, ref: Callable[..., Any], lower: Lower, d: Any) -> Primitive:
     def checked(x: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             return ref(x)
     checked.__doc__ = ref.__doc__
-    return elementwise(name, checked, lower, _float_only)
+    return elementwise(name, checked, lower, _float_only, d=d if d == "zero" else (d,))
 
 
-exp = _float_unary("exp", np.exp, _math("exp"))
-exp2 = _float_unary("exp2", np.exp2, _math("exp2"))
-expm1 = _float_unary("expm1", np.expm1, _math("expm1"))
-log = _float_unary("log", np.log, _math("log"))
-log2 = _float_unary("log2", np.log2, _math("log2"))
-log10 = _float_unary("log10", np.log10, _math("log10"))
-log1p = _float_unary("log1p", np.log1p, _math("log1p"))
-sqrt = _float_unary("sqrt", np.sqrt, _intrinsic("llvm.sqrt"))
-cbrt = _float_unary("cbrt", np.cbrt, _math("cbrt"))
-sin = _float_unary("sin", np.sin, _math("sin"))
-cos = _float_unary("cos", np.cos, _math("cos"))
-tan = _float_unary("tan", np.tan, _math("tan"))
-tanh = _float_unary("tanh", np.tanh, _math("tanh"))
-sinh = _float_unary("sinh", np.sinh, _math("sinh"))
-cosh = _float_unary("cosh", np.cosh, _math("cosh"))
-arcsin = _float_unary("arcsin", np.arcsin, _math("arcsin"))
-arccos = _float_unary("arccos", np.arccos, _math("arccos"))
-arctan = _float_unary("arctan", np.arctan, _math("arctan"))
-floor = _float_unary("floor", np.floor, _intrinsic("llvm.floor"))
-ceil = _float_unary("ceil", np.ceil, _intrinsic("llvm.ceil"))
-round_ = _float_unary("round", np.rint, _intrinsic("llvm.rint"))   # half to even, as np.round
+exp = _float_unary("exp", np.exp, _math("exp"), lambda b, x, y: y)
+exp2 = _float_unary("exp2", np.exp2, _math("exp2"), _scaled(np.log(2.0), lambda b, x, y: y))
+expm1 = _float_unary("expm1", np.expm1, _math("expm1"), lambda b, x, y: _add(b, y, _c(b, 1.0, y)))
+log = _float_unary("log", np.log, _math("log"), lambda b, x, y: _div(b, _c(b, 1.0, x), x))
+log2 = _float_unary("log2", np.log2, _math("log2"), lambda b, x, y: _div(b, _c(b, 1.0 / np.log(2.0), x), x))
+log10 = _float_unary("log10", np.log10, _math("log10"), lambda b, x, y: _div(b, _c(b, 1.0 / np.log(10.0), x), x))
+log1p = _float_unary("log1p", np.log1p, _math("log1p"), lambda b, x, y: _div(b, _c(b, 1.0, x), _add(b, x, _c(b, 1.0, x))))
+sqrt = _float_unary("sqrt", np.sqrt, _intrinsic("llvm.sqrt"), lambda b, x, y: _div(b, _c(b, 0.5, y), y))
+cbrt = _float_unary("cbrt", np.cbrt, _math("cbrt"), lambda b, x, y: _div(b, _c(b, 1.0 / 3.0, y), _mul(b, y, y)))
+sin = _float_unary("sin", np.sin, _math("sin"), lambda b, x, y: _cos(b, x))
+cos = _float_unary("cos", np.cos, _math("cos"), lambda b, x, y: _neg(b, _sin(b, x)))
+tan = _float_unary("tan", np.tan, _math("tan"), lambda b, x, y: _add(b, _c(b, 1.0, y), _mul(b, y, y)))
+tanh = _float_unary("tanh", np.tanh, _math("tanh"), lambda b, x, y: _sub(b, _c(b, 1.0, y), _mul(b, y, y)))
+sinh = _float_unary("sinh", np.sinh, _math("sinh"), lambda b, x, y: _cosh(b, x))
+cosh = _float_unary("cosh", np.cosh, _math("cosh"), lambda b, x, y: _sinh(b, x))
+arcsin = _float_unary("arcsin", np.arcsin, _math("arcsin"), _inv_sqrt_1mx2)
+arccos = _float_unary("arccos", np.arccos, _math("arccos"), _scaled(-1.0, _inv_sqrt_1mx2))
+arctan = _float_unary("arctan", np.arctan, _math("arctan"), lambda b, x, y: _div(b, _c(b, 1.0, x), _add(b, _c(b, 1.0, x), _mul(b, x, x))))
+floor = _float_unary("floor", np.floor, _intrinsic("llvm.floor"), "zero")
+ceil = _float_unary("ceil", np.ceil, _intrinsic("llvm.ceil"), "zero")
+round_ = _float_unary("round", np.rint, _intrinsic("llvm.rint"), "zero")   # half to even, as np.round
 
 # ---- predicates, comparisons and logic -------------------------------------------
 
@@ -281,9 +377,27 @@ def _select_rule(in_types: tuple[TensorType, ...], params: dict[str, Any]) -> tu
     return (a,)
 
 
+def _jvp_select(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
+    p, x, y = primals
+    _, tx, ty = tangents
+    if tx is None and ty is None:
+        return [None]
+    return [b.emit1(select, [p, ad.instantiate(b, tx, x), ad.instantiate(b, ty, y)])]
+
+
+def _vjp_select(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    p, x, y = primals
+    (ct,) = cts
+    if ct is None or not ad.differentiable(x):
+        return [None, None, None]
+    zero = ad.zeros_like(b, ct)
+    return [None, b.emit1(select, [p, ct, zero]), b.emit1(select, [p, zero, ct])]
+
+
 select = register(Primitive(
     "select", _select_rule, lambda p, a, b: np.where(p, a, b), ELEMENTWISE,
-    lambda cg, op, a: cg.b.select(*a), vmap_rule=elementwise_rule, doc="where(pred, a, b)"))
+    lambda cg, op, a: cg.b.select(*a), vmap_rule=elementwise_rule, jvp_rule=_jvp_select,
+    vjp_rule=_vjp_select, doc="where(pred, a, b)"))
 
 # ---- casts ---------------------------------------------------------------------
 
@@ -313,6 +427,30 @@ def _vmap_convert(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any)
     return elementwise_rule(b, op, args, bdims, size)
 
 
+def _reject_cut(op: Any) -> None:
+    from compiler.errors import DataDependentOperationError
+    raise DataDependentOperationError(
+        f"{op.params['data_dependent']} of a value that depends on a differentiated input: "
+        f"the derivative would silently stop here", op.loc,
+        "keep it an array (x.reshape(()) or x[0]); use np.where for choices")
+
+
+def _jvp_convert(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
+    (t,) = tangents
+    if t is not None and op.params.get("data_dependent"):
+        _reject_cut(op)
+    if t is None or not is_float(op.params["dtype"]):
+        return [None]
+    return [b.emit1(convert, [t], {"dtype": op.params["dtype"]})]
+
+
+def _vjp_convert(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    (ct,) = cts
+    if ct is None or not is_float(primals[0].dtype) or not is_float(op.params["dtype"]):
+        return [None]
+    return [b.emit1(convert, [ct], {"dtype": primals[0].dtype})]
+
+
 convert = register(Primitive("convert", _convert_rule, _ref_convert, ELEMENTWISE, _lower_convert,
-                             vmap_rule=_vmap_convert,
+                             vmap_rule=_vmap_convert, jvp_rule=_jvp_convert, vjp_rule=_vjp_convert,
                              doc="x.astype(dtype); float to int truncates toward zero"))

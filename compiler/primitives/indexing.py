@@ -381,3 +381,86 @@ def _vmap_scatter(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any)
     out = b.emit1(scatter, [xf, flat, upd2], {"axis": 0, "mode": op.params["mode"]})
     out = b.emit1(P.reshape, [out], {"new_sizes": x2.type.shape})
     return [move_axis(b, out, 1, axis + 1)], [0]
+
+
+# ---- differentiation rules ---------------------------------------------------------------
+from compiler.primitives import ad  # noqa: E402
+from compiler.primitives.base import attach_rules  # noqa: E402
+
+
+def _first_only(apply: Any) -> Any:
+    """jvp of an op linear in its first (array) operand; the others are indices."""
+    def jvp(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
+        if tangents[0] is None:
+            return [None]
+        return [apply(b, op, tangents[0], primals)]
+    return jvp
+
+
+def _jvp_updates(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
+    """x and the update are linear operands of the update ops; indices are not."""
+    x_pos, u_pos = 0, (2 if op.prim is scatter else 1)
+    tx, tu = tangents[x_pos], tangents[u_pos]
+    if tx is None and tu is None:
+        return [None]
+    args = list(primals)
+    args[x_pos] = ad.instantiate(b, tx, primals[x_pos])
+    args[u_pos] = ad.instantiate(b, tu, primals[u_pos])
+    return [b.emit1(op.prim, args, op.params)]
+
+
+def _vjp_take(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    (x, ind), (ct,) = primals, cts
+    if ct is None:
+        return [None, None]
+    return [b.emit1(scatter, [ad.zeros_like(b, x), ind, ct], {"axis": op.params["axis"], "mode": "add"}), None]
+
+
+def _vjp_dynamic_slice(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    x, *starts = primals
+    (ct,) = cts
+    if ct is None:
+        return [None] * len(primals)
+    return [b.emit1(dynamic_update_slice, [ad.zeros_like(b, x), ct, *starts])] + [None] * len(starts)
+
+
+def _vjp_dynamic_update(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    x, upd, *starts = primals
+    (ct,) = cts
+    if ct is None:
+        return [None] * len(primals)
+    ct_x = b.emit1(dynamic_update_slice, [ct, ad.zeros_like(b, upd), *starts])
+    ct_u = b.emit1(dynamic_slice, [ct, *starts], {"sizes": tuple(upd.type.shape)})
+    return [ct_x, ct_u] + [None] * len(starts)
+
+
+def _vjp_update_slice(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    import compiler.primitives as P
+    (x, upd), (ct,) = primals, cts
+    if ct is None:
+        return [None, None]
+    ct_x = b.emit1(update_slice, [ct, ad.zeros_like(b, upd)], op.params)
+    return [ct_x, b.emit1(P.slice_, [ct], dict(op.params))]
+
+
+def _vjp_scatter(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    """mode='add': x gets ct, updates get ct gathered. mode='set': overwritten elements of x
+    get no cotangent (with duplicate indices, every duplicate's update gets the cotangent)."""
+    (x, ind, upd), (ct,) = primals, cts
+    if ct is None:
+        return [None, None, None]
+    axis = op.params["axis"]
+    ct_u = b.emit1(take, [ct, ind], {"axis": axis})
+    if op.params["mode"] == "add":
+        return [ct, None, ct_u]
+    ct_x = b.emit1(scatter, [ct, ind, ad.zeros_like(b, upd)], {"axis": axis, "mode": "set"})
+    return [ct_x, None, ct_u]
+
+
+attach_rules(take, jvp_rule=_first_only(lambda b, op, t, p: b.emit1(take, [t, p[1]], op.params)),
+             vjp_rule=_vjp_take)
+attach_rules(dynamic_slice, jvp_rule=_first_only(
+    lambda b, op, t, p: b.emit1(dynamic_slice, [t, *p[1:]], op.params)), vjp_rule=_vjp_dynamic_slice)
+attach_rules(dynamic_update_slice, jvp_rule=_jvp_updates, vjp_rule=_vjp_dynamic_update)
+attach_rules(update_slice, jvp_rule=_jvp_updates, vjp_rule=_vjp_update_slice)
+attach_rules(scatter, jvp_rule=_jvp_updates, vjp_rule=_vjp_scatter)

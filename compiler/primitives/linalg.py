@@ -103,3 +103,62 @@ dot_general = register(Primitive(
     "dot_general", _dot_rule, _ref_dot, OPAQUE, _lower_dot, streams_operands=False,
     vmap_rule=_vmap_dot,
     doc="generalized tensor contraction with batch dimensions"))
+
+
+# ---- differentiation rules -------------------------------------------------------------
+from compiler.primitives import ad  # noqa: E402
+from compiler.primitives.base import attach_rules  # noqa: E402
+
+
+def _jvp_dot(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
+    (lhs, rhs), (tl, tr) = primals, tangents
+    out = None
+    if tl is not None:
+        out = ad.add_any(b, out, b.emit1(dot_general, [tl, rhs], op.params))
+    if tr is not None:
+        out = ad.add_any(b, out, b.emit1(dot_general, [lhs, tr], op.params))
+    return [out]
+
+
+def _ct_operand(b: Any, ct: Any, other: Any, mine_ndim: int, mine: tuple, theirs: tuple,
+                other_first: bool) -> Any:
+    """Cotangent of one dot_general operand: contract ct with the other operand.
+
+    `mine` = (contract, batch) axes of the operand whose cotangent we want,
+    `theirs` = those of the other operand. ct axes are (batch, lhs free, rhs free)."""
+    (mc, mb), (tc, tb) = mine, theirs
+    nb = len(mb)
+    my_free = free_axes(mine_ndim, mc, mb)
+    their_free = free_axes(other.type.ndim, tc, tb)
+    start = nb + (len(their_free) if other_first else len(my_free))
+    ct_their_free = tuple(range(start, start + len(their_free))) if not other_first \
+        else tuple(range(nb, nb + len(their_free)))
+    dn = ((ct_their_free, tuple(their_free)), (tuple(range(nb)), tuple(tb)))
+    result = b.emit1(dot_general, [ct, other], {"dimension_numbers": dn})
+    # result axes: batch, my free (in order), then the other's contracting axes (ascending)
+    remaining = sorted(tc)
+    pos = []
+    for a in range(mine_ndim):
+        if a in mb:
+            pos.append(list(mb).index(a))
+        elif a in my_free:
+            pos.append(nb + my_free.index(a))
+        else:
+            pos.append(nb + len(my_free) + remaining.index(tc[list(mc).index(a)]))
+    if pos == list(range(mine_ndim)):
+        return result
+    import compiler.primitives as P
+    return b.emit1(P.transpose, [result], {"permutation": tuple(pos)})
+
+
+def _vjp_dot(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    (lhs, rhs), (ct,) = primals, cts
+    if ct is None or not ad.differentiable(lhs):
+        return [None, None]
+    (lc, rc), (lb, rb) = op.params["dimension_numbers"]
+    ct_lhs = _ct_operand(b, ct, rhs, lhs.type.ndim, (lc, lb), (rc, rb), other_first=False)
+    ct_rhs = _ct_operand(b, ct, lhs, rhs.type.ndim, (rc, rb), (lc, lb), other_first=True)
+    return [ct_lhs, ct_rhs]
+
+
+attach_rules(dot_general, jvp_rule=_jvp_dot, vjp_rule=_vjp_dot)

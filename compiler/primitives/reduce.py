@@ -187,3 +187,139 @@ cumsum = register(Primitive("cumsum", _scan_rule, _ref_scan(np.cumsum), OPAQUE, 
                             linear=True, vmap_rule=_vmap_scan, doc="running sum along `axis`"))
 cumprod = register(Primitive("cumprod", _scan_rule, _ref_scan(np.cumprod), OPAQUE, _lower_scan("prod"),
                              vmap_rule=_vmap_scan, doc="running product along `axis`"))
+
+
+# ---- differentiation rules ---------------------------------------------------------------
+from compiler.primitives import ad  # noqa: E402
+from compiler.primitives.base import attach_rules  # noqa: E402
+
+
+def _P() -> Any:
+    import compiler.primitives as P
+    return P
+
+
+def _spread(b: Any, v: Any, x: Any, axes: tuple[int, ...]) -> Any:
+    """A reduced value broadcast back over the reduced axes of x."""
+    kept = tuple(i for i in range(x.type.ndim) if i not in axes)
+    return b.emit1(_P().broadcast_in_dim, [v], {"shape": x.type.shape, "broadcast_dimensions": kept})
+
+
+def _rev_cumsum(b: Any, v: Any, axis: int) -> Any:
+    P = _P()
+    r = b.emit1(P.rev, [v], {"dimensions": (axis,)})
+    return b.emit1(P.rev, [b.emit1(cumsum, [r], {"axis": axis})], {"dimensions": (axis,)})
+
+
+def _extremum_mask(b: Any, x: Any, out: Any, axes: tuple[int, ...]) -> tuple[Any, Any]:
+    """(mask of the elements equal to the extremum, their count): ties share the derivative."""
+    P = _P()
+    hit = b.emit1(P.eq, [x, _spread(b, out, x, axes)])
+    mask = b.emit1(P.convert, [hit], {"dtype": x.dtype})
+    return mask, b.emit1(reduce_sum, [mask], {"axes": axes})
+
+
+def _jvp_extremum(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
+    (x,), (t,) = primals, tangents
+    if t is None:
+        return [None]
+    axes = op.params["axes"]
+    mask, count = _extremum_mask(b, x, ad.op_output(b, op, primals), axes)
+    picked = b.emit1(reduce_sum, [ad.mul(b, t, mask)], {"axes": axes})
+    return [b.emit1(_P().div, [picked, count])]
+
+
+def _vjp_extremum(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    (x,), (ct,) = primals, cts
+    if ct is None:
+        return [None]
+    axes = op.params["axes"]
+    mask, count = _extremum_mask(b, x, outs[0], axes)
+    share = b.emit1(_P().div, [ct, count])
+    return [ad.mul(b, mask, _spread(b, share, x, axes))]
+
+
+def _prod_of_others(b: Any, x: Any, axes: tuple[int, ...]) -> Any:
+    """For each element, the product of the other elements of its reduction group
+    (exclusive prefix times suffix products: no division, so zeros are fine)."""
+    from compiler.ir import dims
+    P = _P()
+    rest = [i for i in range(x.type.ndim) if i not in axes]
+    perm = tuple(rest) + tuple(axes)
+    moved = b.emit1(P.transpose, [x], {"permutation": perm}) if perm != tuple(range(x.type.ndim)) else x
+    k: Any = 1
+    for a in axes:
+        k = dims.mul(k, x.type.shape[a])
+    lead = tuple(x.type.shape[i] for i in rest)
+    flat = b.emit1(P.reshape, [moved], {"new_sizes": lead + (k,)})
+    axis = len(lead)
+    one = b.emit1(P.constant, [], {"value": np.ones((), x.dtype)})
+    pad_hi = {"low": (0,) * axis + (1,), "high": (0,) * (axis + 1)}
+    shifted = b.emit1(P.pad, [flat, one], pad_hi)
+    limits = lead + (k,)
+    left = b.emit1(cumprod, [b.emit1(P.slice_, [shifted], {
+        "start_indices": (0,) * (axis + 1), "limit_indices": limits, "strides": (1,) * (axis + 1)})],
+        {"axis": axis})
+    rflat = b.emit1(P.rev, [flat], {"dimensions": (axis,)})
+    rshift = b.emit1(P.pad, [rflat, one], pad_hi)
+    right = b.emit1(cumprod, [b.emit1(P.slice_, [rshift], {
+        "start_indices": (0,) * (axis + 1), "limit_indices": limits, "strides": (1,) * (axis + 1)})],
+        {"axis": axis})
+    right = b.emit1(P.rev, [right], {"dimensions": (axis,)})
+    others = b.emit1(P.reshape, [ad.mul(b, left, right)], {"new_sizes": moved.type.shape})
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return b.emit1(P.transpose, [others], {"permutation": tuple(inv)}) if perm != tuple(range(x.type.ndim)) \
+        else others
+
+
+def _jvp_prod(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
+    (x,), (t,) = primals, tangents
+    if t is None:
+        return [None]
+    others = _prod_of_others(b, x, op.params["axes"])
+    return [b.emit1(reduce_sum, [ad.mul(b, t, others)], {"axes": op.params["axes"]})]
+
+
+def _vjp_prod(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    (x,), (ct,) = primals, cts
+    if ct is None:
+        return [None]
+    axes = op.params["axes"]
+    return [ad.mul(b, _spread(b, ct, x, axes), _prod_of_others(b, x, axes))]
+
+
+def _jvp_cumprod(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
+    """y * cumsum(t / x) (undefined where x has zeros, as documented)."""
+    (x,), (t,) = primals, tangents
+    if t is None:
+        return [None]
+    y = ad.op_output(b, op, primals)
+    ratio = b.emit1(_P().div, [t, x])
+    return [ad.mul(b, y, b.emit1(cumsum, [ratio], {"axis": op.params["axis"]}))]
+
+
+def _vjp_cumprod(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    (x,), (ct,) = primals, cts
+    if ct is None:
+        return [None]
+    back = _rev_cumsum(b, ad.mul(b, ct, outs[0]), op.params["axis"])
+    return [b.emit1(_P().div, [back, x])]
+
+
+def _attach() -> None:
+    sum_jvp, sum_vjp = ad.linear(
+        lambda b, op, t: ad.same_op(b, op, t),
+        lambda b, op, p, ct: [_spread(b, ct, p[0], op.params["axes"])])
+    attach_rules(reduce_sum, jvp_rule=sum_jvp, vjp_rule=sum_vjp)
+    cs_jvp, cs_vjp = ad.linear(lambda b, op, t: ad.same_op(b, op, t),
+                               lambda b, op, p, ct: [_rev_cumsum(b, ct, op.params["axis"])])
+    attach_rules(cumsum, jvp_rule=cs_jvp, vjp_rule=cs_vjp)
+    for prim in (reduce_max, reduce_min):
+        attach_rules(prim, jvp_rule=_jvp_extremum, vjp_rule=_vjp_extremum)
+    attach_rules(reduce_prod, jvp_rule=_jvp_prod, vjp_rule=_vjp_prod)
+    attach_rules(cumprod, jvp_rule=_jvp_cumprod, vjp_rule=_vjp_cumprod)
+
+
+_attach()

@@ -311,3 +311,107 @@ concatenate = register(Primitive(
     "concatenate", _concat_rule, lambda *xs, dimension: np.concatenate(xs, dimension), OPAQUE,
     _lower_concat, linear=True, vmap_rule=to_front_rule(
         lambda b, op, a, size: reemit(b, op, a, dimension=op.params["dimension"] + 1)), doc="join operands along `dimension`"))
+
+
+# ---- differentiation rules (attached to the entries above through _attach_ad) -------------
+from compiler.primitives import ad  # noqa: E402
+
+
+def _sum_to_operand(b: Any, op: Any, x: Any, ct: Any) -> Any:
+    """Transpose of broadcast_in_dim: sum the stretched and new axes back."""
+    bdims = op.params["broadcast_dimensions"]
+    shape = op.params["shape"]
+    new_axes = tuple(i for i in range(len(shape)) if i not in bdims)
+    stretched = tuple(od for d, od in zip(x.shape, bdims) if d == 1 and shape[od] != 1)
+    axes = tuple(sorted(new_axes + stretched))
+    summed = b.emit1(_P().reduce_sum, [ct], {"axes": axes}) if axes else ct
+    if summed.type.shape != x.shape:
+        summed = b.emit1(reshape, [summed], {"new_sizes": x.shape})
+    return summed
+
+
+def _P() -> Any:
+    import compiler.primitives as P
+    return P
+
+
+def _slice_transpose(b: Any, op: Any, primals: list[Any], ct: Any) -> list[Any]:
+    (x,) = primals
+    zeros = ad.zeros_like(b, x)
+    return [b.emit1(_P().update_slice, [zeros, ct], dict(op.params))]
+
+
+def _pad_transpose(b: Any, op: Any, primals: list[Any], ct: Any) -> list[Any]:
+    x, value = primals
+    lo, hi = op.params["low"], op.params["high"]
+    limits = tuple(dims.add(lo_ + 0, d) for lo_, d in zip(lo, x.shape))
+    ct_x = b.emit1(slice_, [ct], {"start_indices": tuple(lo), "limit_indices": limits,
+                                  "strides": (1,) * x.type.ndim})
+    total = b.emit1(_P().reduce_sum, [ct], {"axes": tuple(range(ct.type.ndim))})
+    inner = b.emit1(_P().reduce_sum, [ct_x], {"axes": tuple(range(x.type.ndim))})
+    return [ct_x, b.emit1(_P().sub, [total, inner])]
+
+
+def _diagonal_transpose(b: Any, op: Any, primals: list[Any], ct: Any) -> list[Any]:
+    (x,) = primals
+    a1, a2 = op.params["axis1"], op.params["axis2"]
+    k = ct.type.shape[-1]
+    axis = a1 if x.shape[a1] == k else a2 if x.shape[a2] == k else None
+    if axis is None:
+        from compiler.errors import UnsupportedError
+        raise UnsupportedError("the derivative of the diagonal of a non-square matrix with symbolic "
+                               "sizes is not supported", op.loc, "give the matrix static sizes")
+    target = [i for i in range(x.type.ndim) if i not in (a1, a2)] + [axis]
+    order = sorted(range(len(target)), key=lambda i: target[i])   # broadcast dims must increase
+    if order != list(range(len(target))):
+        ct = b.emit1(transpose, [ct], {"permutation": tuple(order)})
+    spread = b.emit1(broadcast_in_dim, [ct], {"shape": x.shape, "broadcast_dimensions": tuple(sorted(target))})
+    i1 = b.emit1(iota, [], {"dtype": np.dtype(np.int64), "shape": x.shape, "dimension": a1})
+    i2 = b.emit1(iota, [], {"dtype": np.dtype(np.int64), "shape": x.shape, "dimension": a2})
+    on_diag = b.emit1(_P().eq, [i1, i2])
+    return [b.emit1(_P().select, [on_diag, spread, ad.zeros_like(b, spread)])]
+
+
+def _concat_transpose(b: Any, op: Any, primals: list[Any], ct: Any) -> list[Any]:
+    axis, start, out = op.params["dimension"], 0, []
+    for x in primals:
+        stop = dims.add(start, x.shape[axis])
+        starts = tuple(start if i == axis else 0 for i in range(x.type.ndim))
+        limits = tuple(stop if i == axis else d for i, d in enumerate(x.shape))
+        out.append(b.emit1(slice_, [ct], {"start_indices": starts, "limit_indices": limits,
+                                          "strides": (1,) * x.type.ndim}))
+        start = stop
+    return out
+
+
+def _inverse_perm(perm: tuple[int, ...]) -> tuple[int, ...]:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
+_LINEAR = {
+    "broadcast_in_dim": (lambda b, op, t: ad.same_op(b, op, t),
+                         lambda b, op, p, ct: [_sum_to_operand(b, op, p[0], ct)]),
+    "reshape": (lambda b, op, t: ad.same_op(b, op, t),
+                lambda b, op, p, ct: [b.emit1(reshape, [ct], {"new_sizes": p[0].shape})]),
+    "transpose": (lambda b, op, t: ad.same_op(b, op, t),
+                  lambda b, op, p, ct: [b.emit1(transpose, [ct], {
+                      "permutation": _inverse_perm(op.params["permutation"])})]),
+    "slice": (lambda b, op, t: ad.same_op(b, op, t), _slice_transpose),
+    "rev": (lambda b, op, t: ad.same_op(b, op, t), lambda b, op, p, ct: [ad.same_op(b, op, [ct])]),
+    "pad": (lambda b, op, t: ad.same_op(b, op, t), _pad_transpose),
+    "diagonal": (lambda b, op, t: ad.same_op(b, op, t), _diagonal_transpose),
+    "concatenate": (lambda b, op, t: ad.same_op(b, op, t), _concat_transpose),
+}
+
+
+def _attach_ad() -> None:
+    from compiler.primitives.base import REGISTRY, attach_rules
+    for name, (apply, transpose_) in _LINEAR.items():
+        jvp, vjp = ad.linear(apply, transpose_)
+        attach_rules(REGISTRY[name], jvp_rule=jvp, vjp_rule=vjp)
+
+
+_attach_ad()
