@@ -4,7 +4,8 @@ The public API (see docs/): ``jit`` and ``Kernel``; the error classes live in
 ``compiler.errors``.
 """
 from compiler import errors
-from compiler.api import Kernel, jit, vmap
+from compiler.api import Kernel, grad, grad_and_value, hessian, jacfwd, jacrev, jit, vmap
 
 __version__ = "0.1.0"
-__all__ = ["Kernel", "jit", "vmap", "errors", "__version__"]
+__all__ = ["Kernel", "jit", "vmap", "grad", "grad_and_value", "jacrev", "jacfwd", "hessian",
+           "errors", "__version__"]

@@ -288,6 +288,52 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
 _ = (ArgSpec, convert_argument, bind_symbols, ctypes)
 
 
+def _as_kernel(func: Any) -> Kernel:
+    return func if isinstance(func, Kernel) else Kernel(func)
+
+
+def grad(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Kernel:
+    """The gradient of a scalar-valued `func` with respect to the arguments `argnums`."""
+    from compiler.transforms.ad_api import GradTracer
+    inner = _as_kernel(func)
+    return Kernel(inner.fn, tracer=GradTracer(inner, argnums, has_aux, with_value=False),
+                  name=f"grad_{inner.__name__}")
+
+
+def grad_and_value(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Kernel:
+    """Like grad, returning ``(gradient, value)`` (``(gradient, (value, aux))`` with has_aux)."""
+    from compiler.transforms.ad_api import GradTracer
+    inner = _as_kernel(func)
+    return Kernel(inner.fn, tracer=GradTracer(inner, argnums, has_aux, with_value=True),
+                  name=f"grad_and_value_{inner.__name__}")
+
+
+def jacrev(func: Callable[..., Any], argnums: Any = 0, *, has_aux: bool = False,
+           chunk_size: int | None = None) -> Kernel:
+    """The Jacobian by reverse mode: a vmap of vjp over the output basis."""
+    from compiler.transforms.ad_api import JacTracer
+    inner = _as_kernel(func)
+    return Kernel(inner.fn, tracer=JacTracer(inner, argnums, has_aux, chunk_size, "rev"),
+                  name=f"jacrev_{inner.__name__}")
+
+
+def jacfwd(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False, *,
+           randomness: str = "error", chunk_size: int | None = None) -> Kernel:
+    """The Jacobian by forward mode: a vmap of jvp over the input basis."""
+    from compiler.transforms.ad_api import JacTracer
+    from compiler.transforms.vmap_api import RANDOMNESS
+    if randomness not in RANDOMNESS:
+        raise ValueError(f"jacfwd: randomness must be one of {RANDOMNESS}, got {randomness!r}")
+    inner = _as_kernel(func)
+    return Kernel(inner.fn, tracer=JacTracer(inner, argnums, has_aux, chunk_size, "fwd"),
+                  name=f"jacfwd_{inner.__name__}")
+
+
+def hessian(func: Callable[..., Any], argnums: Any = 0, *, chunk_size: int | None = None) -> Kernel:
+    """jacfwd(jacrev(func)): the Hessian of a scalar function."""
+    return jacfwd(jacrev(func, argnums, chunk_size=chunk_size), argnums, chunk_size=chunk_size)
+
+
 def _stage_transform_constructor(transform: Callable[..., Any]) -> Callable[..., Any]:
     """Inside compiled code, ``vmap(f)`` / ``jit(f)`` run at compile time and give a Kernel,
     whose call is then inlined. The function must be a real Python function."""
@@ -305,7 +351,7 @@ def _stage_transform_constructor(transform: Callable[..., Any]) -> Callable[...,
 
 def _register_with_frontend() -> None:
     from compiler.frontend.calls import register_function
-    for transform in (jit, vmap):
+    for transform in (jit, vmap, grad, grad_and_value, jacrev, jacfwd, hessian):
         register_function(transform, _stage_transform_constructor(transform))
 
 
