@@ -334,6 +334,75 @@ def hessian(func: Callable[..., Any], argnums: Any = 0, *, chunk_size: int | Non
     return jacfwd(jacrev(func, argnums, chunk_size=chunk_size), argnums, chunk_size=chunk_size)
 
 
+def _vjp_call(primals: tuple, cotangents: Any) -> Any:
+    """(primals, cotangents) -> cotangents of the primals (the kernel behind vjp_fn)."""
+
+
+def _jvp_call(primals: tuple, tangents: tuple) -> Any:
+    """(primals, tangents) -> (output, tangent of the output)."""
+
+
+@functools.lru_cache(maxsize=256)
+def _ad_kernel(kind: str, kernel: Kernel, has_aux: bool) -> Kernel:
+    from compiler.transforms.ad_api import JvpTracer, VjpTracer
+    if kind == "vjp":
+        return Kernel(_vjp_call, tracer=VjpTracer(kernel, 0, has_aux), name=f"vjp_{kernel.__name__}")
+    return Kernel(_jvp_call, tracer=JvpTracer(kernel, 0, has_aux), name=f"jvp_{kernel.__name__}")
+
+
+def _kernel_for(func: Any) -> Kernel:
+    return func if isinstance(func, Kernel) else _cached_kernel(func)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_kernel(func: Any) -> Kernel:
+    return Kernel(func)
+
+
+class VjpFn:
+    """The vjp_fn returned by :func:`vjp`: a compiled kernel with the primals bound."""
+
+    def __init__(self, kernel: Kernel, primals: tuple) -> None:
+        self.kernel, self.primals = kernel, primals
+
+    def __call__(self, cotangents: Any) -> tuple:
+        return self.kernel(self.primals, cotangents)
+
+
+def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple:
+    """``(output, vjp_fn)`` (``(output, vjp_fn, aux)`` with has_aux); vjp_fn(cotangents)
+    returns a tuple with the cotangent of each primal and runs compiled code."""
+    k = _kernel_for(func)
+    out = k(*primals)
+    fn = VjpFn(_ad_kernel("vjp", k, has_aux), primals)
+    if has_aux:
+        return out[0], fn, out[1]
+    return out, fn
+
+
+def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool = False) -> tuple:
+    """``(output, jvp_out)`` (``(output, jvp_out, aux)`` with has_aux)."""
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise TypeError("jvp: primals and tangents must be tuples (one entry per argument)")
+    return _ad_kernel("jvp", _kernel_for(func), has_aux)(primals, tangents)
+
+
+class LinearizedFn:
+    """The jvp_fn returned by :func:`linearize`: tangents -> tangent of the output."""
+
+    def __init__(self, kernel: Kernel, primals: tuple) -> None:
+        self.kernel, self.primals = kernel, primals
+
+    def __call__(self, *tangents: Any) -> Any:
+        return self.kernel(self.primals, tangents)[1]
+
+
+def linearize(func: Callable[..., Any], *primals: Any) -> tuple:
+    """``(output, jvp_fn)``: jvp_fn(*tangents) evaluates the derivative at `primals`."""
+    k = _ad_kernel("jvp", _kernel_for(func), False)
+    return _kernel_for(func)(*primals), LinearizedFn(k, primals)
+
+
 def _stage_transform_constructor(transform: Callable[..., Any]) -> Callable[..., Any]:
     """Inside compiled code, ``vmap(f)`` / ``jit(f)`` run at compile time and give a Kernel,
     whose call is then inlined. The function must be a real Python function."""

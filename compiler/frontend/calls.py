@@ -123,6 +123,9 @@ class CallMixin:
 
     def call(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Stage ``fn(*args, **kwargs)``."""
+        from compiler.api import Kernel
+        if isinstance(fn, Kernel):
+            return self._call_kernel(fn, args, kwargs)
         if isinstance(fn, BoundMethod):
             return self._call_method(fn, args, kwargs)
         if _hashable(fn) and fn in EXTERNAL:
@@ -155,9 +158,6 @@ class CallMixin:
         return unflatten(program.out_tree, [Staged(v) for v in results])
 
     def _call_python(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        from compiler.api import Kernel
-        if isinstance(fn, Kernel):
-            return self._call_kernel(fn, args, kwargs)
         if isinstance(fn, types.FunctionType):
             return self.inline(fn, args, kwargs)
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):

@@ -288,3 +288,99 @@ class JacTracer(ADTracer):
                 if o in main:
                     jac[o, leaf] = to_jacobian_layout(b, c, fn.out_types[o].shape, t.shape, basis_first=True)
         return jac
+
+
+class VjpTracer(ADTracer):
+    """Stages ``(primals, cotangents) -> input cotangents`` for vjp's vjp_fn."""
+
+    who = "vjp"
+
+    def __call__(self, a_args: tuple, a_kwargs: dict) -> Any:
+        from compiler.frontend import StagedProgram
+        primals, cotangents = a_args
+        program = self.inner.trace(tuple(primals), {})
+        fn = program.function
+        active = [is_float(t.dtype) for t in fn.in_types]
+        main, example = split_aux(program, self.has_aux, self.who)
+        ct_leaves = flatten_static(cotangents, _is_dynamic)[0]
+        if len(ct_leaves) != len(main):
+            raise ValueError(f"vjp_fn: expected cotangents with the structure of the output "
+                             f"({len(main)} arrays), got {len(ct_leaves)}")
+        for i, t in zip(main, ct_leaves):
+            if isinstance(t, TensorType) and t.shape != fn.out_types[i].shape:
+                raise ValueError(f"vjp_fn: cotangent of shape {t.shape} for an output of shape "
+                                 f"{fn.out_types[i].shape}")
+        vfn = vjp_function(fn, active)
+        float_outs = [i for i, t in enumerate(fn.out_types) if is_float(t.dtype)]
+        n_primal = len(fn.in_types)
+        res = _Results()
+
+        def build(b: Builder, args: list[Value]) -> list[Value]:
+            given = dict(zip(main, args[n_primal:]))
+            with b.at(fn.body.ops[-1].loc if fn.body.ops else None):
+                cts = [_cast(b, given[i], fn.out_types[i]) if i in given else _const(b, 0.0, fn.out_types[i])
+                       for i in float_outs]
+                outs = _call(b, vfn, [*args[:n_primal], *cts])[len(fn.results):]
+            it = iter(outs)
+            per = []
+            for k, r in enumerate(leaf_ranges(tuple(primals), {})):
+                per.append(self.arg_structure(tuple(primals), k, [
+                    res.slot(next(it)) if active[i] else None for i in r]))
+            self.structure = tuple(per)
+            return []
+
+        ct_types = [t if isinstance(t, TensorType) else t.type for t in ct_leaves]
+        assembled = _assemble(f"vjp_{fn.name}", list(fn.in_types) + ct_types,
+                              list(fn.arg_names) + [f"ct{i}" for i in range(len(ct_types))], build)
+        assembled.body.results, tree = finish(self.structure, res.values)
+        return StagedProgram(assembled, program.in_tree, tree)
+
+
+class JvpTracer(ADTracer):
+    """Stages ``(primals, tangents) -> (output, tangent of the output[, aux])``."""
+
+    who = "jvp"
+
+    def __call__(self, a_args: tuple, a_kwargs: dict) -> Any:
+        from compiler.frontend import StagedProgram
+        primals, tangents = a_args
+        program = self.inner.trace(tuple(primals), {})
+        fn = program.function
+        t_leaves, t_tree = flatten_static(tuple(tangents), _is_dynamic)
+        p_tree = flatten_static(tuple(primals), _is_dynamic)[1]
+        if t_tree != p_tree or len(t_leaves) != len(fn.in_types):
+            raise ValueError("jvp: tangents must have the same structure as primals")
+        for p, t in zip(fn.in_types, t_leaves):
+            tt = t if isinstance(t, TensorType) else t.type
+            if tt.shape != p.shape:
+                raise ValueError(f"jvp: a tangent of shape {tt.shape} for a primal of shape {p.shape}")
+        active = [is_float(t.dtype) for t in fn.in_types]
+        jfn = jvp_function(fn, active)
+        main, example = split_aux(program, self.has_aux, self.who)
+        res = _Results()
+        n = len(fn.in_types)
+
+        def build(b: Builder, args: list[Value]) -> list[Value]:
+            with b.at(fn.body.ops[-1].loc if fn.body.ops else None):
+                ts = [_cast(b, t, p.type) for t, p, on in zip(args[n:], args[:n], active) if on]
+                outs = _call(b, jfn, [*args[:n], *ts])
+                n_out = len(fn.results)
+                primal_outs, t_iter = outs[:n_out], iter(outs[n_out:])
+                t_outs = [next(t_iter) if is_float(t.dtype) else _const(b, 0.0, t) for t in fn.out_types]
+            main_example = example[0] if self.has_aux else example
+            leaves, tree = flatten(main_example, is_leaf=lambda x: isinstance(x, Slot))
+            out = unflatten(tree, [res.slot(primal_outs[s.index]) if isinstance(s, Slot) else s for s in leaves])
+            tan = unflatten(tree, [res.slot(t_outs[s.index]) if isinstance(s, Slot) else s for s in leaves])
+            self.structure = (out, tan) + ((self.with_aux(res, None, example, primal_outs)[1],)
+                                           if self.has_aux else ())
+            return []
+
+        t_types = [t if isinstance(t, TensorType) else t.type for t in t_leaves]
+        assembled = _assemble(f"jvp_{fn.name}", list(fn.in_types) + t_types,
+                              list(fn.arg_names) + [f"t_{a}" for a in fn.arg_names], build)
+        assembled.body.results, tree = finish(self.structure, res.values)
+        return StagedProgram(assembled, program.in_tree, tree)
+
+
+def _cast(b: Builder, v: Value, t: TensorType) -> Value:
+    return v if v.dtype == t.dtype else b.emit1(P.convert, [v], {"dtype": t.dtype})

@@ -204,6 +204,14 @@ class Em:
         n_int = self.b.sub(self.bits(t), self.bits(shifter))
         return n, n_int
 
+    def round_mul_to_int(self, a, c: float):
+        """(n, n_int) for a*c rounded to nearest: as round_to_int(a*c), but the product and
+        the shifter addition are one fmuladd (one rounding, 3 cycles less latency with FMA)."""
+        shifter = self.c(1.5 * 2.0 ** self.fmt.mant)
+        t = self.mla(a, self.c(c), shifter)
+        n = self.sub(t, shifter)
+        return n, self.b.sub(self.bits(t), self.bits(shifter))
+
     def iand(self, a, m: int):
         return self.b.and_(a, self.ci(m, a.type))
 

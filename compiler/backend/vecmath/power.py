@@ -1,7 +1,9 @@
 """Power-type functions pow (np.power for floats), hypot, cbrt (branch-free, vectorizable).
 
-binary64 kernels carry double-double intermediates; binary32 kernels evaluate the binary64
-kernel on widened arguments and round once (see inverse_trig._in_f64).
+binary64 kernels carry double-double intermediates; binary32 hypot and cbrt evaluate the
+binary64 kernel on widened arguments and round once (see inverse_trig._in_f64). binary32 pow
+applies its special cases in float32 and takes the magnitude from a short binary64
+2^(y log2|x|) (no double-double: binary64 has 29 bits to spare for a float32 result).
 
 * pow(x, y) = exp(y log|x|): log|x| is computed as a double-double accurate to ~2^-68
   (log reduction of exp_log, then 2 atanh(s) with s = f/(2+f) as a double-double and the
@@ -21,7 +23,7 @@ precision) and Handbook of Floating-Point Arithmetic ch. 4 (error-free transform
 from __future__ import annotations
 
 from compiler.backend.vecmath import exp_log
-from compiler.backend.vecmath._emit import Em, _h
+from compiler.backend.vecmath._emit import F64, Em, _h
 from compiler.backend.vecmath.inverse_trig import _exponent_scale, _in_f64
 
 LOG5_F64 = (_h("0x1.999999999999ap-2"), _h("0x1.2492492492524p-2"), _h("0x1.c71c71c6e9eb3p-3"),
@@ -66,8 +68,34 @@ def _pow_magnitude(em: Em, ax, y):
     return em.scale(em.add(hi, lo), k)
 
 
-def pow_(em: Em, x, y):
-    """x**y (max error f64 0.67 ULP, f32 0.50 ULP) with NumPy (C99 pow) semantics: pow(x, +-0) = 1 and pow(1, y) = 1 even for nan;
+def _pow_magnitude_lowp(em: Em, ax, y):
+    """|x|^y = 2^(y log2|x|) for float32 arguments evaluated in binary64 (em).
+
+    Finite ax > 0, finite y. log2|x| = k + log(1+f)/ln2 with the short log polynomial and
+    2^t = 2^n e^((t-n) ln2) with the short exp polynomial (both ~2^-30 relative or better
+    on the terms they approximate), so t = y log2|x| is off by < |t| 2^-36 and the binary64
+    result by < 2^-28 relative wherever the float32 result is finite and nonzero; rounded
+    once to float32 it is within 0.51 ULP. Powers of two with integer y are exact (t is an
+    integer, e^0 = 1), so float32 underflow ties round like NumPy's.
+    """
+    c = exp_log.C(em, fast=True)
+    kf, f = exp_log.log_reduce(em, ax)
+    hfsq, tail = exp_log.log1p_parts(em, c, f)
+    l1p = em.add(em.sub(f, hfsq), tail)
+    t = exp_log.clamp(em, em.mul(y, em.mla(l1p, em.c(c.log2e), kf)), -200.0, 200.0)
+    n, k = em.round_to_int(t)
+    r = em.mul(em.sub(t, n), em.c(c.ln2_a))
+    e = em.add(em.c(1.0), em.mla(em.mul(r, r), em.estrin(r, c.exp_poly), r))
+    return em.mul(e, em.pow2(k))
+
+
+def _magnitude_f32(em: Em, ax, y):
+    em64 = em.like(F64)
+    return em64.fptrunc(_pow_magnitude_lowp(em64, em.fpext(ax, em64), em.fpext(y, em64)), em)
+
+
+def pow_(em: Em, x, y, magnitude=_pow_magnitude):
+    """x**y (max error f64 0.67 ULP, f32 0.51 ULP) with NumPy (C99 pow) semantics: pow(x, +-0) = 1 and pow(1, y) = 1 even for nan;
     pow(x<0, non-integer y) = nan; odd integer y keeps the sign of x (incl. -0 and -inf);
     pow(+-0, y<0) = inf (+-inf for odd y); pow(-1, +-inf) = 1; |x|<1 vs |x|>1 with
     y = +-inf gives 0 or inf; other nan -> nan."""
@@ -78,7 +106,7 @@ def pow_(em: Em, x, y):
     y_odd = em.and_(y_int, em.cmp("!=", em.rint(half), half))
     finite = em.and_(em.cmp("<", ax, inf), em.cmp("<", ay, inf))
     safe_ax = em.sel(em.and_(finite, em.cmp(">", ax, zero)), ax, one)
-    mag = _pow_magnitude(em, safe_ax, em.sel(finite, y, zero))
+    mag = magnitude(em, safe_ax, em.sel(finite, y, zero))
     # |x| = 0 or inf: 0^y is 0 (y > 0) or inf (y < 0); inf^y the reverse
     mag = em.sel(em.cmp("==", ax, zero), em.sel(em.cmp(">", y, zero), zero, inf), mag)
     mag = em.sel(em.cmp("==", ax, inf), em.sel(em.cmp(">", y, zero), inf, zero), mag)
@@ -152,4 +180,12 @@ def _float_to_small_int(em: Em, v):
     return em.b.sub(em.bits(em.add(v, magic)), em.bits(magic))
 
 
-KERNELS = {"pow": _in_f64(pow_), "hypot": _in_f64(hypot), "cbrt": _in_f64(cbrt)}
+def pow_any(em: Em, x, y, fast: bool = False):
+    """x**y: the double-double kernel for float64; for float32 the special cases in
+    float32 and the magnitude by the short binary64 kernel (_pow_magnitude_lowp)."""
+    if em.fmt.name == "f64":
+        return pow_(em, x, y)
+    return pow_(em, x, y, magnitude=_magnitude_f32)
+
+
+KERNELS = {"pow": pow_any, "hypot": _in_f64(hypot), "cbrt": _in_f64(cbrt)}
