@@ -69,6 +69,49 @@ class Specialization:
         outs = self.native(*dynamic)
         return fe.pytrees.unflatten(self.program.out_tree, [_scalarize(o) for o in outs])
 
+    def call_fast(self, arrays: Sequence[np.ndarray]) -> Any:
+        """The call for contiguous arrays of exactly the specialized types: no conversions,
+        no symbol binding (the lazy path's common case)."""
+        plan = self.__dict__.get("_plan")
+        if plan is None:
+            plan = self._plan = _FastPlan(self)
+        return plan(arrays) if plan.ok else self.call(arrays)
+
+
+class _FastPlan:
+    """Precomputed shapes and dtypes of a fully static specialization."""
+
+    def __init__(self, spec: Specialization) -> None:
+        native = spec.native
+        self.ok = not native.symbols and all(isinstance(d, int) for s in native.inputs + native.outputs
+                                             for d in s.dims)
+        self.spec = spec
+        if not self.ok:
+            return
+        self.fn = native._fn
+        self.name = native.name
+        self.ins = [(s.dtype, tuple(s.dims)) for s in native.inputs]
+        self.outs = [(s.dtype, tuple(s.dims)) for s in native.outputs]
+        self.n_in, self.n_out = max(len(self.ins), 1), max(len(self.outs), 1)
+        self.syms = (ctypes.c_int64 * 1)()
+        fe = _frontend()
+        leaves, tree = fe.pytrees.flatten(fe.pytrees.unflatten(spec.program.out_tree, list(range(len(self.outs)))))
+        self.single = tree == fe.pytrees.flatten(0)[1] and len(self.outs) == 1
+
+    def __call__(self, arrays: Sequence[np.ndarray]) -> Any:
+        for a, (dtype, shape) in zip(arrays, self.ins):
+            if a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous:
+                return self.spec.call(arrays)
+        outs = [np.empty(shape, dtype) for dtype, shape in self.outs]
+        in_ptrs = (ctypes.c_void_p * self.n_in)(*[a.ctypes.data for a in arrays])
+        out_ptrs = (ctypes.c_void_p * self.n_out)(*[o.ctypes.data for o in outs])
+        status = self.fn(in_ptrs, out_ptrs, self.syms)
+        if status:
+            return self.spec.call(arrays)        # the checked path raises the proper error
+        if self.single:
+            return _scalarize(outs[0])
+        return _frontend().pytrees.unflatten(self.spec.program.out_tree, [_scalarize(o) for o in outs])
+
     def lowered(self) -> Lowered:
         a = self.artifacts
         return Lowered(format_function(a.ir, with_locs=True), format_function(a.ir_optimized),
@@ -110,6 +153,7 @@ class Kernel:
         self.__module__ = getattr(fn, "__module__", __name__)
         self._signature = _signature_of(fn)
         self._specializations: dict[Any, Specialization] = {}
+        self._fast: dict[Any, Specialization] = {}   # (dtype, shape) per array argument -> spec
         self.signature = signature
         self._fixed: Specialization | None = None
         if signature is not None:
@@ -175,10 +219,18 @@ class Kernel:
             if kwargs:
                 args = tuple(self._bind(args, kwargs).args)
             return self._fixed.call(args)
+        fast_key = None
+        if not kwargs and not self.static_argnums and all(type(a) is np.ndarray for a in args):
+            fast_key = tuple((a.dtype, a.shape) for a in args)
+            spec = self._fast.get(fast_key)
+            if spec is not None:
+                return spec.call_fast(args)
         key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs)
         spec = self._specializations.get(key)
         if spec is None:
             spec = self._specializations[key] = Specialization(self, a_args, a_kwargs)
+        if fast_key is not None and len(dynamic) == len(args):
+            self._fast[fast_key] = spec
         return spec.call(dynamic)
 
     # ---- inspection ---------------------------------------------------------------------

@@ -113,6 +113,10 @@ TABLES = {
     "SINH_F32": (lambda z: (mp.sinh(mp.sqrt(z)) - mp.sqrt(z)) / (mp.sqrt(z) * z),
                  1e-10, 1.0, 3, "f32"),
     "COSH_F32": (lambda z: (mp.cosh(mp.sqrt(z)) - 1 - z / 2) / (z * z), 1e-10, 0.25, 2, "f32"),
+    "TANH_F64": (lambda z: (mp.tanh(mp.sqrt(z)) - mp.sqrt(z)) / (mp.sqrt(z) * z),
+                 1e-12, 0.125 ** 2, 5, "f64"),
+    "TANH_F32": (lambda z: (mp.tanh(mp.sqrt(z)) - mp.sqrt(z)) / (mp.sqrt(z) * z),
+                 1e-12, 0.3 ** 2, 3, "f32"),
     "CBRT_SEED": (mp.cbrt, 1.0, 2.0, 4, "f64"),
 }
 
