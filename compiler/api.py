@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from compiler import pipeline
+from compiler.backend import jit as native_jit
 from compiler.backend import target as targets
 from compiler.ir.printer import format_function
 from compiler.ir.types import TensorType, canonical_dtype
@@ -52,21 +53,63 @@ class Lowered:
 class Specialization:
     """One compiled variant of a Kernel: staged program + native code."""
 
+    # ---- compile/load path with the on-disk cache (compiler/cache.py; docs/aot.md) ----------
     def __init__(self, kernel: "Kernel", abstract_args: tuple, abstract_kwargs: dict) -> None:
-        self.program = kernel.trace(abstract_args, abstract_kwargs)
+        from compiler import cache
+        self.kernel, self.abstract = kernel, (abstract_args, abstract_kwargs)
+        self.symbol = _symbol_name(kernel.__name__)
+        self.artifacts: pipeline.Artifacts | None = None
+        target = targets.host()
+        self._probe = cache.Probe(kernel, abstract_args, abstract_kwargs, target)
+        hit = None if cache.is_deferred() else self._probe.load()
+        if hit is not None:                  # no staging, no LLVM: load the cached object
+            self.program = cache.RestoredProgram(hit.out_tree)
+            self.out_types, self.object = hit.out_types, hit.object
+            loaded = native_jit.LoadedObject(hit.object, target)
+            self.native = NativeKernel(kernel.__name__, loaded.address(hit.meta["symbol"]),
+                                       [ArgSpec.from_json(a) for a in hit.meta["inputs"]],
+                                       [ArgSpec.from_json(a) for a in hit.meta["outputs"]],
+                                       hit.meta["symbols"], keepalive=loaded)
+            return
+        with self._probe.recording():
+            self.program = kernel.trace(abstract_args, abstract_kwargs)
+        self.out_types = [str(t) for t in self.program.function.out_types]
+        if cache.is_deferred():              # `aotx build`: compiled for its own target, or on first use
+            self.native = cache.DeferredNative(self._compile)
+        else:
+            self.native = self._compile()
+
+    def _compile(self) -> NativeKernel:
         fn = self.program.function
-        self.artifacts = pipeline.compile_ir(fn, _symbol_name(kernel.__name__), targets.host(),
-                                             fastmath=kernel.fastmath)
+        self.artifacts = pipeline.compile_ir(fn, self.symbol, targets.host(), fastmath=self.kernel.fastmath)
+        self.object = self.artifacts.object
         loaded = pipeline.load(self.artifacts)
         names = fn.arg_names or [f"arg{i}" for i in range(len(fn.in_types))]
         ins = [parse_spec(n, str(t)) for n, t in zip(names, fn.in_types)]
         outs = [parse_spec(f"result{i}", str(t)) for i, t in enumerate(self.artifacts.ir_optimized.out_types)]
-        self.native = NativeKernel(kernel.__name__, loaded.address(self.artifacts.name), ins, outs,
+        self.native = NativeKernel(self.kernel.__name__, loaded.address(self.artifacts.name), ins, outs,
                                    self.artifacts.symbols, keepalive=loaded)
+        self._probe.store(self)
+        return self.native
+
+    def _ensure_artifacts(self) -> pipeline.Artifacts:
+        """A cache hit has no stages in memory: stage and compile again for lower()."""
+        if self.artifacts is None:
+            if self.program.function is None:
+                self.program = self.kernel.trace(*self.abstract)
+            self.artifacts = pipeline.compile_ir(self.program.function, self.symbol, targets.host(),
+                                                 fastmath=self.kernel.fastmath)
+        return self.artifacts
+    # ---- end of the compile/load path ------------------------------------------------------
 
     def call(self, dynamic: Sequence[Any]) -> Any:
         fe = _frontend()
-        outs = self.native(*dynamic)
+        try:
+            outs = self.native(*dynamic)
+        except RuntimeError:            # status 2: re-raise the host callback's own exception
+            from compiler.backend.callbacks import raise_pending
+            raise_pending()
+            raise
         return fe.pytrees.unflatten(self.program.out_tree, [_scalarize(o) for o in outs])
 
     def call_fast(self, arrays: Sequence[np.ndarray]) -> Any:
@@ -76,6 +119,16 @@ class Specialization:
         if plan is None:
             plan = self._plan = _FastPlan(self)
         return plan(arrays) if plan.ok else self.call(arrays)
+
+
+    def lowered(self) -> Lowered:
+        a = self._ensure_artifacts()
+        return Lowered(format_function(a.ir, with_locs=True), format_function(a.ir_optimized),
+                       a.llvm, a.llvm_optimized, a.asm)
+
+
+def _scalarize(a: np.ndarray) -> Any:
+    return a[()] if a.ndim == 0 else a
 
 
 class _FastPlan:
@@ -107,19 +160,13 @@ class _FastPlan:
         out_ptrs = (ctypes.c_void_p * self.n_out)(*[o.ctypes.data for o in outs])
         status = self.fn(in_ptrs, out_ptrs, self.syms)
         if status:
+            if status == 2:                      # a host callback raised: its exception, no re-run
+                from compiler.backend.callbacks import raise_pending
+                raise_pending()
             return self.spec.call(arrays)        # the checked path raises the proper error
         if self.single:
             return _scalarize(outs[0])
         return _frontend().pytrees.unflatten(self.spec.program.out_tree, [_scalarize(o) for o in outs])
-
-    def lowered(self) -> Lowered:
-        a = self.artifacts
-        return Lowered(format_function(a.ir, with_locs=True), format_function(a.ir_optimized),
-                       a.llvm, a.llvm_optimized, a.asm)
-
-
-def _scalarize(a: np.ndarray) -> Any:
-    return a[()] if a.ndim == 0 else a
 
 
 def _symbol_name(name: str) -> str:
@@ -186,8 +233,8 @@ class Kernel:
             raise TypeError(f"{self.__name__}: signature {signature!r} has {len(types)} argument types "
                             f"but the function takes {len(params)} positional arguments")
         spec = Specialization(self, tuple(types), {})
-        if results is not None and spec.artifacts.ir_optimized.out_types != results:
-            got = ", ".join(map(str, spec.artifacts.ir_optimized.out_types))
+        if results is not None and spec.out_types != [str(t) for t in results]:
+            got = ", ".join(spec.out_types)
             raise TypeError(f"{self.__name__}: signature declares results {', '.join(map(str, results))} "
                             f"but the function returns {got}")
         return spec

@@ -67,6 +67,9 @@ class Codegen:
         self._cache: list[dict[Any, Any]] = [{}]
         self._constants: dict[int, ll.GlobalVariable] = {}
         self.mallocs: list[ll.Value] = []
+        self.error_exits: dict[int, ll.Block] = {}   # status -> exit block (see error_exit)
+        self.math_calls = 0          # vector-math calls emitted so far (see loop())
+        self._loop_ids = 0
 
     # ---- scalars -------------------------------------------------------------------
     def index(self, value: int) -> ll.Constant:
@@ -124,6 +127,7 @@ class Codegen:
 
     def vecmath(self, name: str, args: Sequence[ll.Value]) -> ll.Value:
         from compiler.backend import mathlib
+        self.math_calls += 1
         return mathlib.call(self, name, list(args))
 
     def cast(self, v: ll.Value, src: np.dtype, dst: np.dtype) -> ll.Value:
@@ -202,14 +206,25 @@ class Codegen:
         b.cbranch(b.icmp_signed("<", i, extent), body, exit_)
         b.position_at_end(body)
         self._cache.append({})
+        calls_before = self.math_calls
         try:
             yield i
         finally:
             self._cache.pop()
         nxt = b.add(i, self.index(1), flags=("nsw", "nuw"))
         i.add_incoming(nxt, b.block)
-        b.branch(header)
+        back = b.branch(header)
+        if self.math_calls > calls_before:
+            self._interleave(back)
         b.position_at_end(exit_)
+
+    def _interleave(self, back_edge: Any) -> None:
+        """Ask for two interleaved vector iterations in loops calling vector math: their
+        long dependency chains otherwise leave the FP units idle. The node is made a
+        distinct, self-referential loop ID when the module is printed (kernel.py)."""
+        self._loop_ids += 1
+        marker = ll.MetaDataString(self.module, f"aotx.loop.{self._loop_ids}")
+        back_edge.set_metadata("llvm.loop", self.module.add_metadata([marker]))
 
     @contextlib.contextmanager
     def loop_nest(self, shape: Sequence[dims.Dim]) -> Iterator[list[ll.Value]]:
@@ -320,6 +335,8 @@ class Codegen:
         kind = op.prim.kind
         if kind == OPAQUE:
             op.prim.lower(self, op, [self.buffers[r] for r in op.results])
+        elif kind == CONTROL and op.prim.lower is not None:   # a control op with its own lowering
+            op.prim.lower(self, op)                           # (custom_function)
         elif kind == CONTROL:
             from compiler.backend import control
             control.lower(self, op)
@@ -332,9 +349,22 @@ class Codegen:
         with self.loop_nest(src.shape) as idx:
             self.store(dst, idx, self.load(src, idx))
 
+    # ---- error exits (host callbacks) ----------------------------------------------------
+    def error_exit(self, status: int) -> ll.Block:
+        """A block that frees every temporary and returns `status` (filled in by finish):
+        branch there when a host callback fails."""
+        if status not in self.error_exits:
+            self.error_exits[status] = self.fn.append_basic_block(f"error.{status}")
+        return self.error_exits[status]
+
     def finish(self) -> None:
         """Free temporaries and return 0; if any allocation failed, return 1 up front."""
         free = _declare(self.module, "free", ll.FunctionType(ll.VoidType(), [PTR]))
+        for status, block in self.error_exits.items():
+            eb = ll.IRBuilder(block)
+            for raw in self.mallocs:
+                eb.call(free, [raw])
+            eb.ret(ll.Constant(ll.IntType(32), status))
         for raw in self.mallocs:
             self.b.call(free, [raw])
         self.b.ret(ll.Constant(ll.IntType(32), 0))

@@ -48,10 +48,24 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
     cg.lower_block(fn.body, ins, outs)
     cg.finish()
     _emit_entry(module, impl, name, n_in, n_out, len(syms))
-    text = str(module)
+    text = _loop_ids(str(module))
     # a string attribute llvmlite cannot attach: use the host's full vector width
     attrs = f'"prefer-vector-width"="{target.vector_bits}" "min-legal-vector-width"="0"'
     return re.sub(r'(define internal i32 @"[^"]*\.impl"\([^)]*\))', rf"\1 {attrs}", text, count=1)
+
+
+def _loop_ids(text: str) -> str:
+    """Turn the codegen's ``!N = !{!"aotx.loop.K"}`` markers into distinct loop IDs
+    asking for interleave count 2 (llvmlite cannot build self-referential metadata)."""
+    markers = re.findall(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+" ?\}$', text, flags=re.M)
+    if not markers:
+        return text
+    ids = [int(m) for m in re.findall(r"^!(\d+) =", text, flags=re.M)]
+    hint = f"!{max(ids) + 1}"
+    for m in markers:
+        text = re.sub(rf'^{m} = !\{{ ?!"aotx\.loop\.\d+" ?\}}$', f"{m} = distinct !{{{m}, {hint}}}",
+                      text, flags=re.M)
+    return text + f'\n{hint} = !{{!"llvm.loop.interleave.count", i32 2}}\n'
 
 
 def _emit_entry(module: ll.Module, impl: ll.Function, name: str, n_in: int, n_out: int, n_sym: int) -> None:
