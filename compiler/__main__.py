@@ -1,4 +1,5 @@
 """``python -m compiler`` is the ``aotx`` command."""
 from compiler.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":
+    raise SystemExit(main())

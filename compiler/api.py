@@ -240,15 +240,14 @@ class Kernel:
         return spec
 
     def _abstract(self, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict, list[Any]]:
+        """Arguments as passed (positional stay positional: vmap's in_dims apply to them;
+        keywords stay keywords), arrays replaced by their types, in flattening order."""
         fe = _frontend()
-        bound = self._bind(args, kwargs)
-        static = {list(self._signature.parameters).index(n) if n in self._signature.parameters else -1: n
-                  for n in bound.arguments}
+        self._bind(args, kwargs)                 # a clear TypeError for a wrong call
         abstract_args, dynamic = [], []
-        for i, value in enumerate(bound.args):
+        for i, value in enumerate(args):
             abstract_args.append(value if i in self.static_argnums else _abstract_leafwise(fe, value, dynamic))
-        abstract_kwargs = {k: _abstract_leafwise(fe, v, dynamic) for k, v in bound.kwargs.items()}
-        del static
+        abstract_kwargs = {k: _abstract_leafwise(fe, kwargs[k], dynamic) for k in sorted(kwargs)}
         key = fe.pytrees.flatten((tuple(abstract_args), abstract_kwargs))
         return _hashable_key(key), tuple(abstract_args), abstract_kwargs, dynamic
 

@@ -1,6 +1,8 @@
 """The ``aotx`` command (also ``python -m compiler``).
 
+    aotx build MODULE.py -o DIR [--cpu host|generic|NAME] [--emit ll,asm,ir] [--jobs N]
     aotx show FILE.py:FUNC --signature "f64[n]" --stage ir|ir_optimized|llvm|asm
+    aotx cache info|list|clear
 """
 from __future__ import annotations
 
@@ -44,9 +46,70 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _build(args: argparse.Namespace) -> int:
+    from compiler.backend import aot
+    emit = [e.strip() for part in args.emit for e in part.split(",") if e.strip()]
+    try:
+        result = aot.build(args.module, args.output, cpu=args.cpu, emit=emit, jobs=args.jobs)
+    except aot.BuildError as e:
+        print(f"aotx: {e}", file=sys.stderr)
+        return 1
+    files = [result.library, result.header, result.manifest, *result.extra]
+    print(f"aotx: built {len(result.kernels)} kernel(s): " + ", ".join(str(f) for f in files),
+          file=sys.stderr)
+    return 0
+
+
+def _cache(args: argparse.Namespace) -> int:
+    from runtime import cache as storage
+    cache = storage.DiskCache(storage.default_dir())
+    if args.action == "info":
+        from compiler import cache as kcache
+        entries = list(cache.entries())
+        bad = sum(1 for e in entries if e.meta is None)
+        print(f"directory: {cache.root}")
+        print(f"entries:   {len(entries)}" + (f" ({bad} invalid: rebuilt when used)" if bad else ""))
+        print(f"size:      {cache.size() / 1024:.1f} KiB")
+        print(f"enabled:   {'no (AOTX_DISABLE_CACHE is set)' if not kcache.enabled() else 'yes'}")
+        return 0
+    if args.action == "list":
+        rows = []
+        for e in cache.entries():
+            if e.meta is None:
+                rows.append((e.key[:12], "(invalid)", e.problem or "", f"{e.size / 1024:.1f} KiB",
+                             storage.age(e.mtime)))
+            else:
+                m = e.meta
+                rows.append((e.key[:12], m.get("function", m.get("name", "?")), m.get("signature", ""),
+                             f"{e.size / 1024:.1f} KiB", storage.age(e.mtime)))
+        if not rows:
+            print(f"(no entries in {cache.root})")
+            return 0
+        header = ("key", "function", "signature", "size", "age")
+        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+        for r in [header, *rows]:
+            print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+        return 0
+    n = cache.clear()
+    print(f"removed {n} entries from {cache.root}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aotx", description="ahead-of-time NumPy kernel compiler")
     sub = parser.add_subparsers(dest="command", required=True)
+    build = sub.add_parser("build", help="compile a module's signed kernels to a C-ABI shared library")
+    build.add_argument("module", help="MODULE.py")
+    build.add_argument("-o", "--output", required=True, help="output directory")
+    build.add_argument("--cpu", default="host", help="host (default), generic, or an LLVM CPU name "
+                       "(e.g. x86-64-v3, haswell, znver4)")
+    build.add_argument("--emit", action="append", default=[],
+                       help="extra artifacts, comma separated: ll (LLVM IR), asm, ir (aotx IR)")
+    build.add_argument("--jobs", "-j", type=int, default=1, help="compile N kernels in parallel")
+    build.set_defaults(run=_build)
+    cache = sub.add_parser("cache", help="inspect or clear the on-disk kernel cache")
+    cache.add_argument("action", choices=("info", "list", "clear"))
+    cache.set_defaults(run=_cache)
     show = sub.add_parser("show", help="print a stage of a compiled function")
     show.add_argument("target", help="FILE.py:FUNC")
     show.add_argument("--signature", help='argument types, e.g. "f64[n, 3], f64[3]"')

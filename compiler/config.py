@@ -6,6 +6,8 @@
 | AOTX_PRINT_AFTER=a,b | print the IR after the named stages (frontend, simplify, ...)   |
 | AOTX_VERIFY=1        | run the IR verifier after every stage (on in the test suite)    |
 | AOTX_FRONTEND_DEBUG=1| re-raise internal frontend errors with their Python traceback   |
+| AOTX_CACHE_DIR=path  | on-disk kernel cache (default: the user cache dir + /aotx)      |
+| AOTX_DISABLE_CACHE=1 | neither read nor write the on-disk kernel cache                 |
 """
 from __future__ import annotations
 
@@ -37,6 +39,10 @@ def verify_enabled() -> bool:
 
 def frontend_debug() -> bool:
     return _get("AOTX_FRONTEND_DEBUG", "0") not in ("", "0")
+
+
+def cache_disabled() -> bool:
+    return _get("AOTX_DISABLE_CACHE", "0") not in ("", "0")
 
 
 @contextlib.contextmanager

@@ -130,6 +130,10 @@ class CallMixin:
             return self._call_method(fn, args, kwargs)
         if _hashable(fn) and fn in EXTERNAL:
             return EXTERNAL[fn](self, *args, **kwargs)
+        if isinstance(fn, types.MethodType) and _hashable(fn.__func__) and fn.__func__ in EXTERNAL:
+            # a registered function called as a bound (class)method, e.g. MyFunction.apply:
+            # the handler gets the bound object first (compiler.Function, custom.py)
+            return EXTERNAL[fn.__func__](self, fn.__self__, *args, **kwargs)
         if _hashable(fn) and fn in NP.NUMPY_FUNCTIONS:
             return self._call_numpy(fn, args, kwargs)
         name = NP.numpy_name(fn)

@@ -10,6 +10,7 @@ messages and every op's location use.
 from __future__ import annotations
 
 import ast
+import contextvars
 import inspect
 import linecache
 import textwrap
@@ -48,9 +49,17 @@ class FunctionSource:
 
 _CACHE: dict[Any, FunctionSource] = {}
 
+# The on-disk kernel cache (compiler/cache.py) records every function whose source
+# the frontend reads while staging, to check that its key covered all of them.
+SOURCE_READS: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "aotx_source_reads", default=None)
+
 
 def function_source(fn: types.FunctionType) -> FunctionSource:
     """Parse the source of a Python function (or lambda), cached per code object."""
+    reads = SOURCE_READS.get()
+    if reads is not None:
+        reads.append(fn)
     code = fn.__code__
     cached = _CACHE.get(code)
     if cached is not None:

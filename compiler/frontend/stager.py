@@ -287,6 +287,8 @@ class Stager(CallMixin, ast.NodeVisitor):
             obj, index = self.visit(target.value), self.visit(target.slice)
             current = self.subscript(obj, index)
             self.setitem(obj, index, self.inplace_op(current, node.op, value), target)
+        elif isinstance(target, ast.Attribute) and _attribute_sink(self, target.value):
+            self.assign(target, self.binop(node.op, self.visit(target), value))   # ctx.attr op= ...
         else:
             self.assign(target, value)
 
@@ -407,6 +409,8 @@ class Stager(CallMixin, ast.NodeVisitor):
             self._unpack(target, value)
         elif isinstance(target, ast.Subscript):
             self.setitem(self.visit(target.value), self.visit(target.slice), value, target)
+        elif isinstance(target, ast.Attribute) and _attribute_sink(self, target.value):
+            setattr(self.visit(target.value), target.attr, value)   # ctx.attr = ... (compiler.Function)
         elif isinstance(target, ast.Attribute):
             raise Reject(SideEffectError, f"assigning the attribute .{target.attr} modifies an "
                          "object from outside the compiled function",
@@ -762,6 +766,18 @@ _UFUNC_NAMES = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.D
                 ast.FloorDiv: "floor_divide", ast.Mod: "remainder", ast.Pow: "power",
                 ast.BitAnd: "bitwise_and", ast.BitOr: "bitwise_or", ast.BitXor: "bitwise_xor",
                 ast.MatMult: "matmul"}
+
+
+def _attribute_sink(stager: Stager, node: ast.expr) -> bool:
+    """Is `node` a name bound to an object that accepts attribute assignment in staged code
+    (one whose class sets ``__aotx_attribute_sink__``: the ctx of a compiler.Function)?"""
+    if not isinstance(node, ast.Name):
+        return False
+    try:
+        obj = stager.scope.lookup(node.id)  # type: ignore[union-attr]
+    except Reject:
+        return False
+    return getattr(type(obj), "__aotx_attribute_sink__", False) is True
 
 
 def _has_dynamic(x: Any) -> bool:

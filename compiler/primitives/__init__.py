@@ -5,6 +5,7 @@ entries and the module attributes give direct handles (``prims.add``).
 """
 from compiler.primitives.base import REGISTRY, Primitive, ShapeError, get
 from compiler.primitives.control import chunked, cond, while_
+from compiler.primitives.custom import custom_function, host_call  # compiler.Function
 from compiler.primitives.elementwise import *  # noqa: F401,F403
 from compiler.primitives.elementwise import (abs_, add, and_, arccos, arcsin, arctan, arctan2, cbrt,
                                              ceil, convert, cos, cosh, div, eq, exp, exp2, expm1,

@@ -79,9 +79,15 @@ def _intrinsic(name: str) -> Lower:
     return lambda cg, op, a: cg.intrinsic(name, a)
 
 
+_BOOL_ARITH = {"add": "or_", "mul": "and_"}   # NumPy: True + True is True, not False
+
+
 def _arith(fop: str, iop: str) -> Lower:
     def lower(cg: Any, op: Any, a: list[Any]) -> Any:
-        return getattr(cg.b, fop if is_float(op.operands[0].dtype) else iop)(*a)
+        dtype = op.operands[0].dtype
+        if dtype == BOOL:
+            return getattr(cg.b, _BOOL_ARITH[iop])(*a)
+        return getattr(cg.b, fop if is_float(dtype) else iop)(*a)
     return lower
 
 

@@ -70,6 +70,11 @@ def vmap_block(block: Block, in_bdims: Sequence[int | None], size: Dim,
     if out_bdims is None:
         new.results = [v for v, _ in outs]
         return new, [d for _, d in outs]
+    for w, r in zip(out_bdims, block.results):
+        if w is not None and not -(r.type.ndim + 1) <= w <= r.type.ndim:
+            raise ValueError(f"vmap: out_dim={w} is out of range for an output with {r.type.ndim} dims "
+                             f"(batched: {r.type.ndim + 1}); expected {-(r.type.ndim + 1)} <= out_dim "
+                             f"<= {r.type.ndim}")
     wants = [None if w is None else w % (r.type.ndim + 1) for w, r in zip(out_bdims, block.results)]
     with b.at(block.ops[-1].loc if block.ops else None):
         new.results = [v if want is None else batched_at(b, v, d, want, size)

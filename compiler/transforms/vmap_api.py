@@ -80,6 +80,9 @@ class VmapTracer:
             name = self.arg_name(i)
             leaf_dims = prefix_leaves(spec, arg, "in_dims", f"argument '{name}'")
             leaves, tree = flatten_static(arg, _is_dynamic)
+            if isinstance(spec, int) and not leaves:
+                raise ValueError(f"vmap: in_dim={spec} for argument '{name}', which is a Python value "
+                                 f"({type(arg).__name__}), not an array; use in_dims=None for it")
             stripped = []
             for leaf, d in zip(leaves, leaf_dims):
                 new_leaf, d, n = _strip(leaf, d, name)

@@ -32,10 +32,7 @@ SKIP_MARK = "# doctest: skip"
 # Blocks in pages this test's owner does not maintain that are known to fail,
 # keyed by (page relative to the repository, block number). Strict: once such
 # a block runs, the entry must go.
-KNOWN_FAILURES: dict[tuple[str, int], str] = {
-    ("docs/vecmath.md", 1): "a backend-internal fragment (`builder`, `x` and `target` are not "
-                            "defined); it needs a `# doctest: skip` first line",
-}
+KNOWN_FAILURES: dict[tuple[str, int], str] = {}
 
 _FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*)$")
 

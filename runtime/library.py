@@ -1,0 +1,111 @@
+"""``runtime.load``: a library built by ``aotx build``, callable from Python
+with NumPy and the standard library only (no compiler, no LLVM).
+
+>>> lib = runtime.load("build/physics")          # doctest: +SKIP
+>>> lib.step(x, w)                                # same checks as Kernel
+"""
+from __future__ import annotations
+
+import ctypes
+import inspect
+from pathlib import Path
+from typing import Any
+
+
+from runtime import manifest as mf
+from runtime import trees
+from runtime.abi import ArgSpec
+from runtime.loader import NativeKernel
+
+
+class LibraryKernel:
+    """One kernel of a built library: validates arguments exactly as ``Kernel`` does
+    (dtype by safe casting, rank, sizes, symbolic dims agreeing, contiguity by copying),
+    allocates the outputs and returns them in the function's result structure."""
+
+    def __init__(self, info: dict[str, Any], address: int, library: "Library") -> None:
+        ins = [ArgSpec.from_json(a) for a in info["inputs"]]
+        outs = [ArgSpec.from_json(a) for a in info["outputs"]]
+        self.__name__ = info["name"]
+        self.signature = info.get("signature")
+        self.symbol = info["symbol"]
+        self.native = NativeKernel(info["name"], address, ins, outs, info.get("symbols", []),
+                                   keepalive=library)
+        self._result = info.get("result", {"tuple": [trees.LEAF] * len(outs)})
+        self.__signature__ = inspect.Signature(
+            [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in ins])
+        self.__doc__ = f"{self.__name__}({self.signature}) from {library.path.name}"
+
+    @property
+    def address(self) -> int:
+        """Address of the C entry point (see docs/abi.md)."""
+        return self.native.address
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            try:
+                args = tuple(self.__signature__.bind(*args, **kwargs).args)
+            except TypeError as e:
+                raise TypeError(f"{self.__name__}(): {e}") from None
+        outs = self.native(*args)
+        return trees.unflatten(self._result, [o[()] if o.ndim == 0 else o for o in outs])
+
+    def __repr__(self) -> str:
+        return f"<aotx kernel {self.__name__}({self.signature})>"
+
+
+class Library:
+    """A loaded library: its kernels are attributes (and ``lib.kernels`` by name)."""
+
+    def __init__(self, path: Path, manifest: dict[str, Any], handle: ctypes.CDLL) -> None:
+        self.path = path
+        self.manifest = manifest
+        self._handle = handle
+        self.kernels: dict[str, LibraryKernel] = {}
+        for info in manifest["kernels"]:
+            try:
+                fn = getattr(handle, info["symbol"])
+            except AttributeError:
+                raise mf.LoadError(f"{path}: symbol {info['symbol']!r} listed in the manifest "
+                                   f"is not in the library") from None
+            kernel = LibraryKernel(info, ctypes.cast(fn, ctypes.c_void_p).value or 0, self)
+            self.kernels[info["name"]] = kernel
+            setattr(self, info["name"], kernel)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self.kernels))
+
+    def __repr__(self) -> str:
+        return f"<aotx library {self.path} kernels: {', '.join(self.kernels)}>"
+
+
+def _paths(path: str | Path) -> tuple[Path, Path]:
+    p = Path(path)
+    if p.suffix in (".so", ".json", ".h", ".dylib", ".dll"):
+        p = p.with_suffix("")
+    if p.is_dir():                        # a build directory with one library in it
+        found = sorted(p.glob("*.json"))
+        if len(found) != 1:
+            raise mf.LoadError(f"{p} is a directory; name the library (e.g. {p}/MODULE)")
+        p = found[0].with_suffix("")
+    return p.with_name(p.name + ".json"), p
+
+
+def load(path: str | Path) -> Library:
+    """Load ``PATH.so`` after checking ``PATH.json`` (ABI version, CPU features, hashes).
+
+    `path` is the library's path without suffix (``build/physics``), or with
+    ``.so``/``.json``. Raises :class:`runtime.LoadError` (:class:`runtime.CPUFeatureError`
+    when this CPU lacks features the code was built for) instead of crashing.
+    """
+    manifest_path, base = _paths(path)
+    manifest = mf.read(manifest_path)
+    lib_path = base.parent / manifest["library"]
+    mf.check_hash(manifest, lib_path, manifest_path)
+    try:
+        handle = ctypes.CDLL(str(lib_path.resolve()))
+    except OSError as e:
+        raise mf.LoadError(f"cannot load {lib_path}: {e}") from None
+    return Library(lib_path, manifest, handle)
+
+

@@ -1,0 +1,251 @@
+"""`aotx build`, `runtime.load` without LLVM, the C ABI from C, and the other commands."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import runtime
+from compiler import cli
+from runtime import cpu
+from tests.runtime.subproc import BLOCK_COMPILER, REPO, env_for, last_json, run_python
+
+EXAMPLE = REPO / "examples" / "c_host"
+HAVE_CC = shutil.which("cc") is not None
+needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler (cc)")
+
+
+def oracle(x: np.ndarray) -> dict:
+    """The example's kernels run by NumPy (examples/c_host/kernels.py, uncompiled)."""
+    pts = np.stack([x, 2 * x, 1 - x], axis=1)
+    return {"wave": np.exp(-x * x) * np.sin(3.0 * x), "means": pts.mean(axis=0),
+            "maxnorm": np.sqrt((pts * pts).sum(axis=1)).max(), "diffs": x[1:] - x[:-1]}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """One real `aotx build` (console entry point, --emit, --jobs) shared by the tests."""
+    if not HAVE_CC:
+        pytest.skip("no C compiler (cc)")
+    out = tmp_path_factory.mktemp("build")
+    cache = tmp_path_factory.mktemp("cache")
+    proc = subprocess.run([sys.executable, "-m", "compiler", "build", str(EXAMPLE / "kernels.py"), "-o",
+                           str(out), "--emit", "ll,asm", "--emit", "ir", "--jobs", "2"],
+                          capture_output=True, text=True, env=env_for(cache), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return out, proc.stderr
+
+
+def test_build_writes_library_header_manifest_and_progress(built):
+    out, log = built
+    for name in ("kernels.so", "kernels.h", "kernels.json"):
+        assert (out / name).is_file()
+    for k in ("wave", "stats", "diffs"):
+        assert f"] {k}: " in log                        # one progress line per kernel
+    assert log.count("[") >= 3 and "[3/3]" in log
+    m = json.loads((out / "kernels.json").read_text())
+    assert m["abi_version"] == runtime.ABI_VERSION and m["format"] == "aotx-library"
+    assert [k["name"] for k in m["kernels"]] == ["wave", "stats", "diffs"]
+    diffs = m["kernels"][2]
+    assert diffs["inputs"] == [{"name": "x", "type": "f64[n]"}]
+    assert diffs["outputs"][0]["type"] == "f64[n - 1]" and diffs["symbols"] == ["n"]
+    assert m["target"]["cpu"] and set(m["target"]["features"]) <= cpu.DETECTABLE
+    assert set(m["hashes"]) == {"kernels.so", "kernels.h"}
+    assert all(len(k["object_sha256"]) == 64 and len(k["source_sha256"]) == 64 for k in m["kernels"])
+
+
+def test_emitted_artifacts(built):
+    out, _ = built
+    for k in ("wave", "stats", "diffs"):
+        ll = (out / f"kernels.{k}.ll").read_text()
+        assert f"define" in ll and f"@kernels_{k}(" in ll
+        asm = (out / f"kernels.{k}.s").read_text()
+        assert f"kernels_{k}:" in asm
+        ir = (out / f"kernels.{k}.ir").read_text()
+        assert "return" in ir or "%" in ir
+
+
+def test_header_is_clean_c(built):
+    out, _ = built
+    for lang in ("c", "c++"):
+        if lang == "c++" and shutil.which("c++") is None:
+            continue
+        compiler_cmd = "cc" if lang == "c" else "c++"
+        proc = subprocess.run([compiler_cmd, "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-x", lang,
+                               str(out / "kernels.h")], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+
+
+LOAD = BLOCK_COMPILER + '''
+import json, sys
+import numpy as np
+import runtime
+lib = runtime.load(sys.argv[1])
+out = {}
+for n in (5, 1000):                          # one built kernel, two sizes of the symbolic dim
+    x = np.linspace(-1.0, 1.0, n)
+    pts = np.stack([x, 2 * x, 1 - x], axis=1)
+    means, maxnorm = lib.stats(pts)
+    out[n] = {"wave": lib.wave(x).tolist(), "means": means.tolist(), "maxnorm": float(maxnorm),
+              "diffs": lib.diffs(x=x).tolist()}
+errors = []
+for bad in (lambda: lib.wave(np.zeros((2, 2))), lambda: lib.wave(np.zeros(3, np.complex128)),
+            lambda: lib.wave(), lambda: lib.stats(np.zeros((4, 2)))):
+    try:
+        bad()
+        errors.append("no error")
+    except (TypeError, ValueError) as e:
+        errors.append(type(e).__name__ + ": " + str(e))
+out["errors"] = errors
+out["strided"] = lib.wave(np.linspace(-1.0, 1.0, 20)[::2]).tolist()
+out["modules"] = sorted(m for m in sys.modules if m.split(".")[0] in ("compiler", "llvmlite"))
+print(json.dumps(out))
+'''
+
+
+def test_runtime_load_without_compiler_or_llvmlite(built, tmp_path):
+    out, _ = built
+    proc = run_python(LOAD.replace("sys.argv[1]", repr(str(out / "kernels"))), tmp_path, None)
+    got = last_json(proc.stdout)
+    assert got["modules"] == []
+    for n in (5, 1000):
+        want = oracle(np.linspace(-1.0, 1.0, n))
+        for k in ("wave", "means", "maxnorm", "diffs"):
+            np.testing.assert_allclose(got[str(n)][k], want[k], rtol=1e-12, atol=1e-14)
+    assert len(got["1000"]["diffs"]) == 999
+    shape_err, dtype_err, arity_err, dim_err = got["errors"]
+    assert shape_err.startswith("ValueError") and "'x'" in shape_err
+    assert dtype_err.startswith("TypeError") and "complex128" in dtype_err
+    assert arity_err.startswith("TypeError")
+    assert dim_err.startswith("ValueError") and "'points'" in dim_err and "3" in dim_err
+    np.testing.assert_allclose(got["strided"], oracle(np.linspace(-1.0, 1.0, 20)[::2])["wave"], rtol=1e-12)
+
+
+def test_c_host_example(built, tmp_path):
+    out, _ = built
+    exe = tmp_path / "main"
+    proc = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-I", str(out), str(EXAMPLE / "main.c"),
+                           str(out / "kernels.so"), f"-Wl,-rpath,{out}", "-o", str(exe)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    for n in (2, 777):
+        run = subprocess.run([str(exe), str(n)], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        want = oracle(np.linspace(-1.0, 1.0, n))
+        lines = [line.split() for line in run.stdout.splitlines()]
+        assert {name for name, _, _ in lines} == {"wave", "means", "maxnorm", "diffs"}
+        for name, index, value in lines:
+            ref = np.atleast_1d(want[name])[int(index)]
+            assert float(value) == pytest.approx(ref, rel=1e-12, abs=1e-14), (name, index)
+
+
+def copy_build(out: Path, dest: Path) -> Path:
+    for name in ("kernels.so", "kernels.h", "kernels.json"):
+        shutil.copy(out / name, dest / name)
+    return dest / "kernels"
+
+
+def edit_manifest(base: Path, change) -> None:
+    path = base.with_suffix(".json")
+    m = json.loads(path.read_text())
+    change(m)
+    path.write_text(json.dumps(m))
+
+
+def test_foreign_cpu_features_are_a_clear_error(built, tmp_path):
+    have = cpu.host_features()
+    if have is None:
+        pytest.skip("this platform's CPU features cannot be read")
+    lacking = sorted(cpu.DETECTABLE - have)
+    if not lacking:
+        pytest.skip("this CPU has every detectable feature")
+    base = copy_build(built[0], tmp_path)
+    edit_manifest(base, lambda m: m["target"]["features"].extend(lacking[:2]))
+    with pytest.raises(runtime.CPUFeatureError) as info:
+        runtime.load(base)
+    assert info.value.missing == lacking[:2]
+    for feature in lacking[:2]:
+        assert feature in str(info.value)
+
+
+def test_hash_abi_and_missing_files_are_errors(built, tmp_path):
+    base = copy_build(built[0], tmp_path)
+    lib = runtime.load(str(base) + ".so")               # with a suffix works too
+    assert sorted(lib.kernels) == ["diffs", "stats", "wave"]
+    edit_manifest(base, lambda m: m.update(abi_version=999))
+    with pytest.raises(runtime.LoadError, match="ABI version 999"):
+        runtime.load(base)
+    edit_manifest(base, lambda m: m.update(abi_version=runtime.ABI_VERSION))
+    with open(base.with_suffix(".so"), "ab") as f:
+        f.write(b"\0")
+    with pytest.raises(runtime.LoadError, match="hash"):
+        runtime.load(base)
+    with pytest.raises(runtime.LoadError, match="no manifest"):
+        runtime.load(tmp_path / "nothing")
+
+
+# ---- command-line behaviour in-process ------------------------------------------------------------
+
+def test_missing_c_compiler_is_one_clear_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "m.py").write_text("from compiler import jit\n")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CC", raising=False)
+    assert cli.main(["build", str(tmp_path / "m.py"), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no C compiler found" in err and "'cc'" in err
+
+
+def test_compile_errors_point_at_the_user_line(tmp_path, capsys):
+    (tmp_path / "bad.py").write_text(
+        "import numpy as np\nfrom compiler import jit\n\n\n@jit(signature=\"f64[n]\")\ndef f(x):\n"
+        "    y = x * 2.0\n    return np.not_a_numpy_function(y)\n")
+    assert cli.main(["build", str(tmp_path / "bad.py"), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'bad.py'}:8:" in err and "^" in err
+    assert not (tmp_path / "out" / "bad.so").exists()
+
+
+@needs_cc
+def test_generic_cpu_build_and_no_signed_functions(tmp_path, capsys):
+    (tmp_path / "small.py").write_text(
+        "import numpy as np\nfrom compiler import jit\n\n@jit(signature=\"f32[n], f32\")\n"
+        "def scale(x, a):\n    return x * a\n\n\ndef plain(x):\n    return x\n")
+    assert cli.main(["build", str(tmp_path / "small.py"), "-o", str(tmp_path / "o"), "--cpu", "generic"]) == 0
+    m = json.loads((tmp_path / "o" / "small.json").read_text())
+    assert m["target"]["cpu"] == "x86-64" and "avx" not in m["target"]["features"]
+    assert [k["name"] for k in m["kernels"]] == ["scale"]
+    lib = runtime.load(tmp_path / "o" / "small")
+    x = np.arange(6, dtype=np.float32)
+    got = lib.scale(x, 2.5)
+    assert got.dtype == np.float32 and np.array_equal(got, x * np.float32(2.5))
+    (tmp_path / "none.py").write_text("def f(x):\n    return x\n")
+    assert cli.main(["build", str(tmp_path / "none.py"), "-o", str(tmp_path / "o")]) == 1
+    assert "no function carries a signature" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stage,expect", [("ir", "# "), ("ir_optimized", "return"), ("llvm", "define"),
+                                          ("asm", "aotx_wave:")])
+def test_show_stages(stage, expect, capsys):
+    assert cli.main(["show", f"{REPO / 'examples' / 'quickstart.py'}:wave", "--signature", "f64[n]",
+                     "--stage", stage]) == 0
+    assert expect in capsys.readouterr().out
+
+
+def test_cache_info_list_clear(tmp_path, monkeypatch, capsys):
+    from compiler import jit
+    monkeypatch.setenv("AOTX_CACHE_DIR", str(tmp_path / "c"))
+    jit(lambda x: x + 1.0)(np.zeros(3))
+    assert cli.main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert str(tmp_path / "c") in out and "entries:   1" in out
+    assert cli.main(["cache", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "f64[3]" in out and "<lambda>" in out
+    assert cli.main(["cache", "clear"]) == 0
+    assert "removed 1" in capsys.readouterr().out
+    assert not list((tmp_path / "c").glob("kernels/*/*"))

@@ -1,0 +1,83 @@
+"""Every program in examples/ is also a test: its main computation, compiled, equals NumPy.
+
+Each example is imported as a module (its `main()`, which prints timings, is not
+run) and its compiled kernels are called on the example's own inputs and
+compared with the same functions run uncompiled by NumPy. The header of every
+example must carry a `# run:` line (STYLE.md point 20).
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+from tests.ops.compare import Tol, assert_same
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+
+@functools.cache
+def load(name: str):
+    path = EXAMPLES / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"aotx_example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.name)
+def test_example_header_has_run_line(path):
+    doc = path.read_text().split('"""')[1]
+    assert f"# run: python examples/{path.name}" in doc, f"{path.name}: the docstring needs a '# run:' line"
+
+
+def test_nbody_trajectory_matches_numpy():
+    m = load("nbody")
+    pos, vel = m.initial_state()
+    got = m.fast_simulate(pos, vel, 0.002)
+    want = m.simulate(pos, vel, 0.002)
+    assert_same(got, want, Tol((1e-5, 1e-6), (1e-9, 1e-11)))
+
+
+def test_nbody_forces_match_numpy_on_a_small_cluster():
+    m = load("nbody")
+    pos, _ = m.initial_state(n_side=2, seed=3)
+    from compiler import jit
+    assert_same(jit(m.lj_forces)(pos), m.lj_forces(pos), Tol((1e-5, 1e-6), (1e-11, 1e-12)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_mlp_inference_matches_numpy(dtype):
+    m = load("mlp_inference")
+    params, x = m.init_params(dtype=dtype), m.make_batch(batch=32, dtype=dtype)
+    got = m.fast_predict(params, x)
+    assert_same(got, m.predict(params, x), Tol((1e-4, 1e-6), (1e-11, 1e-13)))
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000])
+def test_black_scholes_symbolic_signature_matches_numpy(n):
+    m = load("black_scholes")
+    spot, strike, years = m.make_options(n, seed=n)
+    got = m.fast_black_scholes(spot, strike, years, 0.02, 0.3)
+    assert_same(got, m.black_scholes(spot, strike, years, 0.02, 0.3), Tol((0, 0), (1e-10, 1e-10), ulps=8))
+
+
+@pytest.mark.parametrize("mean_anomaly, ecc", [(1.0, 0.9), (0.1, 0.0), (3.0, 0.5), (5.5, 0.99)])
+def test_newton_kepler_matches_numpy(mean_anomaly, ecc):
+    m = load("newton")
+    got = m.fast_kepler(np.float64(mean_anomaly), np.float64(ecc))
+    want = m.kepler(np.float64(mean_anomaly), np.float64(ecc))
+    assert_same(got, want, Tol((0, 0), (1e-13, 1e-13), ulps=8), check_structure=True)
+    e_anom = float(got[0])
+    assert abs(e_anom - ecc * np.sin(e_anom) - mean_anomaly) < 1e-10
+
+
+def test_newton_orbit_matches_numpy():
+    m = load("newton")
+    (xy, steps), (xy_ref, steps_ref) = m.orbit(m.fast_kepler, 0.7, n=16), m.orbit(m.kepler, 0.7, n=16)
+    np.testing.assert_allclose(xy, xy_ref, rtol=1e-12, atol=1e-12)
+    assert steps == steps_ref

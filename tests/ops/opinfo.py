@@ -1,0 +1,1060 @@
+"""The OpInfo registry: every user-level operation, listed once, with its sample inputs.
+
+One :class:`OpInfo` per operation as a user spells it in NumPy (``np.arctan2``,
+``x.sum(axis=1, keepdims=True)``, ``x[1:-1:2]``, ``y = x.copy(); y[1:3] = v``).
+Test generators read the registry (PyTorch's OpInfo, functorch's exhaustive
+vmap tests and JAX's ``check_grads`` are the models):
+
+* ``tests/ops/test_forward.py``: compiled == NumPy, interpreter == NumPy, and
+  every primitive of ``compiler.primitives.REGISTRY`` is reached by some sample;
+* the vmap / jvp / vjp generators use ``supports_vmap``, ``supports_jvp``,
+  ``supports_vjp`` and ``supports_grad2`` (default: True for differentiable ops
+  on float dtypes);
+* the error tests use ``error_inputs`` (arguments, exception class, message regex).
+
+A sample is a :class:`SampleInput` (positional ``args``, ``kwargs``, a short
+description). Arrays (including NumPy scalars) are dynamic kernel inputs,
+Python floats are dynamic weak scalars (NEP 50), Python ints, bools, strings,
+tuples of ints and dtypes are static (compile-time) arguments.
+``sample_inputs(dtype, rng)`` covers 0-d arrays, size-1 dims, size-0 dims where
+NumPy allows them, broadcasting between operands of different ranks, Python
+scalar operands, mixed-dtype promotion, and, for float dtypes, the op's
+``edge_values`` (±0, ±inf, nan, huge, tiny; all pairs for binary ops).
+"""
+from __future__ import annotations
+
+import inspect
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
+
+from compiler import errors
+from tests.ops.compare import EXACT, IEEE, REDUCTION, TRANSCENDENTAL, Tol
+
+F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+I32, I64 = np.dtype(np.int32), np.dtype(np.int64)
+BOOL = np.dtype(np.bool_)
+FLOATS = (F32, F64)
+INTS = (I32, I64)
+NUMERIC = FLOATS + INTS
+ALL_DTYPES = NUMERIC + (BOOL,)
+
+INF, NAN = float("inf"), float("nan")
+#: special values for float edge samples (cast to the dtype: huge ones overflow to inf in float32)
+FLOAT_EDGES = (0.0, -0.0, INF, -INF, NAN, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-30, -1e-30, 1e30, -1e30,
+               1e-310, 1e300, -1e300, 1e-45, 100.0, -100.0, 700.0, -700.0, 1e10)
+#: special values for the integer arithmetic samples (extremes wrap as in NumPy)
+INT_EDGES = "int-edges"
+
+
+# ---- the record ------------------------------------------------------------------------------------
+
+@dataclass
+class SampleInput:
+    """One call of an op: ``fn(*args, **kwargs)``."""
+
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    desc: str = ""
+
+    def __repr__(self) -> str:
+        return f"SampleInput({self.desc or describe(self.args)})"
+
+
+@dataclass
+class ErrorInput:
+    """A call that is a user error: it must raise `exc` with a message matching `match`."""
+
+    sample: SampleInput
+    exc: type[BaseException]
+    match: str
+    #: the function to compile when it is not the op's own `fn` (e.g. one that writes its argument)
+    fn: Callable[..., Any] | None = None
+
+
+SampleFn = Callable[[np.dtype, np.random.Generator], Iterable[SampleInput]]
+
+
+@dataclass
+class OpInfo:
+    """Everything the generated tests need to know about one user-level operation."""
+
+    name: str
+    fn: Callable[..., Any]
+    sample_inputs: SampleFn
+    dtypes: tuple[np.dtype, ...] = FLOATS
+    tol: Tol = EXACT
+    #: special values; an edge sample is added for float dtypes (arity 1: a vector of them,
+    #: arity 2: all pairs via broadcasting)
+    edge_values: tuple[float, ...] = ()
+    edge_arity: int = 1
+    #: integer extremes for arithmetic ops (wrap-around and division by zero as in NumPy)
+    int_edges: bool = False
+    differentiable: bool = True
+    supports_vmap: bool = True
+    supports_jvp: bool | None = None
+    supports_vjp: bool | None = None
+    supports_grad2: bool | None = None
+    error_inputs: Callable[[], Iterable[ErrorInput]] | None = None
+    #: the NumPy oracle; `fn` itself unless NumPy needs another spelling
+    ref: Callable[..., Any] | None = None
+    #: compile with ``jit(fn, signature=...)`` (symbolic dims: one kernel for every sample)
+    signature: str | None = None
+    #: keep every `thin`-th random sample (edge samples are always kept): for alternative
+    #: spellings of an op that another OpInfo already samples in full
+    thin: int = 1
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        self.dtypes = tuple(np.dtype(d) for d in self.dtypes)
+        for flag in ("supports_jvp", "supports_vjp", "supports_grad2"):
+            if getattr(self, flag) is None:
+                setattr(self, flag, self.differentiable)
+        if self.ref is None:
+            self.ref = self.fn
+
+    def __repr__(self) -> str:
+        return f"OpInfo({self.name})"
+
+    @property
+    def grad_dtypes(self) -> tuple[np.dtype, ...]:
+        """The dtypes AD tests should use (float ones, if differentiable)."""
+        return tuple(d for d in self.dtypes if d.kind == "f") if self.differentiable else ()
+
+    def samples(self, dtype: Any) -> list[SampleInput]:
+        """All samples for `dtype`, deterministic (seeded by op name and dtype)."""
+        dtype = np.dtype(dtype)
+        rng = np.random.default_rng(zlib.crc32(f"{self.name}/{dtype.name}".encode()))
+        # int64 takes every other random sample (int32 runs the same code paths in full; the
+        # int64 extremes of `int_edges` are always kept)
+        out = list(self.sample_inputs(dtype, rng))[::self.thin * (2 if dtype == I64 else 1)]
+        if self.edge_values and dtype.kind == "f":
+            with np.errstate(all="ignore"):
+                e = np.array(self.edge_values, dtype=dtype)
+            if self.edge_arity == 1:
+                out.append(SampleInput((e,), desc="edges"))
+            else:
+                out.append(SampleInput((e[:, None], e[None, :].copy()), desc="edges x edges"))
+        if self.int_edges and dtype.kind == "i":
+            info = np.iinfo(dtype)
+            e = np.array([0, 1, -1, 2, -2, 7, -7, 13, info.max, info.min, info.max - 1, info.min + 1],
+                         dtype=dtype)
+            if self.edge_arity == 1:
+                out.append(SampleInput((e,), desc="int edges"))
+            else:
+                out.append(SampleInput((e[:, None], e[None, :].copy()), desc="int edges x int edges"))
+        for i, s in enumerate(out):
+            if not s.desc:
+                s.desc = f"{i}:{describe(s.args)}"
+        return out
+
+    def errors(self) -> list[ErrorInput]:
+        return list(self.error_inputs()) if self.error_inputs else []
+
+
+def describe(args: Iterable[Any]) -> str:
+    """A short test id for arguments: f64[3,4], 2.5, axis=1, ..."""
+    parts = []
+    for a in args:
+        if isinstance(a, (np.ndarray, np.generic)):
+            parts.append(f"{np.dtype(a.dtype).name}{list(np.shape(a))}".replace(" ", ""))
+        elif isinstance(a, (tuple, list)) and any(isinstance(x, np.ndarray) for x in a):
+            parts.append("(" + ",".join(describe([x]) for x in a) + ")")
+        elif isinstance(a, type):
+            parts.append(a.__name__)
+        else:
+            parts.append(repr(a).replace(" ", ""))
+    return ",".join(parts)
+
+
+# ---- making arrays ------------------------------------------------------------------------------
+
+def make(shape: tuple[int, ...], dtype: Any, rng: np.random.Generator, low: float = -3.0,
+         high: float = 3.0) -> np.ndarray:
+    """A random array (0-d for shape ()): uniform floats, integers in [low, high], or bools."""
+    dtype = np.dtype(dtype)
+    if dtype == BOOL:
+        a = rng.random(shape) < 0.5
+    elif dtype.kind == "i":
+        a = rng.integers(int(np.floor(low)), int(np.ceil(high)) + 1, size=shape)
+    else:
+        a = rng.uniform(low, high, size=shape)
+    return np.asarray(a, dtype=dtype)
+
+
+UNARY_SHAPES = [(), (1,), (7,), (3, 4), (2, 1, 5), (0,), (2, 33), (1, 1)]
+#: pairs of shapes that broadcast (different ranks, size-1 dims, 0-d, size 0)
+BINARY_SHAPES = [((3, 4), (3, 4)), ((3, 4), (4,)), ((4,), (3, 4)), ((3, 1), (1, 4)),
+                 ((2, 3, 4), (3, 1)), ((), (3, 4)), ((5,), ()), ((), ()), ((1,), (5,)),
+                 ((2, 1, 3), (4, 1)), ((0, 3), (3,)), ((2, 33), (2, 33))]
+#: operand dtypes that promote with the sample dtype (NumPy 2 rules decide the result)
+PARTNERS = {F32: (F64, I32), F64: (F32, I64, BOOL), I32: (I64, F32), I64: (I32, BOOL, F64),
+            BOOL: (I32, F32)}
+
+
+def unary_samples(low: float = -3.0, high: float = 3.0, *, int_low: float = -5, int_high: float = 5,
+                  shapes: list[tuple[int, ...]] = UNARY_SHAPES) -> SampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        lo, hi = (low, high) if dtype.kind == "f" else (int_low, int_high)
+        for s in shapes:
+            yield SampleInput((make(s, dtype, rng, lo, hi),))
+        if shapes is UNARY_SHAPES:
+            yield SampleInput((make((), dtype, rng, lo, hi)[()],), desc="numpy scalar")
+        multi = [s for s in shapes if len(s) >= 2]
+        if multi:
+            t = make(multi[0][::-1], dtype, rng, lo, hi).T
+            yield SampleInput((t,), desc=f"transposed {list(t.shape)} (non-contiguous)")
+    return gen
+
+
+def binary_samples(low: float = -3.0, high: float = 3.0, *, rlow: float | None = None,
+                   rhigh: float | None = None, int_low: float = -9, int_high: float = 9,
+                   int_rlow: float | None = None, int_rhigh: float | None = None,
+                   scalars: tuple[Any, ...] = (2.5, 3), partners: bool = True,
+                   dtypes: tuple[np.dtype, ...] = ALL_DTYPES, strong_scalar: bool = True) -> SampleFn:
+    """Broadcasting pairs, Python scalar operands on either side, and mixed dtypes."""
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        if dtype.kind == "f":
+            lo, hi = low, high
+            rlo, rhi = (low if rlow is None else rlow), (high if rhigh is None else rhigh)
+        else:
+            lo, hi = int_low, int_high
+            rlo = int_low if int_rlow is None else int_rlow
+            rhi = int_high if int_rhigh is None else int_rhigh
+        for sa, sb in BINARY_SHAPES:
+            yield SampleInput((make(sa, dtype, rng, lo, hi), make(sb, dtype, rng, rlo, rhi)))
+        x = make((3, 4), dtype, rng, lo, hi)
+        for s in scalars:
+            yield SampleInput((x, s), desc=f"rhs python {type(s).__name__} {s!r}")
+            yield SampleInput((s, make((2, 3), dtype, rng, rlo, rhi)), desc=f"lhs python {type(s).__name__} {s!r}")
+        if strong_scalar:
+            yield SampleInput((make((4,), dtype, rng, lo, hi), np.float64(2.0)), desc="numpy float64 scalar (strong)")
+        if partners:
+            for other in PARTNERS[dtype]:
+                if other in dtypes:
+                    yield SampleInput((make((3, 4), dtype, rng, lo, hi), make((4,), other, rng, rlo, rhi)),
+                                      desc=f"{dtype.name} with {other.name}")
+    return gen
+
+
+def error(fn_args: tuple, exc: type[BaseException], match: str, **kwargs: Any) -> ErrorInput:
+    return ErrorInput(SampleInput(fn_args, kwargs), exc, match)
+
+
+def _f(shape: tuple[int, ...], dtype: Any = F64) -> np.ndarray:
+    return np.ones(shape, dtype=dtype)
+
+
+def shape_mismatch_errors() -> Iterator[ErrorInput]:
+    yield error((_f((3,)), _f((4,))), errors.CompileError, r"(?i)broadcast|shape")
+    yield error((_f((2, 3)), _f((3, 2))), errors.CompileError, r"(?i)broadcast|shape")
+    yield ErrorInput(SampleInput((_f((3,)), _f((3,)))), errors.OutParameterError, r"(?i)out",
+                     fn=lambda x, y: np.add(x, y, out=x))
+
+
+# ---- registry ----------------------------------------------------------------------------------------
+
+OPS: list[OpInfo] = []
+
+
+def op(name: str, fn: Callable[..., Any], sample_inputs: SampleFn, **kw: Any) -> OpInfo:
+    info = OpInfo(name, fn, sample_inputs, **kw)
+    if any(o.name == name for o in OPS):
+        raise ValueError(f"OpInfo {name!r} declared twice")
+    OPS.append(info)
+    return info
+
+
+def by_name(name: str) -> OpInfo:
+    for o in OPS:
+        if o.name == name:
+            return o
+    raise KeyError(name)
+
+
+# ---- arithmetic operators ---------------------------------------------------------------------------
+
+op("add", lambda x, y: x + y, binary_samples(), dtypes=ALL_DTYPES, tol=IEEE,
+   edge_values=FLOAT_EDGES, edge_arity=2, int_edges=True, error_inputs=shape_mismatch_errors)
+op("sub", lambda x, y: x - y, binary_samples(dtypes=NUMERIC), dtypes=NUMERIC, tol=IEEE,
+   edge_values=FLOAT_EDGES, edge_arity=2, int_edges=True, error_inputs=shape_mismatch_errors)
+op("mul", lambda x, y: x * y, binary_samples(), dtypes=ALL_DTYPES, tol=IEEE,
+   edge_values=FLOAT_EDGES, edge_arity=2, int_edges=True)
+op("truediv", lambda x, y: x / y, binary_samples(rlow=0.5, rhigh=4.0, int_rlow=1, int_rhigh=9),
+   dtypes=ALL_DTYPES, tol=IEEE, edge_values=FLOAT_EDGES, edge_arity=2)
+op("floordiv", lambda x, y: x // y, binary_samples(-20, 20, rlow=-4, rhigh=4, int_low=-20, int_high=20,
+                                                   int_rlow=-4, int_rhigh=4, scalars=(2.5, 3, -2),
+                                                   dtypes=NUMERIC),
+   dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES, edge_arity=2, int_edges=True, differentiable=False)
+op("mod", lambda x, y: x % y, binary_samples(-20, 20, rlow=-4, rhigh=4, int_low=-20, int_high=20,
+                                             int_rlow=-4, int_rhigh=4, scalars=(2.5, 3, -2), dtypes=NUMERIC),
+   dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES, edge_arity=2, int_edges=True)
+
+
+def _pow_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    if dtype.kind == "f":
+        yield from binary_samples(0.1, 3.0, rlow=-3, rhigh=3, scalars=(2.5, 2, 3, 0.5, -1), partners=False)(dtype, rng)
+        yield SampleInput((make((9,), dtype, rng, -3, 3), 2), desc="negative base, integer power")
+        yield SampleInput((np.array([-2.0, -0.5, 0.0, 2.0], dtype), np.array([3.0, -2.0, 2.0, -1.0], dtype)),
+                          desc="negative bases with integral exponents")
+        yield SampleInput((2.0, make((5,), dtype, rng, -4, 4)), desc="2.0 ** x")
+    else:
+        yield from binary_samples(int_low=-4, int_high=4, int_rlow=0, int_rhigh=5, scalars=(2, 3, 0),
+                                  partners=False)(dtype, rng)
+        yield SampleInput((make((6,), dtype, rng, -3, 3), 0.5), desc="int ** float -> float")
+
+
+op("pow", lambda x, y: x ** y, _pow_samples, dtypes=NUMERIC, tol=TRANSCENDENTAL,
+   edge_values=FLOAT_EDGES, edge_arity=2)
+op("neg", lambda x: -x, unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES,
+   int_edges=True)
+op("np.negative", lambda x: np.negative(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, thin=3)
+op("pos", lambda x: +x, unary_samples(), dtypes=NUMERIC, tol=IEEE)
+op("abs", lambda x: abs(x), unary_samples(), dtypes=NUMERIC + (BOOL,), tol=IEEE,
+   edge_values=FLOAT_EDGES, int_edges=True)
+op("np.abs", lambda x: np.abs(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES, thin=3)
+op("sign", lambda x: np.sign(x), unary_samples(), dtypes=NUMERIC, tol=EXACT, edge_values=FLOAT_EDGES,
+   int_edges=True, differentiable=False)
+op("square", lambda x: np.square(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES)
+op("reciprocal", lambda x: np.reciprocal(x), unary_samples(0.25, 4.0), tol=IEEE,
+   edge_values=FLOAT_EDGES)
+
+# ---- comparisons and logic ---------------------------------------------------------------------------
+
+_COMPARISONS = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
+                "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y}
+for _name, _fn in _COMPARISONS.items():
+    op(_name, _fn, binary_samples(-2, 2, int_low=-2, int_high=2, scalars=(0.5, 1)), dtypes=ALL_DTYPES,
+       edge_values=FLOAT_EDGES, edge_arity=2, differentiable=False, thin=1 if _name in ("eq", "lt") else 3)
+
+
+def _logic_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    yield from binary_samples(-1, 1, int_low=-1, int_high=1, scalars=(True, 0), partners=False,
+                              dtypes=ALL_DTYPES)(dtype, rng)
+    if dtype.kind == "f":
+        yield SampleInput((np.array([0.0, -0.0, NAN, INF, 1e-300], dtype), np.array([1.0, 1.0, 1.0, 0.0, 1.0], dtype)),
+                          desc="truthiness of 0, -0, nan, inf, tiny")
+
+
+for _name, _np in (("logical_and", np.logical_and), ("logical_or", np.logical_or),
+                   ("logical_xor", np.logical_xor)):
+    op(_name, (lambda f: lambda x, y: f(x, y))(_np), _logic_samples, dtypes=ALL_DTYPES, differentiable=False,
+       thin=1 if _name == "logical_and" else 3)
+op("logical_not", lambda x: np.logical_not(x), unary_samples(-1, 1, int_low=-1, int_high=1),
+   dtypes=ALL_DTYPES, edge_values=FLOAT_EDGES, differentiable=False)
+
+_BITWISE = (BOOL,) + INTS
+op("and_op", lambda x, y: x & y, binary_samples(scalars=(True, 6), dtypes=_BITWISE, strong_scalar=False),
+   dtypes=_BITWISE, int_edges=True, edge_arity=2, differentiable=False)
+op("or_op", lambda x, y: x | y, binary_samples(scalars=(False, 6), dtypes=_BITWISE, strong_scalar=False), dtypes=_BITWISE,
+   int_edges=True, edge_arity=2, differentiable=False)
+op("xor_op", lambda x, y: x ^ y, binary_samples(scalars=(True, 6), dtypes=_BITWISE, strong_scalar=False), dtypes=_BITWISE,
+   int_edges=True, edge_arity=2, differentiable=False)
+op("invert", lambda x: ~x, unary_samples(), dtypes=_BITWISE, int_edges=True, differentiable=False)
+op("isnan", lambda x: np.isnan(x), unary_samples(), dtypes=NUMERIC, edge_values=FLOAT_EDGES,
+   differentiable=False)
+op("isinf", lambda x: np.isinf(x), unary_samples(), dtypes=NUMERIC, edge_values=FLOAT_EDGES,
+   differentiable=False)
+op("isfinite", lambda x: np.isfinite(x), unary_samples(), dtypes=NUMERIC, edge_values=FLOAT_EDGES,
+   differentiable=False)
+
+# ---- maximum, minimum, clip, where -----------------------------------------------------------------------
+
+op("maximum", lambda x, y: np.maximum(x, y), binary_samples(scalars=(0.5, 1)), dtypes=ALL_DTYPES,
+   edge_values=FLOAT_EDGES, edge_arity=2, int_edges=True)
+op("minimum", lambda x, y: np.minimum(x, y), binary_samples(scalars=(0.5, 1)), dtypes=ALL_DTYPES,
+   edge_values=FLOAT_EDGES, edge_arity=2, int_edges=True)
+
+
+def _clip_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    lo, hi = (-1.0, 1.0) if dtype.kind == "f" else (-2, 2)
+    x = make((3, 4), dtype, rng, -3, 3)
+    yield SampleInput((x, lo, hi), desc="python scalar bounds")
+    yield SampleInput((x, make((4,), dtype, rng, -3, 0), make((3, 1), dtype, rng, 0, 3)), desc="broadcast bounds")
+    yield SampleInput((make((), dtype, rng, -3, 3), lo, hi), desc="0-d")
+    yield SampleInput((make((7,), dtype, rng, -3, 3), None, hi), desc="no lower bound")
+    yield SampleInput((make((7,), dtype, rng, -3, 3), lo, None), desc="no upper bound")
+    yield SampleInput((make((2, 33), dtype, rng, -3, 3), make((), dtype, rng, -1, 0), hi), desc="0-d bound")
+    if dtype.kind == "f":
+        yield SampleInput((np.array([NAN, INF, -INF, -0.0, 0.0, 5.0], dtype), -0.0, 1.0), desc="edges")
+        yield SampleInput((make((5,), dtype, rng, -3, 3), 0, 1), desc="int bounds on floats")
+    else:
+        yield SampleInput((make((5,), dtype, rng, -3, 3), 0.5, 2.5), desc="float bounds on ints")
+
+
+op("clip", lambda x, lo, hi: np.clip(x, lo, hi), _clip_samples, dtypes=NUMERIC)
+op("clip.method", lambda x, lo, hi: x.clip(lo, hi), _clip_samples, dtypes=NUMERIC, thin=3)
+
+
+def _where_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for sc, sx, sy in [((3, 4), (3, 4), (3, 4)), ((3, 1), (4,), ()), ((), (3,), (3,)), ((4,), (3, 4), (3, 1)),
+                       ((), (), ()), ((2, 33), (2, 33), (33,)), ((0,), (0,), (1,))]:
+        yield SampleInput((make(sc, BOOL, rng), make(sx, dtype, rng), make(sy, dtype, rng)))
+    c = make((5,), BOOL, rng)
+    yield SampleInput((c, make((5,), dtype, rng), 0.0), desc="python float branch")
+    yield SampleInput((c, 1, make((5,), dtype, rng)), desc="python int branch")
+    yield SampleInput((make((5,), dtype, rng, -1, 1), make((5,), dtype, rng), make((5,), dtype, rng)),
+                      desc="non-bool condition (truthiness)")
+    other = F64 if dtype != F64 else I32
+    yield SampleInput((c, make((5,), dtype, rng), make((5,), other, rng)), desc=f"branches {dtype.name}/{other.name}")
+
+
+op("where", lambda c, x, y: np.where(c, x, y), _where_samples, dtypes=ALL_DTYPES,
+   error_inputs=lambda: [error((_f((3,), bool), _f((4,)), _f((5,))), errors.CompileError, r"(?i)broadcast|shape")])
+
+# ---- float math ----------------------------------------------------------------------------------------
+
+#: (name, numpy function, float domain, integer domain or None when ints are not sampled)
+_UNARY_MATH = [
+    ("exp", np.exp, (-5, 5), (-5, 5)), ("exp2", np.exp2, (-5, 5), None), ("expm1", np.expm1, (-2, 2), None),
+    ("log", np.log, (0.01, 10), (1, 20)), ("log2", np.log2, (0.01, 10), None),
+    ("log10", np.log10, (0.01, 10), None), ("log1p", np.log1p, (-0.9, 5), None),
+    ("sqrt", np.sqrt, (0, 10), (0, 20)), ("cbrt", np.cbrt, (-10, 10), None),
+    ("sin", np.sin, (-7, 7), (-5, 5)), ("cos", np.cos, (-7, 7), None), ("tan", np.tan, (-1.5, 1.5), None),
+    ("tanh", np.tanh, (-5, 5), (-5, 5)), ("sinh", np.sinh, (-5, 5), None), ("cosh", np.cosh, (-5, 5), None),
+    ("arcsin", np.arcsin, (-1, 1), None), ("arccos", np.arccos, (-1, 1), None),
+    ("arctan", np.arctan, (-10, 10), (-5, 5)),
+]
+for _name, _np, (_lo, _hi), _ints in _UNARY_MATH:
+    op(_name, (lambda f: lambda x: f(x))(_np), unary_samples(_lo, _hi, int_low=(_ints or (0, 0))[0],
+                                                           int_high=(_ints or (0, 0))[1]),
+       dtypes=FLOATS + (INTS if _ints else ()), tol=Tol(TRANSCENDENTAL.f32, TRANSCENDENTAL.f64, 4,
+                                                       signed_zeros=True),
+       edge_values=FLOAT_EDGES + (np.pi / 2, -np.pi / 2, np.pi, 1e6, 88.0, -88.0))
+
+
+def _atan2_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    yield from binary_samples(-3, 3, scalars=(1.5, 1), partners=False)(dtype, rng)
+    if dtype.kind == "i":
+        return
+    other = I32 if dtype == F64 else F64
+    yield SampleInput((make((4,), dtype, rng), make((4,), other, rng)), desc=f"with {other.name}")
+
+
+op("arctan2", lambda y, x: np.arctan2(y, x), _atan2_samples, dtypes=FLOATS + (I32,),
+   tol=Tol(TRANSCENDENTAL.f32, TRANSCENDENTAL.f64, 4, signed_zeros=True), edge_values=FLOAT_EDGES, edge_arity=2)
+op("hypot", lambda x, y: np.hypot(x, y), binary_samples(-1e3, 1e3, scalars=(3.0, 4), partners=False),
+   dtypes=FLOATS, tol=TRANSCENDENTAL, edge_values=FLOAT_EDGES, edge_arity=2)
+
+_ROUNDING_EDGES = FLOAT_EDGES + (0.5, 1.5, 2.5, -0.5, -1.5, 0.49999999999999994, 4503599627370497.0, -2.5000001)
+for _name, _fn in (("floor", lambda x: np.floor(x)), ("ceil", lambda x: np.ceil(x)),
+                   ("round", lambda x: np.round(x)), ("rint", lambda x: np.rint(x)),
+                   ("trunc", lambda x: np.trunc(x))):
+    op(_name, _fn, unary_samples(-10, 10), dtypes=NUMERIC, tol=IEEE, edge_values=_ROUNDING_EDGES,
+       differentiable=False)
+op("round.decimals", lambda x, d: np.round(x, d),
+   lambda dt, rng: [SampleInput((make((3, 5), dt, rng, -10, 10), 2)), SampleInput((make((7,), dt, rng, -100, 100), -1)),
+                    SampleInput((make((), dt, rng, -10, 10), 0))],
+   dtypes=FLOATS, tol=Tol((1e-6, 0), (1e-15, 0), ulps=1), differentiable=False,
+   notes="NumPy rounds x*10**d to even and divides back")
+
+# ---- casts ---------------------------------------------------------------------------------------------
+
+
+def _cast_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for target in (np.float32, np.float64, np.int32, np.int64, np.bool_, float, int, bool):
+        yield SampleInput((make((3, 4), dtype, rng, -100, 100), target), desc=f"{dtype.name}->{target.__name__}")
+    yield SampleInput((make((), dtype, rng, -100, 100), np.int32), desc="0-d")
+    yield SampleInput((make((5,), dtype, rng), "float32"), desc="dtype given as string")
+    if dtype.kind == "f":
+        yield SampleInput((np.array([0.0, -0.0, 0.5, -0.5, 1.9999, -1.9999, 1e9, -1e9], dtype), np.int32),
+                          desc="truncation toward zero")
+        yield SampleInput((np.array([0.0, -0.0, NAN, INF, 1e-300], dtype), np.bool_), desc="truthiness")
+        with np.errstate(over="ignore"):
+            big = np.array([1e300, -1e300, 1e-300, NAN, INF, 3.4e38, 1 + 2 ** -30], dtype)
+        yield SampleInput((big, np.float32), desc="float64->float32 overflow, underflow, rounding")
+    if dtype == I64:
+        yield SampleInput((np.array([2 ** 40 + 7, -2 ** 40 - 1, 2 ** 53 + 1, -1], dtype), np.int32),
+                          desc="int64->int32 wraps")
+        yield SampleInput((np.array([2 ** 53 + 1, 2 ** 62 + 1], dtype), np.float64), desc="int64->float64 rounding")
+
+
+op("astype", lambda x, t: x.astype(t), _cast_samples, dtypes=ALL_DTYPES, tol=EXACT)
+
+
+def _scalar_type_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for target in (np.float32, np.float64, np.int32, np.int64):
+        yield SampleInput((make((3, 4), dtype, rng, -100, 100), target), desc=f"{target.__name__}(x)")
+        yield SampleInput((make((), dtype, rng, -100, 100), target), desc=f"{target.__name__}(0-d)")
+
+
+op("np.float32(x)", lambda x, t: t(x), _scalar_type_samples, dtypes=NUMERIC, tol=EXACT,
+   notes="calling a NumPy scalar type on an array casts it")
+op("asarray.dtype", lambda x: np.asarray(x, dtype=np.float32), unary_samples(-100, 100), dtypes=ALL_DTYPES)
+
+# ---- reductions -------------------------------------------------------------------------------------
+
+#: (shape, axis, keepdims)
+REDUCE_CASES = [((), None, False), ((7,), None, False), ((7,), 0, True), ((3, 4), None, True),
+                ((3, 4), 0, False), ((3, 4), 1, True), ((2, 3, 4), (0, 2), False),
+                ((2, 3, 4), 1, True), ((2, 3, 4), (-1, -2), True), ((1, 4), 0, False), ((3, 1), -1, False),
+                ((2, 33), 1, False), ((67,), 0, False)]
+EMPTY_CASES = [((3, 0), 1, False), ((0,), None, False), ((0, 3), 0, True)]
+
+
+def reduce_samples(low: float = -3, high: float = 3, *, tuple_axes: bool = True, empty: bool = False,
+                   keepdims: bool = True, nan_edge: bool = True, extra: dict | None = None) -> SampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        for shape, axis, kd in REDUCE_CASES + (EMPTY_CASES if empty else []):
+            if isinstance(axis, tuple) and not tuple_axes:
+                continue
+            kwargs = {"axis": axis, "keepdims": kd} if keepdims else {"axis": axis}
+            kwargs.update(extra or {})
+            yield SampleInput((make(shape, dtype, rng, low, high),), kwargs,
+                              desc=f"{describe([make(shape, dtype, rng)])},axis={axis},keepdims={kd}")
+        if dtype.kind == "f" and nan_edge:
+            yield SampleInput((np.array([[1.0, NAN, -2.0], [INF, -INF, 0.5], [-0.0, 0.0, 3.0]], dtype),),
+                              {"axis": 1, **({"keepdims": False} if keepdims else {}), **(extra or {})},
+                              desc="nan and inf rows")
+        if dtype.kind != "f":
+            yield SampleInput((make((4, 6), dtype, rng, -1, 1),), {"axis": 0, **({"keepdims": False} if keepdims else {}),
+                                                                  **(extra or {})}, desc="ties")
+    return gen
+
+
+def _reduction(name: str, fn: Callable[..., Any], samples: SampleFn, **kw: Any) -> OpInfo:
+    params = inspect.signature(fn).parameters
+    extra = {k: v for k, v in (("keepdims", False), ("ddof", 1)) if k in params}
+
+    def errors_() -> Iterator[ErrorInput]:
+        yield error((_f((3, 4)),), errors.CompileError, r"(?i)axis", axis=2, **extra)
+        yield error((_f((3, 4)),), errors.CompileError, r"(?i)axis", axis=-3, **extra)
+    return op(name, fn, samples, error_inputs=errors_, **kw)
+
+
+_reduction("sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims), reduce_samples(empty=True),
+           dtypes=ALL_DTYPES, tol=REDUCTION)
+_reduction("sum.method", lambda x, axis, keepdims: x.sum(axis=axis, keepdims=keepdims), reduce_samples(),
+           dtypes=ALL_DTYPES, tol=REDUCTION, thin=3)
+_reduction("mean", lambda x, axis, keepdims: np.mean(x, axis=axis, keepdims=keepdims), reduce_samples(),
+           dtypes=ALL_DTYPES, tol=REDUCTION)
+_reduction("mean.method", lambda x, axis, keepdims: x.mean(axis=axis, keepdims=keepdims), reduce_samples(),
+           dtypes=NUMERIC, tol=REDUCTION, thin=3)
+_reduction("prod", lambda x, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims),
+           reduce_samples(0.5, 1.5, empty=True), dtypes=ALL_DTYPES, tol=REDUCTION)
+_reduction("max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims), reduce_samples(),
+           dtypes=ALL_DTYPES)
+_reduction("max.method", lambda x, axis, keepdims: x.max(axis=axis, keepdims=keepdims), reduce_samples(),
+           dtypes=NUMERIC, thin=3)
+_reduction("amax", lambda x, axis, keepdims: np.amax(x, axis=axis, keepdims=keepdims), reduce_samples(),
+           dtypes=FLOATS, thin=3)
+_reduction("min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims), reduce_samples(),
+           dtypes=ALL_DTYPES)
+_reduction("min.method", lambda x, axis, keepdims: x.min(axis=axis, keepdims=keepdims), reduce_samples(),
+           dtypes=NUMERIC, thin=3)
+_reduction("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims),
+           reduce_samples(tuple_axes=False), dtypes=ALL_DTYPES, differentiable=False)
+_reduction("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims),
+           reduce_samples(tuple_axes=False), dtypes=ALL_DTYPES, differentiable=False)
+_reduction("argmax.method", lambda x, axis: x.argmax(axis=axis),
+           reduce_samples(tuple_axes=False, keepdims=False), dtypes=NUMERIC, differentiable=False, thin=3)
+_reduction("var", lambda x, axis, keepdims: np.var(x, axis=axis, keepdims=keepdims), reduce_samples(),
+           dtypes=NUMERIC, tol=REDUCTION.widen(10))
+_reduction("var.ddof", lambda x, axis, keepdims, ddof: np.var(x, axis=axis, keepdims=keepdims, ddof=ddof),
+           reduce_samples(extra={"ddof": 1}, nan_edge=False), dtypes=FLOATS, tol=REDUCTION.widen(10))
+_reduction("std", lambda x, axis, keepdims: np.std(x, axis=axis, keepdims=keepdims), reduce_samples(),
+           dtypes=NUMERIC, tol=REDUCTION.widen(10))
+_reduction("std.method", lambda x, axis, keepdims, ddof: x.std(axis=axis, keepdims=keepdims, ddof=ddof),
+           reduce_samples(extra={"ddof": 1}, nan_edge=False), dtypes=FLOATS, tol=REDUCTION.widen(10), thin=3)
+_reduction("all", lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
+           reduce_samples(-1, 1, empty=True), dtypes=ALL_DTYPES, differentiable=False)
+_reduction("any", lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims),
+           reduce_samples(-1, 1, empty=True), dtypes=ALL_DTYPES, differentiable=False)
+_reduction("all.method", lambda x, axis, keepdims: x.all(axis=axis, keepdims=keepdims),
+           reduce_samples(-1, 1), dtypes=(BOOL,), differentiable=False)
+_reduction("any.method", lambda x, axis, keepdims: x.any(axis=axis, keepdims=keepdims),
+           reduce_samples(-1, 1), dtypes=(BOOL,), differentiable=False)
+
+
+def _scan_samples(low: float = -3, high: float = 3) -> SampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        for shape, axis in [((7,), None), ((7,), 0), ((3, 4), None), ((3, 4), 0), ((3, 4), 1), ((3, 4), -1),
+                            ((2, 3, 4), 1), ((), None), ((1, 5), 0), ((2, 33), 1), ((0, 3), 1)]:
+            yield SampleInput((make(shape, dtype, rng, low, high),), {"axis": axis})
+        if dtype.kind == "f":
+            yield SampleInput((np.array([1.0, NAN, 2.0, INF, -INF], dtype),), {"axis": 0}, desc="nan and inf")
+    return gen
+
+
+op("cumsum", lambda x, axis: np.cumsum(x, axis=axis), _scan_samples(), dtypes=ALL_DTYPES, tol=REDUCTION)
+op("cumsum.method", lambda x, axis: x.cumsum(axis=axis), _scan_samples(), dtypes=NUMERIC, tol=REDUCTION, thin=3)
+op("cumprod", lambda x, axis: np.cumprod(x, axis=axis), _scan_samples(0.5, 1.5), dtypes=ALL_DTYPES,
+   tol=REDUCTION)
+
+# ---- linear algebra ---------------------------------------------------------------------------------------
+
+
+def _pairs(shapes: list[tuple[tuple[int, ...], tuple[int, ...]]], low: float = -2, high: float = 2) -> SampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        for sa, sb in shapes:
+            yield SampleInput((make(sa, dtype, rng, low, high), make(sb, dtype, rng, low, high)))
+        if dtype.kind == "f":
+            other = F64 if dtype == F32 else I32
+            sa, sb = shapes[0]
+            yield SampleInput((make(sa, dtype, rng), make(sb, other, rng)), desc=f"{dtype.name} with {other.name}")
+    return gen
+
+
+_MATMUL_SHAPES = [((2, 3), (3, 4)), ((5, 2, 3), (3, 4)), ((5, 2, 3), (5, 3, 4)), ((1, 2, 3), (4, 3, 2)),
+                  ((3,), (3, 4)), ((2, 3), (3,)), ((3,), (3,)), ((1, 1), (1, 1)), ((2, 0), (0, 3)),
+                  ((17, 9), (9, 13)), ((2, 1, 3, 4), (3, 4, 2))]
+
+
+def _matmul_errors() -> Iterator[ErrorInput]:
+    yield error((_f((2, 3)), _f((2, 3))), errors.CompileError, r"(?i)shape|dimension|mismatch|match")
+    yield error((_f((3,)), _f((4,))), errors.CompileError, r"(?i)shape|dimension|mismatch|match")
+
+
+op("matmul", lambda a, b: np.matmul(a, b), _pairs(_MATMUL_SHAPES), dtypes=NUMERIC + (BOOL,), tol=REDUCTION,
+   error_inputs=_matmul_errors)
+op("matmul.operator", lambda a, b: a @ b, _pairs(_MATMUL_SHAPES), dtypes=NUMERIC, tol=REDUCTION,
+   error_inputs=_matmul_errors, thin=3)
+op("dot", lambda a, b: np.dot(a, b),
+   _pairs([((3,), (3,)), ((2, 3), (3,)), ((2, 3), (3, 4)), ((3,), (3, 4)), ((), (3,)), ((2, 3), ()),
+           ((2, 3, 4), (4, 5)), ((2, 3, 4), (5, 4, 6)), ((1,), (1,))]), dtypes=NUMERIC, tol=REDUCTION)
+op("dot.method", lambda a, b: a.dot(b), _pairs([((2, 3), (3, 4)), ((3,), (3,))]), dtypes=FLOATS, tol=REDUCTION)
+op("outer", lambda a, b: np.outer(a, b), _pairs([((3,), (4,)), ((2, 3), (4,)), ((1,), (5,)), ((), (3,))]),
+   dtypes=NUMERIC, tol=IEEE)
+op("inner", lambda a, b: np.inner(a, b), _pairs([((3,), (3,)), ((2, 3), (4, 3)), ((2, 3), (3,)), ((), (2, 2))]),
+   dtypes=NUMERIC, tol=REDUCTION)
+
+
+def _tensordot_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    yield SampleInput((make((2, 3, 4), dtype, rng), make((3, 4, 5), dtype, rng), 2), desc="axes=2")
+    yield SampleInput((make((2, 3), dtype, rng), make((3, 4), dtype, rng), 1), desc="axes=1")
+    yield SampleInput((make((2, 3), dtype, rng), make((4, 5), dtype, rng), 0), desc="axes=0 (outer)")
+    yield SampleInput((make((3, 2, 4), dtype, rng), make((4, 3), dtype, rng), ((0, 2), (1, 0))), desc="axes pairs")
+    yield SampleInput((make((2, 3), dtype, rng), make((3, 2), dtype, rng), ([1, 0], [0, 1])), desc="axes lists")
+
+
+op("tensordot", lambda a, b, axes: np.tensordot(a, b, axes=axes), _tensordot_samples, dtypes=NUMERIC, tol=REDUCTION)
+
+
+def _einsum_samples(arity: int) -> SampleFn:
+    unary = [("ii->i", [(3, 3)]), ("ij->", [(3, 4)]), ("ij->ji", [(3, 4)]), ("ii", [(4, 4)]), ("ijk->kj", [(2, 3, 4)]),
+             ("ij->j", [(3, 4)]), ("...i->...", [(2, 3, 4)])]
+    binary = [("ij,jk->ik", [(2, 3), (3, 4)]), ("bij,bjk->bik", [(5, 2, 3), (5, 3, 4)]), ("i,j->ij", [(3,), (4,)]),
+              ("ij,ij->i", [(3, 4), (3, 4)]), ("i,i->", [(5,), (5,)]), ("ij,j->i", [(3, 4), (4,)]),
+              ("ij,kj->ik", [(2, 3), (4, 3)]), ("bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),
+              ("ij,jk", [(2, 3), (3, 4)]), ("i,i", [(4,), (4,)])]
+
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        for subscripts, shapes in (unary if arity == 1 else binary):
+            yield SampleInput((subscripts, *[make(s, dtype, rng, -2, 2) for s in shapes]), desc=subscripts)
+    return gen
+
+
+op("einsum.unary", lambda s, a: np.einsum(s, a), _einsum_samples(1), dtypes=NUMERIC, tol=REDUCTION)
+op("einsum.binary", lambda s, a, b: np.einsum(s, a, b), _einsum_samples(2), dtypes=NUMERIC, tol=REDUCTION)
+
+
+def _trace_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    yield SampleInput((make((3, 3), dtype, rng),), {"offset": 0, "axis1": 0, "axis2": 1})
+    yield SampleInput((make((3, 4), dtype, rng),), {"offset": 1, "axis1": 0, "axis2": 1})
+    yield SampleInput((make((4, 3), dtype, rng),), {"offset": -2, "axis1": 0, "axis2": 1})
+    yield SampleInput((make((2, 3, 3), dtype, rng),), {"offset": 0, "axis1": 1, "axis2": 2})
+    yield SampleInput((make((3, 2, 3), dtype, rng),), {"offset": 0, "axis1": 0, "axis2": -1})
+
+
+op("trace", lambda x, offset, axis1, axis2: np.trace(x, offset=offset, axis1=axis1, axis2=axis2), _trace_samples,
+   dtypes=ALL_DTYPES, tol=REDUCTION)
+op("diagonal", lambda x, offset, axis1, axis2: np.diagonal(x, offset=offset, axis1=axis1, axis2=axis2),
+   _trace_samples, dtypes=ALL_DTYPES)
+op("diagonal.method", lambda x: x.diagonal(), unary_samples(shapes=[(3, 3), (2, 5), (4, 1), (2, 3, 4)]),
+   dtypes=NUMERIC)
+
+# ---- shape manipulation --------------------------------------------------------------------------------
+
+
+def _reshape_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape, new in [((12,), (3, 4)), ((2, 6), (-1,)), ((3, 4), (4, -1)), ((), (1, 1)), ((2, 3, 4), (6, 4)),
+                       ((2, 3, 4), (2, -1, 2)), ((1,), ()), ((4, 3), (3, 4)), ((0, 3), (3, 0)), ((6,), (1, 6, 1))]:
+        yield SampleInput((make(shape, dtype, rng), new), desc=f"{shape}->{new}")
+    yield SampleInput((make((4, 3), dtype, rng).T, (12,)), desc="non-contiguous input")
+
+
+op("reshape", lambda x, shape: np.reshape(x, shape), _reshape_samples, dtypes=ALL_DTYPES,
+   error_inputs=lambda: [error((_f((3, 4)), (5, -1)), errors.CompileError, r"(?i)reshape|size|shape"),
+                         error((_f((3, 4)), (-1, -1)), errors.CompileError, r"(?i)reshape|-1|unknown|shape")])
+op("reshape.method", lambda x, shape: x.reshape(shape), _reshape_samples, dtypes=NUMERIC, thin=3)
+op("reshape.varargs", lambda x: x.reshape(2, -1), unary_samples(shapes=[(2, 3), (4, 3), (2, 2, 2)]), dtypes=NUMERIC)
+op("ravel", lambda x: np.ravel(x), unary_samples(), dtypes=ALL_DTYPES)
+op("flatten", lambda x: x.flatten(), unary_samples(), dtypes=NUMERIC)
+
+
+def _transpose_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape, axes in [((3, 4), None), ((3, 4), (1, 0)), ((2, 3, 4), (1, 0, 2)), ((2, 3, 4), None),
+                        ((2, 3, 4), (2, 0, 1)), ((5,), None), ((), None), ((2, 3, 4), (-1, 0, 1)), ((1, 33), None)]:
+        yield SampleInput((make(shape, dtype, rng), axes), desc=f"{shape},axes={axes}")
+
+
+op("transpose", lambda x, axes: np.transpose(x, axes), _transpose_samples, dtypes=ALL_DTYPES,
+   error_inputs=lambda: [error((_f((2, 3)), (0, 0)), errors.CompileError, r"(?i)axes|axis|repeated|permutation")])
+op("transpose.method", lambda x, axes: x.transpose(axes) if axes is not None else x.transpose(),
+   _transpose_samples, dtypes=NUMERIC, thin=3)
+op(".T", lambda x: x.T, unary_samples(shapes=[(3, 4), (2, 3, 4), (5,), ()]), dtypes=ALL_DTYPES)
+op("swapaxes", lambda x, a, b: np.swapaxes(x, a, b),
+   lambda dt, rng: [SampleInput((make((2, 3, 4), dt, rng), 0, 2)), SampleInput((make((3, 4), dt, rng), -1, 0)),
+                    SampleInput((make((2, 3, 4), dt, rng), 1, 1))], dtypes=NUMERIC)
+op("moveaxis", lambda x, a, b: np.moveaxis(x, a, b),
+   lambda dt, rng: [SampleInput((make((2, 3, 4), dt, rng), 0, -1)), SampleInput((make((2, 3, 4), dt, rng), -1, 0)),
+                    SampleInput((make((2, 3, 4, 5), dt, rng), (0, 1), (-1, -2)))], dtypes=NUMERIC)
+
+
+def _expand_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape, axis in [((3,), 0), ((3,), 1), ((3,), -1), ((), 0), ((2, 3), 1), ((2, 3), (0, 3))]:
+        yield SampleInput((make(shape, dtype, rng), axis), desc=f"{shape},axis={axis}")
+
+
+op("expand_dims", lambda x, axis: np.expand_dims(x, axis), _expand_samples, dtypes=ALL_DTYPES)
+op("newaxis.leading", lambda x: x[None], unary_samples(shapes=[(), (3,), (2, 3)]), dtypes=ALL_DTYPES)
+op("newaxis.middle", lambda x: x[:, None], unary_samples(shapes=[(3,), (2, 3)]), dtypes=NUMERIC)
+op("newaxis.ellipsis", lambda x: x[..., None, :], unary_samples(shapes=[(3,), (2, 3), (2, 3, 4)]), dtypes=NUMERIC)
+op("newaxis.np", lambda x: x[np.newaxis, :, np.newaxis], unary_samples(shapes=[(3,), (4,)]), dtypes=NUMERIC)
+
+
+def _squeeze_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape, axis in [((1, 3, 1), None), ((1, 3, 1), 0), ((1, 3, 1), -1), ((1,), None), ((3,), None),
+                        ((1, 1), (0, 1)), ((2, 1, 3), 1)]:
+        yield SampleInput((make(shape, dtype, rng), axis), desc=f"{shape},axis={axis}")
+
+
+op("squeeze", lambda x, axis: np.squeeze(x, axis), _squeeze_samples, dtypes=ALL_DTYPES,
+   error_inputs=lambda: [error((_f((2, 3)), 0), errors.CompileError, r"(?i)squeeze|size|one|1")])
+op("squeeze.method", lambda x: x.squeeze(), unary_samples(shapes=[(1, 3, 1), (1,), (2, 1)]), dtypes=NUMERIC)
+
+
+def _broadcast_to_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape, new in [((3,), (2, 3)), ((), (4,)), ((3, 1), (3, 4)), ((1, 1), (2, 3)), ((3,), (3,)),
+                       ((2, 1, 3), (4, 2, 5, 3)), ((1,), (0,))]:
+        yield SampleInput((make(shape, dtype, rng), new), desc=f"{shape}->{new}")
+
+
+op("broadcast_to", lambda x, shape: np.broadcast_to(x, shape), _broadcast_to_samples, dtypes=ALL_DTYPES,
+   error_inputs=lambda: [error((_f((3,)), (4,)), errors.CompileError, r"(?i)broadcast|shape")])
+op("broadcast_to.plus", lambda x, shape: np.broadcast_to(x, shape) + 1, _broadcast_to_samples, dtypes=NUMERIC,
+   notes="the broadcast view used in arithmetic")
+
+
+def _concat_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    m = lambda s: make(s, dtype, rng)  # noqa: E731
+    yield SampleInput(((m((2, 3)), m((4, 3))), 0), desc="axis 0")
+    yield SampleInput(((m((2, 3)), m((2, 1)), m((2, 5))), 1), desc="three, axis 1")
+    yield SampleInput(((m((2, 3)), m((2, 2))), -1), desc="axis -1")
+    yield SampleInput(([m((3,)), m((1,)), m((0,))], 0), desc="list with empty")
+    yield SampleInput(((m((2, 3)), m((3,))), None), desc="axis None flattens")
+    yield SampleInput(((m((1,)),), 0), desc="one array")
+    other = F64 if dtype != F64 else F32
+    yield SampleInput(((m((2,)), make((3,), other, rng)), 0), desc=f"{dtype.name} with {other.name}")
+
+
+op("concatenate", lambda xs, axis: np.concatenate(xs, axis=axis), _concat_samples, dtypes=ALL_DTYPES,
+   error_inputs=lambda: [error(((_f((2, 3)), _f((2, 4))), 0), errors.CompileError, r"(?i)shape|dimension|size|match"),
+                         error(((_f((2, 3)), _f((3,))), 0), errors.CompileError, r"(?i)dimension|rank|ndim|shape")])
+
+
+def _stack_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    m = lambda s: make(s, dtype, rng)  # noqa: E731
+    yield SampleInput(((m((3,)), m((3,))), 0))
+    yield SampleInput(((m((2, 3)), m((2, 3)), m((2, 3))), 1))
+    yield SampleInput(((m((2, 3)), m((2, 3))), -1))
+    yield SampleInput(([m(()), m(()), m(())], 0), desc="0-d arrays")
+
+
+op("stack", lambda xs, axis: np.stack(xs, axis=axis), _stack_samples, dtypes=ALL_DTYPES,
+   error_inputs=lambda: [error(((_f((3,)), _f((4,))), 0), errors.CompileError, r"(?i)shape")])
+
+
+def _hvstack_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    m = lambda s: make(s, dtype, rng)  # noqa: E731
+    yield SampleInput(((m((3,)), m((2,))),), desc="1-d")
+    yield SampleInput(((m((2, 3)), m((2, 1))),), desc="2-d")
+    yield SampleInput(((m(()), m((2,))),), desc="0-d and 1-d")
+
+
+def _vstack_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    m = lambda s: make(s, dtype, rng)  # noqa: E731
+    yield SampleInput(((m((3,)), m((3,))),), desc="1-d rows")
+    yield SampleInput(((m((2, 3)), m((1, 3)), m((3,))),), desc="2-d and 1-d")
+
+
+op("hstack", lambda xs: np.hstack(xs), _hvstack_samples, dtypes=NUMERIC)
+op("vstack", lambda xs: np.vstack(xs), _vstack_samples, dtypes=NUMERIC)
+
+
+def _flip_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape, axis in [((5,), None), ((3, 4), None), ((3, 4), 0), ((3, 4), -1), ((2, 3, 4), (0, 2)), ((), None)]:
+        yield SampleInput((make(shape, dtype, rng), axis), desc=f"{shape},axis={axis}")
+
+
+op("flip", lambda x, axis: np.flip(x, axis), _flip_samples, dtypes=ALL_DTYPES)
+op("fliplr", lambda x: np.fliplr(x), unary_samples(shapes=[(3, 4), (2, 1)]), dtypes=NUMERIC)
+op("flipud", lambda x: np.flipud(x), unary_samples(shapes=[(3, 4), (5,)]), dtypes=NUMERIC)
+
+
+def _tile_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape, reps in [((3,), 2), ((3,), (2, 1)), ((2, 3), (2, 3)), ((2, 3), 2), ((), 3), ((2, 1), (1, 4)),
+                        ((2,), (2, 2, 2)), ((3,), 1)]:
+        yield SampleInput((make(shape, dtype, rng), reps), desc=f"{shape},reps={reps}")
+
+
+op("tile", lambda x, reps: np.tile(x, reps), _tile_samples, dtypes=ALL_DTYPES)
+
+
+def _repeat_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape, reps, axis in [((3,), 2, None), ((2, 3), 2, None), ((2, 3), 2, 0), ((2, 3), 3, 1), ((2, 3), 2, -1),
+                              ((3,), (1, 0, 2), 0), ((2, 3), [2, 1], 0), ((), 3, None)]:
+        yield SampleInput((make(shape, dtype, rng), reps, axis), desc=f"{shape},repeats={reps},axis={axis}")
+
+
+op("repeat", lambda x, repeats, axis: np.repeat(x, repeats, axis=axis), _repeat_samples, dtypes=ALL_DTYPES)
+op("repeat.method", lambda x: x.repeat(2, axis=0), unary_samples(shapes=[(3,), (2, 3)]), dtypes=NUMERIC)
+
+
+def _pad_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape, width in [((3,), 1), ((3,), (2, 0)), ((2, 3), ((1, 2), (0, 1))), ((2, 3), 1), ((2, 3), ((0, 0), (3, 3)))]:
+        yield SampleInput((make(shape, dtype, rng), width), desc=f"{shape},pad={width}")
+
+
+op("pad", lambda x, width: np.pad(x, width), _pad_samples, dtypes=ALL_DTYPES)
+op("pad.constant_values", lambda x: np.pad(x, ((1, 1), (2, 0)), constant_values=7),
+   unary_samples(shapes=[(2, 3), (1, 1)]), dtypes=NUMERIC)
+
+# ---- indexing -----------------------------------------------------------------------------------------
+
+
+def _index_op(name: str, fn: Callable[..., Any], shapes: list[tuple[int, ...]], dtypes: tuple = ALL_DTYPES,
+              **kw: Any) -> OpInfo:
+    return op(name, fn, unary_samples(shapes=shapes), dtypes=dtypes, **kw)
+
+
+_index_op("slice.step", lambda x: x[1:-1:2], [(7,), (8, 2), (3,), (2,)])
+_index_op("slice.reverse", lambda x: x[::-1], [(7,), (3, 4), (1,), (0,)])
+_index_op("slice.negative_bounds", lambda x: x[-3:], [(7,), (2,), (4, 3)])
+_index_op("slice.negative_step_bounds", lambda x: x[-2:0:-2], [(9,), (4, 3)])
+_index_op("slice.2d", lambda x: x[:, 1:3], [(3, 4), (2, 5, 2)])
+_index_op("slice.2d_steps", lambda x: x[::2, ::-2], [(5, 6), (4, 3, 2)], dtypes=NUMERIC)
+_index_op("slice.empty", lambda x: x[2:1], [(5,), (5, 2)], dtypes=NUMERIC)
+_index_op("slice.clamped", lambda x: x[2:100], [(5,), (3, 3)], dtypes=NUMERIC)
+_index_op("slice.ellipsis", lambda x: x[..., 1:], [(3, 4), (2, 3, 4)], dtypes=NUMERIC)
+_index_op("index.int", lambda x: x[0], [(5,), (3, 4), (2, 3, 4)])
+_index_op("index.negative", lambda x: x[-1], [(5,), (3, 4)])
+_index_op("index.2d", lambda x: x[1, 2], [(3, 4), (2, 3, 4)])
+_index_op("index.column", lambda x: x[:, -1], [(3, 4), (2, 3, 4)])
+_index_op("index.ellipsis", lambda x: x[0, ..., 1], [(3, 4), (2, 3, 4)], dtypes=NUMERIC)
+_index_op("index.mixed", lambda x: x[1, ::-1], [(3, 4), (2, 3, 4)], dtypes=NUMERIC)
+
+_index_op("index.array_const", lambda x: x[[0, 2]], [(4,), (3, 4), (3, 2, 2)])
+_index_op("index.array_negative", lambda x: x[[-1, 0, -1]], [(4,), (3, 4)], dtypes=NUMERIC)
+_index_op("index.array_np_const", lambda x: x[np.array([2, 0, 1])], [(4,), (3, 4)], dtypes=NUMERIC)
+_index_op("index.array_axis1", lambda x: x[:, [1, 0, 1]], [(3, 4), (2, 3, 4)], dtypes=NUMERIC)
+_index_op("index.array_2d", lambda x: x[np.array([[0, 1], [1, 0]])], [(3,), (3, 2)], dtypes=NUMERIC)
+_index_op("index.take", lambda x: np.take(x, [2, 0], axis=-1), [(3,), (2, 3)], dtypes=NUMERIC)
+
+
+def _dyn_index_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape, i in [((5,), 2), ((5,), 0), ((5,), -1), ((3, 4), 2), ((3, 4), -3), ((2, 3, 4), 1)]:
+        yield SampleInput((make(shape, dtype, rng), np.int64(i)), desc=f"{shape}[int64 {i}]")
+    yield SampleInput((make((4, 2), dtype, rng), np.array(3, np.int32)), desc="int32 0-d index")
+
+
+op("index.dynamic_scalar", lambda x, i: x[i], _dyn_index_samples, dtypes=ALL_DTYPES,
+   notes="an integer index that is a runtime value")
+
+
+def _dyn_array_index_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    yield SampleInput((make((5,), dtype, rng), np.array([4, 0, 2, 2], np.int64)))
+    yield SampleInput((make((4, 3), dtype, rng), np.array([-1, 1], np.int32)))
+    yield SampleInput((make((4, 3), dtype, rng), np.array([[0, 3], [1, 1]], np.int64)))
+
+
+op("index.dynamic_array", lambda x, idx: x[idx], _dyn_array_index_samples, dtypes=NUMERIC,
+   notes="gather with a runtime index array (in bounds)")
+op("index.dynamic_slice", lambda x, i: x[i, 1:3], lambda dt, rng: [
+    SampleInput((make((4, 5), dt, rng), np.int64(1))), SampleInput((make((4, 5), dt, rng), np.int64(-1)))],
+   dtypes=NUMERIC)
+
+# ---- functional updates -----------------------------------------------------------------------------
+
+
+def _writes_argument(x):
+    x[0] = 1.0    # an in-place write into an argument: SideEffectError
+    return x
+
+
+def _set_slice(x, v):
+    y = x.copy()
+    y[1:3] = v
+    return y
+
+
+def _add_at_index(x, v):
+    y = x.copy()
+    y[1] += v
+    return y
+
+
+def _set_fancy(x, v):
+    y = x.copy()
+    y[[0, 2]] = v
+    return y
+
+
+def _add_fancy(x, v):
+    y = x.copy()
+    y[[2, 0]] += v
+    return y
+
+
+def _set_step(x, v):
+    y = x.copy()
+    y[::2] = v
+    return y
+
+
+def _set_block(x, v):
+    y = x.copy()
+    y[1:-1, 1:] = v
+    return y
+
+
+def _zero_column(x):
+    y = np.copy(x)
+    y[:, 0] = 0
+    return y
+
+
+def _scale_last(x):
+    y = x.copy()
+    y[..., -1] *= 2
+    return y
+
+
+def _set_dynamic(x, i, v):
+    y = x.copy()
+    y[i] = v
+    return y
+
+
+def _add_dynamic(x, i, v):
+    y = x.copy()
+    y[i] += v
+    return y
+
+
+def _update_samples(cases: list[tuple[tuple[int, ...], Any]]) -> SampleFn:
+    """(x shape, v) pairs; v is a shape (a random array of x's dtype) or a Python scalar."""
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        for xs, vs in cases:
+            if isinstance(vs, tuple):
+                v = make(vs, dtype, rng)
+            else:
+                v = vs if dtype.kind == "f" or not isinstance(vs, float) else int(vs)
+            yield SampleInput((make(xs, dtype, rng), v), desc=f"x{list(xs)} v={describe([v])}")
+    return gen
+
+
+op("update.slice_set", _set_slice, _update_samples([((5,), (2,)), ((5,), ()), ((5,), 1.5), ((4, 3), (2, 3)), ((4, 3), (3,)), ((4, 3), 1.5)]), dtypes=NUMERIC,
+   error_inputs=lambda: [ErrorInput(SampleInput((_f((3,)),)), errors.SideEffectError, r".", fn=_writes_argument)])
+op("update.index_add", _add_at_index, _update_samples([((5,), ()), ((5,), 2.5), ((4, 3), (3,)), ((4, 3), 2.5)]), dtypes=NUMERIC)
+op("update.fancy_set", _set_fancy, _update_samples([((4,), ()), ((4,), (2,)), ((4, 3), (3,)), ((4, 3), (2, 3)), ((4, 3), 1.5)]), dtypes=NUMERIC)
+op("update.fancy_add", _add_fancy, _update_samples([((4,), (2,)), ((4,), 1.5), ((4, 3), (2, 1)), ((4, 3), 1.5)]), dtypes=NUMERIC)
+op("update.step_set", _set_step, _update_samples([((5,), ()), ((5,), (3,)), ((6, 2), (2,)), ((6, 2), 0.5)]), dtypes=NUMERIC)
+op("update.block_set", _set_block, _update_samples([((4, 3), ()), ((4, 3), (2, 2)), ((3, 5), (4,)), ((3, 5), 0.5)]), dtypes=NUMERIC)
+op("update.zero_column", _zero_column, unary_samples(shapes=[(3, 4), (2, 3, 2)]), dtypes=ALL_DTYPES)
+op("update.scale_last", _scale_last, unary_samples(shapes=[(3, 4), (5,)]), dtypes=NUMERIC)
+
+
+def _dyn_update_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape, i, vs in [((5,), 2, ()), ((5,), -1, ()), ((4, 3), 1, (3,)), ((4, 3), 3, ()), ((4, 3), -4, (1,))]:
+        yield SampleInput((make(shape, dtype, rng), np.int64(i), make(vs, dtype, rng)), desc=f"{shape}[{i}]={vs}")
+
+
+op("update.dynamic_set", _set_dynamic, _dyn_update_samples, dtypes=NUMERIC)
+op("update.dynamic_add", _add_dynamic, _dyn_update_samples, dtypes=NUMERIC)
+
+
+
+# ---- creation --------------------------------------------------------------------------------------------
+
+
+def _creation_samples(shapes: list[Any], with_value: bool = False) -> SampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        for s in shapes:
+            yield SampleInput((s, dtype.type), desc=f"shape={s}")
+    return gen
+
+
+op("zeros", lambda shape, dtype: np.zeros(shape, dtype=dtype), _creation_samples([(3, 4), 5, (), (2, 0)]),
+   dtypes=ALL_DTYPES, differentiable=False)
+op("ones", lambda shape, dtype: np.ones(shape, dtype=dtype), _creation_samples([(3, 4), 5, ()]),
+   dtypes=ALL_DTYPES, differentiable=False)
+op("zeros.default_dtype", lambda n: np.zeros((n, 2)), lambda dt, rng: [SampleInput((3,))], dtypes=(F64,),
+   differentiable=False)
+op("full", lambda shape, value: np.full(shape, value),
+   lambda dt, rng: [SampleInput(((2, 3), 1.5)), SampleInput(((2, 3), 7)), SampleInput((4, True)),
+                    SampleInput(((), -2.5)), SampleInput(((3,), make((), dt, rng))), SampleInput(((2, 2), make((2,), dt, rng)))],
+   dtypes=NUMERIC, differentiable=False, notes="a Python float fill value is a dynamic weak scalar")
+op("full.dtype", lambda shape, value, dtype: np.full(shape, value, dtype=dtype),
+   lambda dt, rng: [SampleInput(((2, 3), 3, dt.type)), SampleInput((5, 0.5, dt.type))], dtypes=NUMERIC,
+   differentiable=False)
+op("eye", lambda n, m, k, dtype: np.eye(n, m, k=k, dtype=dtype),
+   lambda dt, rng: [SampleInput((3, None, 0, dt.type)), SampleInput((3, 4, 1, dt.type)), SampleInput((4, 2, -1, dt.type)),
+                    SampleInput((1, None, 0, dt.type))], dtypes=ALL_DTYPES, differentiable=False)
+op("identity", lambda n: np.identity(n), lambda dt, rng: [SampleInput((3,))], dtypes=(F64,), differentiable=False)
+op("arange", lambda args, dtype: np.arange(*args, dtype=dtype),
+   lambda dt, rng: [SampleInput(((5,), dt.type)), SampleInput(((1, 10, 2), dt.type)), SampleInput(((10, 1, -3), dt.type)),
+                    SampleInput(((0,), dt.type)), SampleInput(((2, 2), dt.type))], dtypes=NUMERIC,
+   differentiable=False)
+op("arange.default_dtype", lambda args: np.arange(*args),
+   lambda dt, rng: [SampleInput(((5,),)), SampleInput(((1, 10, 2),)), SampleInput(((-3, 4),))],
+   dtypes=(I64,), differentiable=False)
+op("arange.float", lambda n: np.arange(0.0, n * 0.1, 0.1) + np.arange(-1.5, n * 0.5 - 1.5, 0.5),
+   lambda dt, rng: [SampleInput((10,)), SampleInput((7,)), SampleInput((1,))],
+   dtypes=(F64,), differentiable=False, tol=Tol((0, 0), (0, 0), ulps=1),
+   notes="float bounds computed at compile time (a Python float argument would be dynamic)")
+op("linspace", lambda start, stop, num, endpoint, dtype: np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype),
+   lambda dt, rng: [SampleInput((0, 1, 5, True, dt.type)), SampleInput((-1, 1, 7, True, dt.type)),
+                    SampleInput((0, 10, 4, False, dt.type)), SampleInput((2, 3, 1, True, dt.type)),
+                    SampleInput((0, 1, 0, True, dt.type)), SampleInput((-3, 7, 11, True, dt.type))],
+   dtypes=NUMERIC, tol=Tol((1e-6, 1e-7), (1e-15, 1e-15), ulps=2), differentiable=False)
+op("linspace.dynamic_bounds", lambda start, stop: np.linspace(start, stop, 6),
+   lambda dt, rng: [SampleInput((0.5, 2.0)), SampleInput((make((), dt, rng), make((), dt, rng))),
+                    SampleInput((make((3,), dt, rng), 1.0))],
+   dtypes=FLOATS, tol=Tol((1e-6, 1e-7), (1e-15, 1e-15), ulps=2))
+
+
+def _like_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for s in [(3, 4), (), (5,), (0, 2)]:
+        yield SampleInput((make(s, dtype, rng),))
+
+
+op("zeros_like", lambda x: np.zeros_like(x), _like_samples, dtypes=ALL_DTYPES, differentiable=False)
+op("ones_like", lambda x: np.ones_like(x), _like_samples, dtypes=ALL_DTYPES, differentiable=False)
+op("full_like", lambda x: np.full_like(x, 2.5), _like_samples, dtypes=ALL_DTYPES, differentiable=False,
+   notes="the fill value is cast to x's dtype (2.5 -> 2 for ints)")
+op("zeros_like.dtype", lambda x: np.zeros_like(x, dtype=np.int32), _like_samples, dtypes=FLOATS, differentiable=False)
+op("ones_like.plus", lambda x: x + np.ones_like(x), _like_samples, dtypes=NUMERIC)
+op("copy", lambda x: x.copy(), _like_samples, dtypes=ALL_DTYPES)
+
+
+# ---- symbolic shapes: one kernel for every size --------------------------------------------------------
+
+op("symbolic.mean_by_shape", lambda x: x.sum(axis=0) / x.shape[0],
+   lambda dt, rng: [SampleInput((make((n, 3), dt, rng),), desc=f"n={n}") for n in (1, 4, 33)],
+   dtypes=(F64,), signature="f64[n, 3]", tol=REDUCTION, notes="x.shape[0] is a runtime value")
+op("symbolic.scale_by_size", lambda x: x * x.shape[0] + x.size,
+   lambda dt, rng: [SampleInput((make((n,), dt, rng),), desc=f"n={n}") for n in (0, 1, 7)],
+   dtypes=(F32,), signature="f32[n]", tol=IEEE)
+
+
+# ---- error inputs of the indexing ops ------------------------------------------------------------------
+
+by_name("index.int").error_inputs = lambda: [error((_f((0,)),), errors.CompileError, r"(?i)index|bounds|range")]
+by_name("index.array_const").error_inputs = lambda: [
+    ErrorInput(SampleInput((_f((4,)),)), errors.DynamicShapeError, r".", fn=lambda x: x[x > 0]),
+    ErrorInput(SampleInput((_f((4,)),)), errors.DynamicShapeError, r".", fn=lambda x: np.nonzero(x)),
+    ErrorInput(SampleInput((_f((4,)),)), errors.DynamicShapeError, r".", fn=lambda x: np.unique(x))]
+by_name("index.2d").error_inputs = lambda: [error((_f((3, 2)),), errors.CompileError, r"(?i)index|bounds|range")]
