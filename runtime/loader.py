@@ -23,7 +23,8 @@ def convert_argument(name: str, value: Any, spec: ArgSpec) -> np.ndarray:
     """
     arr = value if isinstance(value, np.ndarray) else np.asarray(value)
     if arr.dtype != spec.dtype:
-        if isinstance(value, (int, float, bool)) and not isinstance(value, np.generic):
+        if isinstance(value, (int, float, bool)) and not isinstance(value, np.generic) and \
+                np.can_cast(type(value), spec.dtype, "same_kind"):
             arr = np.asarray(value, dtype=spec.dtype)     # Python scalars are weak (NEP 50)
         elif np.can_cast(arr.dtype, spec.dtype, "safe"):
             arr = arr.astype(spec.dtype)

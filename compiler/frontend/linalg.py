@@ -225,8 +225,8 @@ def _check_einsum_sizes(terms: list[str], xs: list[Staged], out_spec: str) -> No
         if len(t) != x.ndim:
             raise Reject(CompileError, "einstein sum subscripts string contains too many "
                          f"subscripts for operand {i}" if len(t) > x.ndim else
-                         f"operand has more dimensions than subscripts given in einstein sum, but "
-                         f"no '...' ellipsis provided to broadcast the extra dimensions.")
+                         "operand has more dimensions than subscripts given in einstein sum, but "
+                         "no '...' ellipsis provided to broadcast the extra dimensions.")
         for c, d in zip(t, x.shape):
             if c in sizes and sizes[c] != d:
                 raise Reject(ShapeMismatchError, f"size of label '{c}' for operand {i} ({d}) does "

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
-from llvmlite import ir as ll
 
 from compiler.ir.types import BOOL, TensorType, is_float, is_int
 from compiler.primitives.base import (ELEMENTWISE, Primitive, check, register,

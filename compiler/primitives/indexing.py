@@ -242,20 +242,27 @@ def _as_i64(b: Any, v: Any) -> Any:
     return v if v.dtype == np.int64 else b.emit1(P.convert, [v], {"dtype": np.dtype(np.int64)})
 
 
-def _take_both_batched(b: Any, x: Any, ind: Any, axis: int, size: Any) -> Any:
-    """out[b, pre, ind, post] = x[b, pre, ind[b, ...], post] with x and ind batch-leading."""
+def _flatten_batch(b: Any, x: Any, ind: Any, axis: int, size: Any) -> tuple[Any, Any, Any]:
+    """For batch-leading x and ind: x with the indexed axis next to the batch (B, N, rest...),
+    the same flattened to (B*N, rest...), and ind turned into rows of the flattened x."""
     import compiler.primitives as P
     from compiler.ir import dims
     from compiler.primitives.batching import move_axis
     n = x.type.shape[axis + 1]
-    x2 = move_axis(b, x, axis + 1, 1)                        # (B, N, pre..., post...)
-    rest = x2.type.shape[2:]
-    xf = b.emit1(P.reshape, [x2], {"new_sizes": (dims.mul(size, n),) + tuple(rest)})
+    x2 = move_axis(b, x, axis + 1, 1)
+    xf = b.emit1(P.reshape, [x2], {"new_sizes": (dims.mul(size, n),) + tuple(x2.type.shape[2:])})
     i = _ir_wrap_clamp(b, _as_i64(b, ind), n)
     row = b.emit1(P.iota, [], {"dtype": np.dtype(np.int64), "shape": i.type.shape, "dimension": 0})
     stride = b.emit1(P.broadcast_in_dim, [b.emit1(P.size_of, [], {"dim": n, "dtype": np.dtype(np.int64)})],
                      {"shape": i.type.shape, "broadcast_dimensions": ()})
-    flat = b.emit1(P.add, [i, b.emit1(P.mul, [row, stride])])
+    return x2, xf, b.emit1(P.add, [i, b.emit1(P.mul, [row, stride])])
+
+
+def _take_both_batched(b: Any, x: Any, ind: Any, axis: int, size: Any) -> Any:
+    """out[b, pre, ind, post] = x[b, pre, ind[b, ...], post] with x and ind batch-leading."""
+    import compiler.primitives as P
+    x2, xf, flat = _flatten_batch(b, x, ind, axis, size)
+    rest = x2.type.shape[2:]
     g = b.emit1(take, [xf, flat], {"axis": 0})                 # (B, ind..., pre..., post...)
     k, npre = ind.type.ndim - 1, axis
     perm = [0] + [1 + k + j for j in range(npre)] + [1 + j for j in range(k)] \
@@ -357,7 +364,6 @@ def _vmap_update_slice(b: Any, op: Any, args: list[Any], bdims: list[Any], size:
 
 def _vmap_scatter(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
     import compiler.primitives as P
-    from compiler.ir import dims
     from compiler.primitives.batching import batched_at, move_axis, reemit
     x, ind, upd = args
     axis = op.params["axis"]
@@ -365,15 +371,8 @@ def _vmap_scatter(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any)
     if bdims[1] is None:
         return reemit(b, op, [x, ind, upd], axis=axis + 1), [0]
     ind = move_axis(b, ind, bdims[1], 0)
-    n, k = x.type.shape[axis + 1], ind.type.ndim - 1
-    x2 = move_axis(b, x, axis + 1, 1)                               # (B, N, pre, post)
-    rest = x2.type.shape[2:]
-    xf = b.emit1(P.reshape, [x2], {"new_sizes": (dims.mul(size, n),) + tuple(rest)})
-    i = _ir_wrap_clamp(b, _as_i64(b, ind), n)
-    row = b.emit1(P.iota, [], {"dtype": np.dtype(np.int64), "shape": i.type.shape, "dimension": 0})
-    stride = b.emit1(P.broadcast_in_dim, [b.emit1(P.size_of, [], {"dim": n, "dtype": np.dtype(np.int64)})],
-                     {"shape": i.type.shape, "broadcast_dimensions": ()})
-    flat = b.emit1(P.add, [i, b.emit1(P.mul, [row, stride])])
+    k = ind.type.ndim - 1
+    x2, xf, flat = _flatten_batch(b, x, ind, axis, size)
     # updates (B, pre, ind, post) -> (B, ind, pre, post)
     perm = [0] + [1 + axis + j for j in range(k)] + [1 + j for j in range(axis)] \
         + [1 + axis + k + j for j in range(upd.type.ndim - 1 - axis - k)]
@@ -436,7 +435,7 @@ def _vjp_dynamic_update(b: Any, op: Any, primals: list[Any], outs: list[Any], ct
 
 def _vjp_update_slice(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
     import compiler.primitives as P
-    (x, upd), (ct,) = primals, cts
+    (_, upd), (ct,) = primals, cts
     if ct is None:
         return [None, None]
     ct_x = b.emit1(update_slice, [ct, ad.zeros_like(b, upd)], op.params)
@@ -446,7 +445,7 @@ def _vjp_update_slice(b: Any, op: Any, primals: list[Any], outs: list[Any], cts:
 def _vjp_scatter(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
     """mode='add': x gets ct, updates get ct gathered. mode='set': overwritten elements of x
     get no cotangent (with duplicate indices, every duplicate's update gets the cotangent)."""
-    (x, ind, upd), (ct,) = primals, cts
+    (_, ind, upd), (ct,) = primals, cts
     if ct is None:
         return [None, None, None]
     axis = op.params["axis"]

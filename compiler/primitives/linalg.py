@@ -57,7 +57,7 @@ def _lower_dot(cg: Any, op: Any, outs: list[Any]) -> None:
     i_shape = tuple(lhs.shape[a] for a in lfree)
     j_shape = tuple(rhs.shape[a] for a in rfree)
     k_shape = tuple(lhs.shape[a] for a in lc)
-    dtype, b = op.results[0].dtype, cg.b
+    dtype = op.results[0].dtype
 
     def place(ndim: int, groups: list[tuple[list[int], list[Any]]]) -> list[Any]:
         idx: list[Any] = [None] * ndim

@@ -342,9 +342,9 @@ def _slice_transpose(b: Any, op: Any, primals: list[Any], ct: Any) -> list[Any]:
 
 
 def _pad_transpose(b: Any, op: Any, primals: list[Any], ct: Any) -> list[Any]:
-    x, value = primals
-    lo, hi = op.params["low"], op.params["high"]
-    limits = tuple(dims.add(lo_ + 0, d) for lo_, d in zip(lo, x.shape))
+    x, _ = primals
+    lo = op.params["low"]
+    limits = tuple(dims.add(lo_, d) for lo_, d in zip(lo, x.shape))
     ct_x = b.emit1(slice_, [ct], {"start_indices": tuple(lo), "limit_indices": limits,
                                   "strides": (1,) * x.type.ndim})
     total = b.emit1(_P().reduce_sum, [ct], {"axes": tuple(range(ct.type.ndim))})
