@@ -466,6 +466,10 @@ class VjpFn:
     def __call__(self, cotangents: Any) -> tuple:
         return self.kernel(self.primals, cotangents)
 
+    def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:
+        """Called inside compiled code: inline the vjp kernel."""
+        return stager._call_kernel(self.kernel, [self.primals, *args], kwargs)
+
 
 def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple:
     """``(output, vjp_fn)`` (``(output, vjp_fn, aux)`` with has_aux); vjp_fn(cotangents)
@@ -494,6 +498,10 @@ class LinearizedFn:
     def __call__(self, *tangents: Any) -> Any:
         return self.kernel(self.primals, tangents)[1]
 
+    def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:
+        """Called inside compiled code: inline the jvp kernel, keep the tangent."""
+        return stager._call_kernel(self.kernel, [self.primals, tuple(args)], kwargs)[1]
+
 
 def linearize(func: Callable[..., Any], *primals: Any) -> tuple:
     """``(output, jvp_fn)``: jvp_fn(*tangents) evaluates the derivative at `primals`."""
@@ -516,10 +524,29 @@ def _stage_transform_constructor(transform: Callable[..., Any]) -> Callable[...,
     return handler
 
 
+def _staged_vjp(stager: Any, func: Any, *primals: Any, has_aux: bool = False) -> Any:
+    k = _ad_kernel("vjp", _kernel_for(func), has_aux)
+    out = stager._call_kernel(_kernel_for(func), list(primals), {})
+    fn = VjpFn(k, primals)
+    return (out[0], fn, out[1]) if has_aux else (out, fn)
+
+
+def _staged_jvp(stager: Any, func: Any, primals: Any, tangents: Any, *, has_aux: bool = False) -> Any:
+    return stager._call_kernel(_ad_kernel("jvp", _kernel_for(func), has_aux), [tuple(primals), tuple(tangents)], {})
+
+
+def _staged_linearize(stager: Any, func: Any, *primals: Any) -> Any:
+    out = stager._call_kernel(_kernel_for(func), list(primals), {})
+    return out, LinearizedFn(_ad_kernel("jvp", _kernel_for(func), False), primals)
+
+
 def _register_with_frontend() -> None:
     from compiler.frontend.calls import register_function
     for transform in (jit, vmap, grad, grad_and_value, jacrev, jacfwd, hessian):
         register_function(transform, _stage_transform_constructor(transform))
+    register_function(vjp, _staged_vjp)
+    register_function(jvp, _staged_jvp)
+    register_function(linearize, _staged_linearize)
 
 
 _register_with_frontend()

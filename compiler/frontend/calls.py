@@ -126,6 +126,8 @@ class CallMixin:
         from compiler.api import Kernel
         if isinstance(fn, Kernel):
             return self._call_kernel(fn, args, kwargs)
+        if hasattr(type(fn), "__aotx_stage_call__"):       # vjp_fn / jvp_fn objects
+            return fn.__aotx_stage_call__(self, args, kwargs)
         if isinstance(fn, BoundMethod):
             return self._call_method(fn, args, kwargs)
         if _hashable(fn) and fn in EXTERNAL:

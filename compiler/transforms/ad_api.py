@@ -201,9 +201,13 @@ class GradTracer(ADTracer):
             per_arg = [self.arg_structure(a_args, k, [res.slot(next(grads)) for _ in ranges[k]])
                        for k in argnums]
             out: Any = tuple(per_arg) if tupled else per_arg[0]
-            if self.with_value:
-                out = (out, res.slot(outs[main[0]]))
-            self.structure = self.with_aux(res, out, example, outs[:n])
+            if not self.with_value:
+                self.structure = self.with_aux(res, out, example, outs[:n])
+            elif self.has_aux:          # torch.func: (grad, (value, aux))
+                value = res.slot(outs[main[0]])
+                self.structure = (out, (value, self.with_aux(res, None, example, outs[:n])[1]))
+            else:
+                self.structure = (out, res.slot(outs[main[0]]))
             return []
 
         assembled = _assemble(f"{self.who}_{fn.name}", list(fn.in_types), list(fn.arg_names), build)

@@ -236,7 +236,28 @@ def jacobi_poisson(f, iters):
 
 @both_floats
 def test_jacobi_iterations_with_pad(dtype):
-    check(jacobi_poisson, randn(rng(45), 10, 10, dtype=dtype), 15)
+    # 4 sweeps: the generated code grows exponentially with the number of sweeps (see the next
+    # test), so 15 sweeps would not finish compiling
+    check(jacobi_poisson, randn(rng(45), 10, 10, dtype=dtype), 4)
+
+
+def blur(u, iters):
+    for _ in range(iters):
+        u = (u[:-2] + u[1:-1] + u[2:]) / 3
+    return u
+
+
+def test_repeated_stencil_sweeps_generate_linear_code():
+    """k sweeps of a 3-point stencil are k loops: the LLVM module grows linearly with k.
+
+    Each sweep reads the previous one three times; recomputing it inside the next sweep's loop
+    instead of materializing it makes the code (and the compile time) grow as 3**k.
+    """
+    from compiler import jit
+    u = np.zeros(64)
+    sizes = {k: len(jit(blur).lower(u, k).llvm) for k in (2, 4)}
+    assert sizes[4] <= 2.5 * sizes[2], f"LLVM module size for 2 and 4 sweeps: {sizes}"
+    check(blur, randn(rng(145), 64), 4)
 
 
 def power_iteration(a):

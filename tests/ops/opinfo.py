@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from compiler import errors
+from compiler import Function, errors
 from tests.ops.compare import EXACT, IEEE, REDUCTION, TRANSCENDENTAL, Tol
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -1038,6 +1038,44 @@ op("full_like", lambda x: np.full_like(x, 2.5), _like_samples, dtypes=ALL_DTYPES
 op("zeros_like.dtype", lambda x: np.zeros_like(x, dtype=np.int32), _like_samples, dtypes=FLOATS, differentiable=False)
 op("ones_like.plus", lambda x: x + np.ones_like(x), _like_samples, dtypes=NUMERIC)
 op("copy", lambda x: x.copy(), _like_samples, dtypes=ALL_DTYPES)
+
+
+# ---- custom functions (compiler.Function) --------------------------------------------------------------
+
+
+class _Cube(Function):
+    """A compilable forward (a ``custom_function`` region) returning an intermediate too."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        return x ** 3, 3 * x ** 2
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        (x,), (_, dx) = inputs, output
+        ctx.save_for_backward(x, dx)
+
+    @staticmethod
+    def backward(ctx, grad_out, grad_dx):
+        x, dx = ctx.saved_tensors
+        return grad_out * dx + grad_dx * 6 * x
+
+
+class _MedianHost(Function):
+    """np.median is outside the compilable subset: the forward runs as a host callback."""
+
+    @staticmethod
+    def forward(x):
+        return np.median(x, axis=-1)
+
+
+op("Function.compiled_forward", lambda x: _Cube.apply(x)[0] + 1.0, unary_samples(shapes=[(), (5,), (3, 4)]),
+   tol=TRANSCENDENTAL, notes="custom_function with the user's forward as its region (x ** 3 is pow)")
+op("Function.host_callback", lambda x: _MedianHost.apply(x) * 2.0,
+   unary_samples(shapes=[(5,), (3, 4), (2, 3, 1)]), differentiable=False, supports_vmap=False,
+   notes="custom_function around a host_call into NumPy")
 
 
 # ---- symbolic shapes: one kernel for every size --------------------------------------------------------

@@ -123,7 +123,9 @@ PROPERTY_SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_s
                          print_blob=True)
 
 F64_TOL = Tol((1e-4, 1e-5), (1e-9, 1e-9), ulps=16)
-F32_TOL = Tol((2e-3, 2e-4), (1e-9, 1e-9), ulps=16)
+#: float32 inputs: the program computes in float32 even where a NumPy float64 scalar (such as
+#: `np.abs(0.5)`) promotes the result to float64, so float32 tolerances apply to both
+F32_TOL = Tol((2e-3, 2e-4), (2e-3, 2e-4), ulps=16)
 
 
 @settings(max_examples=120, **PROPERTY_SETTINGS)
