@@ -80,10 +80,15 @@ def schedule(block: Block) -> Schedule:
                 mat.update(op.operands)
 
     group: dict[Value, object] = {}
+    # how each value is indexed relative to its group's loop nest: one entry per distinct path
+    # of index remaps from the root; elementwise users read at the same index (and `read`
+    # reuses the value), every index op makes a new access pattern
+    access: dict[Value, frozenset] = {}
     for op in reversed(block.ops):
         for r in op.results:
             if r in mat:
                 group[r] = r
+                access[r] = frozenset({("root", id(r))})
                 continue
             if r not in users:          # dead, unless a block result (handled above)
                 group[r] = None
@@ -93,17 +98,26 @@ def schedule(block: Block) -> Schedule:
                 continue
             consumers = set()
             expanding = False
+            patterns: set = set()
             for user in users[r]:
                 if user.prim.kind in (OPAQUE, CONTROL):
                     consumers.add(user)
+                    patterns.add(("opaque", id(user)))
                 else:
                     consumers.add(group.get(user.results[0]))
+                    seen = access.get(user.results[0], frozenset())
+                    patterns |= seen if user.prim.kind == ELEMENTWISE else {(id(user), p) for p in seen}
                 expanding = expanding or _expanding(user, r)
-            if expanding or len(consumers) != 1 or None in consumers or "cheap" in consumers:
+            # read at several different indices per element: computing it inline would repeat
+            # its whole expression per access (exponential in chains such as repeated stencils)
+            repeated = len(patterns) > 1
+            if expanding or repeated or len(consumers) != 1 or None in consumers or "cheap" in consumers:
                 mat.add(r)
                 group[r] = r
+                access[r] = frozenset({("root", id(r))})
             else:
                 group[r] = consumers.pop()
+                access[r] = frozenset(patterns)
     # operands of non-streaming opaque ops must be materialized unless cheap
     for op in block.ops:
         if op.prim.kind == OPAQUE and not op.prim.streams_operands:

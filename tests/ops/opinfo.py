@@ -231,6 +231,10 @@ def binary_samples(low: float = -3.0, high: float = 3.0, *, rlow: float | None =
             yield SampleInput((s, make((2, 3), dtype, rng, rlo, rhi)), desc=f"lhs python {type(s).__name__} {s!r}")
         if strong_scalar:
             yield SampleInput((make((4,), dtype, rng, lo, hi), np.float64(2.0)), desc="numpy float64 scalar (strong)")
+        yield SampleInput((make((3, 8), dtype, rng, lo, hi)[:, ::2], np.asfortranarray(make((3, 4), dtype, rng, rlo, rhi))),
+                          desc="strided view with Fortran-ordered")
+        yield SampleInput((make((4, 3), dtype, rng, lo, hi)[::-1], make((5, 3), dtype, rng, rlo, rhi)[1:2]),
+                          desc="negative-stride view with a row slice")
         if partners:
             for other in PARTNERS[dtype]:
                 if other in dtypes:
@@ -490,7 +494,7 @@ op("asarray.dtype", lambda x: np.asarray(x, dtype=np.float32), unary_samples(-10
 REDUCE_CASES = [((), None, False), ((7,), None, False), ((7,), 0, True), ((3, 4), None, True),
                 ((3, 4), 0, False), ((3, 4), 1, True), ((2, 3, 4), (0, 2), False),
                 ((2, 3, 4), 1, True), ((2, 3, 4), (-1, -2), True), ((1, 4), 0, False), ((3, 1), -1, False),
-                ((2, 33), 1, False), ((67,), 0, False)]
+                ((2, 33), 1, False), ((67,), 0, False), ((17, 33), 0, False)]
 EMPTY_CASES = [((3, 0), 1, False), ((0,), None, False), ((0, 3), 0, True)]
 
 
