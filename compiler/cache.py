@@ -286,7 +286,7 @@ class Describer:
                 refs.append([name, "builtin"])
         closure = [[n, self(c.cell_contents, d) if _cell_full(c) else "empty"]
                    for n, c in zip(code.co_freevars, fn.__closure__ or ())]
-        return ["function", module, fn.__qualname__, source, self(fn.__defaults__, d),
+        return ["function", module, fn.__qualname__, source, _code_identity(code), self(fn.__defaults__, d),
                 self(fn.__kwdefaults__, d), closure, refs]
 
     def kernel(self, k: Any, d: int) -> Any:
@@ -316,6 +316,14 @@ class Describer:
                          if not (k.startswith("__") and k.endswith("__")) or k == "__call__")
         bases = [self(b, d) for b in c.__bases__ if b is not object]
         return ["class", c.__module__, c.__qualname__, bases, members]
+
+
+def _code_identity(code: types.CodeType) -> list[Any]:
+    """What tells apart functions whose source lines are the same (two lambdas on one line):
+    their bytecode, names, constants and the column where each starts."""
+    consts = [_code_identity(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
+    start = next(iter(code.co_positions()), None) if hasattr(code, "co_positions") else None
+    return [code.co_code.hex(), list(code.co_names), list(code.co_varnames), consts, list(start or ())]
 
 
 def function_text(code: types.CodeType) -> str | None:

@@ -15,7 +15,6 @@ from compiler import jit, jvp
 PAIR = (lambda x: np.floor(x) * x, lambda x: np.ceil(x) * x)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: on-disk cache key collides for lambdas sharing a source line")
 def test_jvp_of_two_lambdas_on_one_line(monkeypatch, tmp_path):
     monkeypatch.setenv("AOTX_CACHE_DIR", str(tmp_path))
     x, t = np.array([4.3, -1.5, 0.2]), np.ones(3)
@@ -27,7 +26,6 @@ def test_jvp_of_two_lambdas_on_one_line(monkeypatch, tmp_path):
     np.testing.assert_array_equal(tan1, np.ceil(x))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: on-disk cache key collides for lambdas sharing a source line")
 def test_jit_of_two_lambdas_on_one_line(monkeypatch, tmp_path):
     monkeypatch.setenv("AOTX_CACHE_DIR", str(tmp_path))
     x = np.array([4.3, -1.5, 0.2])
