@@ -59,7 +59,9 @@ class Artifacts:
 
 def optimize_ir(fn: Function) -> Function:
     """Target-independent simplification of the IR."""
+    from compiler.transforms.canonicalize import canonicalize
     from compiler.transforms.simplify import simplify
+    fn = run(canonicalize, fn, name="canonicalize")
     return run(simplify, fn, name="simplify")
 
 

@@ -116,7 +116,7 @@ class Codegen:
 
     def reassoc(self, value: ll.Value) -> ll.Value:
         """Allow reassociation so a reduction loop vectorizes (sums differ by rounding)."""
-        if hasattr(value, "flags") and "reassoc" not in value.flags:
+        if getattr(value, "opname", "") in ("fadd", "fmul") and "reassoc" not in value.flags:
             value.flags.append("reassoc")
         return value
 

@@ -66,6 +66,10 @@ def _lower_dot(cg: Any, op: Any, outs: list[Any]) -> None:
                 idx[a] = v
         return idx
 
+    if all(d == 1 for d in j_shape):
+        _lower_dot_rows(cg, op, outs[0], place, (lb, lfree, lc), (rb, rfree, rc),
+                        batch_shape + i_shape, k_shape)
+        return
     with cg.loop_nest(batch_shape + i_shape) as outer:
         bi, ii = outer[:len(batch_shape)], outer[len(batch_shape):]
         with cg.loop_nest(j_shape) as jj:
@@ -97,6 +101,26 @@ def _vmap_dot(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> 
     dn = ((lc, shift(rc)), (lb, shift(rb)))
     n_lhs_free = len(free_axes(lhs.type.ndim, lc, lb))
     return reemit(b, op, [lhs, rhs], dimension_numbers=dn), [len(lb) + n_lhs_free]
+
+
+def _lower_dot_rows(cg: Any, op: Any, out: Any, place: Any, laxes: tuple, raxes: tuple,
+                    outer_shape: tuple, k_shape: tuple) -> None:
+    """Matrix-vector products (no free rhs axis): a dot product per output element, the
+    contraction innermost so that it runs along contiguous rows and vectorizes."""
+    lhs, rhs = op.operands
+    (lb, lfree, lc), (rb, rfree, rc) = laxes, raxes
+    dtype, nb = op.results[0].dtype, len(lb)
+    ones = [cg.index(0)] * len(rfree)
+    with cg.loop_nest(outer_shape) as outer:
+        bi, ii = outer[:nb], outer[nb:]
+
+        def body(acc: list[Any], kk: list[Any]) -> list[Any]:
+            a = cg.read(lhs, place(lhs.ndim, [(list(lb), bi), (lfree, ii), (list(lc), kk)]))
+            r = cg.read(rhs, place(rhs.ndim, [(list(rb), bi), (rfree, ones), (list(rc), kk)]))
+            total = cg.add(dtype, acc[0], cg.mul(dtype, a, r))
+            return [cg.reassoc(total) if dtype.kind == "f" else total]
+        (acc,) = cg.reduce(k_shape, tuple(range(len(k_shape))), [], [cg.const(dtype, 0)], body)
+        cg.store(out, bi + ii + ones, acc)
 
 
 dot_general = register(Primitive(

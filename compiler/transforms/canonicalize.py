@@ -1,0 +1,109 @@
+"""Canonicalization: rewrite ops into cheaper equivalent forms that fuse.
+
+A pattern table keyed by primitive name; each pattern gets the op (with its
+operands already rewritten) and returns replacement values, or None to keep
+the op. Differentiation and vmap produce these shapes often (the vjp of a
+matrix-vector product is an outer product written as a contraction over a
+size-1 axis).
+
+    %1 = transpose(%0) {permutation=(0, 2, 1)} : f64[4, 128, 1]     (moves a size-1 axis)
+    ->  %1 = reshape(%0) {new_sizes=(4, 128, 1)}
+    %2 = dot_general(%a, %b) contracting two size-1 axes
+    ->  %2 = mul(broadcast_in_dim(%a'), broadcast_in_dim(%b'))       (elementwise: fuses)
+    %3 = reshape(reshape(%x)) -> reshape(%x);  reshape to the same shape -> %x
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from compiler.ir.builder import Builder
+from compiler.ir.core import Block, Function, Op, Value
+from compiler.primitives.linalg import free_axes
+
+
+def canonicalize(fn: Function, rounds: int = 4) -> Function:
+    """Apply the patterns until nothing changes (patterns may expose more of them)."""
+    for _ in range(rounds):
+        if not _rewrite_block(fn.body):
+            break
+    return fn
+
+
+def _rewrite_block(block: Block) -> bool:
+    """Rewrite `block` (and its regions) in place; True if anything changed."""
+    changed = False
+    env: dict[Value, Value] = {}
+    out = Block(args=block.args)
+    b = Builder(out)
+    for op in block.ops:
+        op.operands = tuple(env.get(v, v) for v in op.operands)
+        for region in op.regions:
+            changed |= _rewrite_block(region)
+        pattern = PATTERNS.get(op.prim.name)
+        replaced = None
+        if pattern is not None:
+            with b.at(op.loc):
+                replaced = pattern(b, op)
+        if replaced is None:
+            out.ops.append(op)
+        else:
+            env.update(zip(op.results, replaced))
+            changed = True
+    block.ops = out.ops
+    block.results = [env.get(v, v) for v in block.results]
+    return changed
+
+
+def _prims() -> Any:
+    import compiler.primitives as P
+    return P
+
+
+def _transpose(b: Builder, op: Op) -> list[Value] | None:
+    """A transpose that only moves size-1 axes keeps the memory order: a reshape."""
+    (x,) = op.operands
+    perm = op.params["permutation"]
+    kept = [p for p in perm if x.type.shape[p] != 1]
+    if kept != sorted(kept):
+        return None
+    return [b.emit1(_prims().reshape, [x], {"new_sizes": op.results[0].type.shape})]
+
+
+def _reshape(b: Builder, op: Op) -> list[Value] | None:
+    (x,) = op.operands
+    if x.type.shape == op.results[0].type.shape:
+        return [x]
+    if x.op is not None and x.op.prim.name == "reshape":
+        return [b.emit1(_prims().reshape, [x.op.operands[0]], dict(op.params))]
+    return None
+
+
+def _dot_general(b: Builder, op: Op) -> list[Value] | None:
+    """A contraction over size-1 axes only is a broadcast product (it then fuses)."""
+    P = _prims()
+    lhs, rhs = op.operands
+    (lc, rc), (lb, rb) = op.params["dimension_numbers"]
+    if any(lhs.type.shape[a] != 1 for a in lc):
+        return None
+    out_shape = op.results[0].type.shape
+    nb, lf, rf = len(lb), free_axes(lhs.type.ndim, lc, lb), free_axes(rhs.type.ndim, rc, rb)
+
+    def spread(x: Value, batch: tuple, free: list[int], positions: list[int]) -> Value:
+        order = list(batch) + free + [a for a in range(x.type.ndim) if a not in batch and a not in free]
+        if order != list(range(x.type.ndim)):
+            x = b.emit1(P.transpose, [x], {"permutation": tuple(order)})
+        kept = tuple(x.type.shape[:len(batch) + len(free)])
+        if kept != x.type.shape:
+            x = b.emit1(P.reshape, [x], {"new_sizes": kept})
+        return b.emit1(P.broadcast_in_dim, [x], {"shape": out_shape, "broadcast_dimensions": tuple(positions)})
+
+    left = spread(lhs, lb, lf, list(range(nb + len(lf))))
+    right = spread(rhs, rb, rf, list(range(nb)) + list(range(nb + len(lf), nb + len(lf) + len(rf))))
+    return [b.emit1(P.mul, [left, right])]
+
+
+PATTERNS: dict[str, Callable[[Builder, Op], list[Value] | None]] = {
+    "transpose": _transpose,
+    "reshape": _reshape,
+    "dot_general": _dot_general,
+}
