@@ -269,8 +269,22 @@ def _walk_returns_only(node: ast.AST) -> Any:
             yield sub
 
 
+def _has_continue(stmts: list[ast.stmt]) -> bool:
+    """A `continue` of an enclosing loop (not of a loop nested in `stmts`)."""
+    for node in stmts:
+        if isinstance(node, (ast.For, ast.While)):
+            continue
+        if any(isinstance(sub, ast.Continue) for sub in _walk_same_function(node, loops=True)):
+            return True
+    return False
+
+
 def staged_if(st: "Stager", node: ast.If, pred: Staged) -> None:
     """`if` on an array value: merge mode, or continuation mode with early exits."""
+    if _has_continue(node.body) or _has_continue(node.orelse):
+        raise Reject(UnsupportedError, "`continue` under an `if` on an array value is not supported",
+                     "invert the test and nest the rest of the loop body: `if not cond: ...` "
+                     "(`break` and `return` there are supported)")
     if has_escape(node.body) or has_escape(node.orelse):
         after = list(st.conts)
         value = cond(st, pred, (lambda: st.run_continuation(node.body, after),
