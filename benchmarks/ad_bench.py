@@ -97,5 +97,41 @@ def main() -> None:
     print(f"  aotx vmap(grad) {1e3 * ta:.3f} ms   hand-written NumPy {1e3 * tn:.3f} ms   ({tn / ta:.2f}x)")
 
 
+MEMORY_CASE = """
+import resource, sys
+import numpy as np
+from compiler import jacrev
+def f(x):
+    h = np.tanh(np.outer(x, x[:256]) @ np.ones(256))   # a (n, 256) intermediate per basis vector
+    return h * x
+x = np.random.default_rng(0).standard_normal(1500) / 8
+chunk = None if sys.argv[1] == "none" else int(sys.argv[1])
+jac = jacrev(f, chunk_size=chunk)
+jac(x[:300])                                           # warm up the runtime
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+out = jac(x)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(after - before)
+"""
+
+
+def memory() -> None:
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    print("\npeak RSS growth of one call, jacrev of f: R^1500 -> R^1500 with a (1500, 256) intermediate "
+          "(the Jacobian alone: 17 MiB):")
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "jac_memory.py")
+        with open(script, "w") as f:
+            f.write(MEMORY_CASE)
+        for chunk in ("none", "256", "16"):
+            out = subprocess.run([sys.executable, script, chunk], capture_output=True, text=True, check=True,
+                                 env={**os.environ, "PYTHONPATH": os.getcwd()})
+            print(f"  chunk_size={chunk:>5}: {int(out.stdout.strip()) / 1024:8.1f} MiB")
+
+
 if __name__ == "__main__":
     main()
+    memory()
