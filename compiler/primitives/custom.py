@@ -284,7 +284,7 @@ def _vmap_staticmethod(b: Any, op: Any, args: list[Any], bdims: list[Any], size:
     slots = [t for t in template if isinstance(t, ArraySlot)]
     sink = _Sink()
     filled = fill(template, [_abstract(a.type, s) for a, s in zip(args, slots)])
-    prog = stage(_vmap_program, (user_vmap, sink, VmapInfo(size), _arg_dims(template, bdims), *filled),
+    prog = stage(_vmap_program, (user_vmap, sink, VmapInfo(size, _vmap_randomness()), _arg_dims(template, bdims), *filled),
                  {}, name=f"{cls.__name__}_vmap")
     with b.at(op.loc):
         outs = inline_block(b, prog.function.body, args)
@@ -502,3 +502,8 @@ def _vjp_custom(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[
 from compiler.primitives.base import attach_rules  # noqa: E402
 
 attach_rules(custom_function, vmap_rule=_vmap_custom, jvp_rule=_jvp_custom, vjp_rule=_vjp_custom)
+
+
+def _vmap_randomness() -> str:
+    from compiler.transforms.vmap import CURRENT_RANDOMNESS
+    return CURRENT_RANDOMNESS.get()

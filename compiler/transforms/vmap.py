@@ -10,6 +10,7 @@ axes move only when a rule needs them somewhere else.
 """
 from __future__ import annotations
 
+import contextvars
 from typing import Any, Sequence
 
 from compiler.errors import UnsupportedError
@@ -20,6 +21,10 @@ from compiler.ir.types import TensorType
 from compiler.primitives.batching import batched_at, move_axis
 
 BDim = "int | None"
+
+#: the randomness flag of the vmap being applied (rules that call user code see it, e.g. the
+#: ``info.randomness`` of a compiler.Function's vmap staticmethod)
+CURRENT_RANDOMNESS: contextvars.ContextVar[str] = contextvars.ContextVar("aotx_vmap_randomness", default="error")
 
 
 def batched_type(t: TensorType, bdim: int | None, size: Dim) -> TensorType:

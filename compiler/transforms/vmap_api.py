@@ -12,7 +12,7 @@ from compiler.frontend.pytrees import flatten, flatten_static, unflatten
 from compiler.frontend.values import Weak
 from compiler.ir import dims
 from compiler.ir.types import TensorType
-from compiler.transforms.vmap import vmap_function
+from compiler.transforms.vmap import CURRENT_RANDOMNESS, vmap_function
 
 RANDOMNESS = ("error", "same", "different")
 
@@ -103,12 +103,17 @@ class VmapTracer:
         out_example = unflatten(program.out_tree, [None] * len(program.function.results))
         out_dims = self._flat_out_dims(out_example, len(program.function.results))
         _check_unbatched_outputs(program.function, flat_dims, out_dims, size)
+        token = CURRENT_RANDOMNESS.set(self.randomness)
+        try:
+            return StagedProgram(self._batch(program.function, flat_dims, out_dims, size),
+                                 program.in_tree, program.out_tree)
+        finally:
+            CURRENT_RANDOMNESS.reset(token)
+
+    def _batch(self, fn: Any, flat_dims: list[Any], out_dims: list[Any], size: Any) -> Any:
         if self.chunk_size is None:
-            batched = vmap_function(program.function, flat_dims, out_dims, size,
-                                    name=f"vmap_{program.function.name}")
-        else:
-            batched = chunked_function(program.function, flat_dims, out_dims, size, self.chunk_size)
-        return StagedProgram(batched, program.in_tree, program.out_tree)
+            return vmap_function(fn, flat_dims, out_dims, size, name=f"vmap_{fn.name}")
+        return chunked_function(fn, flat_dims, out_dims, size, self.chunk_size)
 
     def _flat_out_dims(self, example: Any, n: int) -> list[Any]:
         if _is_dims_leaf(self.out_dims):
