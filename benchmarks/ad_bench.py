@@ -5,10 +5,9 @@ and per-example gradients of logistic regression vs a hand-written NumPy gradien
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
+from _timing import best, run_script  # noqa: E402  (benchmarks/ is the script's directory)
 from compiler import grad, jit, vmap
 
 rng = np.random.default_rng(0)
@@ -47,14 +46,6 @@ def polynomial(x, c):
     return np.sum(acc)
 
 
-def best(fn, repeat=9):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def cases():
@@ -93,7 +84,7 @@ def main() -> None:
 
     np.testing.assert_allclose(per_example(w, xs, ys), numpy_per_example(w, xs, ys), rtol=1e-9, atol=1e-12)
     ta, tn = best(lambda: per_example(w, xs, ys)), best(lambda: numpy_per_example(w, xs, ys))
-    print(f"\nper-example gradients, logistic regression (w: 128, batch 4096):")
+    print("\nper-example gradients, logistic regression (w: 128, batch 4096):")
     print(f"  aotx vmap(grad) {1e3 * ta:.3f} ms   hand-written NumPy {1e3 * tn:.3f} ms   ({tn / ta:.2f}x)")
 
 
@@ -116,20 +107,10 @@ print(after - before)
 
 
 def memory() -> None:
-    import os
-    import subprocess
-    import sys
-    import tempfile
     print("\npeak RSS growth of one call, jacrev of f: R^1500 -> R^1500 with a (1500, 256) intermediate "
           "(the Jacobian alone: 17 MiB):")
-    with tempfile.TemporaryDirectory() as tmp:
-        script = os.path.join(tmp, "jac_memory.py")
-        with open(script, "w") as f:
-            f.write(MEMORY_CASE)
-        for chunk in ("none", "256", "16"):
-            out = subprocess.run([sys.executable, script, chunk], capture_output=True, text=True, check=True,
-                                 env={**os.environ, "PYTHONPATH": os.getcwd()})
-            print(f"  chunk_size={chunk:>5}: {int(out.stdout.strip()) / 1024:8.1f} MiB")
+    for chunk in ("none", "256", "16"):
+        print(f"  chunk_size={chunk:>5}: {int(run_script(MEMORY_CASE, chunk)) / 1024:8.1f} MiB")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from typing import Any, Callable
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -19,6 +18,7 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_
 
 import numpy as np  # noqa: E402
 
+from _timing import best  # noqa: E402  (benchmarks/ is the script's directory)
 from compiler import jit  # noqa: E402
 
 
@@ -26,14 +26,6 @@ def wave(x):
     return np.exp(-x**2) * np.sin(3 * x) + 0.5 * x * np.tanh(x)
 
 
-def best(fn: Callable[[], Any], repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def peers(expr: Callable[..., Any]) -> dict[str, Callable[[np.ndarray], Any]]:

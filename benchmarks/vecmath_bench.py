@@ -7,10 +7,10 @@ backend's loop shape (scalar body, noalias pointers) compiled at O3 for the host
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 
+from _timing import best  # noqa: E402  (benchmarks/ is the script's directory)
 from tests.backend import vecmath_harness as H
 
 N = 10_000_000
@@ -23,13 +23,6 @@ NAMES = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", 
          "cbrt"]
 
 
-def best_time(fn, reps: int = 5) -> float:
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def main(names: list[str]) -> None:
@@ -44,8 +37,8 @@ def main(names: list[str]) -> None:
             out = np.empty_like(args[0])
             ref = H._REF[name]
             with np.errstate(all="ignore"):
-                t_k = best_time(lambda: kernel(*args, out=out))
-                t_np = best_time(lambda: ref(*args, out=out))
+                t_k = best(lambda: kernel(*args, out=out), 5)
+                t_np = best(lambda: ref(*args, out=out), 5)
             print(f"{name:9s} {dtype:8s} {t_k / N * 1e9:10.2f} {t_np / N * 1e9:11.2f} "
                   f"{t_np / t_k:7.1f}x")
 

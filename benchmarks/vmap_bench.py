@@ -5,15 +5,10 @@ memory of chunked vs unchunked vmap.
 """
 from __future__ import annotations
 
-import os
-import resource
-import subprocess
-import tempfile
-import sys
-import time
 
 import numpy as np
 
+from _timing import best, run_script  # noqa: E402  (benchmarks/ is the script's directory)
 from compiler import vmap
 
 
@@ -25,14 +20,6 @@ def hand_batched(w, xs):
     return np.tanh(xs @ w).sum(axis=1)
 
 
-def best(fn, repeat=7):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def speed() -> None:
@@ -41,7 +28,7 @@ def speed() -> None:
     batched = vmap(per_example, in_dims=(None, 0))
     np.testing.assert_allclose(batched(w, xs), hand_batched(w, xs), rtol=1e-10)
     t_aotx, t_np = best(lambda: batched(w, xs)), best(lambda: hand_batched(w, xs))
-    print(f"vmap(tanh(x @ w).sum()) over 4096 examples, w 128x64:")
+    print("vmap(tanh(x @ w).sum()) over 4096 examples, w 128x64:")
     print(f"  aotx {1e3 * t_aotx:7.3f} ms   NumPy hand-batched {1e3 * t_np:7.3f} ms   ({t_np / t_aotx:.2f}x)")
 
 
@@ -68,17 +55,10 @@ print(after - before)
 def memory() -> None:
     print("peak RSS growth of one call, vmap of softmax(w @ x) over 4096 examples, w 2048x256 "
           "(output alone: 64 MiB):")
-    with tempfile.TemporaryDirectory() as tmp:
-        script = os.path.join(tmp, "memory_case.py")     # compiled functions need a source file
-        with open(script, "w") as f:
-            f.write(MEMORY_CASE)
-        for chunk in ("none", "1024", "64"):
-            out = subprocess.run([sys.executable, script, chunk], capture_output=True, text=True,
-                                 check=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
-            print(f"  chunk_size={chunk:>5}: {int(out.stdout.strip()) / 1024:8.1f} MiB")
+    for chunk in ("none", "1024", "64"):
+        print(f"  chunk_size={chunk:>5}: {int(run_script(MEMORY_CASE, chunk)) / 1024:8.1f} MiB")
 
 
 if __name__ == "__main__":
     speed()
     memory()
-    _ = resource
