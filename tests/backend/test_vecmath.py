@@ -146,30 +146,21 @@ def test_binary_accuracy(name: str, dtype: str) -> None:
 
 @pytest.mark.parametrize("dtype", [F64, F32])
 @pytest.mark.parametrize("name", UNARY + BINARY)
-def test_fastmath_within_bound(name: str, dtype: str) -> None:
-    """fastmath variants keep the default bound (they currently share its algorithms)."""
-    kernel = H.compile_kernel(name, dtype, fastmath=True)
+@pytest.mark.parametrize("variant", [
+    # fastmath variants keep the default bound (they currently share its algorithms)
+    pytest.param({"fastmath": True}, id="fastmath"),
+    # the has_fma=False code path (for SSE2-only targets) meets the same bounds
+    pytest.param({"has_fma": False}, id="no-fma"),
+])
+def test_variant_within_bound(name: str, dtype: str, variant: dict) -> None:
+    kernel = H.compile_kernel(name, dtype, **variant)
     if name in H.NARGS:
         x, y = (a[::10] for a in binary_points(name, dtype))
         err, where = _max_ulp(name, kernel(x, y), x, y)
     else:
         x = unary_points(name, dtype)[::10]
         err, where = _max_ulp(name, kernel(x), x)
-    assert err <= TOL[name][dtype == F32], f"{name}[{dtype}, fastmath] {err:.3f} ULP at {where}"
-
-
-@pytest.mark.parametrize("dtype", [F64, F32])
-@pytest.mark.parametrize("name", UNARY + BINARY)
-def test_without_fma_within_bound(name: str, dtype: str) -> None:
-    """The has_fma=False code path (for SSE2-only targets) meets the same bounds."""
-    kernel = H.compile_kernel(name, dtype, has_fma=False)
-    if name in H.NARGS:
-        x, y = (a[::10] for a in binary_points(name, dtype))
-        err, where = _max_ulp(name, kernel(x, y), x, y)
-    else:
-        x = unary_points(name, dtype)[::10]
-        err, where = _max_ulp(name, kernel(x), x)
-    assert err <= TOL[name][dtype == F32], f"{name}[{dtype}, no FMA] {err:.3f} ULP at {where}"
+    assert err <= TOL[name][dtype == F32], f"{name}[{dtype}, {variant}] {err:.3f} ULP at {where}"
 
 
 def test_overflow_thresholds_exact() -> None:

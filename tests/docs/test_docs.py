@@ -29,11 +29,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 SKIP_MARK = "# doctest: skip"
 
-# Blocks in pages this test's owner does not maintain that are known to fail,
-# keyed by (page relative to the repository, block number). Strict: once such
-# a block runs, the entry must go.
-KNOWN_FAILURES: dict[tuple[str, int], str] = {}
-
 _FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*)$")
 
 
@@ -124,18 +119,10 @@ def _failure_text(block: Block) -> str:
 def test_doc_block_runs(block: Block) -> None:
     if block.skipped:
         pytest.skip(f"{block.label}: marked '{SKIP_MARK}'")
-    known = KNOWN_FAILURES.get((block.rel, block.number))
-    if known:
-        if _fails_alone(block):
-            pytest.xfail(f"{block.label}: {known}")
-        pytest.fail(f"{block.label} now runs: remove it from KNOWN_FAILURES")
     run = _RUNS.setdefault(block.page, _PageRun(block.page))
     if run.done >= block.number:          # re-run of the page in this process: start afresh
         run = _RUNS[block.page] = _PageRun(block.page)
     for earlier in python_blocks(block.page)[run.done:block.number - 1]:
-        if (earlier.rel, earlier.number) in KNOWN_FAILURES:
-            run.done = earlier.number
-            continue
         try:
             _run_block(run, earlier)      # blocks this process has not run yet (e.g. under xdist)
         except Exception:
@@ -146,14 +133,6 @@ def test_doc_block_runs(block: Block) -> None:
         _run_block(run, block)
     except Exception:
         pytest.fail(_failure_text(block), pytrace=False)
-
-
-def _fails_alone(block: Block) -> bool:
-    try:
-        exec(_compile(block), {"__name__": "aotx_docs_known_failure"})
-    except Exception:
-        return True
-    return False
 
 
 def test_blocks_are_found() -> None:

@@ -234,9 +234,6 @@ def _dims_id(args: tuple, dims: dict) -> str:
 
 # ---- the cases -------------------------------------------------------------------------------------
 
-#: native cases that fail for a known compiler bug (strict xfail); empty: none known
-KNOWN_NATIVE_FAILURES: dict[str, str] = {}
-
 def _cases() -> tuple[list, list, list, list, list, list]:
     every, native, nested_ir, nested_native, outd_ir, outd_native = [], [], [], [], [], []
     for op in OPS:
@@ -260,9 +257,7 @@ def _cases() -> tuple[list, list, list, list, list, list]:
                     picks = []
                 for dims in picks:
                     pid = f"{base}-{_dims_id(s.args, dims)}"
-                    marks = ([pytest.mark.xfail(strict=True, reason=KNOWN_NATIVE_FAILURES[pid])]
-                             if pid in KNOWN_NATIVE_FAILURES else [])
-                    native.append(pytest.param(op, dtype, i, s, dims, id=pid, marks=marks))
+                    native.append(pytest.param(op, dtype, i, s, dims, id=pid))
                 if dtype == F64:
                     nested_ir.append(pytest.param(op, dtype, i, s, id=base))
                     if i % 8 == 0:
