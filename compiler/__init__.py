@@ -7,7 +7,7 @@ from compiler import errors
 from compiler.cache import diagnostics
 from compiler.api import (Kernel, grad, grad_and_value, hessian, jacfwd, jacrev, jit, jvp, linearize,
                           vjp, vmap)
-from compiler.custom import Function
+from compiler.function import Function
 
 __version__ = "0.1.0"
 __all__ = ["Kernel", "jit", "vmap", "grad", "grad_and_value", "jacrev", "jacfwd", "hessian",

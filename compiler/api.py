@@ -107,7 +107,7 @@ class Specialization:
         try:
             outs = self.native(*dynamic)
         except RuntimeError:            # status 2: re-raise the host callback's own exception
-            from compiler.backend.callbacks import raise_pending
+            from compiler.function.trampoline import raise_pending
             raise_pending()
             raise
         return fe.pytrees.unflatten(self.program.out_tree, [_scalarize(o) for o in outs])
@@ -161,7 +161,7 @@ class _FastPlan:
         status = self.fn(in_ptrs, out_ptrs, self.syms)
         if status:
             if status == 2:                      # a host callback raised: its exception, no re-run
-                from compiler.backend.callbacks import raise_pending
+                from compiler.function.trampoline import raise_pending
                 raise_pending()
             return self.spec.call(arrays)        # the checked path raises the proper error
         if self.single:

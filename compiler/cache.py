@@ -562,7 +562,7 @@ class Probe:
         if self.key is None or not disk().writable:
             return
         import compiler
-        from compiler.backend.callbacks import uses_host_callbacks
+        from compiler.function.trampoline import uses_host_callbacks
         if uses_host_callbacks(spec.program.function):
             _log(f"not caching {self.kernel.__name__}: it calls back into Python")
             return

@@ -14,8 +14,23 @@ Internal invariant failures are :class:`InternalCompilerError`.
 from __future__ import annotations
 
 import linecache
+from dataclasses import dataclass
 
-from compiler.ir.core import SourceLoc
+
+@dataclass(frozen=True, slots=True)
+class SourceLoc:
+    """Where in the user's code an op comes from (1-based line, 0-based column)."""
+
+    file: str
+    line: int
+    col: int = 0
+    end_col: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col + 1}"
+
+
+UNKNOWN_LOC = SourceLoc("<unknown>", 0)
 
 
 class CompileError(TypeError):

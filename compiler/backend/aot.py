@@ -201,7 +201,7 @@ def build(source: str | Path, out_dir: str | Path, *, cpu: str = "host", emit: S
 
 def _prepare(job: KernelJob, target: targets.Target, want_ir: bool) -> None:
     """Frontend output -> simplified IR -> LLVM IR for `target` (in this process)."""
-    from compiler.backend.callbacks import check_buildable
+    from compiler.function.trampoline import check_buildable
     spec = job.kernel._fixed
     fn = spec.program.function
     check_buildable(fn, job.name)

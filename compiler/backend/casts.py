@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 from llvmlite import ir as ll
 
+from compiler.backend.buffers import scalar_type
 from compiler.ir.types import BOOL, is_float
 
 
 def cast(cg: Any, v: ll.Value, src: np.dtype, dst: np.dtype) -> ll.Value:
-    from compiler.backend.codegen import scalar_type
     b, to = cg.b, scalar_type(dst)
     if src == dst:
         return v

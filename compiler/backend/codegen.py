@@ -10,43 +10,18 @@ function's pointers are ``noalias``, so LLVM's loop vectorizer can widen them.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 from llvmlite import ir as ll
 
+from compiler.backend import casts, control, mathlib
+from compiler.backend.buffers import I1T, I8T, I64T, PTR, Buffer, memory_type, scalar_type
 from compiler.backend.fusion import Schedule, schedule
 from compiler.ir import dims
 from compiler.ir.core import Block, Op, Value
 from compiler.ir.types import BOOL, F32, F64, I32, I64, is_float
-from compiler.primitives.base import CONTROL, ELEMENTWISE, INDEX, OPAQUE
-
-I64T = ll.IntType(64)
-I8T = ll.IntType(8)
-I1T = ll.IntType(1)
-PTR = ll.PointerType(I8T)
-
-_SCALAR = {F32: ll.FloatType(), F64: ll.DoubleType(), I32: ll.IntType(32), I64: I64T, BOOL: I1T}
-_MEMORY = {**_SCALAR, BOOL: I8T}
-
-
-def scalar_type(dtype: np.dtype) -> ll.Type:
-    return _SCALAR[dtype]
-
-
-def memory_type(dtype: np.dtype) -> ll.Type:
-    return _MEMORY[dtype]
-
-
-@dataclass
-class Buffer:
-    """A contiguous row-major array in memory."""
-
-    ptr: ll.Value
-    dtype: np.dtype
-    shape: tuple[dims.Dim, ...]
-
+from compiler.ir.primitive import CONTROL, ELEMENTWISE, INDEX, OPAQUE
 
 class Codegen:
     """The lowering context handed to every primitive's ``lower``."""
@@ -126,17 +101,14 @@ class Codegen:
         return self.b.call(fn, list(args))
 
     def vecmath(self, name: str, args: Sequence[ll.Value]) -> ll.Value:
-        from compiler.backend import mathlib
         self.math_calls += 1
         return mathlib.call(self, name, list(args))
 
     def cast(self, v: ll.Value, src: np.dtype, dst: np.dtype) -> ll.Value:
-        from compiler.backend.casts import cast
-        return cast(self, v, src, dst)
+        return casts.cast(self, v, src, dst)
 
     def int_pow(self, x: ll.Value, y: ll.Value) -> ll.Value:
-        from compiler.backend.casts import int_pow
-        return int_pow(self, x, y)
+        return casts.int_pow(self, x, y)
 
     def alloca_scalar(self, dtype: np.dtype, init: ll.Value | None = None) -> ll.Value:
         slot = self.alloca_builder.alloca(scalar_type(dtype))
@@ -338,7 +310,6 @@ class Codegen:
         elif kind == CONTROL and op.prim.lower is not None:   # a control op with its own lowering
             op.prim.lower(self, op)                           # (custom_function)
         elif kind == CONTROL:
-            from compiler.backend import control
             control.lower(self, op)
         else:
             for r in op.results:

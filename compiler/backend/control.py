@@ -8,32 +8,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.backend.buffers import Buffer
+from compiler.ir import dims
 from compiler.ir.core import Op
+from compiler.ir.types import BOOL
+from compiler.primitives import ops
+from compiler.primitives.control import chunk_counts
 
 
 def _truth(cg: Any, v: Any) -> Any:
-    from compiler.ir.types import BOOL
     x = cg.read(v, [cg.index(0)] * v.type.ndim)
     return cg.cast(x, v.dtype, BOOL)
 
 
 def lower(cg: Any, op: Op) -> None:
-    lowerings = {"cond": _lower_cond, "while": _lower_while, "chunked": _lower_chunked}
-    if op.prim.name not in lowerings:
+    if op.prim not in LOWERINGS:
         raise AssertionError(f"no control lowering for {op.prim.name}")
-    lowerings[op.prim.name](cg, op)
+    LOWERINGS[op.prim](cg, op)
 
 
 def _window(cg: Any, buf: Any, start: Any, n: Any) -> Any:
     """Rows [start, start + n) of a buffer whose axis 0 is the batch: no copy."""
-    from compiler.backend.codegen import Buffer
     row = cg.dim(_prod(buf.shape[1:]))
     ptr = cg.b.gep(buf.ptr, [cg.b.mul(start, row)], inbounds=True)
     return Buffer(ptr, buf.dtype, (n,) + tuple(buf.shape[1:]))
 
 
 def _prod(shape: Any) -> Any:
-    from compiler.ir import dims
     total: Any = 1
     for d in shape:
         total = dims.mul(total, d)
@@ -43,7 +44,6 @@ def _prod(shape: Any) -> Any:
 def _lower_chunked(cg: Any, op: Op) -> None:
     """Full chunks in a loop, then the tail: region buffers are windows into the
     operands and results, so only the region's own temporaries scale with the chunk."""
-    from compiler.primitives.control import chunk_counts
     chunk, batched = op.params["chunk"], op.params["batched"]
     n_full, tail = chunk_counts(op.params["size"], chunk)
     ins = [cg.buffers[v] for v in op.operands]
@@ -94,7 +94,6 @@ def _lower_while(cg: Any, op: Op) -> None:
     cg._cache.append({})
     cg.lower_block(cond_block, carried, [flag])
     cg._cache.pop()
-    from compiler.ir.types import BOOL
     t = cond_block.results[0].type
     value = cg.load(flag, [cg.index(0)] * t.ndim)
     b.cbranch(cg.cast(value, t.dtype, BOOL), body_bb, exit_bb)
@@ -106,3 +105,6 @@ def _lower_while(cg: Any, op: Op) -> None:
         cg.copy(tmp, buf)
     b.branch(header)
     b.position_at_end(exit_bb)
+
+
+LOWERINGS = {ops.cond_p: _lower_cond, ops.while_p: _lower_while, ops.chunked_p: _lower_chunked}

@@ -20,11 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compiler.ir.core import Block, Op, Value
-from compiler.primitives.base import CONTROL, ELEMENTWISE, INDEX, OPAQUE
-
-_LOOPING_INDEX_OPS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min",
-                                "reduce_and", "reduce_or", "argmax", "argmin"})
-
+from compiler.ir.primitive import CONTROL, ELEMENTWISE, INDEX, OPAQUE
 
 @dataclass
 class Schedule:
@@ -42,7 +38,7 @@ class Schedule:
 
 
 def _has_loop(op: Op) -> bool:
-    return op.prim.name in _LOOPING_INDEX_OPS
+    return op.prim.loops
 
 
 def _expanding(op: Op, operand: Value) -> bool:
@@ -72,7 +68,7 @@ def schedule(block: Block) -> Schedule:
     for op in block.ops:      # forward: which values are cheap to recompute anywhere
         if op.prim.kind == INDEX and not _has_loop(op) and all(v in cheap or v in block.args for v in op.operands):
             cheap.update(op.results)
-        elif op.prim.name == "convert" and all(v in cheap for v in op.operands):
+        elif op.prim.cheap and all(v in cheap for v in op.operands):
             cheap.update(op.results)
         if op.prim.kind in (OPAQUE, CONTROL):
             mat.update(op.results)

@@ -7,6 +7,8 @@ from typing import Any
 
 from llvmlite import ir as ll
 
+from compiler.backend import vecmath
+
 _INTRINSICS = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": "llvm.log2",
                "log10": "llvm.log10", "sin": "llvm.sin", "cos": "llvm.cos", "tan": "llvm.tan",
                "sinh": "llvm.sinh", "cosh": "llvm.cosh", "tanh": "llvm.tanh", "arcsin": "llvm.asin",
@@ -15,16 +17,11 @@ _LIBM = {"expm1": "expm1", "log1p": "log1p", "cbrt": "cbrt", "hypot": "hypot"}
 
 
 def _vecmath_supported() -> frozenset[str]:
-    try:
-        from compiler.backend import vecmath
-        return frozenset(getattr(vecmath, "SUPPORTED", frozenset()))
-    except ImportError:
-        return frozenset()
+    return frozenset(getattr(vecmath, "SUPPORTED", frozenset()))
 
 
 def call(cg: Any, name: str, args: list[ll.Value]) -> ll.Value:
     if name in _vecmath_supported():
-        from compiler.backend import vecmath
         return vecmath.call(cg.b, name, args, fastmath=cg.fastmath, has_fma=cg.has_fma)
     if name in _INTRINSICS:
         return cg.intrinsic(_INTRINSICS[name], args)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 
-from compiler.backend.target import Target
+from compiler.backend.target import Target, _initialize
 
 
 def optimize(module: llvm.ModuleRef, target: Target) -> llvm.ModuleRef:
@@ -28,7 +28,6 @@ def optimize(module: llvm.ModuleRef, target: Target) -> llvm.ModuleRef:
 
 def parse(llvm_ir: str, target: Target) -> llvm.ModuleRef:
     """Parse textual LLVM IR, stamp the target on it, and verify it."""
-    from compiler.backend.target import _initialize
     _initialize()
     module = llvm.parse_assembly(llvm_ir)
     tm = target.machine()

@@ -12,7 +12,7 @@ import numpy as np
 
 from compiler.ir import dims
 from compiler.ir.core import Block, Function, Value
-from compiler.primitives.base import normalize_ref
+from compiler.ir.types import TensorType
 
 
 def bind_symbols(types: Sequence[Any], arrays: Sequence[np.ndarray]) -> dict[str, int]:
@@ -61,3 +61,9 @@ def interpret(fn: Function, *args: Any) -> list[np.ndarray]:
     arrays = [np.asarray(a, dtype=t.dtype) for a, t in zip(args, fn.in_types)]
     env = bind_symbols(fn.in_types, arrays)
     return Interpreter(env).run_block(fn.body, arrays)
+
+
+def normalize_ref(result: Any, types: tuple[TensorType, ...]) -> tuple[np.ndarray, ...]:
+    """Turn a NumPy reference's output into arrays of exactly the declared dtypes."""
+    outs = result if isinstance(result, (tuple, list)) else (result,)
+    return tuple(np.asarray(o).astype(t.dtype, copy=False) for o, t in zip(outs, types))

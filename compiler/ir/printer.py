@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.ir import core
 from compiler.ir.core import Block, Function, Op, Value
 from compiler.ir.types import SHORT_NAMES
 
@@ -94,3 +95,6 @@ def format_function(fn: Function, with_locs: bool = False) -> str:
     p.block(fn.body, "  ", "return")
     p.lines.append("}")
     return "\n".join(p.lines)
+
+
+core.FORMAT[0] = format_function   # str(fn) prints this text

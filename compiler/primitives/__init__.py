@@ -1,11 +1,13 @@
-"""Every primitive, declared once (see base.py for what an entry holds).
+"""Every primitive: declared with its typed constructor in ops.py, defined (shape rule,
+NumPy reference, lowering, transform rules) in one family module.
 
-Importing this package registers all families; ``REGISTRY`` maps names to
-entries and the module attributes give direct handles (``prims.add``).
+Importing this package defines all families; ``REGISTRY`` maps names to entries and
+the module attributes give direct handles (``prims.add``). ``compiler.Function``'s
+primitives (compiler/function/) register themselves from above.
 """
-from compiler.primitives.base import REGISTRY, Primitive, ShapeError, get
+from compiler.ir.primitive import REGISTRY, Primitive, undefined
+from compiler.primitives.base import ShapeError
 from compiler.primitives.control import chunked, cond, while_
-from compiler.primitives.custom import custom_function, host_call  # compiler.Function
 from compiler.primitives.elementwise import *  # noqa: F401,F403
 from compiler.primitives.elementwise import (abs_, add, and_, arccos, arcsin, arctan, arctan2, cbrt,
                                              ceil, convert, cos, cosh, div, eq, exp, exp2, expm1,
@@ -21,4 +23,7 @@ from compiler.primitives.reduce import (argmax, argmin, cumprod, cumsum, reduce_
 from compiler.primitives.shape import (broadcast_in_dim, concatenate, constant, diagonal, iota, pad,
                                        reshape, rev, size_of, slice_, transpose)
 
-__all__ = ["REGISTRY", "Primitive", "ShapeError", "get"]
+if undefined():
+    raise AssertionError(f"declared in ops.py but defined nowhere: {undefined()}")
+
+__all__ = ["REGISTRY", "Primitive", "ShapeError"]

@@ -20,25 +20,9 @@ import numpy as np
 
 from compiler.ir.core import Value
 from compiler.ir.types import is_float
+from compiler.primitives import ops
 
 Partial = Callable[..., Value]     # (b, *primals, out) -> d out / d primal_i
-
-
-def _P() -> Any:
-    import compiler.primitives as P
-    return P
-
-
-def const_like(b: Any, value: float, like: Value) -> Value:
-    P = _P()
-    c = b.emit1(P.constant, [], {"value": np.array(value, like.dtype)})
-    if like.type.ndim == 0:
-        return c
-    return b.emit1(P.broadcast_in_dim, [c], {"shape": like.type.shape, "broadcast_dimensions": ()})
-
-
-def zeros_like(b: Any, like: Value) -> Value:
-    return const_like(b, 0.0, like)
 
 
 def add_any(b: Any, x: Value | None, y: Value | None) -> Value | None:
@@ -47,16 +31,12 @@ def add_any(b: Any, x: Value | None, y: Value | None) -> Value | None:
         return y
     if y is None:
         return x
-    return b.emit1(_P().add, [x, y])
-
-
-def mul(b: Any, x: Value, y: Value) -> Value:
-    return b.emit1(_P().mul, [x, y])
+    return ops.add(b, x, y)
 
 
 def instantiate(b: Any, t: Value | None, like: Value) -> Value:
     """A symbolic zero made into real zeros of `like`'s type."""
-    return zeros_like(b, like) if t is None else t
+    return ops.zeros_like(b, like) if t is None else t
 
 
 def differentiable(v: Value) -> bool:
@@ -75,7 +55,7 @@ def from_partials(*partials: Partial | None) -> tuple[Callable[..., Any], Callab
         for i, (t, d) in enumerate(zip(tangents, partials)):
             if t is None or d is None:
                 continue
-            total = add_any(b, total, mul(b, t, d(b, *primals, out)))
+            total = add_any(b, total, ops.mul(b, t, d(b, *primals, out)))
         return [total]
 
     def vjp(b: Any, op: Any, primals: list[Value], outs: list[Value],
@@ -83,7 +63,7 @@ def from_partials(*partials: Partial | None) -> tuple[Callable[..., Any], Callab
         (ct,) = cts
         if ct is None:
             return [None] * len(primals)
-        return [None if d is None or not differentiable(x) else mul(b, ct, d(b, *primals, outs[0]))
+        return [None if d is None or not differentiable(x) else ops.mul(b, ct, d(b, *primals, outs[0]))
                 for x, d in zip(primals, partials)]
     return jvp, vjp
 
@@ -110,6 +90,12 @@ def linear(apply: Callable[..., Value], transpose: Callable[..., list[Value | No
             return [None] * len(primals)
         return transpose(b, op, primals, cts[0])
     return jvp, vjp
+
+
+def linear_rules(apply: Callable[..., Value], transpose: Callable[..., list[Value | None]]) -> dict[str, Any]:
+    """:func:`linear` as the ``jvp_rule``/``vjp_rule`` slots of ``define``."""
+    jvp, vjp = linear(apply, transpose)
+    return {"jvp_rule": jvp, "vjp_rule": vjp}
 
 
 def same_op(b: Any, op: Any, args: list[Value], **params: Any) -> Value:

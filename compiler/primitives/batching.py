@@ -13,23 +13,18 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Op, Value
+from compiler.primitives import ops, regions
 
 BDim = "int | None"
 
 
-def _prims() -> Any:
-    import compiler.primitives as P
-    return P
-
-
 def move_axis(b: Any, v: Value, src: int, dst: int) -> Value:
     """Move axis `src` of `v` to position `dst` (a transpose, or nothing)."""
-    if src == dst:
-        return v
     perm = [i for i in range(v.type.ndim) if i != src]
     perm.insert(dst, src)
-    return b.emit1(_prims().transpose, [v], {"permutation": tuple(perm)})
+    return ops.transpose(b, v, perm)
 
 
 def batched_at(b: Any, v: Value, bdim: int | None, dst: int, size: Any) -> Value:
@@ -40,7 +35,7 @@ def batched_at(b: Any, v: Value, bdim: int | None, dst: int, size: Any) -> Value
     shape = list(v.type.shape)
     shape.insert(dst, size)
     bd = tuple(i if i < dst else i + 1 for i in range(v.type.ndim))
-    return b.emit1(_prims().broadcast_in_dim, [v], {"shape": tuple(shape), "broadcast_dimensions": bd})
+    return ops.broadcast_in_dim(b, v, shape, bd)
 
 
 def first_bdim(bdims: Sequence[int | None]) -> int:
@@ -93,21 +88,9 @@ def rule_by_decomposition(decompose: Any) -> Any:
     ``decompose(b, op, args) -> results``) and batches that with the vmap driver."""
 
     def rule(b: Any, op: Op, args: list[Value], bdims: list[int | None], size: Any) -> tuple:
-        from compiler.ir.builder import Builder, new_block
-        from compiler.transforms.vmap import vmap_block
         inner = new_block([v.type for v in op.operands])
         ib = Builder(inner, op.loc)
         inner.results = list(decompose(ib, op, inner.args))
-        batched, out_bdims = vmap_block(inner, bdims, size)
+        batched, out_bdims = regions.drivers().vmap_block(inner, bdims, size)
         return inline_block(b, batched, args), out_bdims
     return rule
-
-
-def scalar_const(b: Any, value: Any, dtype: Any) -> Value:
-    import numpy as np
-    return b.emit1(_prims().constant, [], {"value": np.array(value, dtype)})
-
-
-def full_like(b: Any, value: Any, t: Any) -> Value:
-    c = scalar_const(b, value, t.dtype)
-    return b.emit1(_prims().broadcast_in_dim, [c], {"shape": t.shape, "broadcast_dimensions": ()})

@@ -11,8 +11,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from compiler.errors import DataDependentControlFlowError, UnsupportedError
+from compiler.ir import dims
+from compiler.ir.primitive import Primitive, define
 from compiler.ir.types import BOOL, TensorType
-from compiler.primitives.base import CONTROL, Primitive, check, register
+from compiler.primitives import ad, ops
+from compiler.primitives.base import check
+from compiler.primitives.batching import batched_at, move_axis
+from compiler.primitives.regions import drivers
 
 Types = tuple[TensorType, ...]
 
@@ -46,47 +52,49 @@ _KIND_TEXT = {"if": "`if`", "ifexp": "conditional expression (x if c else y)", "
 
 
 def _reject_batched_predicate(op: Any) -> None:
-    from compiler.errors import DataDependentControlFlowError
     what = _KIND_TEXT.get(op.params.get("kind", ""), "control flow")
     raise DataDependentControlFlowError(
         f"{what} on a batched value: under vmap each batch element may take another branch",
         op.loc, "compute both sides and pick with np.where(cond, a, b)"
-                + ("" if op.prim.name == "cond" else ", or run a fixed number of steps with a static loop"))
+                + ("" if op.prim is ops.cond_p else ", or run a fixed number of steps with a static loop"))
 
 
 def _vmap_cond(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
-    from compiler.transforms.vmap import vmap_block
     if bdims[0] is not None:
         _reject_batched_predicate(op)
-    _, out_t = vmap_block(op.regions[0], bdims[1:], size)
-    _, out_f = vmap_block(op.regions[1], bdims[1:], size)
+    _, out_t = drivers().vmap_block(op.regions[0], bdims[1:], size)
+    _, out_f = drivers().vmap_block(op.regions[1], bdims[1:], size)
     out = [None if t is None and f is None else 0 for t, f in zip(out_t, out_f)]
-    regions = [vmap_block(r, bdims[1:], size, out)[0] for r in op.regions]
+    regions = [drivers().vmap_block(r, bdims[1:], size, out)[0] for r in op.regions]
     return list(b.emit(op.prim, args, op.params, regions)), out
 
 
 def _vmap_while(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
-    from compiler.primitives.batching import batched_at
-    from compiler.transforms.vmap import vmap_block
     cond_block, body = op.regions
     carried = [None if d is None else 0 for d in bdims]
     while True:                                   # a value batched after one step stays batched
-        _, after = vmap_block(body, carried, size)
+        _, after = drivers().vmap_block(body, carried, size)
         grown = [0 if c is not None or a is not None else None for c, a in zip(carried, after)]
         if grown == carried:
             break
         carried = grown
-    _, (pred_bdim,) = vmap_block(cond_block, carried, size)
+    _, (pred_bdim,) = drivers().vmap_block(cond_block, carried, size)
     if pred_bdim is not None:
         _reject_batched_predicate(op)
-    regions = [vmap_block(cond_block, carried, size)[0], vmap_block(body, carried, size, carried)[0]]
+    regions = [drivers().vmap_block(cond_block, carried, size)[0],
+               drivers().vmap_block(body, carried, size, carried)[0]]
     init = [a if c is None else batched_at(b, a, d, 0, size) for a, d, c in zip(args, bdims, carried)]
     return list(b.emit(op.prim, init, op.params, regions)), carried
 
 
-cond = register(Primitive("cond", _cond_rule, None, CONTROL, interpret=_interpret_cond,
-                          vmap_rule=_vmap_cond,
-                          doc="run the true or the false region on the operands"))
+cond = define(
+    ops.cond_p,
+    shape_rule=_cond_rule,
+    numpy_ref=None,
+    interpret=_interpret_cond,
+    vmap_rule=_vmap_cond,
+    doc="run the true or the false region on the operands",
+)
 
 
 def _while_rule(in_types: Types, params: dict[str, Any], regions: tuple[Any, ...]) -> Types:
@@ -107,16 +115,20 @@ def _interpret_while(interp: Any, op: Any, args: list[np.ndarray]) -> list[np.nd
     return values
 
 
-while_ = register(Primitive("while", _while_rule, None, CONTROL, interpret=_interpret_while,
-                            vmap_rule=_vmap_while,
-                            doc="repeat body while cond holds, carrying values"))
+while_ = define(
+    ops.while_p,
+    shape_rule=_while_rule,
+    numpy_ref=None,
+    interpret=_interpret_while,
+    vmap_rule=_vmap_while,
+    doc="repeat body while cond holds, carrying values",
+)
 
 # ---- chunked map: vmap(..., chunk_size=k) -------------------------------------------------
 
 
 def chunk_counts(size: Any, chunk: int) -> tuple[Any, Any]:
     """(number of full chunks, size of the tail chunk) for a batch of `size`."""
-    from compiler.ir import dims
     full = dims.floordiv(size, chunk)
     return full, dims.add(size, dims.mul(full, -chunk))
 
@@ -153,8 +165,6 @@ def _interpret_chunked(interp: Any, op: Any, args: list[np.ndarray]) -> list[np.
 
 def _vmap_chunked(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
     """An outer batch axis goes to position 1 (the chunk axis stays first)."""
-    from compiler.primitives.batching import batched_at, move_axis
-    from compiler.transforms.vmap import vmap_block
     new_args, region_bdims = [], []
     for a, d, bt in zip(args, bdims, op.params["batched"]):
         if d is None:
@@ -164,16 +174,20 @@ def _vmap_chunked(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any)
             new_args.append(move_axis(b, a, d, 1) if bt else batched_at(b, a, d, 0, size))
             region_bdims.append(1 if bt else 0)
     out = [1] * len(op.results)
-    regions = [vmap_block(r, region_bdims, size, out)[0] for r in op.regions]
+    regions = [drivers().vmap_block(r, region_bdims, size, out)[0] for r in op.regions]
     return list(b.emit(op.prim, new_args, op.params, regions)), out
 
 
-chunked = register(Primitive(
-    "chunked", _chunked_rule, None, CONTROL, interpret=_interpret_chunked, vmap_rule=_vmap_chunked,
-    doc="map the full region over chunks of axis 0 of the batched operands, then the tail region"))
+chunked = define(
+    ops.chunked_p,
+    shape_rule=_chunked_rule,
+    numpy_ref=None,
+    interpret=_interpret_chunked,
+    vmap_rule=_vmap_chunked,
+    doc="map the full region over chunks of axis 0 of the batched operands, then the tail region",
+)
 
 # ---- differentiation rules --------------------------------------------------------------
-from compiler.primitives.base import attach_rules  # noqa: E402
 
 
 def _float(v: Any) -> bool:
@@ -188,29 +202,25 @@ def _split_tangents(op: Any, results: Sequence[Any]) -> tuple[list[Any], list[An
 
 
 def _jvp_cond(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> tuple:
-    from compiler.primitives import ad
-    from compiler.transforms.jvp import jvp_block
     pred, *args = primals
     targs = tangents[1:]
     active = [t is not None for t in targs]
-    regions = [jvp_block(r, active)[0] for r in op.regions]
+    regions = [drivers().jvp_block(r, active)[0] for r in op.regions]
     results = b.emit(cond, [pred, *args, *[t for t in targs if t is not None]], op.params, regions)
     _ = ad
     return _split_tangents(op, results)
 
 
 def _jvp_while(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> tuple:
-    from compiler.primitives import ad
-    from compiler.transforms.jvp import jvp_block
     active = [_float(v) for v in primals]          # every float carried value gets a tangent
     ts = [ad.instantiate(b, t, p) for t, p, on in zip(tangents, primals, active) if on]
-    regions = [jvp_block(op.regions[0], active)[0], jvp_block(op.regions[1], active)[0]]
+    regions = [drivers().jvp_block(op.regions[0], active)[0],
+               drivers().jvp_block(op.regions[1], active)[0]]
     results = b.emit(while_, [*primals, *ts], op.params, regions)
     return _split_tangents(op, results)
 
 
 def _vjp_while(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
-    from compiler.errors import DataDependentControlFlowError
     raise DataDependentControlFlowError(
         "reverse-mode differentiation through a `while` loop whose trip count depends on data",
         op.loc, "use a static loop (for i in range(n)) or forward mode (jvp, jacfwd)")
@@ -218,20 +228,17 @@ def _vjp_while(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[A
 
 def _vjp_cond(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
     """The backward pass runs the taken branch again and differentiates it."""
-    from compiler.primitives import ad
-    from compiler.transforms.vjp import vjp_block
     pred, *args = primals
     active = [_float(a) for a in args]
-    regions = [vjp_block(r, active, with_primals=False) for r in op.regions]
+    regions = [drivers().vjp_block(r, active, with_primals=False) for r in op.regions]
     out_cts = [ad.instantiate(b, c, o) for c, o in zip(cts, outs) if _float(o)]
     results = iter(b.emit(cond, [pred, *args, *out_cts], op.params, regions))
     return [None] + [next(results) if on else None for on in active]
 
 
 def _jvp_chunked(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> tuple:
-    from compiler.transforms.jvp import jvp_block
     active = [t is not None for t in tangents]
-    regions = [jvp_block(r, active)[0] for r in op.regions]
+    regions = [drivers().jvp_block(r, active)[0] for r in op.regions]
     batched = tuple(op.params["batched"])
     params = {**op.params, "batched": batched + tuple(bt for bt, on in zip(batched, active) if on)}
     results = b.emit(chunked, [*primals, *[t for t in tangents if t is not None]], params, regions)
@@ -239,14 +246,13 @@ def _jvp_chunked(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> tu
 
 
 def _vjp_chunked(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
-    from compiler.errors import UnsupportedError
     raise UnsupportedError("reverse-mode differentiation of vmap(..., chunk_size=...) is not supported",
                            op.loc, "differentiate the function and vmap the result with chunk_size "
                                    "(e.g. jacrev(f, chunk_size=...)), or drop chunk_size")
 
 
-attach_rules(cond, jvp_rule=_jvp_cond, vjp_rule=_vjp_cond)
-attach_rules(while_, jvp_rule=_jvp_while, vjp_rule=_vjp_while)
-attach_rules(chunked, jvp_rule=_jvp_chunked, vjp_rule=_vjp_chunked)
+define(cond, jvp_rule=_jvp_cond, vjp_rule=_vjp_cond)
+define(while_, jvp_rule=_jvp_while, vjp_rule=_vjp_while)
+define(chunked, jvp_rule=_jvp_chunked, vjp_rule=_vjp_chunked)
 
 _ = BOOL

@@ -14,10 +14,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from compiler.errors import DataDependentOperationError
+from compiler.ir.primitive import Primitive, define
 from compiler.ir.types import BOOL, TensorType, is_float, is_int
-from compiler.primitives.base import (ELEMENTWISE, Primitive, check, register,
-                                      same_shape_rule)
-from compiler.primitives import ad
+from compiler.primitives import ad, ops
+from compiler.primitives.base import check, same_shape_rule
 from compiler.primitives.batching import elementwise_rule
 
 Lower = Callable[..., Any]
@@ -54,9 +55,9 @@ def _int_or_bool(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dty
     return _same(dtypes, params)
 
 
-def elementwise(name: str, ref: Callable[..., Any], lower: Lower,
+def elementwise(prim: Primitive, ref: Callable[..., Any], lower: Lower,
                 dtype_rule: Callable[..., np.dtype] = _same, d: Any = None, **rules: Any) -> Primitive:
-    """Declare an elementwise primitive; `d` gives its partial derivatives (one per operand,
+    """Define an elementwise primitive; `d` gives its partial derivatives (one per operand,
     see ad.from_partials), "zero" for a piecewise-constant op, None if not differentiable."""
     rules.setdefault("vmap_rule", elementwise_rule)
     if d == "zero":
@@ -65,8 +66,8 @@ def elementwise(name: str, ref: Callable[..., Any], lower: Lower,
         rules["jvp_rule"], rules["vjp_rule"] = ad.from_partials(*d)
     else:
         rules.setdefault("differentiable", False)
-    return register(Primitive(name, same_shape_rule(dtype_rule), ref, ELEMENTWISE, lower,
-                              doc=(ref.__doc__ or "").split("\n")[0], **rules))
+    return define(prim, shape_rule=same_shape_rule(dtype_rule), numpy_ref=ref, lower=lower,
+                  doc=(ref.__doc__ or "").split("\n")[0], **rules)
 
 
 def _math(name: str) -> Lower:
@@ -93,22 +94,8 @@ def _arith(fop: str, iop: str) -> Lower:
 # ---- derivative building blocks (IR through the builder) ----------------------------
 
 
-def _p() -> Any:
-    import compiler.primitives as P
-    return P
-
-
 def _c(b: Any, value: float, like: Any) -> Any:
-    return ad.const_like(b, value, like)
-
-
-def _op(name: str) -> Callable[..., Any]:
-    return lambda b, *xs: b.emit1(getattr(_p(), name), list(xs))
-
-
-_add, _sub, _mul, _div, _neg = _op("add"), _op("sub"), _op("mul"), _op("div"), _op("neg")
-_sqrt, _sin, _cos, _sinh, _cosh, _sign = (_op("sqrt"), _op("sin"), _op("cos"), _op("sinh"),
-                                          _op("cosh"), _op("sign"))
+    return ops.full_like(b, value, like)
 
 
 def _one(b: Any, x: Any, *rest: Any) -> Any:
@@ -123,10 +110,9 @@ def _tie_share(which: str) -> Callable[..., Any]:
     """d max(x, y)/dx: 1 where x wins, 1/2 at ties, 0 where y wins (as JAX and torch)."""
 
     def d(b: Any, x: Any, y: Any, out: Any) -> Any:
-        P = _p()
-        wins = b.emit1(P.gt if which == "x>" else P.lt, [x, y])
-        tie = b.emit1(P.eq, [x, y])
-        return b.emit1(P.select, [wins, _c(b, 1.0, x), b.emit1(P.select, [tie, _c(b, 0.5, x), _c(b, 0.0, x)])])
+        wins = (ops.gt if which == "x>" else ops.lt)(b, x, y)
+        tie = ops.eq(b, x, y)
+        return ops.select(b, wins, _c(b, 1.0, x), ops.select(b, tie, _c(b, 0.5, x), _c(b, 0.0, x)))
     return d
 
 
@@ -136,43 +122,39 @@ def _swap(d: Callable[..., Any]) -> Callable[..., Any]:
 
 def _pow_dx(b: Any, x: Any, y: Any, out: Any) -> Any:
     """y * x**(y-1), and 0 where y == 0 (so d/dx 0**0 is 0 rather than nan)."""
-    P = _p()
-    dx = _mul(b, y, b.emit1(P.pow_, [x, _sub(b, y, _c(b, 1.0, y))]))
-    return b.emit1(P.select, [b.emit1(P.eq, [y, _c(b, 0.0, y)]), _c(b, 0.0, x), dx])
+    dx = ops.mul(b, y, ops.pow_(b, x, ops.sub(b, y, _c(b, 1.0, y))))
+    return ops.select(b, ops.eq(b, y, _c(b, 0.0, y)), _c(b, 0.0, x), dx)
 
 
 def _pow_dy(b: Any, x: Any, y: Any, out: Any) -> Any:
     """log(x) * x**y, and 0 where x == 0 (the limit from the right)."""
-    P = _p()
-    dy = _mul(b, b.emit1(P.log, [x]), out)
-    return b.emit1(P.select, [b.emit1(P.eq, [x, _c(b, 0.0, x)]), _c(b, 0.0, x), dy])
+    dy = ops.mul(b, ops.log(b, x), out)
+    return ops.select(b, ops.eq(b, x, _c(b, 0.0, x)), _c(b, 0.0, x), dy)
 
 
 def _hypot_d(b: Any, x: Any, y: Any, out: Any) -> Any:
-    P = _p()
-    zero = b.emit1(P.eq, [out, _c(b, 0.0, out)])
-    return b.emit1(P.select, [zero, _c(b, 0.0, x), _div(b, x, out)])
+    zero = ops.eq(b, out, _c(b, 0.0, out))
+    return ops.select(b, zero, _c(b, 0.0, x), ops.div(b, x, out))
 
 
 def _arctan2_dy(b: Any, y: Any, x: Any, out: Any) -> Any:
-    return _div(b, x, _add(b, _mul(b, x, x), _mul(b, y, y)))
+    return ops.div(b, x, ops.add(b, ops.mul(b, x, x), ops.mul(b, y, y)))
 
 
 def _arctan2_dx(b: Any, y: Any, x: Any, out: Any) -> Any:
-    return _neg(b, _div(b, y, _add(b, _mul(b, x, x), _mul(b, y, y))))
+    return ops.neg(b, ops.div(b, y, ops.add(b, ops.mul(b, x, x), ops.mul(b, y, y))))
 
 
 def _mod_dy(b: Any, x: Any, y: Any, out: Any) -> Any:
-    P = _p()
-    return _neg(b, b.emit1(P.floor, [_div(b, x, y)]))
+    return ops.neg(b, ops.floor(b, ops.div(b, x, y)))
 
 
 def _scaled(k: float, d: Callable[..., Any]) -> Callable[..., Any]:
-    return lambda b, x, out: _mul(b, d(b, x, out), _c(b, k, x))
+    return lambda b, x, out: ops.mul(b, d(b, x, out), _c(b, k, x))
 
 
 def _inv_sqrt_1mx2(b: Any, x: Any, out: Any) -> Any:
-    return _div(b, _c(b, 1.0, x), _sqrt(b, _sub(b, _c(b, 1.0, x), _mul(b, x, x))))
+    return ops.div(b, _c(b, 1.0, x), ops.sqrt(b, ops.sub(b, _c(b, 1.0, x), ops.mul(b, x, x))))
 
 
 # ---- arithmetic ----------------------------------------------------------------
@@ -282,55 +264,55 @@ def _ref_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.power(x, y)
 
 
-neg = elementwise("neg", np.negative, _lower_neg, _numeric, d=(_minus_one,))
-abs_ = elementwise("abs", np.abs, _lower_abs, _numeric, d=(lambda b, x, out: _sign(b, x),))
-sign = elementwise("sign", np.sign, _lower_sign, _numeric, d="zero")
-add = elementwise("add", np.add, _arith("fadd", "add"), d=(_one, _one))
-sub = elementwise("sub", np.subtract, _arith("fsub", "sub"), _numeric, d=(_one, _minus_one))
-mul = elementwise("mul", np.multiply, _arith("fmul", "mul"),
+neg = elementwise(ops.neg_p, np.negative, _lower_neg, _numeric, d=(_minus_one,))
+abs_ = elementwise(ops.abs_p, np.abs, _lower_abs, _numeric, d=(lambda b, x, out: ops.sign(b, x),))
+sign = elementwise(ops.sign_p, np.sign, _lower_sign, _numeric, d="zero")
+add = elementwise(ops.add_p, np.add, _arith("fadd", "add"), d=(_one, _one))
+sub = elementwise(ops.sub_p, np.subtract, _arith("fsub", "sub"), _numeric, d=(_one, _minus_one))
+mul = elementwise(ops.mul_p, np.multiply, _arith("fmul", "mul"),
                   d=(lambda b, x, y, out: y, lambda b, x, y, out: x))
-div = elementwise("div", _ref_int_safe(np.true_divide), _arith("fdiv", "sdiv"), _float_only,
-                  d=(lambda b, x, y, out: _div(b, _c(b, 1.0, y), y), lambda b, x, y, out: _neg(b, _div(b, out, y))))
-floordiv = elementwise("floordiv", _ref_int_safe(np.floor_divide), _lower_divmod(0), _numeric, d="zero")
-mod = elementwise("mod", _ref_int_safe(np.remainder), _lower_divmod(1), _numeric, d=(_one, _mod_dy))
-pow_ = elementwise("pow", _ref_pow, _lower_pow, _numeric, d=(_pow_dx, _pow_dy))
-maximum = elementwise("max", np.maximum, _lower_maxmin(">"), d=(_tie_share("x>"), _swap(_tie_share("x>"))))
-minimum = elementwise("min", np.minimum, _lower_maxmin("<"), d=(_tie_share("x<"), _swap(_tie_share("x<"))))
-arctan2 = elementwise("arctan2", np.arctan2, _math("arctan2"), _float_only, d=(_arctan2_dy, _arctan2_dx))
-hypot = elementwise("hypot", np.hypot, _math("hypot"), _float_only,
+div = elementwise(ops.div_p, _ref_int_safe(np.true_divide), _arith("fdiv", "sdiv"), _float_only,
+                  d=(lambda b, x, y, out: ops.div(b, _c(b, 1.0, y), y), lambda b, x, y, out: ops.neg(b, ops.div(b, out, y))))
+floordiv = elementwise(ops.floordiv_p, _ref_int_safe(np.floor_divide), _lower_divmod(0), _numeric, d="zero")
+mod = elementwise(ops.mod_p, _ref_int_safe(np.remainder), _lower_divmod(1), _numeric, d=(_one, _mod_dy))
+pow_ = elementwise(ops.pow_p, _ref_pow, _lower_pow, _numeric, d=(_pow_dx, _pow_dy))
+maximum = elementwise(ops.maximum_p, np.maximum, _lower_maxmin(">"), d=(_tie_share("x>"), _swap(_tie_share("x>"))))
+minimum = elementwise(ops.minimum_p, np.minimum, _lower_maxmin("<"), d=(_tie_share("x<"), _swap(_tie_share("x<"))))
+arctan2 = elementwise(ops.arctan2_p, np.arctan2, _math("arctan2"), _float_only, d=(_arctan2_dy, _arctan2_dx))
+hypot = elementwise(ops.hypot_p, np.hypot, _math("hypot"), _float_only,
                     d=(_hypot_d, lambda b, x, y, out: _hypot_d(b, y, x, out)))
 
 # ---- transcendental and rounding (float operands; the frontend casts ints as NumPy does)
 
-def _float_unary(name: str, ref: Callable[..., Any], lower: Lower, d: Any) -> Primitive:
+def _float_unary(prim: Primitive, ref: Callable[..., Any], lower: Lower, d: Any) -> Primitive:
     def checked(x: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             return ref(x)
     checked.__doc__ = ref.__doc__
-    return elementwise(name, checked, lower, _float_only, d=d if d == "zero" else (d,))
+    return elementwise(prim, checked, lower, _float_only, d=d if d == "zero" else (d,))
 
 
-exp = _float_unary("exp", np.exp, _math("exp"), lambda b, x, y: y)
-exp2 = _float_unary("exp2", np.exp2, _math("exp2"), _scaled(np.log(2.0), lambda b, x, y: y))
-expm1 = _float_unary("expm1", np.expm1, _math("expm1"), lambda b, x, y: _add(b, y, _c(b, 1.0, y)))
-log = _float_unary("log", np.log, _math("log"), lambda b, x, y: _div(b, _c(b, 1.0, x), x))
-log2 = _float_unary("log2", np.log2, _math("log2"), lambda b, x, y: _div(b, _c(b, 1.0 / np.log(2.0), x), x))
-log10 = _float_unary("log10", np.log10, _math("log10"), lambda b, x, y: _div(b, _c(b, 1.0 / np.log(10.0), x), x))
-log1p = _float_unary("log1p", np.log1p, _math("log1p"), lambda b, x, y: _div(b, _c(b, 1.0, x), _add(b, x, _c(b, 1.0, x))))
-sqrt = _float_unary("sqrt", np.sqrt, _intrinsic("llvm.sqrt"), lambda b, x, y: _div(b, _c(b, 0.5, y), y))
-cbrt = _float_unary("cbrt", np.cbrt, _math("cbrt"), lambda b, x, y: _div(b, _c(b, 1.0 / 3.0, y), _mul(b, y, y)))
-sin = _float_unary("sin", np.sin, _math("sin"), lambda b, x, y: _cos(b, x))
-cos = _float_unary("cos", np.cos, _math("cos"), lambda b, x, y: _neg(b, _sin(b, x)))
-tan = _float_unary("tan", np.tan, _math("tan"), lambda b, x, y: _add(b, _c(b, 1.0, y), _mul(b, y, y)))
-tanh = _float_unary("tanh", np.tanh, _math("tanh"), lambda b, x, y: _sub(b, _c(b, 1.0, y), _mul(b, y, y)))
-sinh = _float_unary("sinh", np.sinh, _math("sinh"), lambda b, x, y: _cosh(b, x))
-cosh = _float_unary("cosh", np.cosh, _math("cosh"), lambda b, x, y: _sinh(b, x))
-arcsin = _float_unary("arcsin", np.arcsin, _math("arcsin"), _inv_sqrt_1mx2)
-arccos = _float_unary("arccos", np.arccos, _math("arccos"), _scaled(-1.0, _inv_sqrt_1mx2))
-arctan = _float_unary("arctan", np.arctan, _math("arctan"), lambda b, x, y: _div(b, _c(b, 1.0, x), _add(b, _c(b, 1.0, x), _mul(b, x, x))))
-floor = _float_unary("floor", np.floor, _intrinsic("llvm.floor"), "zero")
-ceil = _float_unary("ceil", np.ceil, _intrinsic("llvm.ceil"), "zero")
-round_ = _float_unary("round", np.rint, _intrinsic("llvm.rint"), "zero")   # half to even, as np.round
+exp = _float_unary(ops.exp_p, np.exp, _math("exp"), lambda b, x, y: y)
+exp2 = _float_unary(ops.exp2_p, np.exp2, _math("exp2"), _scaled(np.log(2.0), lambda b, x, y: y))
+expm1 = _float_unary(ops.expm1_p, np.expm1, _math("expm1"), lambda b, x, y: ops.add(b, y, _c(b, 1.0, y)))
+log = _float_unary(ops.log_p, np.log, _math("log"), lambda b, x, y: ops.div(b, _c(b, 1.0, x), x))
+log2 = _float_unary(ops.log2_p, np.log2, _math("log2"), lambda b, x, y: ops.div(b, _c(b, 1.0 / np.log(2.0), x), x))
+log10 = _float_unary(ops.log10_p, np.log10, _math("log10"), lambda b, x, y: ops.div(b, _c(b, 1.0 / np.log(10.0), x), x))
+log1p = _float_unary(ops.log1p_p, np.log1p, _math("log1p"), lambda b, x, y: ops.div(b, _c(b, 1.0, x), ops.add(b, x, _c(b, 1.0, x))))
+sqrt = _float_unary(ops.sqrt_p, np.sqrt, _intrinsic("llvm.sqrt"), lambda b, x, y: ops.div(b, _c(b, 0.5, y), y))
+cbrt = _float_unary(ops.cbrt_p, np.cbrt, _math("cbrt"), lambda b, x, y: ops.div(b, _c(b, 1.0 / 3.0, y), ops.mul(b, y, y)))
+sin = _float_unary(ops.sin_p, np.sin, _math("sin"), lambda b, x, y: ops.cos(b, x))
+cos = _float_unary(ops.cos_p, np.cos, _math("cos"), lambda b, x, y: ops.neg(b, ops.sin(b, x)))
+tan = _float_unary(ops.tan_p, np.tan, _math("tan"), lambda b, x, y: ops.add(b, _c(b, 1.0, y), ops.mul(b, y, y)))
+tanh = _float_unary(ops.tanh_p, np.tanh, _math("tanh"), lambda b, x, y: ops.sub(b, _c(b, 1.0, y), ops.mul(b, y, y)))
+sinh = _float_unary(ops.sinh_p, np.sinh, _math("sinh"), lambda b, x, y: ops.cosh(b, x))
+cosh = _float_unary(ops.cosh_p, np.cosh, _math("cosh"), lambda b, x, y: ops.sinh(b, x))
+arcsin = _float_unary(ops.arcsin_p, np.arcsin, _math("arcsin"), _inv_sqrt_1mx2)
+arccos = _float_unary(ops.arccos_p, np.arccos, _math("arccos"), _scaled(-1.0, _inv_sqrt_1mx2))
+arctan = _float_unary(ops.arctan_p, np.arctan, _math("arctan"), lambda b, x, y: ops.div(b, _c(b, 1.0, x), ops.add(b, _c(b, 1.0, x), ops.mul(b, x, x))))
+floor = _float_unary(ops.floor_p, np.floor, _intrinsic("llvm.floor"), "zero")
+ceil = _float_unary(ops.ceil_p, np.ceil, _intrinsic("llvm.ceil"), "zero")
+round_ = _float_unary(ops.round_p, np.rint, _intrinsic("llvm.rint"), "zero")   # half to even, as np.round
 
 # ---- predicates, comparisons and logic -------------------------------------------
 
@@ -346,9 +328,9 @@ def _lower_isfinite(cg: Any, op: Any, a: list[Any]) -> Any:
     return cg.b.fcmp_ordered("<", cg.intrinsic("llvm.fabs", a), a[0].type(float("inf")))
 
 
-isnan = elementwise("isnan", np.isnan, _lower_isnan, _float_to_bool)
-isinf = elementwise("isinf", np.isinf, _lower_isinf, _float_to_bool)
-isfinite = elementwise("isfinite", np.isfinite, _lower_isfinite, _float_to_bool)
+isnan = elementwise(ops.isnan_p, np.isnan, _lower_isnan, _float_to_bool)
+isinf = elementwise(ops.isinf_p, np.isinf, _lower_isinf, _float_to_bool)
+isfinite = elementwise(ops.isfinite_p, np.isfinite, _lower_isfinite, _float_to_bool)
 
 
 def _compare(pred: str) -> Lower:
@@ -361,17 +343,17 @@ def _compare(pred: str) -> Lower:
     return lower
 
 
-eq = elementwise("eq", np.equal, _compare("=="), _to_bool)
-ne = elementwise("ne", np.not_equal, _compare("!="), _to_bool)
-lt = elementwise("lt", np.less, _compare("<"), _to_bool)
-le = elementwise("le", np.less_equal, _compare("<="), _to_bool)
-gt = elementwise("gt", np.greater, _compare(">"), _to_bool)
-ge = elementwise("ge", np.greater_equal, _compare(">="), _to_bool)
+eq = elementwise(ops.eq_p, np.equal, _compare("=="), _to_bool)
+ne = elementwise(ops.ne_p, np.not_equal, _compare("!="), _to_bool)
+lt = elementwise(ops.lt_p, np.less, _compare("<"), _to_bool)
+le = elementwise(ops.le_p, np.less_equal, _compare("<="), _to_bool)
+gt = elementwise(ops.gt_p, np.greater, _compare(">"), _to_bool)
+ge = elementwise(ops.ge_p, np.greater_equal, _compare(">="), _to_bool)
 
-and_ = elementwise("and", np.bitwise_and, lambda cg, op, a: cg.b.and_(*a), _int_or_bool)
-or_ = elementwise("or", np.bitwise_or, lambda cg, op, a: cg.b.or_(*a), _int_or_bool)
-xor = elementwise("xor", np.bitwise_xor, lambda cg, op, a: cg.b.xor(*a), _int_or_bool)
-not_ = elementwise("not", np.invert, lambda cg, op, a: cg.b.not_(a[0]), _int_or_bool)
+and_ = elementwise(ops.and_p, np.bitwise_and, lambda cg, op, a: cg.b.and_(*a), _int_or_bool)
+or_ = elementwise(ops.or_p, np.bitwise_or, lambda cg, op, a: cg.b.or_(*a), _int_or_bool)
+xor = elementwise(ops.xor_p, np.bitwise_xor, lambda cg, op, a: cg.b.xor(*a), _int_or_bool)
+not_ = elementwise(ops.not_p, np.invert, lambda cg, op, a: cg.b.not_(a[0]), _int_or_bool)
 
 
 def _select_rule(in_types: tuple[TensorType, ...], params: dict[str, Any]) -> tuple[TensorType, ...]:
@@ -387,7 +369,7 @@ def _jvp_select(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> lis
     _, tx, ty = tangents
     if tx is None and ty is None:
         return [None]
-    return [b.emit1(select, [p, ad.instantiate(b, tx, x), ad.instantiate(b, ty, y)])]
+    return [ops.select(b, p, ad.instantiate(b, tx, x), ad.instantiate(b, ty, y))]
 
 
 def _vjp_select(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
@@ -395,14 +377,14 @@ def _vjp_select(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[
     (ct,) = cts
     if ct is None or not ad.differentiable(x):
         return [None, None, None]
-    zero = ad.zeros_like(b, ct)
-    return [None, b.emit1(select, [p, ct, zero]), b.emit1(select, [p, zero, ct])]
+    zero = ops.zeros_like(b, ct)
+    return [None, ops.select(b, p, ct, zero), ops.select(b, p, zero, ct)]
 
 
-select = register(Primitive(
-    "select", _select_rule, lambda p, a, b: np.where(p, a, b), ELEMENTWISE,
-    lambda cg, op, a: cg.b.select(*a), vmap_rule=elementwise_rule, jvp_rule=_jvp_select,
-    vjp_rule=_vjp_select, doc="where(pred, a, b)"))
+select = define(
+    ops.select_p, shape_rule=_select_rule, numpy_ref=lambda p, a, b: np.where(p, a, b),
+    lower=lambda cg, op, a: cg.b.select(*a), vmap_rule=elementwise_rule, jvp_rule=_jvp_select,
+    vjp_rule=_vjp_select, doc="where(pred, a, b)")
 
 # ---- casts ---------------------------------------------------------------------
 
@@ -424,7 +406,6 @@ def _lower_convert(cg: Any, op: Any, a: list[Any]) -> Any:
 def _vmap_convert(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
     marker = op.params.get("data_dependent")
     if marker:
-        from compiler.errors import DataDependentOperationError
         raise DataDependentOperationError(
             f"{marker} of a batched value: under vmap each batch element has its own value",
             op.loc, "keep the value as an array (e.g. x[0] or x.reshape(())) and use np.where "
@@ -433,7 +414,6 @@ def _vmap_convert(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any)
 
 
 def _reject_cut(op: Any) -> None:
-    from compiler.errors import DataDependentOperationError
     raise DataDependentOperationError(
         f"{op.params['data_dependent']} of a value that depends on a differentiated input: "
         f"the derivative would silently stop here", op.loc,
@@ -446,16 +426,16 @@ def _jvp_convert(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> li
         _reject_cut(op)
     if t is None or not is_float(op.params["dtype"]):
         return [None]
-    return [b.emit1(convert, [t], {"dtype": op.params["dtype"]})]
+    return [ops.convert(b, t, op.params["dtype"])]
 
 
 def _vjp_convert(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
     (ct,) = cts
     if ct is None or not is_float(primals[0].dtype) or not is_float(op.params["dtype"]):
         return [None]
-    return [b.emit1(convert, [ct], {"dtype": primals[0].dtype})]
+    return [ops.convert(b, ct, primals[0].dtype)]
 
 
-convert = register(Primitive("convert", _convert_rule, _ref_convert, ELEMENTWISE, _lower_convert,
-                             vmap_rule=_vmap_convert, jvp_rule=_jvp_convert, vjp_rule=_vjp_convert,
-                             doc="x.astype(dtype); float to int truncates toward zero"))
+convert = define(ops.convert_p, shape_rule=_convert_rule, numpy_ref=_ref_convert, lower=_lower_convert,
+                 vmap_rule=_vmap_convert, jvp_rule=_jvp_convert, vjp_rule=_vjp_convert, cheap=True,
+                 doc="x.astype(dtype); float to int truncates toward zero")

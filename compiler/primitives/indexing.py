@@ -12,16 +12,15 @@ from typing import Any
 
 import numpy as np
 
+from compiler.ir import dims
+from compiler.ir.primitive import Primitive, define
 from compiler.ir.types import BOOL, TensorType, is_int
-from compiler.primitives.base import INDEX, OPAQUE, Primitive, check, register
+from compiler.primitives import ad, ops
+from compiler.primitives.base import check
+from compiler.primitives.batching import (batched_at, move_axis, reemit, rule_by_decomposition)
 from compiler.primitives.shape import slice_size
 
 Types = tuple[TensorType, ...]
-
-
-def _late(name: str) -> Any:
-    """A rule defined further down this module (rules build the entries declared here)."""
-    return lambda *args: globals()[name](*args)
 
 
 def _wrap_clamp(cg: Any, i: Any, size: Any) -> Any:
@@ -65,9 +64,14 @@ def _take_expands(op: Any) -> bool:
     return not (isinstance(n, int) and isinstance(k, int) and k <= n)
 
 
-take = register(Primitive("take", _take_rule, _ref_take, INDEX, _lower_take, expands=_take_expands,
-                          vmap_rule=_late("_vmap_take"),
-                          doc="np.take(x, indices, axis) (negative indices wrap, then clamp)"))
+take = define(
+    ops.take_p,
+    shape_rule=_take_rule,
+    numpy_ref=_ref_take,
+    lower=_lower_take,
+    expands=_take_expands,
+    doc="np.take(x, indices, axis) (negative indices wrap, then clamp)",
+)
 
 # ---- dynamic_slice ------------------------------------------------------------------
 
@@ -103,10 +107,13 @@ def _lower_dyn_slice(cg: Any, op: Any, idx: list[Any]) -> Any:
     return cg.read(x, src)
 
 
-dynamic_slice = register(Primitive(
-    "dynamic_slice", _dyn_slice_rule, _ref_dyn_slice, INDEX, _lower_dyn_slice,
-    vmap_rule=_late("_vmap_dynamic_slice"),
-    doc="x[s0:s0+k0, ...] with run-time starts clamped so the window fits"))
+dynamic_slice = define(
+    ops.dynamic_slice_p,
+    shape_rule=_dyn_slice_rule,
+    numpy_ref=_ref_dyn_slice,
+    lower=_lower_dyn_slice,
+    doc="x[s0:s0+k0, ...] with run-time starts clamped so the window fits",
+)
 
 # ---- updates --------------------------------------------------------------------------
 
@@ -138,10 +145,13 @@ def _lower_dyn_update(cg: Any, op: Any, outs: list[Any]) -> None:
         cg.store(outs[0], [cg.b.add(i, s) for i, s in zip(idx, lo)], cg.read(upd, idx))
 
 
-dynamic_update_slice = register(Primitive(
-    "dynamic_update_slice", _dyn_update_rule, _ref_dyn_update, OPAQUE, _lower_dyn_update,
-    vmap_rule=_late("_vmap_dynamic_update"),
-    doc="a copy of x with a window starting at run-time indices replaced by update"))
+dynamic_update_slice = define(
+    ops.dynamic_update_slice_p,
+    shape_rule=_dyn_update_rule,
+    numpy_ref=_ref_dyn_update,
+    lower=_lower_dyn_update,
+    doc="a copy of x with a window starting at run-time indices replaced by update",
+)
 
 
 def _update_slice_rule(in_types: Types, params: dict[str, Any]) -> Types:
@@ -170,10 +180,13 @@ def _lower_update_slice(cg: Any, op: Any, outs: list[Any]) -> None:
         cg.store(outs[0], dst, cg.read(upd, idx))
 
 
-update_slice = register(Primitive(
-    "update_slice", _update_slice_rule, _ref_update_slice, OPAQUE, _lower_update_slice,
-    vmap_rule=_late("_vmap_update_slice"),
-    doc="a copy of x with x[start:limit:stride] replaced by update"))
+update_slice = define(
+    ops.update_slice_p,
+    shape_rule=_update_slice_rule,
+    numpy_ref=_ref_update_slice,
+    lower=_lower_update_slice,
+    doc="a copy of x with x[start:limit:stride] replaced by update",
+)
 
 
 def _scatter_rule(in_types: Types, params: dict[str, Any]) -> Types:
@@ -215,64 +228,58 @@ def _lower_scatter(cg: Any, op: Any, outs: list[Any]) -> None:
         cg.store(outs[0], dst, value)
 
 
-scatter = register(Primitive(
-    "scatter", _scatter_rule, _ref_scatter, OPAQUE, _lower_scatter,
-    vmap_rule=_late("_vmap_scatter"),
-    doc="a copy of x with x[..., indices, ...] set to (or incremented by) updates"))
+scatter = define(
+    ops.scatter_p,
+    shape_rule=_scatter_rule,
+    numpy_ref=_ref_scatter,
+    lower=_lower_scatter,
+    doc="a copy of x with x[..., indices, ...] set to (or incremented by) updates",
+)
 
 
 # ---- batching rules ------------------------------------------------------------------
-# (defined after the entries, which refer to them through _late)
 
 def _ir_wrap_clamp(b: Any, i: Any, n: Any) -> Any:
     """wrap-once-then-clamp of int64 indices `i` into [0, n), as the lowering does."""
-    import compiler.primitives as P
-    from compiler.primitives.batching import full_like
     t = i.type
-    size = b.emit1(P.broadcast_in_dim, [b.emit1(P.size_of, [], {"dim": n, "dtype": np.dtype(np.int64)})],
+    size = b.emit1(ops.broadcast_in_dim_p, [b.emit1(ops.size_of_p, [], {"dim": n, "dtype": np.dtype(np.int64)})],
                    {"shape": t.shape, "broadcast_dimensions": ()})
-    zero, one = full_like(b, 0, t), full_like(b, 1, t)
-    i = b.emit1(P.select, [b.emit1(P.lt, [i, zero]), b.emit1(P.add, [i, size]), i])
-    i = b.emit1(P.maximum, [i, zero])
-    return b.emit1(P.minimum, [i, b.emit1(P.sub, [size, one])])
+    zero, one = ops.full(b, 0, t), ops.full(b, 1, t)
+    i = b.emit1(ops.select_p, [b.emit1(ops.lt_p, [i, zero]), b.emit1(ops.add_p, [i, size]), i])
+    i = b.emit1(ops.maximum_p, [i, zero])
+    return b.emit1(ops.minimum_p, [i, b.emit1(ops.sub_p, [size, one])])
 
 
 def _as_i64(b: Any, v: Any) -> Any:
-    import compiler.primitives as P
-    return v if v.dtype == np.int64 else b.emit1(P.convert, [v], {"dtype": np.dtype(np.int64)})
+    return v if v.dtype == np.int64 else b.emit1(ops.convert_p, [v], {"dtype": np.dtype(np.int64)})
 
 
 def _flatten_batch(b: Any, x: Any, ind: Any, axis: int, size: Any) -> tuple[Any, Any, Any]:
     """For batch-leading x and ind: x with the indexed axis next to the batch (B, N, rest...),
     the same flattened to (B*N, rest...), and ind turned into rows of the flattened x."""
-    import compiler.primitives as P
-    from compiler.ir import dims
-    from compiler.primitives.batching import move_axis
     n = x.type.shape[axis + 1]
     x2 = move_axis(b, x, axis + 1, 1)
-    xf = b.emit1(P.reshape, [x2], {"new_sizes": (dims.mul(size, n),) + tuple(x2.type.shape[2:])})
+    xf = b.emit1(ops.reshape_p, [x2], {"new_sizes": (dims.mul(size, n),) + tuple(x2.type.shape[2:])})
     i = _ir_wrap_clamp(b, _as_i64(b, ind), n)
-    row = b.emit1(P.iota, [], {"dtype": np.dtype(np.int64), "shape": i.type.shape, "dimension": 0})
-    stride = b.emit1(P.broadcast_in_dim, [b.emit1(P.size_of, [], {"dim": n, "dtype": np.dtype(np.int64)})],
+    row = b.emit1(ops.iota_p, [], {"dtype": np.dtype(np.int64), "shape": i.type.shape, "dimension": 0})
+    stride = b.emit1(ops.broadcast_in_dim_p, [b.emit1(ops.size_of_p, [], {"dim": n, "dtype": np.dtype(np.int64)})],
                      {"shape": i.type.shape, "broadcast_dimensions": ()})
-    return x2, xf, b.emit1(P.add, [i, b.emit1(P.mul, [row, stride])])
+    return x2, xf, b.emit1(ops.add_p, [i, b.emit1(ops.mul_p, [row, stride])])
 
 
 def _take_both_batched(b: Any, x: Any, ind: Any, axis: int, size: Any) -> Any:
     """out[b, pre, ind, post] = x[b, pre, ind[b, ...], post] with x and ind batch-leading."""
-    import compiler.primitives as P
     x2, xf, flat = _flatten_batch(b, x, ind, axis, size)
     rest = x2.type.shape[2:]
     g = b.emit1(take, [xf, flat], {"axis": 0})                 # (B, ind..., pre..., post...)
     k, npre = ind.type.ndim - 1, axis
     perm = [0] + [1 + k + j for j in range(npre)] + [1 + j for j in range(k)] \
         + [1 + k + npre + j for j in range(len(rest) - npre)]
-    return b.emit1(P.transpose, [g], {"permutation": tuple(perm)}) if perm != sorted(perm) else g
+    return b.emit1(ops.transpose_p, [g], {"permutation": tuple(perm)}) if perm != sorted(perm) else g
 
 
 def batched_take(b: Any, x: Any, xd: Any, ind: Any, idd: Any, axis: int, size: Any) -> tuple[Any, int]:
     """take(x, ind, axis) for batched operands (bdims xd, idd): (result, result bdim)."""
-    from compiler.primitives.batching import move_axis
     if idd is None:
         if xd <= axis:
             return b.emit1(take, [x, ind], {"axis": axis + 1}), xd
@@ -290,15 +297,13 @@ def _vmap_take(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) ->
 
 def _window_indices(b: Any, start: Any, n: Any, k: Any) -> Any:
     """clamp(start, 0, n - k) + arange(k), as int64."""
-    import compiler.primitives as P
-    from compiler.ir import dims
     s = _as_i64(b, start)
-    hi = b.emit1(P.size_of, [], {"dim": dims.add(n, dims.mul(k, -1)), "dtype": np.dtype(np.int64)})
-    zero = b.emit1(P.constant, [], {"value": np.array(0, np.int64)})
-    s = b.emit1(P.maximum, [b.emit1(P.minimum, [s, hi]), zero])
-    ramp = b.emit1(P.iota, [], {"dtype": np.dtype(np.int64), "shape": (k,), "dimension": 0})
-    sb = b.emit1(P.broadcast_in_dim, [s], {"shape": (k,), "broadcast_dimensions": ()})
-    return b.emit1(P.add, [ramp, sb])
+    hi = b.emit1(ops.size_of_p, [], {"dim": dims.add(n, dims.mul(k, -1)), "dtype": np.dtype(np.int64)})
+    zero = b.emit1(ops.constant_p, [], {"value": np.array(0, np.int64)})
+    s = b.emit1(ops.maximum_p, [b.emit1(ops.minimum_p, [s, hi]), zero])
+    ramp = b.emit1(ops.iota_p, [], {"dtype": np.dtype(np.int64), "shape": (k,), "dimension": 0})
+    sb = b.emit1(ops.broadcast_in_dim_p, [s], {"shape": (k,), "broadcast_dimensions": ()})
+    return b.emit1(ops.add_p, [ramp, sb])
 
 
 def _decompose_dynamic_slice(b: Any, op: Any, args: list[Any]) -> list[Any]:
@@ -309,12 +314,11 @@ def _decompose_dynamic_slice(b: Any, op: Any, args: list[Any]) -> list[Any]:
 
 
 def _vmap_dynamic_slice(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
-    from compiler.primitives.batching import rule_by_decomposition, scalar_const
     if any(d is not None for d in bdims[1:]):
         return rule_by_decomposition(_decompose_dynamic_slice)(b, op, args, bdims, size)
     d = bdims[0]
     x, *starts = args
-    starts.insert(d, scalar_const(b, 0, np.int64))
+    starts.insert(d, ops.scalar(b, 0, np.int64))
     sizes = list(op.params["sizes"])
     sizes.insert(d, size)
     return [b.emit1(dynamic_slice, [x, *starts], {"sizes": tuple(sizes)})], [d]
@@ -322,39 +326,36 @@ def _vmap_dynamic_slice(b: Any, op: Any, args: list[Any], bdims: list[Any], size
 
 def _decompose_dynamic_update(b: Any, op: Any, args: list[Any]) -> list[Any]:
     """select(inside window, update gathered at (i - start), x)."""
-    import compiler.primitives as P
     x, upd, *starts = args
     shape, mask, gathered = x.type.shape, None, upd
     for axis, (s, k) in enumerate(zip(starts, upd.type.shape)):
         n = shape[axis]
         window = _window_indices(b, s, n, k)                       # positions written, (k,)
-        first = b.emit1(P.slice_, [window], {"start_indices": (0,), "limit_indices": (1,), "strides": (1,)})
-        pos = b.emit1(P.iota, [], {"dtype": np.dtype(np.int64), "shape": (n,), "dimension": 0})
-        rel = b.emit1(P.sub, [pos, b.emit1(P.broadcast_in_dim, [first], {"shape": (n,), "broadcast_dimensions": (0,)})])
-        zero = b.emit1(P.broadcast_in_dim, [b.emit1(P.constant, [], {"value": np.array(0, np.int64)})],
+        first = b.emit1(ops.slice_p, [window], {"start_indices": (0,), "limit_indices": (1,), "strides": (1,)})
+        pos = b.emit1(ops.iota_p, [], {"dtype": np.dtype(np.int64), "shape": (n,), "dimension": 0})
+        rel = b.emit1(ops.sub_p, [pos, b.emit1(ops.broadcast_in_dim_p, [first], {"shape": (n,), "broadcast_dimensions": (0,)})])
+        zero = b.emit1(ops.broadcast_in_dim_p, [b.emit1(ops.constant_p, [], {"value": np.array(0, np.int64)})],
                        {"shape": (n,), "broadcast_dimensions": ()})
-        kk = b.emit1(P.broadcast_in_dim, [b.emit1(P.size_of, [], {"dim": k, "dtype": np.dtype(np.int64)})],
+        kk = b.emit1(ops.broadcast_in_dim_p, [b.emit1(ops.size_of_p, [], {"dim": k, "dtype": np.dtype(np.int64)})],
                      {"shape": (n,), "broadcast_dimensions": ()})
-        inside = b.emit1(P.and_, [b.emit1(P.ge, [rel, zero]), b.emit1(P.lt, [rel, kk])])
+        inside = b.emit1(ops.and_p, [b.emit1(ops.ge_p, [rel, zero]), b.emit1(ops.lt_p, [rel, kk])])
         gathered = b.emit1(take, [gathered, rel], {"axis": axis})      # clamps outside: masked below
-        inside = b.emit1(P.broadcast_in_dim, [inside], {"shape": shape, "broadcast_dimensions": (axis,)})
-        mask = inside if mask is None else b.emit1(P.and_, [mask, inside])
+        inside = b.emit1(ops.broadcast_in_dim_p, [inside], {"shape": shape, "broadcast_dimensions": (axis,)})
+        mask = inside if mask is None else b.emit1(ops.and_p, [mask, inside])
     if mask is None:
         return [upd]
-    return [b.emit1(P.select, [mask, gathered, x])]
+    return [b.emit1(ops.select_p, [mask, gathered, x])]
 
 
 def _vmap_dynamic_update(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
-    from compiler.primitives.batching import batched_at, rule_by_decomposition, scalar_const
     if any(d is not None for d in bdims[2:]):
         return rule_by_decomposition(_decompose_dynamic_update)(b, op, args, bdims, size)
     x, upd, *starts = args
     x, upd = batched_at(b, x, bdims[0], 0, size), batched_at(b, upd, bdims[1], 0, size)
-    return [b.emit1(dynamic_update_slice, [x, upd, scalar_const(b, 0, np.int64), *starts])], [0]
+    return [b.emit1(dynamic_update_slice, [x, upd, ops.scalar(b, 0, np.int64), *starts])], [0]
 
 
 def _vmap_update_slice(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
-    from compiler.primitives.batching import batched_at, reemit
     x, upd = (batched_at(b, a, d, 0, size) for a, d in zip(args, bdims))
     p = op.params
     return reemit(b, op, [x, upd], start_indices=(0,) + tuple(p["start_indices"]),
@@ -363,8 +364,6 @@ def _vmap_update_slice(b: Any, op: Any, args: list[Any], bdims: list[Any], size:
 
 
 def _vmap_scatter(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
-    import compiler.primitives as P
-    from compiler.primitives.batching import batched_at, move_axis, reemit
     x, ind, upd = args
     axis = op.params["axis"]
     x, upd = batched_at(b, x, bdims[0], 0, size), batched_at(b, upd, bdims[2], 0, size)
@@ -376,15 +375,20 @@ def _vmap_scatter(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any)
     # updates (B, pre, ind, post) -> (B, ind, pre, post)
     perm = [0] + [1 + axis + j for j in range(k)] + [1 + j for j in range(axis)] \
         + [1 + axis + k + j for j in range(upd.type.ndim - 1 - axis - k)]
-    upd2 = b.emit1(P.transpose, [upd], {"permutation": tuple(perm)})
+    upd2 = b.emit1(ops.transpose_p, [upd], {"permutation": tuple(perm)})
     out = b.emit1(scatter, [xf, flat, upd2], {"axis": 0, "mode": op.params["mode"]})
-    out = b.emit1(P.reshape, [out], {"new_sizes": x2.type.shape})
+    out = b.emit1(ops.reshape_p, [out], {"new_sizes": x2.type.shape})
     return [move_axis(b, out, 1, axis + 1)], [0]
 
 
+define(take, vmap_rule=_vmap_take)
+define(dynamic_slice, vmap_rule=_vmap_dynamic_slice)
+define(dynamic_update_slice, vmap_rule=_vmap_dynamic_update)
+define(update_slice, vmap_rule=_vmap_update_slice)
+define(scatter, vmap_rule=_vmap_scatter)
+
+
 # ---- differentiation rules ---------------------------------------------------------------
-from compiler.primitives import ad  # noqa: E402
-from compiler.primitives.base import attach_rules  # noqa: E402
 
 
 def _first_only(apply: Any) -> Any:
@@ -412,7 +416,7 @@ def _vjp_take(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[An
     (x, ind), (ct,) = primals, cts
     if ct is None:
         return [None, None]
-    return [b.emit1(scatter, [ad.zeros_like(b, x), ind, ct], {"axis": op.params["axis"], "mode": "add"}), None]
+    return [b.emit1(scatter, [ops.zeros_like(b, x), ind, ct], {"axis": op.params["axis"], "mode": "add"}), None]
 
 
 def _vjp_dynamic_slice(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
@@ -420,7 +424,7 @@ def _vjp_dynamic_slice(b: Any, op: Any, primals: list[Any], outs: list[Any], cts
     (ct,) = cts
     if ct is None:
         return [None] * len(primals)
-    return [b.emit1(dynamic_update_slice, [ad.zeros_like(b, x), ct, *starts])] + [None] * len(starts)
+    return [b.emit1(dynamic_update_slice, [ops.zeros_like(b, x), ct, *starts])] + [None] * len(starts)
 
 
 def _vjp_dynamic_update(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
@@ -428,18 +432,17 @@ def _vjp_dynamic_update(b: Any, op: Any, primals: list[Any], outs: list[Any], ct
     (ct,) = cts
     if ct is None:
         return [None] * len(primals)
-    ct_x = b.emit1(dynamic_update_slice, [ct, ad.zeros_like(b, upd), *starts])
+    ct_x = b.emit1(dynamic_update_slice, [ct, ops.zeros_like(b, upd), *starts])
     ct_u = b.emit1(dynamic_slice, [ct, *starts], {"sizes": tuple(upd.type.shape)})
     return [ct_x, ct_u] + [None] * len(starts)
 
 
 def _vjp_update_slice(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
-    import compiler.primitives as P
     (_, upd), (ct,) = primals, cts
     if ct is None:
         return [None, None]
-    ct_x = b.emit1(update_slice, [ct, ad.zeros_like(b, upd)], op.params)
-    return [ct_x, b.emit1(P.slice_, [ct], dict(op.params))]
+    ct_x = b.emit1(update_slice, [ct, ops.zeros_like(b, upd)], op.params)
+    return [ct_x, b.emit1(ops.slice_p, [ct], dict(op.params))]
 
 
 def _vjp_scatter(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
@@ -452,14 +455,14 @@ def _vjp_scatter(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list
     ct_u = b.emit1(take, [ct, ind], {"axis": axis})
     if op.params["mode"] == "add":
         return [ct, None, ct_u]
-    ct_x = b.emit1(scatter, [ct, ind, ad.zeros_like(b, upd)], {"axis": axis, "mode": "set"})
+    ct_x = b.emit1(scatter, [ct, ind, ops.zeros_like(b, upd)], {"axis": axis, "mode": "set"})
     return [ct_x, None, ct_u]
 
 
-attach_rules(take, jvp_rule=_first_only(lambda b, op, t, p: b.emit1(take, [t, p[1]], op.params)),
+define(take, jvp_rule=_first_only(lambda b, op, t, p: b.emit1(take, [t, p[1]], op.params)),
              vjp_rule=_vjp_take)
-attach_rules(dynamic_slice, jvp_rule=_first_only(
+define(dynamic_slice, jvp_rule=_first_only(
     lambda b, op, t, p: b.emit1(dynamic_slice, [t, *p[1:]], op.params)), vjp_rule=_vjp_dynamic_slice)
-attach_rules(dynamic_update_slice, jvp_rule=_jvp_updates, vjp_rule=_vjp_dynamic_update)
-attach_rules(update_slice, jvp_rule=_jvp_updates, vjp_rule=_vjp_update_slice)
-attach_rules(scatter, jvp_rule=_jvp_updates, vjp_rule=_vjp_scatter)
+define(dynamic_update_slice, jvp_rule=_jvp_updates, vjp_rule=_vjp_dynamic_update)
+define(update_slice, jvp_rule=_jvp_updates, vjp_rule=_vjp_update_slice)
+define(scatter, jvp_rule=_jvp_updates, vjp_rule=_vjp_scatter)

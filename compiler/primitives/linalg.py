@@ -11,8 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from compiler.ir.primitive import Primitive, define
 from compiler.ir.types import TensorType
-from compiler.primitives.base import OPAQUE, Primitive, check, register
+from compiler.primitives import ad, ops
+from compiler.primitives.base import check
+from compiler.primitives.batching import move_axis, reemit
 
 Types = tuple[TensorType, ...]
 
@@ -84,7 +87,6 @@ def _lower_dot(cg: Any, op: Any, outs: list[Any]) -> None:
 
 def _vmap_dot(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
     """Both batched: a new batch dimension. One batched: its batch axis is a free axis."""
-    from compiler.primitives.batching import move_axis, reemit
     (lc, rc), (lb, rb) = op.params["dimension_numbers"]
     lhs, rhs = args
     ld, rd = bdims
@@ -123,15 +125,18 @@ def _lower_dot_rows(cg: Any, op: Any, out: Any, place: Any, laxes: tuple, raxes:
         cg.store(out, bi + ii + ones, acc)
 
 
-dot_general = register(Primitive(
-    "dot_general", _dot_rule, _ref_dot, OPAQUE, _lower_dot, streams_operands=False,
+dot_general = define(
+    ops.dot_general_p,
+    shape_rule=_dot_rule,
+    numpy_ref=_ref_dot,
+    lower=_lower_dot,
+    streams_operands=False,
     vmap_rule=_vmap_dot,
-    doc="generalized tensor contraction with batch dimensions"))
+    doc="generalized tensor contraction with batch dimensions",
+)
 
 
 # ---- differentiation rules -------------------------------------------------------------
-from compiler.primitives import ad  # noqa: E402
-from compiler.primitives.base import attach_rules  # noqa: E402
 
 
 def _jvp_dot(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
@@ -171,8 +176,7 @@ def _ct_operand(b: Any, ct: Any, other: Any, mine_ndim: int, mine: tuple, theirs
             pos.append(nb + len(my_free) + remaining.index(tc[list(mc).index(a)]))
     if pos == list(range(mine_ndim)):
         return result
-    import compiler.primitives as P
-    return b.emit1(P.transpose, [result], {"permutation": tuple(pos)})
+    return b.emit1(ops.transpose_p, [result], {"permutation": tuple(pos)})
 
 
 def _vjp_dot(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
@@ -185,4 +189,4 @@ def _vjp_dot(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any
     return [ct_lhs, ct_rhs]
 
 
-attach_rules(dot_general, jvp_rule=_jvp_dot, vjp_rule=_vjp_dot)
+define(dot_general, jvp_rule=_jvp_dot, vjp_rule=_vjp_dot)

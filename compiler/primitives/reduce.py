@@ -12,8 +12,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from compiler.ir import dims
+from compiler.ir.primitive import Primitive, define
 from compiler.ir.types import BOOL, I64, TensorType, is_float
-from compiler.primitives.base import INDEX, OPAQUE, Primitive, check, register
+from compiler.primitives import ad, ops
+from compiler.primitives.base import check
 from compiler.primitives.batching import reemit, shift_axes
 
 Types = tuple[TensorType, ...]
@@ -103,20 +106,20 @@ def _vmap_scan(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) ->
     return reemit(b, op, args, axis=op.params["axis"] + (op.params["axis"] >= d)), [d]
 
 
-def _reduction(name: str, kind: str, ref: Callable[..., Any], **kw: Any) -> Primitive:
+def _reduction(prim: Primitive, kind: str, ref: Callable[..., Any], **kw: Any) -> Primitive:
     def checked(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         return ref(x, axis=tuple(axes))
-    return register(Primitive(name, _reduce_rule, checked, INDEX, _lower_reduce(kind),
-                              lower_root=_lower_accumulate(kind), vmap_rule=_vmap_reduce,
-                              doc=f"{ref.__name__} over `axes`", **kw))
+    return define(prim, shape_rule=_reduce_rule, numpy_ref=checked, lower=_lower_reduce(kind),
+                  lower_root=_lower_accumulate(kind), vmap_rule=_vmap_reduce, loops=True,
+                  doc=f"{ref.__name__} over `axes`", **kw)
 
 
-reduce_sum = _reduction("reduce_sum", "sum", np.sum, linear=True)
-reduce_prod = _reduction("reduce_prod", "prod", np.prod)
-reduce_max = _reduction("reduce_max", "max", np.max)
-reduce_min = _reduction("reduce_min", "min", np.min)
-reduce_and = _reduction("reduce_and", "and", np.all, differentiable=False)
-reduce_or = _reduction("reduce_or", "or", np.any, differentiable=False)
+reduce_sum = _reduction(ops.reduce_sum_p, "sum", np.sum, linear=True)
+reduce_prod = _reduction(ops.reduce_prod_p, "prod", np.prod)
+reduce_max = _reduction(ops.reduce_max_p, "max", np.max)
+reduce_min = _reduction(ops.reduce_min_p, "min", np.min)
+reduce_and = _reduction(ops.reduce_and_p, "and", np.all, differentiable=False)
+reduce_or = _reduction(ops.reduce_or_p, "or", np.any, differentiable=False)
 
 
 def _arg_rule(in_types: Types, params: dict[str, Any]) -> Types:
@@ -151,10 +154,26 @@ def _lower_arg(which: str) -> Callable[..., Any]:
     return lower
 
 
-argmax = register(Primitive("argmax", _arg_rule, lambda x, axis: np.argmax(x, axis), INDEX,
-                            _lower_arg(">"), differentiable=False, vmap_rule=_vmap_arg, doc="np.argmax along `axis`"))
-argmin = register(Primitive("argmin", _arg_rule, lambda x, axis: np.argmin(x, axis), INDEX,
-                            _lower_arg("<"), differentiable=False, vmap_rule=_vmap_arg, doc="np.argmin along `axis`"))
+argmax = define(
+    ops.argmax_p,
+    shape_rule=_arg_rule,
+    numpy_ref=lambda x, axis: np.argmax(x, axis),
+    lower=_lower_arg(">"),
+    loops=True,
+    differentiable=False,
+    vmap_rule=_vmap_arg,
+    doc="np.argmax along `axis`",
+)
+argmin = define(
+    ops.argmin_p,
+    shape_rule=_arg_rule,
+    numpy_ref=lambda x, axis: np.argmin(x, axis),
+    lower=_lower_arg("<"),
+    loops=True,
+    differentiable=False,
+    vmap_rule=_vmap_arg,
+    doc="np.argmin along `axis`",
+)
 
 # ---- scans ------------------------------------------------------------------------
 
@@ -183,40 +202,42 @@ def _ref_scan(fn: Callable[..., Any]) -> Callable[..., Any]:
     return lambda x, axis: fn(x, axis=axis, dtype=x.dtype)
 
 
-cumsum = register(Primitive("cumsum", _scan_rule, _ref_scan(np.cumsum), OPAQUE, _lower_scan("sum"),
-                            linear=True, vmap_rule=_vmap_scan, doc="running sum along `axis`"))
-cumprod = register(Primitive("cumprod", _scan_rule, _ref_scan(np.cumprod), OPAQUE, _lower_scan("prod"),
-                             vmap_rule=_vmap_scan, doc="running product along `axis`"))
+cumsum = define(
+    ops.cumsum_p,
+    shape_rule=_scan_rule,
+    numpy_ref=_ref_scan(np.cumsum),
+    lower=_lower_scan("sum"),
+    linear=True,
+    vmap_rule=_vmap_scan,
+    doc="running sum along `axis`",
+)
+cumprod = define(
+    ops.cumprod_p,
+    shape_rule=_scan_rule,
+    numpy_ref=_ref_scan(np.cumprod),
+    lower=_lower_scan("prod"),
+    vmap_rule=_vmap_scan,
+    doc="running product along `axis`",
+)
 
 
 # ---- differentiation rules ---------------------------------------------------------------
-from compiler.primitives import ad  # noqa: E402
-from compiler.primitives.base import attach_rules  # noqa: E402
-
-
-def _P() -> Any:
-    import compiler.primitives as P
-    return P
 
 
 def _spread(b: Any, v: Any, x: Any, axes: tuple[int, ...]) -> Any:
     """A reduced value broadcast back over the reduced axes of x."""
     kept = tuple(i for i in range(x.type.ndim) if i not in axes)
-    return b.emit1(_P().broadcast_in_dim, [v], {"shape": x.type.shape, "broadcast_dimensions": kept})
+    return ops.broadcast_in_dim(b, v, x.type.shape, kept)
 
 
 def _rev_cumsum(b: Any, v: Any, axis: int) -> Any:
-    P = _P()
-    r = b.emit1(P.rev, [v], {"dimensions": (axis,)})
-    return b.emit1(P.rev, [b.emit1(cumsum, [r], {"axis": axis})], {"dimensions": (axis,)})
+    return ops.rev(b, ops.cumsum(b, ops.rev(b, v, (axis,)), axis), (axis,))
 
 
 def _extremum_mask(b: Any, x: Any, out: Any, axes: tuple[int, ...]) -> tuple[Any, Any]:
     """(mask of the elements equal to the extremum, their count): ties share the derivative."""
-    P = _P()
-    hit = b.emit1(P.eq, [x, _spread(b, out, x, axes)])
-    mask = b.emit1(P.convert, [hit], {"dtype": x.dtype})
-    return mask, b.emit1(reduce_sum, [mask], {"axes": axes})
+    mask = ops.convert(b, ops.eq(b, x, _spread(b, out, x, axes)), x.dtype)
+    return mask, ops.reduce_sum(b, mask, axes)
 
 
 def _jvp_extremum(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
@@ -225,8 +246,7 @@ def _jvp_extremum(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> l
         return [None]
     axes = op.params["axes"]
     mask, count = _extremum_mask(b, x, ad.op_output(b, op, primals), axes)
-    picked = b.emit1(reduce_sum, [ad.mul(b, t, mask)], {"axes": axes})
-    return [b.emit1(_P().div, [picked, count])]
+    return [ops.div(b, ops.reduce_sum(b, ops.mul(b, t, mask), axes), count)]
 
 
 def _vjp_extremum(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
@@ -235,43 +255,35 @@ def _vjp_extremum(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: lis
         return [None]
     axes = op.params["axes"]
     mask, count = _extremum_mask(b, x, outs[0], axes)
-    share = b.emit1(_P().div, [ct, count])
-    return [ad.mul(b, mask, _spread(b, share, x, axes))]
+    return [ops.mul(b, mask, _spread(b, ops.div(b, ct, count), x, axes))]
+
+
+def _exclusive_cumprod(b: Any, flat: Any, axis: int) -> Any:
+    """Along the last axis `axis`: the product of the elements before each one."""
+    limits = flat.type.shape
+    shifted = ops.pad(b, flat, ops.scalar(b, 1, flat.dtype), (0,) * axis + (1,), (0,) * (axis + 1))
+    return ops.cumprod(b, ops.slice_(b, shifted, (0,) * (axis + 1), limits), axis)
 
 
 def _prod_of_others(b: Any, x: Any, axes: tuple[int, ...]) -> Any:
     """For each element, the product of the other elements of its reduction group
     (exclusive prefix times suffix products: no division, so zeros are fine)."""
-    from compiler.ir import dims
-    P = _P()
     rest = [i for i in range(x.type.ndim) if i not in axes]
     perm = tuple(rest) + tuple(axes)
-    moved = b.emit1(P.transpose, [x], {"permutation": perm}) if perm != tuple(range(x.type.ndim)) else x
+    moved = ops.transpose(b, x, perm)
     k: Any = 1
     for a in axes:
         k = dims.mul(k, x.type.shape[a])
     lead = tuple(x.type.shape[i] for i in rest)
-    flat = b.emit1(P.reshape, [moved], {"new_sizes": lead + (k,)})
+    flat = ops.reshape(b, moved, lead + (k,))
     axis = len(lead)
-    one = b.emit1(P.constant, [], {"value": np.ones((), x.dtype)})
-    pad_hi = {"low": (0,) * axis + (1,), "high": (0,) * (axis + 1)}
-    shifted = b.emit1(P.pad, [flat, one], pad_hi)
-    limits = lead + (k,)
-    left = b.emit1(cumprod, [b.emit1(P.slice_, [shifted], {
-        "start_indices": (0,) * (axis + 1), "limit_indices": limits, "strides": (1,) * (axis + 1)})],
-        {"axis": axis})
-    rflat = b.emit1(P.rev, [flat], {"dimensions": (axis,)})
-    rshift = b.emit1(P.pad, [rflat, one], pad_hi)
-    right = b.emit1(cumprod, [b.emit1(P.slice_, [rshift], {
-        "start_indices": (0,) * (axis + 1), "limit_indices": limits, "strides": (1,) * (axis + 1)})],
-        {"axis": axis})
-    right = b.emit1(P.rev, [right], {"dimensions": (axis,)})
-    others = b.emit1(P.reshape, [ad.mul(b, left, right)], {"new_sizes": moved.type.shape})
+    left = _exclusive_cumprod(b, flat, axis)
+    right = ops.rev(b, _exclusive_cumprod(b, ops.rev(b, flat, (axis,)), axis), (axis,))
+    others = ops.reshape(b, ops.mul(b, left, right), moved.type.shape)
     inv = [0] * len(perm)
     for i, p in enumerate(perm):
         inv[p] = i
-    return b.emit1(P.transpose, [others], {"permutation": tuple(inv)}) if perm != tuple(range(x.type.ndim)) \
-        else others
+    return ops.transpose(b, others, inv)
 
 
 def _jvp_prod(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
@@ -279,7 +291,7 @@ def _jvp_prod(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[
     if t is None:
         return [None]
     others = _prod_of_others(b, x, op.params["axes"])
-    return [b.emit1(reduce_sum, [ad.mul(b, t, others)], {"axes": op.params["axes"]})]
+    return [ops.reduce_sum(b, ops.mul(b, t, others), op.params["axes"])]
 
 
 def _vjp_prod(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
@@ -287,7 +299,7 @@ def _vjp_prod(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[An
     if ct is None:
         return [None]
     axes = op.params["axes"]
-    return [ad.mul(b, _spread(b, ct, x, axes), _prod_of_others(b, x, axes))]
+    return [ops.mul(b, _spread(b, ct, x, axes), _prod_of_others(b, x, axes))]
 
 
 def _jvp_cumprod(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
@@ -296,30 +308,26 @@ def _jvp_cumprod(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> li
     if t is None:
         return [None]
     y = ad.op_output(b, op, primals)
-    ratio = b.emit1(_P().div, [t, x])
-    return [ad.mul(b, y, b.emit1(cumsum, [ratio], {"axis": op.params["axis"]}))]
+    return [ops.mul(b, y, ops.cumsum(b, ops.div(b, t, x), op.params["axis"]))]
 
 
 def _vjp_cumprod(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
     (x,), (ct,) = primals, cts
     if ct is None:
         return [None]
-    back = _rev_cumsum(b, ad.mul(b, ct, outs[0]), op.params["axis"])
-    return [b.emit1(_P().div, [back, x])]
+    back = _rev_cumsum(b, ops.mul(b, ct, outs[0]), op.params["axis"])
+    return [ops.div(b, back, x)]
 
 
-def _attach() -> None:
-    sum_jvp, sum_vjp = ad.linear(
-        lambda b, op, t: ad.same_op(b, op, t),
-        lambda b, op, p, ct: [_spread(b, ct, p[0], op.params["axes"])])
-    attach_rules(reduce_sum, jvp_rule=sum_jvp, vjp_rule=sum_vjp)
-    cs_jvp, cs_vjp = ad.linear(lambda b, op, t: ad.same_op(b, op, t),
-                               lambda b, op, p, ct: [_rev_cumsum(b, ct, op.params["axis"])])
-    attach_rules(cumsum, jvp_rule=cs_jvp, vjp_rule=cs_vjp)
-    for prim in (reduce_max, reduce_min):
-        attach_rules(prim, jvp_rule=_jvp_extremum, vjp_rule=_vjp_extremum)
-    attach_rules(reduce_prod, jvp_rule=_jvp_prod, vjp_rule=_vjp_prod)
-    attach_rules(cumprod, jvp_rule=_jvp_cumprod, vjp_rule=_vjp_cumprod)
+def _linear_same(b: Any, op: Any, tangents: list[Any]) -> Any:
+    return ad.same_op(b, op, tangents)
 
 
-_attach()
+define(reduce_sum, **ad.linear_rules(
+    _linear_same, lambda b, op, p, ct: [_spread(b, ct, p[0], op.params["axes"])]))
+define(cumsum, **ad.linear_rules(
+    _linear_same, lambda b, op, p, ct: [_rev_cumsum(b, ct, op.params["axis"])]))
+for _prim in (reduce_max, reduce_min):
+    define(_prim, jvp_rule=_jvp_extremum, vjp_rule=_vjp_extremum)
+define(reduce_prod, jvp_rule=_jvp_prod, vjp_rule=_vjp_prod)
+define(cumprod, jvp_rule=_jvp_cumprod, vjp_rule=_vjp_cumprod)

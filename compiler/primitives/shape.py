@@ -10,10 +10,13 @@ from typing import Any
 
 import numpy as np
 
+from compiler.errors import UnsupportedError
 from compiler.ir import dims
 from compiler.ir.dims import Dim
-from compiler.ir.types import TensorType, canonical_dtype
-from compiler.primitives.base import INDEX, OPAQUE, Primitive, check, register
+from compiler.ir.primitive import Primitive, define
+from compiler.ir.types import I64, TensorType, canonical_dtype
+from compiler.primitives import ad, ops
+from compiler.primitives.base import check
 from compiler.primitives.batching import batched_at, reemit, shift_axes, to_front_rule
 
 Types = tuple[TensorType, ...]
@@ -37,9 +40,14 @@ def _lower_constant(cg: Any, op: Any, idx: list[Any]) -> Any:
     return cg.read_constant(op.params["value"], idx)
 
 
-constant = register(Primitive("constant", _constant_rule, lambda value: value.copy(), INDEX,
-                              _lower_constant, differentiable=False,
-                              doc="an array known at compile time"))
+constant = define(
+    ops.constant_p,
+    shape_rule=_constant_rule,
+    numpy_ref=lambda value: value.copy(),
+    lower=_lower_constant,
+    differentiable=False,
+    doc="an array known at compile time",
+)
 
 
 def _iota_rule(in_types: Types, params: dict[str, Any]) -> Types:
@@ -54,21 +62,30 @@ def _ref_iota(dtype: np.dtype, shape: tuple[int, ...], dimension: int) -> np.nda
 
 
 def _lower_iota(cg: Any, op: Any, idx: list[Any]) -> Any:
-    from compiler.ir.types import I64
     return cg.cast(idx[op.params["dimension"]], I64, op.params["dtype"])
 
 
-iota = register(Primitive("iota", _iota_rule, _ref_iota, INDEX, _lower_iota, differentiable=False,
-                          doc="index along `dimension`, broadcast to `shape`"))
+iota = define(
+    ops.iota_p,
+    shape_rule=_iota_rule,
+    numpy_ref=_ref_iota,
+    lower=_lower_iota,
+    differentiable=False,
+    doc="index along `dimension`, broadcast to `shape`",
+)
 
 def _size_rule(in_types: Types, params: dict[str, Any]) -> Types:
     return (TensorType(params["dtype"], ()),)
 
 
-size_of = register(Primitive(
-    "size_of", _size_rule, lambda dim, dtype: np.array(dim, dtype), INDEX,
-    lambda cg, op, idx: cg.cast(cg.dim(op.params["dim"]), np.dtype(np.int64), op.params["dtype"]),
-    differentiable=False, doc="the value of a (possibly symbolic) dimension, as a scalar"))
+size_of = define(
+    ops.size_of_p,
+    shape_rule=_size_rule,
+    numpy_ref=lambda dim, dtype: np.array(dim, dtype),
+    lower=lambda cg, op, idx: cg.cast(cg.dim(op.params["dim"]), np.dtype(np.int64), op.params["dtype"]),
+    differentiable=False,
+    doc="the value of a (possibly symbolic) dimension, as a scalar",
+)
 
 # ---- broadcast, reshape, transpose -------------------------------------------------
 
@@ -111,10 +128,16 @@ def _vmap_broadcast(b: Any, op: Any, args: list[Any], bdims: list[Any], size: An
     return reemit(b, op, [x], shape=shape, broadcast_dimensions=bd), [0]
 
 
-broadcast_in_dim = register(Primitive(
-    "broadcast_in_dim", _broadcast_rule, _ref_broadcast, INDEX, _lower_broadcast, linear=True,
-    expands=_broadcast_expands, vmap_rule=_vmap_broadcast,
-    doc="operand dim i becomes output dim broadcast_dimensions[i]; size-1 dims stretch"))
+broadcast_in_dim = define(
+    ops.broadcast_in_dim_p,
+    shape_rule=_broadcast_rule,
+    numpy_ref=_ref_broadcast,
+    lower=_lower_broadcast,
+    linear=True,
+    expands=_broadcast_expands,
+    vmap_rule=_vmap_broadcast,
+    doc="operand dim i becomes output dim broadcast_dimensions[i]; size-1 dims stretch",
+)
 
 
 def _reshape_rule(in_types: Types, params: dict[str, Any]) -> Types:
@@ -129,10 +152,16 @@ def _lower_reshape(cg: Any, op: Any, idx: list[Any]) -> Any:
     return cg.read(x, cg.delinearize(flat, x.shape))
 
 
-reshape = register(Primitive(
-    "reshape", _reshape_rule, lambda x, new_sizes: x.reshape(new_sizes), INDEX, _lower_reshape,
-    linear=True, vmap_rule=to_front_rule(
-        lambda b, op, a, size: reemit(b, op, a, new_sizes=(size,) + tuple(op.params["new_sizes"]))), doc="row-major reshape to new_sizes"))
+reshape = define(
+    ops.reshape_p,
+    shape_rule=_reshape_rule,
+    numpy_ref=lambda x, new_sizes: x.reshape(new_sizes),
+    lower=_lower_reshape,
+    linear=True,
+    vmap_rule=to_front_rule(
+        lambda b, op, a, size: reemit(b, op, a, new_sizes=(size,) + tuple(op.params["new_sizes"]))),
+    doc="row-major reshape to new_sizes",
+)
 
 
 def _transpose_rule(in_types: Types, params: dict[str, Any]) -> Types:
@@ -149,10 +178,16 @@ def _lower_transpose(cg: Any, op: Any, idx: list[Any]) -> Any:
     return cg.read(op.operands[0], src)
 
 
-transpose = register(Primitive(
-    "transpose", _transpose_rule, lambda x, permutation: np.transpose(x, permutation).copy(), INDEX,
-    _lower_transpose, linear=True, vmap_rule=to_front_rule(
-        lambda b, op, a, size: reemit(b, op, a, permutation=(0,) + tuple(p + 1 for p in op.params["permutation"]))), doc="output axis i is operand axis permutation[i]"))
+transpose = define(
+    ops.transpose_p,
+    shape_rule=_transpose_rule,
+    numpy_ref=lambda x, permutation: np.transpose(x, permutation).copy(),
+    lower=_lower_transpose,
+    linear=True,
+    vmap_rule=to_front_rule(
+        lambda b, op, a, size: reemit(b, op, a, permutation=(0,) + tuple(p + 1 for p in op.params["permutation"]))),
+    doc="output axis i is operand axis permutation[i]",
+)
 
 # ---- slice, rev, pad, diagonal -----------------------------------------------------
 
@@ -190,9 +225,15 @@ def _vmap_slice(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -
                   limit_indices=insert(p["limit_indices"], size), strides=insert(p["strides"], 1)), [d]
 
 
-slice_ = register(Primitive(
-    "slice", _slice_rule, _ref_slice, INDEX, _lower_slice, linear=True, vmap_rule=_vmap_slice,
-    doc="x[start:limit:stride] per axis; 0 <= start <= limit <= size, stride > 0"))
+slice_ = define(
+    ops.slice_p,
+    shape_rule=_slice_rule,
+    numpy_ref=_ref_slice,
+    lower=_lower_slice,
+    linear=True,
+    vmap_rule=_vmap_slice,
+    doc="x[start:limit:stride] per axis; 0 <= start <= limit <= size, stride > 0",
+)
 
 
 def _rev_rule(in_types: Types, params: dict[str, Any]) -> Types:
@@ -207,10 +248,16 @@ def _lower_rev(cg: Any, op: Any, idx: list[Any]) -> Any:
     return cg.read(x, src)
 
 
-rev = register(Primitive(
-    "rev", _rev_rule, lambda x, dimensions: np.flip(x, dimensions).copy(), INDEX, _lower_rev,
-    linear=True, vmap_rule=lambda b, op, a, d, size: (
-        reemit(b, op, a, dimensions=shift_axes(op.params["dimensions"], d[0])), d), doc="reverse the order of elements along `dimensions`"))
+rev = define(
+    ops.rev_p,
+    shape_rule=_rev_rule,
+    numpy_ref=lambda x, dimensions: np.flip(x, dimensions).copy(),
+    lower=_lower_rev,
+    linear=True,
+    vmap_rule=lambda b, op, a, d, size: (
+        reemit(b, op, a, dimensions=shift_axes(op.params["dimensions"], d[0])), d),
+    doc="reverse the order of elements along `dimensions`",
+)
 
 
 def _pad_rule(in_types: Types, params: dict[str, Any]) -> Types:
@@ -241,25 +288,27 @@ def _lower_pad(cg: Any, op: Any, idx: list[Any]) -> Any:
 
 
 def _vmap_pad(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
-    import compiler.primitives as P
     x, value = args
     low, high = (0,) + tuple(op.params["low"]), (0,) + tuple(op.params["high"])
     x = batched_at(b, x, bdims[0], 0, size)
     if bdims[1] is None:
         return reemit(b, op, [x, value], low=low, high=high), [0]
     # a batched padding value: pad with anything, then select the border from the value
-    zero = b.emit1(P.constant, [], {"value": np.zeros((), value.dtype)})
-    padded = reemit(b, op, [x, zero], low=low, high=high)[0]
-    true = b.emit1(P.broadcast_in_dim, [b.emit1(P.constant, [], {"value": np.ones((), bool)})],
-                   {"shape": x.type.shape, "broadcast_dimensions": ()})
-    false = b.emit1(P.constant, [], {"value": np.zeros((), bool)})
-    inside = b.emit1(P.pad, [true, false], {"low": low, "high": high})
-    border = b.emit1(P.broadcast_in_dim, [value], {"shape": padded.type.shape, "broadcast_dimensions": (0,)})
-    return [b.emit1(P.select, [inside, padded, border])], [0]
+    padded = reemit(b, op, [x, ops.scalar(b, 0, value.dtype)], low=low, high=high)[0]
+    true = ops.full(b, True, x.type.with_dtype(np.dtype(bool)))
+    inside = ops.pad(b, true, ops.scalar(b, False, bool), low, high)
+    border = ops.broadcast_in_dim(b, value, padded.type.shape, (0,))
+    return [ops.select(b, inside, padded, border)], [0]
 
 
-pad = register(Primitive("pad", _pad_rule, _ref_pad, INDEX, _lower_pad, vmap_rule=_vmap_pad,
-                         doc="surround x with low/high elements equal to the scalar operand"))
+pad = define(
+    ops.pad_p,
+    shape_rule=_pad_rule,
+    numpy_ref=_ref_pad,
+    lower=_lower_pad,
+    vmap_rule=_vmap_pad,
+    doc="surround x with low/high elements equal to the scalar operand",
+)
 
 
 def _diagonal_rule(in_types: Types, params: dict[str, Any]) -> Types:
@@ -276,10 +325,16 @@ def _lower_diagonal(cg: Any, op: Any, idx: list[Any]) -> Any:
     return cg.read(x, src)
 
 
-diagonal = register(Primitive(
-    "diagonal", _diagonal_rule, lambda x, axis1, axis2: np.diagonal(x, 0, axis1, axis2).copy(),
-    INDEX, _lower_diagonal, linear=True, vmap_rule=to_front_rule(
-        lambda b, op, a, size: reemit(b, op, a, axis1=op.params["axis1"] + 1, axis2=op.params["axis2"] + 1)), doc="np.diagonal(x, 0, axis1, axis2): diagonal axis last"))
+diagonal = define(
+    ops.diagonal_p,
+    shape_rule=_diagonal_rule,
+    numpy_ref=lambda x, axis1, axis2: np.diagonal(x, 0, axis1, axis2).copy(),
+    lower=_lower_diagonal,
+    linear=True,
+    vmap_rule=to_front_rule(
+        lambda b, op, a, size: reemit(b, op, a, axis1=op.params["axis1"] + 1, axis2=op.params["axis2"] + 1)),
+    doc="np.diagonal(x, 0, axis1, axis2): diagonal axis last",
+)
 
 # ---- concatenate -------------------------------------------------------------------
 
@@ -307,14 +362,19 @@ def _lower_concat(cg: Any, op: Any, outs: list[Any]) -> None:
         offset = cg.b.add(offset, cg.dim(x.shape[axis]))
 
 
-concatenate = register(Primitive(
-    "concatenate", _concat_rule, lambda *xs, dimension: np.concatenate(xs, dimension), OPAQUE,
-    _lower_concat, linear=True, vmap_rule=to_front_rule(
-        lambda b, op, a, size: reemit(b, op, a, dimension=op.params["dimension"] + 1)), doc="join operands along `dimension`"))
+concatenate = define(
+    ops.concatenate_p,
+    shape_rule=_concat_rule,
+    numpy_ref=lambda *xs, dimension: np.concatenate(xs, dimension),
+    lower=_lower_concat,
+    linear=True,
+    vmap_rule=to_front_rule(
+        lambda b, op, a, size: reemit(b, op, a, dimension=op.params["dimension"] + 1)),
+    doc="join operands along `dimension`",
+)
 
 
 # ---- differentiation rules (attached to the entries above through _attach_ad) -------------
-from compiler.primitives import ad  # noqa: E402
 
 
 def _sum_to_operand(b: Any, op: Any, x: Any, ct: Any) -> Any:
@@ -324,32 +384,24 @@ def _sum_to_operand(b: Any, op: Any, x: Any, ct: Any) -> Any:
     new_axes = tuple(i for i in range(len(shape)) if i not in bdims)
     stretched = tuple(od for d, od in zip(x.shape, bdims) if d == 1 and shape[od] != 1)
     axes = tuple(sorted(new_axes + stretched))
-    summed = b.emit1(_P().reduce_sum, [ct], {"axes": axes}) if axes else ct
-    if summed.type.shape != x.shape:
-        summed = b.emit1(reshape, [summed], {"new_sizes": x.shape})
-    return summed
-
-
-def _P() -> Any:
-    import compiler.primitives as P
-    return P
+    return ops.reshape(b, ops.reduce_sum(b, ct, axes), x.shape)
 
 
 def _slice_transpose(b: Any, op: Any, primals: list[Any], ct: Any) -> list[Any]:
     (x,) = primals
-    zeros = ad.zeros_like(b, x)
-    return [b.emit1(_P().update_slice, [zeros, ct], dict(op.params))]
+    p = op.params
+    return [ops.update_slice(b, ops.zeros_like(b, x), ct, p["start_indices"], p["limit_indices"],
+                             p["strides"])]
 
 
 def _pad_transpose(b: Any, op: Any, primals: list[Any], ct: Any) -> list[Any]:
     x, _ = primals
     lo = op.params["low"]
     limits = tuple(dims.add(lo_, d) for lo_, d in zip(lo, x.shape))
-    ct_x = b.emit1(slice_, [ct], {"start_indices": tuple(lo), "limit_indices": limits,
-                                  "strides": (1,) * x.type.ndim})
-    total = b.emit1(_P().reduce_sum, [ct], {"axes": tuple(range(ct.type.ndim))})
-    inner = b.emit1(_P().reduce_sum, [ct_x], {"axes": tuple(range(x.type.ndim))})
-    return [ct_x, b.emit1(_P().sub, [total, inner])]
+    ct_x = ops.slice_(b, ct, lo, limits)
+    total = ops.reduce_sum(b, ct, tuple(range(ct.type.ndim)))
+    inner = ops.reduce_sum(b, ct_x, tuple(range(x.type.ndim)))
+    return [ct_x, ops.sub(b, total, inner)]
 
 
 def _diagonal_transpose(b: Any, op: Any, primals: list[Any], ct: Any) -> list[Any]:
@@ -358,18 +410,14 @@ def _diagonal_transpose(b: Any, op: Any, primals: list[Any], ct: Any) -> list[An
     k = ct.type.shape[-1]
     axis = a1 if x.shape[a1] == k else a2 if x.shape[a2] == k else None
     if axis is None:
-        from compiler.errors import UnsupportedError
         raise UnsupportedError("the derivative of the diagonal of a non-square matrix with symbolic "
                                "sizes is not supported", op.loc, "give the matrix static sizes")
     target = [i for i in range(x.type.ndim) if i not in (a1, a2)] + [axis]
     order = sorted(range(len(target)), key=lambda i: target[i])   # broadcast dims must increase
-    if order != list(range(len(target))):
-        ct = b.emit1(transpose, [ct], {"permutation": tuple(order)})
-    spread = b.emit1(broadcast_in_dim, [ct], {"shape": x.shape, "broadcast_dimensions": tuple(sorted(target))})
-    i1 = b.emit1(iota, [], {"dtype": np.dtype(np.int64), "shape": x.shape, "dimension": a1})
-    i2 = b.emit1(iota, [], {"dtype": np.dtype(np.int64), "shape": x.shape, "dimension": a2})
-    on_diag = b.emit1(_P().eq, [i1, i2])
-    return [b.emit1(_P().select, [on_diag, spread, ad.zeros_like(b, spread)])]
+    ct = ops.transpose(b, ct, order)
+    spread = ops.broadcast_in_dim(b, ct, x.shape, sorted(target))
+    on_diag = ops.eq(b, ops.iota(b, I64, x.shape, a1), ops.iota(b, I64, x.shape, a2))
+    return [ops.select(b, on_diag, spread, ops.zeros_like(b, spread))]
 
 
 def _concat_transpose(b: Any, op: Any, primals: list[Any], ct: Any) -> list[Any]:
@@ -378,8 +426,7 @@ def _concat_transpose(b: Any, op: Any, primals: list[Any], ct: Any) -> list[Any]
         stop = dims.add(start, x.shape[axis])
         starts = tuple(start if i == axis else 0 for i in range(x.type.ndim))
         limits = tuple(stop if i == axis else d for i, d in enumerate(x.shape))
-        out.append(b.emit1(slice_, [ct], {"start_indices": starts, "limit_indices": limits,
-                                          "strides": (1,) * x.type.ndim}))
+        out.append(ops.slice_(b, ct, starts, limits))
         start = stop
     return out
 
@@ -391,27 +438,20 @@ def _inverse_perm(perm: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(inv)
 
 
-_LINEAR = {
-    "broadcast_in_dim": (lambda b, op, t: ad.same_op(b, op, t),
-                         lambda b, op, p, ct: [_sum_to_operand(b, op, p[0], ct)]),
-    "reshape": (lambda b, op, t: ad.same_op(b, op, t),
-                lambda b, op, p, ct: [b.emit1(reshape, [ct], {"new_sizes": p[0].shape})]),
-    "transpose": (lambda b, op, t: ad.same_op(b, op, t),
-                  lambda b, op, p, ct: [b.emit1(transpose, [ct], {
-                      "permutation": _inverse_perm(op.params["permutation"])})]),
-    "slice": (lambda b, op, t: ad.same_op(b, op, t), _slice_transpose),
-    "rev": (lambda b, op, t: ad.same_op(b, op, t), lambda b, op, p, ct: [ad.same_op(b, op, [ct])]),
-    "pad": (lambda b, op, t: ad.same_op(b, op, t), _pad_transpose),
-    "diagonal": (lambda b, op, t: ad.same_op(b, op, t), _diagonal_transpose),
-    "concatenate": (lambda b, op, t: ad.same_op(b, op, t), _concat_transpose),
-}
+def _same(b: Any, op: Any, tangents: list[Any]) -> Any:
+    return ad.same_op(b, op, tangents)
 
 
-def _attach_ad() -> None:
-    from compiler.primitives.base import REGISTRY, attach_rules
-    for name, (apply, transpose_) in _LINEAR.items():
-        jvp, vjp = ad.linear(apply, transpose_)
-        attach_rules(REGISTRY[name], jvp_rule=jvp, vjp_rule=vjp)
-
-
-_attach_ad()
+_TRANSPOSES: list[tuple[Primitive, Any]] = [
+    (broadcast_in_dim, lambda b, op, p, ct: [_sum_to_operand(b, op, p[0], ct)]),
+    (reshape, lambda b, op, p, ct: [ops.reshape(b, ct, p[0].shape)]),
+    (transpose, lambda b, op, p, ct: [ops.transpose(b, ct, _inverse_perm(op.params["permutation"]))]),
+    (slice_, _slice_transpose),
+    (rev, lambda b, op, p, ct: [ad.same_op(b, op, [ct])]),
+    (pad, _pad_transpose),
+    (diagonal, _diagonal_transpose),
+    (concatenate, _concat_transpose),
+]
+for _prim, _transpose in _TRANSPOSES:
+    _jvp, _vjp = ad.linear(_same, _transpose)
+    define(_prim, jvp_rule=_jvp, vjp_rule=_vjp)

@@ -45,7 +45,7 @@ def test_unary(name, dtype):
     lo, hi = (0.01, 5) if name in POSITIVE else (-0.99, 0.99) if name in UNIT else (-3, 3)
     x = arr((7, 5), dtype, lo, hi)
     x.flat[0] = 0.0
-    check(P.get(name), [x])
+    check(P.REGISTRY[name], [x])
 
 
 @pytest.mark.parametrize("dtype", F)
@@ -54,7 +54,7 @@ def test_binary(name, dtype):
     x, y = arr((4, 9), dtype, 0.1, 3), arr((4, 9), dtype, -2, 3)
     if name == "pow":
         y = np.round(y)
-    check(P.get(name), [x, y])
+    check(P.REGISTRY[name], [x, y])
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
@@ -63,7 +63,7 @@ def test_int_binary(name, dtype):
     x, y = arr((33,), dtype, -9, 9), arr((33,), dtype, -4, 4)
     if name == "pow":
         y = np.abs(y)
-    check(P.get(name), [x, y])
+    check(P.REGISTRY[name], [x, y])
 
 
 def test_int_division_by_zero_and_min():
@@ -96,12 +96,12 @@ def test_select():
 @pytest.mark.parametrize("axes", [(0,), (1,), (0, 1), (0, 2), ()])
 def test_reductions(name, axes):
     x = arr((3, 4, 5), np.float64, 0.5, 1.5)
-    check(P.get(name), [x], {"axes": axes})
+    check(P.REGISTRY[name], [x], {"axes": axes})
 
 
 @pytest.mark.parametrize("name", ["reduce_and", "reduce_or"])
 def test_bool_reductions(name):
-    check(P.get(name), [arr((4, 5), np.bool_)], {"axes": (1,)})
+    check(P.REGISTRY[name], [arr((4, 5), np.bool_)], {"axes": (1,)})
 
 
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
@@ -109,14 +109,14 @@ def test_bool_reductions(name):
 def test_arg_reductions(name, axis):
     x = arr((6, 7))
     x[2, 3] = np.nan
-    check(P.get(name), [x], {"axis": axis})
-    check(P.get(name), [arr((6, 7), np.int32, -3, 3)], {"axis": axis})
+    check(P.REGISTRY[name], [x], {"axis": axis})
+    check(P.REGISTRY[name], [arr((6, 7), np.int32, -3, 3)], {"axis": axis})
 
 
 @pytest.mark.parametrize("name", ["cumsum", "cumprod"])
 @pytest.mark.parametrize("axis", [0, 1])
 def test_scans(name, axis):
-    check(P.get(name), [arr((5, 6), np.float64, 0.5, 1.5)], {"axis": axis})
+    check(P.REGISTRY[name], [arr((5, 6), np.float64, 0.5, 1.5)], {"axis": axis})
 
 
 @pytest.mark.parametrize("dn,shapes", [

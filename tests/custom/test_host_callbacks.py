@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from compiler import Function, grad, jit, vmap
-from compiler.backend.callbacks import check_buildable, uses_host_callbacks
+from compiler.function.trampoline import check_buildable, uses_host_callbacks
 from compiler.errors import CompileError, UnsupportedError
 
 rng = np.random.default_rng(2)

@@ -78,7 +78,7 @@ def _perturb(a, k):
 
 @pytest.mark.parametrize("name,args,params", CASES, ids=[f"{c[0]}{i}" for i, c in enumerate(CASES)])
 def test_vmap_primitive_all_in_dims(name, args, params):
-    fn = one_op_function(P.get(name), args, params)
+    fn = one_op_function(P.REGISTRY[name], args, params)
     choices = [[None] + list(range(a.ndim + 1)) for a in args]
     for in_dims in itertools.product(*choices):
         if all(d is None for d in in_dims):

@@ -18,7 +18,7 @@ jvp runs ``setup_context`` + ``jvp``, vjp runs ``setup_context`` + ``backward``.
 Each is staged by the frontend and inlined here, so it is transformable again.
 
 ``host_call(*arrays)`` (OPAQUE, effect ``host``) calls ``fn.forward`` in Python
-when the kernel runs (see compiler/backend/callbacks.py); kernels containing it
+when the kernel runs (see compiler/function/trampoline.py); kernels containing it
 are neither cacheable nor buildable ahead of time.
 """
 from __future__ import annotations
@@ -29,8 +29,23 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from compiler.errors import (CompileError, DynamicShapeError, OutParameterError, SideEffectError,
+                             UnsupportedError)
+from compiler.frontend import stage
+from compiler.frontend.pytrees import flatten, unflatten
+from compiler.frontend.source import SOURCE_READS
+from compiler.frontend.values import Weak
+from compiler.function.context import (ArraySlot, FunctionCtx, ShapeDtype, VmapInfo, _Sink,
+                                       _backward_program, _jvp_program, _vmap_program, fill)
+from compiler.function.trampoline import call_forward, lower_host_call
+from compiler.ir.builder import Builder, new_block
+from compiler.ir.core import Value
+from compiler.ir.primitive import CONTROL, OPAQUE, declare, define
 from compiler.ir.types import BOOL, F64, I64, TensorType, canonical_dtype, is_float
-from compiler.primitives.base import CONTROL, OPAQUE, Primitive, check, register
+from compiler.primitives import ad, ops
+from compiler.primitives.base import check
+from compiler.primitives.batching import batched_at, inline_block
+from compiler.transforms.vmap import CURRENT_RANDOMNESS, batched_type, clone_block, vmap_block
 
 Types = tuple[TensorType, ...]
 
@@ -70,9 +85,10 @@ def _lower_custom(cg: Any, op: Any) -> None:
     cg._cache.pop()
 
 
-custom_function = register(Primitive(
-    "custom_function", _custom_rule, None, CONTROL, lower=_lower_custom, interpret=_interpret_custom,
-    doc="a compiler.Function: runs its forward region; transform rules come from the Function"))
+custom_function = define(
+    declare("custom_function", CONTROL), shape_rule=_custom_rule, lower=_lower_custom,
+    interpret=_interpret_custom,
+    doc="a compiler.Function: runs its forward region; transform rules come from the Function")
 
 
 # ---- host_call ------------------------------------------------------------------------------
@@ -82,18 +98,15 @@ def _host_rule(in_types: Types, params: dict[str, Any]) -> Types:
 
 
 def _host_ref(*arrays: np.ndarray, fn: Any, template: tuple, out_tree: Any, out_types: Types) -> Any:
-    from compiler.backend.callbacks import call_forward
     return call_forward(fn, template, out_tree, list(arrays),
                         [(t.dtype, tuple(t.shape) if t.is_static else None) for t in out_types])
 
 
 def _lower_host(cg: Any, op: Any, outs: list[Any]) -> None:
-    from compiler.backend.callbacks import lower_host_call
     lower_host_call(cg, op, outs)
 
 
 def _vmap_host(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
-    from compiler.errors import UnsupportedError
     name = op.params["fn"].__name__
     raise UnsupportedError(f"vmap of {name}: its forward runs as a host callback (Python code), which "
                            "cannot be batched automatically", op.loc,
@@ -101,10 +114,10 @@ def _vmap_host(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) ->
                            "whole batch")
 
 
-host_call = register(Primitive(
-    "host_call", _host_rule, _host_ref, OPAQUE, lower=_lower_host, vmap_rule=_vmap_host,
-    streams_operands=False, effects=frozenset({"host"}),
-    doc="call fn.forward in Python on NumPy views of the operands (a host callback)"))
+host_call = define(
+    declare("host_call", OPAQUE), shape_rule=_host_rule, numpy_ref=_host_ref, lower=_lower_host,
+    vmap_rule=_vmap_host, streams_operands=False, effects=frozenset({"host"}),
+    doc="call fn.forward in Python on NumPy views of the operands (a host callback)")
 
 
 def has_host_call(block: Any) -> bool:
@@ -114,26 +127,21 @@ def has_host_call(block: Any) -> bool:
 # ---- staging apply() ------------------------------------------------------------------------
 
 def _abstract(t: TensorType, slot: Any) -> Any:
-    from compiler.frontend.values import Weak
     if getattr(slot, "weak", False) and t.shape == () and t.dtype in (F64, I64, BOOL):
         return Weak(t)
     return t
 
 
 def _not_in_subset() -> tuple[type, ...]:
-    from compiler.errors import DynamicShapeError, OutParameterError, SideEffectError, UnsupportedError
     return (UnsupportedError, SideEffectError, DynamicShapeError, OutParameterError)
 
 
 def emit_custom_function(b: Any, cls: type, template: tuple, values: Sequence[Any]) -> tuple[list[Any], Any]:
     """Emit ``cls.apply`` on `values` (the array arguments, in template order)."""
-    from compiler.custom import ArraySlot
-    from compiler.frontend import stage
     in_types = [v.type for v in values]
     slots = [t for t in template if isinstance(t, ArraySlot)]
     region = out_tree = None
     if cls.host_callback is not True:
-        from compiler.custom import fill
         try:
             prog = stage(cls.forward, fill(template, [_abstract(t, s) for t, s in zip(in_types, slots)]),
                          {}, name=f"{cls.__name__}_forward")
@@ -153,7 +161,6 @@ def _not_cacheable(cls: type) -> None:
     """Safety net for the on-disk cache (compiler/cache.py): a kernel with a host callback
     refers to this process's callback registry, so it must never be stored. The cache
     refuses kernels whose staging read a function it cannot name; record one."""
-    from compiler.frontend.source import SOURCE_READS
     reads = SOURCE_READS.get()
     if reads is not None:
         marker = types.FunctionType(_marker_code, {}, "host_callback")
@@ -170,7 +177,6 @@ _marker_code = _marker.__code__
 
 
 def _host_region(b: Any, cls: type, template: tuple, in_types: list[TensorType]) -> tuple[Any, Any]:
-    from compiler.ir.builder import Builder, new_block
     out_types, out_tree = host_output_types(cls, template, in_types, b.loc)
     region = new_block(in_types)
     rb = Builder(region, b.loc)
@@ -182,9 +188,6 @@ def _host_region(b: Any, cls: type, template: tuple, in_types: list[TensorType])
 def host_output_types(cls: type, template: tuple, in_types: list[TensorType], loc: Any) -> tuple[list, Any]:
     """Result types of a host-callback forward: from ``cls.abstract`` or from running
     ``cls.forward`` on zeros of the input shapes (at compile time)."""
-    from compiler.custom import ShapeDtype, fill
-    from compiler.errors import CompileError
-    from compiler.frontend.pytrees import flatten
     name = cls.__name__
     abstract = getattr(cls, "abstract", None)
     if abstract is not None:
@@ -200,7 +203,7 @@ def host_output_types(cls: type, template: tuple, in_types: list[TensorType], lo
                                f"sizes ({', '.join(map(str, in_types))}), so its output shapes cannot "
                                "be found by running it", loc,
                                f"give {name} an abstract(*args) staticmethod returning objects with "
-                               ".shape and .dtype (compiler.custom.ShapeDtype)")
+                               ".shape and .dtype (compiler.function.ShapeDtype)")
         zeros = [np.zeros(tuple(int(d) for d in t.shape), t.dtype) for t in in_types]
         for z in zeros:
             z.flags.writeable = False          # as the kernel's views are
@@ -232,21 +235,17 @@ def _name(op: Any) -> str:
 
 
 def _missing(op: Any, method: str, needed_by: str, hint: str) -> Exception:
-    from compiler.errors import UnsupportedError
     name = _name(op)
     return UnsupportedError(f"{needed_by} of {name} needs a `{method}` staticmethod, which {name} "
                             "does not define", op.loc, hint)
 
 
 def _arg_dims(template: tuple, bdims: Sequence[Any]) -> tuple:
-    from compiler.custom import ArraySlot
     it = iter(bdims)
     return tuple(next(it) if isinstance(t, ArraySlot) else None for t in template)
 
 
 def _vmap_custom(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
-    from compiler.errors import UnsupportedError
-    from compiler.transforms.vmap import vmap_block
     cls = op.params["fn"]
     user_vmap = getattr(cls, "vmap", None)
     if user_vmap is not None and cls.generate_vmap_rule:
@@ -274,12 +273,6 @@ def _vmap_custom(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) 
 
 def _vmap_staticmethod(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any,
                        user_vmap: Any) -> tuple:
-    from compiler.custom import ArraySlot, VmapInfo, _Sink, _vmap_program, fill
-    from compiler.errors import CompileError
-    from compiler.frontend import stage
-    from compiler.frontend.pytrees import unflatten
-    from compiler.primitives.batching import inline_block
-    from compiler.transforms.vmap import batched_type
     cls, template = op.params["fn"], op.params["template"]
     slots = [t for t in template if isinstance(t, ArraySlot)]
     sink = _Sink()
@@ -309,8 +302,6 @@ def _vmap_staticmethod(b: Any, op: Any, args: list[Any], bdims: list[Any], size:
 
 
 def _out_dims(spec: Any, output: Any, op: Any, cls: type) -> list[Any]:
-    from compiler.errors import CompileError
-    from compiler.ir.core import Value
 
     def count(x: Any) -> int:
         if isinstance(x, Value):
@@ -334,16 +325,12 @@ def _out_dims(spec: Any, output: Any, op: Any, cls: type) -> list[Any]:
 
 
 def _needs_grad(template: tuple, in_types: Sequence[TensorType]) -> tuple[bool, ...]:
-    from compiler.custom import ArraySlot
     it = iter(in_types)
     return tuple(isinstance(t, ArraySlot) and is_float(next(it).dtype) for t in template)
 
 
 def _stage_rule(op: Any, program: Any, method: Any, mode: str, extra: tuple) -> tuple[Any, Any]:
     """Stage ``program(setup_context, method, ctx, inputs, output, *extra)`` at the base types."""
-    from compiler.custom import ArraySlot, FunctionCtx, fill
-    from compiler.frontend import stage
-    from compiler.frontend.pytrees import unflatten
     cls, template = op.params["fn"], op.params["template"]
     in_types, out_types = op.params["base"]
     slots = [t for t in template if isinstance(t, ArraySlot)]
@@ -357,9 +344,6 @@ def _stage_rule(op: Any, program: Any, method: Any, mode: str, extra: tuple) -> 
 
 def _per_entry(result: Any, n: int, single: bool, what: str, op: Any) -> list[Any]:
     """A rule's return value as one entry (Value or None) per input/output."""
-    from compiler.errors import CompileError
-    from compiler.frontend.pytrees import flatten
-    from compiler.ir.core import Value
     if single and not isinstance(result, (tuple, list)):
         return [result]
     if not isinstance(result, (tuple, list)):
@@ -374,27 +358,19 @@ def _per_entry(result: Any, n: int, single: bool, what: str, op: Any) -> list[An
 
 def _conform(b: Any, v: Any, t: TensorType, what: str, op: Any) -> Any:
     """`v` with exactly type `t` (a 0-d value is broadcast; float dtypes are cast)."""
-    import compiler.primitives as P
-    from compiler.errors import CompileError
     if v.type.shape != t.shape:
         if v.type.ndim != 0:
             raise CompileError(f"{what} has shape {tuple(v.type.shape)}, expected "
                                f"{tuple(t.shape)}", op.loc)
         if v.dtype != t.dtype:
-            v = b.emit1(P.convert, [v], {"dtype": t.dtype})
-        return b.emit1(P.broadcast_in_dim, [v], {"shape": t.shape, "broadcast_dimensions": ()})
+            v = b.emit1(ops.convert_p, [v], {"dtype": t.dtype})
+        return b.emit1(ops.broadcast_in_dim_p, [v], {"shape": t.shape, "broadcast_dimensions": ()})
     if v.dtype != t.dtype:
-        v = b.emit1(P.convert, [v], {"dtype": t.dtype})
+        v = b.emit1(ops.convert_p, [v], {"dtype": t.dtype})
     return v
 
 
 def _jvp_custom(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> tuple:
-    from compiler.custom import ArraySlot, _jvp_program
-    from compiler.frontend.pytrees import unflatten
-    from compiler.ir.builder import Builder
-    from compiler.primitives import ad
-    from compiler.primitives.batching import inline_block
-    from compiler.transforms.vmap import clone_block, vmap_block
     cls, template = op.params["fn"], op.params["template"]
     jvp_fn = getattr(cls, "jvp", None)
     if jvp_fn is None:
@@ -440,14 +416,6 @@ def _jvp_custom(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> tup
 
 
 def _vjp_custom(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
-    import compiler.primitives as P
-    from compiler.custom import ArraySlot, _backward_program
-    from compiler.errors import CompileError
-    from compiler.frontend.pytrees import unflatten
-    from compiler.ir.builder import Builder
-    from compiler.primitives import ad
-    from compiler.primitives.batching import batched_at, inline_block
-    from compiler.transforms.vmap import vmap_block
     cls, template = op.params["fn"], op.params["template"]
     backward = getattr(cls, "backward", None)
     if backward is None:
@@ -485,7 +453,7 @@ def _vjp_custom(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[
         for v, d, idx in zip(block.results, rdims, which):
             want = in_b[idx]
             if want is None and d is not None:       # a shared input: sum over the batch
-                v = lb.emit1(P.reduce_sum, [v], {"axes": (d,)})
+                v = lb.emit1(ops.reduce_sum_p, [v], {"axes": (d,)})
             elif want is not None:
                 v = batched_at(lb, v, d, want, layer.size)
             fixed.append(v)
@@ -499,11 +467,9 @@ def _vjp_custom(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[
     return in_cts
 
 
-from compiler.primitives.base import attach_rules  # noqa: E402
 
-attach_rules(custom_function, vmap_rule=_vmap_custom, jvp_rule=_jvp_custom, vjp_rule=_vjp_custom)
+define(custom_function, vmap_rule=_vmap_custom, jvp_rule=_jvp_custom, vjp_rule=_vjp_custom)
 
 
 def _vmap_randomness() -> str:
-    from compiler.transforms.vmap import CURRENT_RANDOMNESS
     return CURRENT_RANDOMNESS.get()

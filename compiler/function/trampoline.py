@@ -30,7 +30,14 @@ import threading
 import traceback
 from typing import Any, Sequence
 
+import llvmlite.binding as llvm
 import numpy as np
+from llvmlite import ir as ll
+
+from compiler.backend.codegen import I64T, PTR, _declare
+from compiler.errors import UnsupportedError
+from compiler.frontend.pytrees import LEAF, TUPLE, flatten
+from compiler.function.context import ArraySlot, fill
 
 SYMBOL = "aotx_host_callback"
 HOST_EFFECT = "host"
@@ -45,8 +52,6 @@ class _Entry:
     __slots__ = ("fn", "forward", "template", "out_tree", "ins", "outs", "plain", "single", "flat")
 
     def __init__(self, fn: Any, template: tuple, out_tree: Any, ins: tuple, outs: tuple) -> None:
-        from compiler.custom import ArraySlot
-        from compiler.frontend.pytrees import LEAF, TUPLE
         self.fn, self.forward, self.template, self.out_tree = fn, fn.forward, template, out_tree
         self.ins = tuple((np.dtype(d), r) for d, r in ins)
         self.outs = tuple((np.dtype(d), r) for d, r in outs)
@@ -76,7 +81,6 @@ def _view(ptr: int | None, dtype: np.dtype, shape: tuple, readonly: bool) -> np.
 
 
 def _fill(template: tuple, arrays: Sequence[Any]) -> tuple:
-    from compiler.custom import fill
     return fill(template, list(arrays))
 
 
@@ -84,7 +88,6 @@ def call_forward(fn: Any, template: tuple, out_tree: Any, arrays: Sequence[np.nd
                  expected: Sequence[tuple]) -> list:
     """Run ``fn.forward`` on `arrays` (template order) and check its outputs against
     `expected` ((dtype, shape or None) per output): the reference interpreter's host_call."""
-    from compiler.frontend.pytrees import flatten
     result = fn.forward(*_fill(template, arrays))
     leaves, tree = flatten(result)
     _check_tree(fn, tree, out_tree)
@@ -137,7 +140,6 @@ def _trampoline(call_id: int, buffers: Any, dims: Any) -> int:
 
 
 def _flatten(tree: Any) -> tuple:
-    from compiler.frontend.pytrees import flatten
     return flatten(tree)
 
 
@@ -152,7 +154,6 @@ _registered = False
 def _ensure_symbol() -> None:
     global _registered
     if not _registered:
-        import llvmlite.binding as llvm
         llvm.add_symbol(SYMBOL, ctypes.cast(_C_TRAMPOLINE, ctypes.c_void_p).value)
         _registered = True
 
@@ -179,7 +180,6 @@ def uses_host_callbacks(fn: Any) -> bool:
 
 def check_buildable(fn: Any, what: str = "") -> None:
     """Raise UnsupportedError if `fn` contains host callbacks (for ``aotx build``)."""
-    from compiler.errors import UnsupportedError
     for op in fn.body.walk():
         if HOST_EFFECT in op.prim.effects:
             name = op.params["fn"].__name__
@@ -194,9 +194,7 @@ def check_buildable(fn: Any, what: str = "") -> None:
 def lower_host_call(cg: Any, op: Any, outs: list[Any]) -> None:
     """Store the buffer pointers and sizes, call the trampoline, leave through the
     error exit (status 2) when it fails."""
-    from llvmlite import ir as ll
 
-    from compiler.backend.codegen import I64T, PTR, _declare
     _ensure_symbol()
     ins = []
     for v in op.operands:

@@ -1,0 +1,36 @@
+"""LLVM types of array elements and the Buffer record: what the code generator and the
+lowerings (casts, control flow) share."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from llvmlite import ir as ll
+
+from compiler.ir import dims
+from compiler.ir.types import BOOL, F32, F64, I32, I64
+
+I64T = ll.IntType(64)
+I8T = ll.IntType(8)
+I1T = ll.IntType(1)
+PTR = ll.PointerType(I8T)
+
+_SCALAR = {F32: ll.FloatType(), F64: ll.DoubleType(), I32: ll.IntType(32), I64: I64T, BOOL: I1T}
+_MEMORY = {**_SCALAR, BOOL: I8T}
+
+
+def scalar_type(dtype: np.dtype) -> ll.Type:
+    return _SCALAR[dtype]
+
+
+def memory_type(dtype: np.dtype) -> ll.Type:
+    return _MEMORY[dtype]
+
+
+@dataclass
+class Buffer:
+    """A contiguous row-major array in memory."""
+
+    ptr: ll.Value
+    dtype: np.dtype
+    shape: tuple[dims.Dim, ...]

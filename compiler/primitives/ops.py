@@ -1,0 +1,323 @@
+"""The typed ops layer: every primitive's declaration and its constructor.
+
+Rules, decompositions and the frontend build IR by calling these functions
+(``ops.add(b, x, y)``, ``ops.broadcast_in_dim(b, x, shape, dims)``,
+``ops.full_like(b, 0.0, x)``) instead of naming primitives: a typo is an
+AttributeError at import, and a type checker sees every call. Each primitive
+is declared here (name and kind, as ``<name>_p``) and defined in its family
+module (shape rule, NumPy reference, lowering and transform rules), which
+imports this module; this module imports only the IR, so rule code in any
+family can build ops of any other family without an import cycle.
+
+    >>> # inside a rule: b is the Builder of the function being built
+    >>> # dx = ops.mul(b, ct, ops.cos(b, x))
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from compiler.ir.builder import Builder
+from compiler.ir.core import Block, Value
+from compiler.ir.dims import Dim
+from compiler.ir.primitive import CONTROL, ELEMENTWISE, INDEX, OPAQUE, Primitive, declare
+from compiler.ir.types import TensorType
+
+Unary = Callable[[Builder, Value], Value]
+Binary = Callable[[Builder, Value, Value], Value]
+Shape = Sequence[Dim]
+
+
+def _unary(name: str) -> tuple[Primitive, Unary]:
+    prim = declare(name, ELEMENTWISE)
+
+    def build(b: Builder, x: Value) -> Value:
+        return b.emit1(prim, [x])
+    build.__name__ = build.__qualname__ = name
+    return prim, build
+
+
+def _binary(name: str) -> tuple[Primitive, Binary]:
+    prim = declare(name, ELEMENTWISE)
+
+    def build(b: Builder, x: Value, y: Value) -> Value:
+        return b.emit1(prim, [x, y])
+    build.__name__ = build.__qualname__ = name
+    return prim, build
+
+
+# ---- elementwise (compiler/primitives/elementwise.py) ---------------------------------
+
+neg_p, neg = _unary("neg")
+abs_p, abs_ = _unary("abs")
+sign_p, sign = _unary("sign")
+exp_p, exp = _unary("exp")
+exp2_p, exp2 = _unary("exp2")
+expm1_p, expm1 = _unary("expm1")
+log_p, log = _unary("log")
+log2_p, log2 = _unary("log2")
+log10_p, log10 = _unary("log10")
+log1p_p, log1p = _unary("log1p")
+sqrt_p, sqrt = _unary("sqrt")
+cbrt_p, cbrt = _unary("cbrt")
+sin_p, sin = _unary("sin")
+cos_p, cos = _unary("cos")
+tan_p, tan = _unary("tan")
+tanh_p, tanh = _unary("tanh")
+sinh_p, sinh = _unary("sinh")
+cosh_p, cosh = _unary("cosh")
+arcsin_p, arcsin = _unary("arcsin")
+arccos_p, arccos = _unary("arccos")
+arctan_p, arctan = _unary("arctan")
+floor_p, floor = _unary("floor")
+ceil_p, ceil = _unary("ceil")
+round_p, round_ = _unary("round")
+isnan_p, isnan = _unary("isnan")
+isinf_p, isinf = _unary("isinf")
+isfinite_p, isfinite = _unary("isfinite")
+not_p, not_ = _unary("not")
+
+add_p, add = _binary("add")
+sub_p, sub = _binary("sub")
+mul_p, mul = _binary("mul")
+div_p, div = _binary("div")
+floordiv_p, floordiv = _binary("floordiv")
+mod_p, mod = _binary("mod")
+pow_p, pow_ = _binary("pow")
+maximum_p, maximum = _binary("max")
+minimum_p, minimum = _binary("min")
+arctan2_p, arctan2 = _binary("arctan2")
+hypot_p, hypot = _binary("hypot")
+eq_p, eq = _binary("eq")
+ne_p, ne = _binary("ne")
+lt_p, lt = _binary("lt")
+le_p, le = _binary("le")
+gt_p, gt = _binary("gt")
+ge_p, ge = _binary("ge")
+and_p, and_ = _binary("and")
+or_p, or_ = _binary("or")
+xor_p, xor = _binary("xor")
+
+select_p = declare("select", ELEMENTWISE)
+convert_p = declare("convert", ELEMENTWISE)
+
+
+def select(b: Builder, pred: Value, on_true: Value, on_false: Value) -> Value:
+    """np.where(pred, on_true, on_false) on operands of one shape."""
+    return b.emit1(select_p, [pred, on_true, on_false])
+
+
+def convert(b: Builder, x: Value, dtype: Any) -> Value:
+    """x.astype(dtype) with NumPy's casting semantics."""
+    return b.emit1(convert_p, [x], {"dtype": np.dtype(dtype)})
+
+
+# ---- shape (compiler/primitives/shape.py) --------------------------------------------
+
+constant_p = declare("constant", INDEX)
+iota_p = declare("iota", INDEX)
+size_of_p = declare("size_of", INDEX)
+broadcast_in_dim_p = declare("broadcast_in_dim", INDEX)
+reshape_p = declare("reshape", INDEX)
+transpose_p = declare("transpose", INDEX)
+slice_p = declare("slice", INDEX)
+rev_p = declare("rev", INDEX)
+pad_p = declare("pad", INDEX)
+diagonal_p = declare("diagonal", INDEX)
+concatenate_p = declare("concatenate", OPAQUE)
+
+
+def constant(b: Builder, value: Any, dtype: Any = None) -> Value:
+    """A compile-time array (or scalar) of `dtype` (default: the value's own)."""
+    return b.emit1(constant_p, [], {"value": np.array(value, dtype)})
+
+
+def iota(b: Builder, dtype: Any, shape: Shape, dimension: int) -> Value:
+    """An array whose elements are their index along `dimension`."""
+    return b.emit1(iota_p, [], {"dtype": np.dtype(dtype), "shape": tuple(shape), "dimension": dimension})
+
+
+def size_of(b: Builder, dim: Dim, dtype: Any) -> Value:
+    """The run-time value of a (symbolic) size, as a scalar of `dtype`."""
+    return b.emit1(size_of_p, [], {"dim": dim, "dtype": np.dtype(dtype)})
+
+
+def broadcast_in_dim(b: Builder, x: Value, shape: Shape, broadcast_dimensions: Sequence[int]) -> Value:
+    """`x` broadcast to `shape`; axis i of x becomes axis broadcast_dimensions[i]."""
+    return b.emit1(broadcast_in_dim_p, [x], {"shape": tuple(shape),
+                                             "broadcast_dimensions": tuple(broadcast_dimensions)})
+
+
+def reshape(b: Builder, x: Value, new_sizes: Shape) -> Value:
+    """Row-major reshape (nothing when the shape is already `new_sizes`)."""
+    if tuple(x.type.shape) == tuple(new_sizes):
+        return x
+    return b.emit1(reshape_p, [x], {"new_sizes": tuple(new_sizes)})
+
+
+def transpose(b: Builder, x: Value, permutation: Sequence[int]) -> Value:
+    """Axes permuted: result axis i is axis permutation[i] of x (nothing for the identity)."""
+    if tuple(permutation) == tuple(range(x.type.ndim)):
+        return x
+    return b.emit1(transpose_p, [x], {"permutation": tuple(permutation)})
+
+
+def slice_(b: Builder, x: Value, start_indices: Shape, limit_indices: Shape,
+           strides: Sequence[int] | None = None) -> Value:
+    """A static strided slice."""
+    strides = tuple(strides) if strides is not None else (1,) * x.type.ndim
+    return b.emit1(slice_p, [x], {"start_indices": tuple(start_indices),
+                                  "limit_indices": tuple(limit_indices), "strides": strides})
+
+
+def rev(b: Builder, x: Value, dimensions: Sequence[int]) -> Value:
+    """The order of elements reversed along `dimensions`."""
+    return b.emit1(rev_p, [x], {"dimensions": tuple(dimensions)})
+
+
+def pad(b: Builder, x: Value, value: Value, low: Shape, high: Shape) -> Value:
+    """`x` padded with the scalar `value`: low[i] before and high[i] after axis i."""
+    return b.emit1(pad_p, [x, value], {"low": tuple(low), "high": tuple(high)})
+
+
+def diagonal(b: Builder, x: Value, axis1: int, axis2: int) -> Value:
+    """np.diagonal(x, 0, axis1, axis2)."""
+    return b.emit1(diagonal_p, [x], {"axis1": axis1, "axis2": axis2})
+
+
+def concatenate(b: Builder, xs: Sequence[Value], dimension: int) -> Value:
+    """np.concatenate(xs, axis=dimension)."""
+    return b.emit1(concatenate_p, list(xs), {"dimension": dimension})
+
+
+# ---- reductions and scans (compiler/primitives/reduce.py) -----------------------------
+
+reduce_sum_p = declare("reduce_sum", INDEX)
+reduce_prod_p = declare("reduce_prod", INDEX)
+reduce_max_p = declare("reduce_max", INDEX)
+reduce_min_p = declare("reduce_min", INDEX)
+reduce_and_p = declare("reduce_and", INDEX)
+reduce_or_p = declare("reduce_or", INDEX)
+argmax_p = declare("argmax", INDEX)
+argmin_p = declare("argmin", INDEX)
+cumsum_p = declare("cumsum", OPAQUE)
+cumprod_p = declare("cumprod", OPAQUE)
+
+
+def reduce(prim: Primitive, b: Builder, x: Value, axes: Sequence[int]) -> Value:
+    """`prim` (one of the reduce_* primitives) over `axes`."""
+    return b.emit1(prim, [x], {"axes": tuple(axes)})
+
+
+def reduce_sum(b: Builder, x: Value, axes: Sequence[int]) -> Value:
+    """Sum over `axes` (nothing when there are none)."""
+    return x if not axes else reduce(reduce_sum_p, b, x, axes)
+
+
+def reduce_max(b: Builder, x: Value, axes: Sequence[int]) -> Value:
+    return reduce(reduce_max_p, b, x, axes)
+
+
+def reduce_prod(b: Builder, x: Value, axes: Sequence[int]) -> Value:
+    return reduce(reduce_prod_p, b, x, axes)
+
+
+def reduce_min(b: Builder, x: Value, axes: Sequence[int]) -> Value:
+    return reduce(reduce_min_p, b, x, axes)
+
+
+def argmax(b: Builder, x: Value, axis: int) -> Value:
+    return b.emit1(argmax_p, [x], {"axis": axis})
+
+
+def argmin(b: Builder, x: Value, axis: int) -> Value:
+    return b.emit1(argmin_p, [x], {"axis": axis})
+
+
+def cumsum(b: Builder, x: Value, axis: int) -> Value:
+    return b.emit1(cumsum_p, [x], {"axis": axis})
+
+
+def cumprod(b: Builder, x: Value, axis: int) -> Value:
+    return b.emit1(cumprod_p, [x], {"axis": axis})
+
+
+# ---- linear algebra and indexing (linalg.py, indexing.py) ----------------------------
+
+dot_general_p = declare("dot_general", OPAQUE)
+take_p = declare("take", INDEX)
+dynamic_slice_p = declare("dynamic_slice", INDEX)
+dynamic_update_slice_p = declare("dynamic_update_slice", OPAQUE)
+update_slice_p = declare("update_slice", OPAQUE)
+scatter_p = declare("scatter", OPAQUE)
+
+
+def dot_general(b: Builder, x: Value, y: Value, dimension_numbers: Any) -> Value:
+    """Contraction ``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``."""
+    return b.emit1(dot_general_p, [x, y], {"dimension_numbers": dimension_numbers})
+
+
+def take(b: Builder, x: Value, indices: Value, axis: int) -> Value:
+    """np.take(x, indices, axis) with in-range indices."""
+    return b.emit1(take_p, [x, indices], {"axis": axis})
+
+
+def dynamic_slice(b: Builder, x: Value, starts: Sequence[Value], sizes: Shape) -> Value:
+    """A window of static `sizes` at run-time `starts` (clamped into range)."""
+    return b.emit1(dynamic_slice_p, [x, *starts], {"sizes": tuple(sizes)})
+
+
+def dynamic_update_slice(b: Builder, x: Value, update: Value, starts: Sequence[Value]) -> Value:
+    """`x` with `update` written at run-time `starts`."""
+    return b.emit1(dynamic_update_slice_p, [x, update, *starts])
+
+
+def update_slice(b: Builder, x: Value, update: Value, start_indices: Shape, limit_indices: Shape,
+                 strides: Sequence[int]) -> Value:
+    """`x` with `update` written into a static strided slice."""
+    return b.emit1(update_slice_p, [x, update], {"start_indices": tuple(start_indices),
+                                                 "limit_indices": tuple(limit_indices),
+                                                 "strides": tuple(strides)})
+
+
+def scatter(b: Builder, x: Value, indices: Value, updates: Value, axis: int, mode: str) -> Value:
+    """`x` with `updates` set (mode="set") or added (mode="add") at `indices` along `axis`."""
+    return b.emit1(scatter_p, [x, indices, updates], {"axis": axis, "mode": mode})
+
+
+# ---- control flow (compiler/primitives/control.py) ----------------------------------
+
+cond_p = declare("cond", CONTROL)
+while_p = declare("while", CONTROL)
+chunked_p = declare("chunked", CONTROL)
+
+
+def control(b: Builder, prim: Primitive, operands: Sequence[Value], params: dict[str, Any],
+            regions: Sequence[Block]) -> tuple[Value, ...]:
+    """A control op (cond, while, chunked) with its regions."""
+    return b.emit(prim, operands, params, regions)
+
+
+# ---- constants of a given type: the one place that builds them ---------------------
+
+def scalar(b: Builder, value: Any, dtype: Any) -> Value:
+    """A 0-d constant of `dtype`."""
+    return constant(b, value, dtype)
+
+
+def full(b: Builder, value: Any, type: TensorType) -> Value:
+    """An array of `type` filled with `value` (a broadcast scalar: never materialized)."""
+    c = scalar(b, value, type.dtype)
+    if type.ndim == 0:
+        return c
+    return broadcast_in_dim(b, c, type.shape, ())
+
+
+def full_like(b: Builder, value: Any, like: Value) -> Value:
+    """An array of `like`'s type filled with `value`."""
+    return full(b, value, like.type)
+
+
+def zeros_like(b: Builder, like: Value) -> Value:
+    return full(b, 0, like.type)
