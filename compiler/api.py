@@ -177,6 +177,8 @@ def _symbol_name(name: str) -> str:
 class Kernel:
     """A compiled function: call it with NumPy arrays, get NumPy arrays."""
 
+    __aotx_kernel__ = True     # the frontend stages and inlines a Kernel called in compiled code
+
     def __init__(self, fn: Callable[..., Any], *, signature: str | None = None,
                  static_argnums: int | Sequence[int] = (), fastmath: bool = False,
                  parallel: bool = False, cache: bool = True, name: str | None = None,

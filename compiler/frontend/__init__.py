@@ -26,8 +26,8 @@ from compiler.frontend import arrays as A
 from compiler.frontend import numpy_api as NP
 from compiler.frontend.pytrees import PyTreeDef, flatten, flatten_static, unflatten
 from compiler.frontend.source import FunctionSource, function_source
-from compiler.frontend.stager import Scope, Stager
-from compiler.frontend.values import ARG, Reject, Staged, Undefined, Weak
+from compiler.frontend.stager import Stager
+from compiler.frontend.values import ARG, Reject, Scope, Staged, Undefined, Weak
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Function, SourceLoc
 from compiler.ir.types import TensorType

@@ -18,12 +18,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 import compiler.primitives as P
+from compiler.primitives import ops
 from compiler.errors import CompileError, ShapeMismatchError, TruthValueError, UnsupportedError
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
+from compiler.ir import dims
 from compiler.ir.dims import Dim, DimExpr
 from compiler.ir.types import BOOL, DTYPES, F64, I64, canonical_dtype, is_float
-from compiler.frontend.values import LOCAL, Reject, Staged
+from compiler.frontend.values import LOCAL, VIEW, Reject, Staged
 
 PY_SCALARS = (bool, int, float)
 
@@ -83,13 +85,27 @@ def lift(b: Builder, x: Any, dtype: np.dtype | None = None) -> Staged:
         s = dim_value(b, x)
         return s if dtype is None else convert(b, s, dtype, weak=True)
     if isinstance(x, (list, tuple)) and any(isinstance(e, Staged) or _has_staged(e) for e in x):
-        from compiler.frontend.shapes import stack_nested
         s = stack_nested(b, x)
         return s if dtype is None else convert(b, s, dtype)
     weak = isinstance(x, PY_SCALARS)
     if dtype is None and isinstance(x, PY_SCALARS):
         dtype = result_dtype([x])
     return constant(b, x, dtype, weak=weak)
+
+
+def stack_nested(b: Builder, items: Sequence[Any], dtype: Any = None) -> Staged:
+    """np.array([...]) of a (nested) list holding staged values."""
+    leaves = list(_flat(items))
+    if dtype is None:
+        dtype = supported_dtype(np.result_type(*[
+            np.zeros((), x.dtype) if isinstance(x, Staged) else np.asarray(x).dtype for x in leaves]))
+    parts = [stack_nested(b, x, dtype) if isinstance(x, (list, tuple))
+             else convert(b, lift(b, x), dtype) if isinstance(x, Staged)
+             else constant(b, x, dtype) for x in items]
+    if any(x.shape != parts[0].shape for x in parts):
+        raise Reject(ShapeMismatchError, "all input arrays must have the same shape")
+    rows = [ops.reshape(b, x.value, (1,) + tuple(x.shape)) for x in parts]
+    return Staged(ops.concatenate(b, rows, 0))
 
 
 def _has_staged(x: Any) -> bool:
@@ -351,3 +367,16 @@ def truth_value(b: Builder, x: Staged) -> Value:
     zero = constant(b, 0, x.dtype).value
     return b.emit1(P.ne, [v, zero])
 
+
+def prod(shape: Sequence[Dim]) -> Dim:
+    total: Dim = 1
+    for d in shape:
+        total = dims.mul(total, d)
+    return total
+
+
+def view(value: Value, base: Any) -> Staged:
+    """A NumPy view of `base` (a Staged) computed by `value`."""
+    if isinstance(base, Staged):
+        return Staged(value, origin=VIEW, base=base)
+    return Staged(value)

@@ -24,9 +24,12 @@ from compiler.errors import CompileError, OutParameterError, SideEffectError, Un
 from compiler.frontend import arrays as A
 from compiler.frontend import numpy_api as NP
 from compiler.frontend import reductions as R
+from compiler.frontend.control import assigned_names
+from compiler.frontend.pytrees import flatten_static, unflatten
 from compiler.frontend.source import function_source
-from compiler.frontend.ufuncs import binary, unary
-from compiler.frontend.values import BoundMethod, Closure, Reject, Staged
+from compiler.frontend.ufuncs import UFUNCS, binary, divmod_, round_, unary, where
+from compiler.frontend.values import BoundMethod, Closure, Reject, ReturnSignal, Scope, Staged, Weak
+from compiler.primitives.batching import inline_block
 from compiler.ir.dims import DimExpr
 from compiler.ir.types import F64, I64
 
@@ -123,8 +126,7 @@ class CallMixin:
 
     def call(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Stage ``fn(*args, **kwargs)``."""
-        from compiler.api import Kernel
-        if isinstance(fn, Kernel):
+        if getattr(type(fn), "__aotx_kernel__", False):     # jit, vmap, grad, ...: inline it
             return self._call_kernel(fn, args, kwargs)
         if hasattr(type(fn), "__aotx_stage_call__"):       # vjp_fn / jvp_fn objects
             return fn.__aotx_stage_call__(self, args, kwargs)
@@ -153,9 +155,6 @@ class CallMixin:
 
     def _call_kernel(self, kernel: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Inline a Kernel (``jit``, ``vmap``, ...): stage it for these argument types."""
-        from compiler.frontend.pytrees import flatten_static, unflatten
-        from compiler.frontend.values import Weak
-        from compiler.primitives.batching import inline_block
         leaves, tree = flatten_static((tuple(args), kwargs), lambda x: isinstance(x, Staged))
         abstract = [Weak(x.type) if x.weak else x.type for x in leaves]
         a_args, a_kwargs = unflatten(tree, abstract)
@@ -251,7 +250,6 @@ class CallMixin:
             raise Reject(CompileError, f"{fn.__qualname__}(): {e}") from None
         bound.apply_defaults()
         closure = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-        from compiler.frontend.stager import Scope
         scope = Scope(dict(bound.arguments), fn.__globals__, src, fn.__qualname__,
                       local_names(src.node), closure)
         return self.run_function(scope)
@@ -264,7 +262,7 @@ class CallMixin:
                     return self.visit(node.body)  # type: ignore[attr-defined]
                 self.exec_block(node.body)  # type: ignore[attr-defined]
                 return None
-            except _return_signal() as r:
+            except ReturnSignal as r:
                 return r.value
 
     def make_closure(self, node: ast.FunctionDef | ast.Lambda) -> Closure:
@@ -280,7 +278,6 @@ class CallMixin:
         except TypeError as e:
             raise Reject(CompileError, f"{fn.__name__}(): {e}") from None
         bound.apply_defaults()
-        from compiler.frontend.stager import Scope
         parent = fn.frame
         scope = Scope(dict(bound.arguments), parent.globals, fn.source, parent.name,
                       local_names(fn.node), parent=parent)
@@ -290,17 +287,11 @@ class CallMixin:
                     return self.visit(fn.node.body)  # type: ignore[attr-defined]
                 self.exec_block(fn.node.body)  # type: ignore[attr-defined]
                 return None
-            except _return_signal() as r:
+            except ReturnSignal as r:
                 return r.value
 
 
-def _return_signal() -> type:
-    from compiler.frontend.values import ReturnSignal
-    return ReturnSignal
-
-
 def _ufunc_spec(name: str) -> Any:
-    from compiler.frontend.ufuncs import UFUNCS
     return UFUNCS[name]
 
 
@@ -314,7 +305,6 @@ def _hashable(x: Any) -> bool:
 
 def local_names(node: ast.FunctionDef | ast.Lambda) -> frozenset[str]:
     """Names local to a function: its parameters and the names it binds (minus global/nonlocal)."""
-    from compiler.frontend.control import assigned_names
     a = node.args
     params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
     params += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
@@ -401,7 +391,6 @@ def _minmax(which: str) -> Callable[..., Any]:
         for x in items[1:]:
             better = binary(st.b, "less" if which == "min" else "greater", x, best)
             A.check_single_element(better, f"{which}()")
-            from compiler.frontend.ufuncs import where
             best = where(st.b, better, x, best)
         return best
     return handler
@@ -465,7 +454,6 @@ def _print(st: Any, *args: Any, **kwargs: Any) -> None:
 
 def _round(st: Any, number: Any, ndigits: Any = None) -> Any:
     if isinstance(number, Staged):
-        from compiler.frontend.ufuncs import round_
         out = round_(st.b, number, ndigits or 0)
         return A.convert(st.b, out, I64, weak=True) if ndigits is None else out
     return st.static(lambda: round(number, ndigits))
@@ -473,7 +461,6 @@ def _round(st: Any, number: Any, ndigits: Any = None) -> Any:
 
 def _divmod(st: Any, a: Any, b: Any) -> Any:
     if isinstance(a, Staged) or isinstance(b, Staged):
-        from compiler.frontend.ufuncs import divmod_
         return divmod_(st.b, a, b)
     return st.static(lambda: divmod(a, b))
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -31,13 +31,10 @@ import compiler.primitives as P
 from compiler.errors import CompileError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import pytrees
-from compiler.frontend.values import Reject, Staged, Undefined
+from compiler.frontend.values import Reject, ReturnSignal, Staged, Undefined
 from compiler.ir.core import Block, Value
 from compiler.ir.dims import DimExpr
 from compiler.ir.types import BOOL, TensorType
-
-if TYPE_CHECKING:
-    from compiler.frontend.stager import Stager
 
 MAX_UNROLL = 10_000
 
@@ -142,7 +139,7 @@ def _dtype_error(label: str, da: np.dtype, db: np.dtype, where: tuple[str, str])
                  "path gives the same dtype")
 
 
-def materialize(st: "Stager", x: Any, lt: LeafType) -> Value:
+def materialize(st: Any, x: Any, lt: LeafType) -> Value:
     """`x` as a Value of exactly the leaf type (built at the current insertion point)."""
     s = A.lift(st.b, x, lt.type.dtype) if not isinstance(x, Staged) else x
     return A.convert_value(st.b, s.value, lt.type.dtype)
@@ -166,7 +163,7 @@ def leaf_labels(tree: Any, prefix: str = "") -> list[str]:
     return out
 
 
-def run_region(st: "Stager", fn: Callable[[], Any]) -> tuple[Block, Any]:
+def run_region(st: Any, fn: Callable[[], Any]) -> tuple[Block, Any]:
     """Run `fn` with ops going into a fresh block (one region deeper)."""
     block = Block()
     with st.b.inside(block), st.region():
@@ -179,7 +176,7 @@ def _predicate_loc(pred: Value) -> Any:
     return pred.op.loc if pred.op is not None else None
 
 
-def merge(st: "Stager", pred: Value, blocks: list[Block], outs: list[Any], kind: str,
+def merge(st: Any, pred: Value, blocks: list[Block], outs: list[Any], kind: str,
           labels: list[str] | None = None,
           where: tuple[str, str] = ("in one branch", "in the other")) -> Any:
     """Yield the two branch results from their regions and build the cond."""
@@ -230,7 +227,7 @@ def _describe(x: Any) -> str:
     return text if len(text) < 40 else f"a {type(x).__name__}"
 
 
-def cond(st: "Stager", pred: Staged, branches: tuple[Callable[[], Any], Callable[[], Any]],
+def cond(st: Any, pred: Staged, branches: tuple[Callable[[], Any], Callable[[], Any]],
          kind: str, label: str) -> Any:
     """Run two thunks as the regions of one cond on `pred`; merge their results."""
     pv = A.truth_value(st.b, pred)
@@ -279,7 +276,7 @@ def _has_continue(stmts: list[ast.stmt]) -> bool:
     return False
 
 
-def staged_if(st: "Stager", node: ast.If, pred: Staged) -> None:
+def staged_if(st: Any, node: ast.If, pred: Staged) -> None:
     """`if` on an array value: merge mode, or continuation mode with early exits."""
     if _has_continue(node.body) or _has_continue(node.orelse):
         raise Reject(UnsupportedError, "`continue` under an `if` on an array value is not supported",
@@ -290,12 +287,11 @@ def staged_if(st: "Stager", node: ast.If, pred: Staged) -> None:
         value = cond(st, pred, (lambda: st.run_continuation(node.body, after),
                                 lambda: st.run_continuation(node.orelse, after)), "if",
                      "the return value")
-        from compiler.frontend.values import ReturnSignal
         raise ReturnSignal(value)
     _merge_if(st, node, pred)
 
 
-def _merge_if(st: "Stager", node: ast.If, pred: Staged) -> None:
+def _merge_if(st: Any, node: ast.If, pred: Staged) -> None:
     pv = A.truth_value(st.b, pred)
     env = st.scope.env
     before = dict(env)
@@ -383,7 +379,7 @@ class Carry:
     mutated: list[bool] = field(default_factory=list)   # a name's array updated in place
 
 
-def staged_while(st: "Stager", node: ast.While) -> None:
+def staged_while(st: Any, node: ast.While) -> None:
     bad = check_while_body(node)
     if bad is not None:
         what = type(bad).__name__.lower()
@@ -406,7 +402,7 @@ def staged_while(st: "Stager", node: ast.While) -> None:
     st.exec_block(node.orelse)
 
 
-def _state(st: "Stager", names: list[str], objs: list[Staged]) -> tuple[list[Any], Any]:
+def _state(st: Any, names: list[str], objs: list[Staged]) -> tuple[list[Any], Any]:
     tree = ({n: st.scope.env.get(n, Undefined(n, "")) for n in names}, list(objs))
     return pytrees.flatten(tree, is_leaf=_is_leaf)
 
@@ -425,7 +421,7 @@ def _initial_types(leaves: list[Any]) -> list[LeafType | None]:
 class _Saved:
     """Everything a trial or region build changes, to put back afterwards."""
 
-    def __init__(self, st: "Stager", carry: Carry) -> None:
+    def __init__(self, st: Any, carry: Carry) -> None:
         self.st, self.env = st, dict(st.scope.env)
         self.values = [(o, o.value) for o in carry.objs]
 
@@ -436,7 +432,7 @@ class _Saved:
             o.value = v
 
 
-def _enter(st: "Stager", block: Block, carry: Carry) -> list[Any]:
+def _enter(st: Any, block: Block, carry: Carry) -> list[Any]:
     """Bind the carried state to fresh arguments of `block`; returns what each leaf is bound to."""
     bound: list[Any] = []
     for i, (x, t) in enumerate(zip(carry.inits, carry.types)):
@@ -488,20 +484,20 @@ def _widen(types: list[LeafType | None], outs: list[Any], inits: list[Any],
     return new
 
 
-def _name_of(st: "Stager", obj: Staged) -> str:
+def _name_of(st: Any, obj: Staged) -> str:
     for name, value in st.scope.env.items():
         if value is obj:
             return name
     return "?"
 
 
-def state_labels(st: "Stager", env_part: dict[str, Any], objs: list[Staged]) -> list[str]:
+def state_labels(st: Any, env_part: dict[str, Any], objs: list[Staged]) -> list[str]:
     """Labels for the leaves of ({name: value}, [updated arrays])."""
     labels = leaf_labels(env_part) if env_part else []
     return labels + [f"array '{_name_of(st, o)}' (updated in place)" for o in objs]
 
 
-def _discover(st: "Stager", node: ast.While, names: list[str], objs: list[Staged]) -> Carry:
+def _discover(st: Any, node: ast.While, names: list[str], objs: list[Staged]) -> Carry:
     """Trial runs: which leaves change, and a fixed point of their types."""
     inits, td = _state(st, names, objs)
     carry = Carry(names, objs, td, inits, _initial_types(inits), len(inits) - len(objs))
@@ -532,14 +528,14 @@ def _discover(st: "Stager", node: ast.While, names: list[str], objs: list[Staged
     raise Reject(CompileError, "the types of the loop-carried values do not settle")
 
 
-def _loop_test(st: "Stager", node: ast.While) -> Value:
+def _loop_test(st: Any, node: ast.While) -> Value:
     test = st.eval_expr(node.test)
     if not isinstance(test, Staged):
         return A.constant(st.b, bool(test), BOOL).value
     return A.truth_value(st.b, test)
 
 
-def _build_while(st: "Stager", node: ast.While, carry: Carry) -> list[Value]:
+def _build_while(st: Any, node: ast.While, carry: Carry) -> list[Value]:
     cond_block, body_block = Block(), Block()
     saved = _Saved(st, carry)
     with st.b.inside(cond_block), st.region():
@@ -564,7 +560,7 @@ def _build_while(st: "Stager", node: ast.While, carry: Carry) -> list[Value]:
     return list(results[:n])
 
 
-def _bind(st: "Stager", carry: Carry, results: list[Value]) -> None:
+def _bind(st: Any, carry: Carry, results: list[Value]) -> None:
     """Rebind names to the loop results; arrays updated in place get their new value."""
     it = iter(results)
     leaves: list[Any] = []

@@ -25,7 +25,7 @@ import compiler.primitives as P
 from compiler.errors import CompileError, DynamicShapeError, IndexOutOfBoundsError, \
     ShapeMismatchError, UnsupportedError
 from compiler.frontend import arrays as A
-from compiler.frontend.shapes import prod, view
+from compiler.frontend.arrays import prod, view
 from compiler.frontend.values import Reject, Staged
 from compiler.ir import dims
 from compiler.ir.builder import Builder

@@ -18,6 +18,9 @@ import compiler.primitives as P
 from compiler.errors import AxisError, CompileError, DynamicShapeError, ShapeMismatchError, \
     UnsupportedError
 from compiler.frontend import arrays as A
+from compiler.frontend.arrays import prod, view
+from compiler.frontend.indexing import getitem, setitem, static_slice
+from compiler.frontend.ufuncs import binary
 from compiler.frontend.values import LOCAL, VIEW, Reject, Staged
 from compiler.ir import dims
 from compiler.ir.builder import Builder
@@ -66,20 +69,6 @@ def shape_arg(shape: Any) -> tuple[Dim, ...]:
                          "value", "use x.shape, len(x) or Python ints to build shapes")
         out.append(d if isinstance(d, DimExpr) else operator.index(d))
     return tuple(out)
-
-
-def prod(shape: Sequence[Dim]) -> Dim:
-    total: Dim = 1
-    for d in shape:
-        total = dims.mul(total, d)
-    return total
-
-
-def view(value: Value, base: Any) -> Staged:
-    """A NumPy view of `base` (a Staged) computed by `value`."""
-    if isinstance(base, Staged):
-        return Staged(value, origin=VIEW, base=base)
-    return Staged(value)
 
 
 # ---- reshape --------------------------------------------------------------------------
@@ -271,7 +260,6 @@ def _static_len(x: Staged) -> int:
 
 def reshape_index(b: Builder, x: Staged, i: int) -> Staged:
     """x[i] for a static i along the first axis (used to iterate over arrays)."""
-    from compiler.frontend.indexing import getitem
     return getitem(b, x, i)
 
 
@@ -328,18 +316,6 @@ def column_stack(b: Builder, arrays: Any) -> Staged:
     xs = _lift_all(b, arrays)
     cols = [reshape(b, x, (x.shape[0], 1)) if x.ndim == 1 else atleast_nd(b, x, 2) for x in xs]
     return concatenate(b, cols, 1)
-
-
-def stack_nested(b: Builder, items: Sequence[Any], dtype: Any = None) -> Staged:
-    """np.array([...]) of a (nested) list holding staged values."""
-    leaves = list(A._flat(items))
-    if dtype is None:
-        dtype = A.supported_dtype(np.result_type(*[
-            np.zeros((), x.dtype) if isinstance(x, Staged) else np.asarray(x).dtype for x in leaves]))
-    parts = [stack_nested(b, x, dtype) if isinstance(x, (list, tuple))
-             else A.convert(b, A.lift(b, x), dtype) if isinstance(x, Staged)
-             else A.constant(b, x, dtype) for x in items]
-    return stack(b, parts, 0)
 
 
 # ---- reordering and repeating ----------------------------------------------------------
@@ -410,7 +386,6 @@ def _roll1(b: Builder, x: Staged, shift: int, ax: int) -> Staged:
     if n == 0 or shift % n == 0:
         return Staged(x.value)
     k = shift % n
-    from compiler.frontend.indexing import static_slice
     head = static_slice(b, x, ax, n - k, n)
     tail = static_slice(b, x, ax, 0, n - k)
     return Staged(b.emit1(P.concatenate, [head, tail], {"dimension": ax}))
@@ -438,7 +413,6 @@ def diagonal(b: Builder, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1
     a1, a2 = normalize_axis(axis1, x.ndim), normalize_axis(axis2, x.ndim)
     if a1 == a2:
         raise Reject(CompileError, "axis1 and axis2 cannot be the same")
-    from compiler.frontend.indexing import static_slice
     v = x.value
     if offset > 0:
         v = static_slice(b, Staged(v), a2, offset, dims.maximum(x.shape[a2], offset))
@@ -551,7 +525,6 @@ def _symbolic_arange(b: Builder, start: Any, stop: Any, step: Any, dtype: Any) -
     n = dims.floordiv(dims.add(dims.add(stop, dims.mul(start, -1)), step - 1), step)
     out_dtype = A.supported_dtype(dtype or np.int64)
     ramp = Staged(b.emit1(P.iota, [], {"dtype": I64, "shape": (n,), "dimension": 0}))
-    from compiler.frontend.ufuncs import binary
     val = binary(b, "add", binary(b, "multiply", ramp, step), start)
     return A.convert(b, val, out_dtype)
 
@@ -574,7 +547,6 @@ def linspace(b: Builder, start: Any, stop: Any, num: Any = 50, endpoint: bool = 
 def _staged_linspace(b: Builder, start: Any, stop: Any, num: int, endpoint: bool,
                      dtype: Any) -> Staged:
     """NumPy's algorithm: start + arange(num) * ((stop - start) / div), last = stop."""
-    from compiler.frontend.ufuncs import binary
     ft = A.result_dtype([A.normalize_operand(b, start), A.normalize_operand(b, stop), float(num)])
     start_s = A.convert(b, A.lift(b, A.normalize_operand(b, start)), ft)
     stop_s = A.convert(b, A.lift(b, A.normalize_operand(b, stop)), ft)
@@ -585,7 +557,6 @@ def _staged_linspace(b: Builder, start: Any, stop: Any, num: int, endpoint: bool
     step = binary(b, "true_divide", delta, div) if div > 0 else delta
     y = binary(b, "add", binary(b, "multiply", Staged(ramp), step), start_s)
     if endpoint and num > 1:
-        from compiler.frontend.indexing import setitem
         y = Staged(setitem(b, y, -1, stop_s))
     return A.convert(b, y, A.supported_dtype(dtype) if dtype is not None else ft)
 
@@ -598,7 +569,7 @@ def array(b: Builder, obj: Any, dtype: Any = None, copy: bool = True, ndmin: int
         if copy and out is obj:
             out = Staged(obj.value)
     elif isinstance(obj, (list, tuple)) and A._has_staged(obj):
-        out = stack_nested(b, obj, target)
+        out = A.stack_nested(b, obj, target)
     else:
         with np.errstate(all="ignore"):
             out = A.constant(b, np.array(obj, dtype=target))

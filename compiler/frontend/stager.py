@@ -31,7 +31,7 @@ from compiler.frontend import numpy_api as NP
 from compiler.frontend.calls import CallMixin
 from compiler.frontend.source import FunctionSource
 from compiler.frontend.ufuncs import binary, unary
-from compiler.frontend.values import ARG, VIEW, BreakSignal, ContinueSignal, Reject, \
+from compiler.frontend.values import ARG, VIEW, Scope, BreakSignal, ContinueSignal, Reject, \
     ReturnSignal, Staged, Undefined
 from compiler.ir import dims
 from compiler.ir.builder import Builder
@@ -57,38 +57,6 @@ UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.in
 
 def debug_enabled() -> bool:
     return os.environ.get("AOTX_FRONTEND_DEBUG", "") not in ("", "0")
-
-
-@dataclass
-class Scope:
-    """One function activation: its variables and where free names come from."""
-
-    env: dict[str, Any]
-    globals: dict[str, Any]
-    source: FunctionSource
-    name: str
-    locals: frozenset[str] = frozenset()
-    closure: dict[str, Any] = field(default_factory=dict)   # free name -> cell
-    parent: "Scope | None" = None                            # enclosing staged scope
-
-    def lookup(self, name: str) -> Any:
-        if name in self.env:
-            return self.env[name]
-        if name in self.locals:
-            raise Reject(CompileError, f"local variable '{name}' referenced before assignment")
-        if self.parent is not None:
-            return self.parent.lookup(name)
-        if name in self.closure:
-            try:
-                return self.closure[name].cell_contents
-            except ValueError:
-                raise Reject(CompileError, f"free variable '{name}' referenced before assignment "
-                             "in enclosing scope") from None
-        if name in self.globals:
-            return self.globals[name]
-        if hasattr(builtins, name):
-            return getattr(builtins, name)
-        raise Reject(CompileError, f"name '{name}' is not defined")
 
 
 @dataclass

@@ -19,9 +19,12 @@ argument) or that NumPy would route through a view.
 """
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler.errors import CompileError
+from compiler.frontend.source import FunctionSource
 from compiler.ir.core import Value
 from compiler.ir.dims import DimExpr
 from compiler.ir.types import BOOL, F64, I64, TensorType
@@ -171,3 +174,35 @@ class BreakSignal(Exception):
 
 class ContinueSignal(Exception):
     """``continue`` unwinding to the innermost static loop."""
+
+
+@dataclass
+class Scope:
+    """One function activation: its variables and where free names come from."""
+
+    env: dict[str, Any]
+    globals: dict[str, Any]
+    source: FunctionSource
+    name: str
+    locals: frozenset[str] = frozenset()
+    closure: dict[str, Any] = field(default_factory=dict)   # free name -> cell
+    parent: "Scope | None" = None                            # enclosing staged scope
+
+    def lookup(self, name: str) -> Any:
+        if name in self.env:
+            return self.env[name]
+        if name in self.locals:
+            raise Reject(CompileError, f"local variable '{name}' referenced before assignment")
+        if self.parent is not None:
+            return self.parent.lookup(name)
+        if name in self.closure:
+            try:
+                return self.closure[name].cell_contents
+            except ValueError:
+                raise Reject(CompileError, f"free variable '{name}' referenced before assignment "
+                             "in enclosing scope") from None
+        if name in self.globals:
+            return self.globals[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise Reject(CompileError, f"name '{name}' is not defined")
