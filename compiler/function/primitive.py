@@ -363,10 +363,10 @@ def _conform(b: Any, v: Any, t: TensorType, what: str, op: Any) -> Any:
             raise CompileError(f"{what} has shape {tuple(v.type.shape)}, expected "
                                f"{tuple(t.shape)}", op.loc)
         if v.dtype != t.dtype:
-            v = b.emit1(ops.convert_p, [v], {"dtype": t.dtype})
-        return b.emit1(ops.broadcast_in_dim_p, [v], {"shape": t.shape, "broadcast_dimensions": ()})
+            v = ops.convert(b, v, t.dtype)
+        return ops.broadcast_in_dim(b, v, t.shape, ())
     if v.dtype != t.dtype:
-        v = b.emit1(ops.convert_p, [v], {"dtype": t.dtype})
+        v = ops.convert(b, v, t.dtype)
     return v
 
 
@@ -453,7 +453,7 @@ def _vjp_custom(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[
         for v, d, idx in zip(block.results, rdims, which):
             want = in_b[idx]
             if want is None and d is not None:       # a shared input: sum over the batch
-                v = lb.emit1(ops.reduce_sum_p, [v], {"axes": (d,)})
+                v = ops.reduce_sum(lb, v, (d,))
             elif want is not None:
                 v = batched_at(lb, v, d, want, layer.size)
             fixed.append(v)

@@ -14,7 +14,7 @@ import numpy as np
 
 from compiler.ir import dims
 from compiler.ir.primitive import Primitive, define
-from compiler.ir.types import BOOL, TensorType, is_int
+from compiler.ir.types import BOOL, I64, TensorType, is_int
 from compiler.primitives import ad, ops
 from compiler.primitives.base import check
 from compiler.primitives.batching import (batched_at, move_axis, reemit, rule_by_decomposition)
@@ -242,16 +242,14 @@ scatter = define(
 def _ir_wrap_clamp(b: Any, i: Any, n: Any) -> Any:
     """wrap-once-then-clamp of int64 indices `i` into [0, n), as the lowering does."""
     t = i.type
-    size = b.emit1(ops.broadcast_in_dim_p, [b.emit1(ops.size_of_p, [], {"dim": n, "dtype": np.dtype(np.int64)})],
-                   {"shape": t.shape, "broadcast_dimensions": ()})
+    size = ops.broadcast_in_dim(b, ops.size_of(b, n, I64), t.shape, ())
     zero, one = ops.full(b, 0, t), ops.full(b, 1, t)
-    i = b.emit1(ops.select_p, [b.emit1(ops.lt_p, [i, zero]), b.emit1(ops.add_p, [i, size]), i])
-    i = b.emit1(ops.maximum_p, [i, zero])
-    return b.emit1(ops.minimum_p, [i, b.emit1(ops.sub_p, [size, one])])
+    i = ops.select(b, ops.lt(b, i, zero), ops.add(b, i, size), i)
+    return ops.minimum(b, ops.maximum(b, i, zero), ops.sub(b, size, one))
 
 
 def _as_i64(b: Any, v: Any) -> Any:
-    return v if v.dtype == np.int64 else b.emit1(ops.convert_p, [v], {"dtype": np.dtype(np.int64)})
+    return v if v.dtype == I64 else ops.convert(b, v, I64)
 
 
 def _flatten_batch(b: Any, x: Any, ind: Any, axis: int, size: Any) -> tuple[Any, Any, Any]:
@@ -259,34 +257,33 @@ def _flatten_batch(b: Any, x: Any, ind: Any, axis: int, size: Any) -> tuple[Any,
     the same flattened to (B*N, rest...), and ind turned into rows of the flattened x."""
     n = x.type.shape[axis + 1]
     x2 = move_axis(b, x, axis + 1, 1)
-    xf = b.emit1(ops.reshape_p, [x2], {"new_sizes": (dims.mul(size, n),) + tuple(x2.type.shape[2:])})
+    xf = ops.reshape(b, x2, (dims.mul(size, n),) + tuple(x2.type.shape[2:]))
     i = _ir_wrap_clamp(b, _as_i64(b, ind), n)
-    row = b.emit1(ops.iota_p, [], {"dtype": np.dtype(np.int64), "shape": i.type.shape, "dimension": 0})
-    stride = b.emit1(ops.broadcast_in_dim_p, [b.emit1(ops.size_of_p, [], {"dim": n, "dtype": np.dtype(np.int64)})],
-                     {"shape": i.type.shape, "broadcast_dimensions": ()})
-    return x2, xf, b.emit1(ops.add_p, [i, b.emit1(ops.mul_p, [row, stride])])
+    row = ops.iota(b, I64, i.type.shape, 0)
+    stride = ops.broadcast_in_dim(b, ops.size_of(b, n, I64), i.type.shape, ())
+    return x2, xf, ops.add(b, i, ops.mul(b, row, stride))
 
 
 def _take_both_batched(b: Any, x: Any, ind: Any, axis: int, size: Any) -> Any:
     """out[b, pre, ind, post] = x[b, pre, ind[b, ...], post] with x and ind batch-leading."""
     x2, xf, flat = _flatten_batch(b, x, ind, axis, size)
     rest = x2.type.shape[2:]
-    g = b.emit1(take, [xf, flat], {"axis": 0})                 # (B, ind..., pre..., post...)
+    g = ops.take(b, xf, flat, 0)                                # (B, ind..., pre..., post...)
     k, npre = ind.type.ndim - 1, axis
     perm = [0] + [1 + k + j for j in range(npre)] + [1 + j for j in range(k)] \
         + [1 + k + npre + j for j in range(len(rest) - npre)]
-    return b.emit1(ops.transpose_p, [g], {"permutation": tuple(perm)}) if perm != sorted(perm) else g
+    return ops.transpose(b, g, perm)
 
 
 def batched_take(b: Any, x: Any, xd: Any, ind: Any, idd: Any, axis: int, size: Any) -> tuple[Any, int]:
     """take(x, ind, axis) for batched operands (bdims xd, idd): (result, result bdim)."""
     if idd is None:
         if xd <= axis:
-            return b.emit1(take, [x, ind], {"axis": axis + 1}), xd
-        return b.emit1(take, [x, ind], {"axis": axis}), xd - 1 + ind.type.ndim
+            return ops.take(b, x, ind, axis + 1), xd
+        return ops.take(b, x, ind, axis), xd - 1 + ind.type.ndim
     if xd is None:
         ind = move_axis(b, ind, idd, 0)
-        return b.emit1(take, [x, ind], {"axis": axis}), axis
+        return ops.take(b, x, ind, axis), axis
     return _take_both_batched(b, move_axis(b, x, xd, 0), move_axis(b, ind, idd, 0), axis, size), 0
 
 
@@ -298,18 +295,15 @@ def _vmap_take(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) ->
 def _window_indices(b: Any, start: Any, n: Any, k: Any) -> Any:
     """clamp(start, 0, n - k) + arange(k), as int64."""
     s = _as_i64(b, start)
-    hi = b.emit1(ops.size_of_p, [], {"dim": dims.add(n, dims.mul(k, -1)), "dtype": np.dtype(np.int64)})
-    zero = b.emit1(ops.constant_p, [], {"value": np.array(0, np.int64)})
-    s = b.emit1(ops.maximum_p, [b.emit1(ops.minimum_p, [s, hi]), zero])
-    ramp = b.emit1(ops.iota_p, [], {"dtype": np.dtype(np.int64), "shape": (k,), "dimension": 0})
-    sb = b.emit1(ops.broadcast_in_dim_p, [s], {"shape": (k,), "broadcast_dimensions": ()})
-    return b.emit1(ops.add_p, [ramp, sb])
+    hi = ops.size_of(b, dims.add(n, dims.mul(k, -1)), I64)
+    s = ops.maximum(b, ops.minimum(b, s, hi), ops.scalar(b, 0, I64))
+    return ops.add(b, ops.iota(b, I64, (k,), 0), ops.broadcast_in_dim(b, s, (k,), ()))
 
 
 def _decompose_dynamic_slice(b: Any, op: Any, args: list[Any]) -> list[Any]:
     x, *starts = args
     for axis, (s, k) in enumerate(zip(starts, op.params["sizes"])):
-        x = b.emit1(take, [x, _window_indices(b, s, x.type.shape[axis], k)], {"axis": axis})
+        x = ops.take(b, x, _window_indices(b, s, x.type.shape[axis], k), axis)
     return [x]
 
 
@@ -321,7 +315,7 @@ def _vmap_dynamic_slice(b: Any, op: Any, args: list[Any], bdims: list[Any], size
     starts.insert(d, ops.scalar(b, 0, np.int64))
     sizes = list(op.params["sizes"])
     sizes.insert(d, size)
-    return [b.emit1(dynamic_slice, [x, *starts], {"sizes": tuple(sizes)})], [d]
+    return [ops.dynamic_slice(b, x, starts, sizes)], [d]
 
 
 def _decompose_dynamic_update(b: Any, op: Any, args: list[Any]) -> list[Any]:
@@ -331,20 +325,18 @@ def _decompose_dynamic_update(b: Any, op: Any, args: list[Any]) -> list[Any]:
     for axis, (s, k) in enumerate(zip(starts, upd.type.shape)):
         n = shape[axis]
         window = _window_indices(b, s, n, k)                       # positions written, (k,)
-        first = b.emit1(ops.slice_p, [window], {"start_indices": (0,), "limit_indices": (1,), "strides": (1,)})
-        pos = b.emit1(ops.iota_p, [], {"dtype": np.dtype(np.int64), "shape": (n,), "dimension": 0})
-        rel = b.emit1(ops.sub_p, [pos, b.emit1(ops.broadcast_in_dim_p, [first], {"shape": (n,), "broadcast_dimensions": (0,)})])
-        zero = b.emit1(ops.broadcast_in_dim_p, [b.emit1(ops.constant_p, [], {"value": np.array(0, np.int64)})],
-                       {"shape": (n,), "broadcast_dimensions": ()})
-        kk = b.emit1(ops.broadcast_in_dim_p, [b.emit1(ops.size_of_p, [], {"dim": k, "dtype": np.dtype(np.int64)})],
-                     {"shape": (n,), "broadcast_dimensions": ()})
-        inside = b.emit1(ops.and_p, [b.emit1(ops.ge_p, [rel, zero]), b.emit1(ops.lt_p, [rel, kk])])
-        gathered = b.emit1(take, [gathered, rel], {"axis": axis})      # clamps outside: masked below
-        inside = b.emit1(ops.broadcast_in_dim_p, [inside], {"shape": shape, "broadcast_dimensions": (axis,)})
-        mask = inside if mask is None else b.emit1(ops.and_p, [mask, inside])
+        first = ops.slice_(b, window, (0,), (1,))
+        pos = ops.iota(b, I64, (n,), 0)
+        rel = ops.sub(b, pos, ops.broadcast_in_dim(b, first, (n,), (0,)))
+        zero = ops.full(b, 0, rel.type)
+        kk = ops.broadcast_in_dim(b, ops.size_of(b, k, I64), (n,), ())
+        inside = ops.and_(b, ops.ge(b, rel, zero), ops.lt(b, rel, kk))
+        gathered = ops.take(b, gathered, rel, axis)                 # clamps outside: masked below
+        inside = ops.broadcast_in_dim(b, inside, shape, (axis,))
+        mask = inside if mask is None else ops.and_(b, mask, inside)
     if mask is None:
         return [upd]
-    return [b.emit1(ops.select_p, [mask, gathered, x])]
+    return [ops.select(b, mask, gathered, x)]
 
 
 def _vmap_dynamic_update(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
@@ -352,7 +344,7 @@ def _vmap_dynamic_update(b: Any, op: Any, args: list[Any], bdims: list[Any], siz
         return rule_by_decomposition(_decompose_dynamic_update)(b, op, args, bdims, size)
     x, upd, *starts = args
     x, upd = batched_at(b, x, bdims[0], 0, size), batched_at(b, upd, bdims[1], 0, size)
-    return [b.emit1(dynamic_update_slice, [x, upd, ops.scalar(b, 0, np.int64), *starts])], [0]
+    return [ops.dynamic_update_slice(b, x, upd, [ops.scalar(b, 0, I64), *starts])], [0]
 
 
 def _vmap_update_slice(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
@@ -375,9 +367,8 @@ def _vmap_scatter(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any)
     # updates (B, pre, ind, post) -> (B, ind, pre, post)
     perm = [0] + [1 + axis + j for j in range(k)] + [1 + j for j in range(axis)] \
         + [1 + axis + k + j for j in range(upd.type.ndim - 1 - axis - k)]
-    upd2 = b.emit1(ops.transpose_p, [upd], {"permutation": tuple(perm)})
-    out = b.emit1(scatter, [xf, flat, upd2], {"axis": 0, "mode": op.params["mode"]})
-    out = b.emit1(ops.reshape_p, [out], {"new_sizes": x2.type.shape})
+    out = ops.scatter(b, xf, flat, ops.transpose(b, upd, perm), 0, op.params["mode"])
+    out = ops.reshape(b, out, x2.type.shape)
     return [move_axis(b, out, 1, axis + 1)], [0]
 
 
@@ -416,7 +407,7 @@ def _vjp_take(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[An
     (x, ind), (ct,) = primals, cts
     if ct is None:
         return [None, None]
-    return [b.emit1(scatter, [ops.zeros_like(b, x), ind, ct], {"axis": op.params["axis"], "mode": "add"}), None]
+    return [ops.scatter(b, ops.zeros_like(b, x), ind, ct, op.params["axis"], "add"), None]
 
 
 def _vjp_dynamic_slice(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
@@ -424,7 +415,7 @@ def _vjp_dynamic_slice(b: Any, op: Any, primals: list[Any], outs: list[Any], cts
     (ct,) = cts
     if ct is None:
         return [None] * len(primals)
-    return [b.emit1(dynamic_update_slice, [ops.zeros_like(b, x), ct, *starts])] + [None] * len(starts)
+    return [ops.dynamic_update_slice(b, ops.zeros_like(b, x), ct, starts)] + [None] * len(starts)
 
 
 def _vjp_dynamic_update(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
@@ -432,8 +423,8 @@ def _vjp_dynamic_update(b: Any, op: Any, primals: list[Any], outs: list[Any], ct
     (ct,) = cts
     if ct is None:
         return [None] * len(primals)
-    ct_x = b.emit1(dynamic_update_slice, [ct, ops.zeros_like(b, upd), *starts])
-    ct_u = b.emit1(dynamic_slice, [ct, *starts], {"sizes": tuple(upd.type.shape)})
+    ct_x = ops.dynamic_update_slice(b, ct, ops.zeros_like(b, upd), starts)
+    ct_u = ops.dynamic_slice(b, ct, starts, upd.type.shape)
     return [ct_x, ct_u] + [None] * len(starts)
 
 
@@ -441,8 +432,10 @@ def _vjp_update_slice(b: Any, op: Any, primals: list[Any], outs: list[Any], cts:
     (_, upd), (ct,) = primals, cts
     if ct is None:
         return [None, None]
-    ct_x = b.emit1(update_slice, [ct, ops.zeros_like(b, upd)], op.params)
-    return [ct_x, b.emit1(ops.slice_p, [ct], dict(op.params))]
+    p = op.params
+    ct_x = ops.update_slice(b, ct, ops.zeros_like(b, upd), p["start_indices"], p["limit_indices"],
+                            p["strides"])
+    return [ct_x, ops.slice_(b, ct, p["start_indices"], p["limit_indices"], p["strides"])]
 
 
 def _vjp_scatter(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
@@ -452,17 +445,17 @@ def _vjp_scatter(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list
     if ct is None:
         return [None, None, None]
     axis = op.params["axis"]
-    ct_u = b.emit1(take, [ct, ind], {"axis": axis})
+    ct_u = ops.take(b, ct, ind, axis)
     if op.params["mode"] == "add":
         return [ct, None, ct_u]
-    ct_x = b.emit1(scatter, [ct, ind, ops.zeros_like(b, upd)], {"axis": axis, "mode": "set"})
+    ct_x = ops.scatter(b, ct, ind, ops.zeros_like(b, upd), axis, "set")
     return [ct_x, None, ct_u]
 
 
-define(take, jvp_rule=_first_only(lambda b, op, t, p: b.emit1(take, [t, p[1]], op.params)),
+define(take, jvp_rule=_first_only(lambda b, op, t, p: ops.take(b, t, p[1], op.params["axis"])),
              vjp_rule=_vjp_take)
 define(dynamic_slice, jvp_rule=_first_only(
-    lambda b, op, t, p: b.emit1(dynamic_slice, [t, *p[1:]], op.params)), vjp_rule=_vjp_dynamic_slice)
+    lambda b, op, t, p: ops.dynamic_slice(b, t, p[1:], op.params["sizes"])), vjp_rule=_vjp_dynamic_slice)
 define(dynamic_update_slice, jvp_rule=_jvp_updates, vjp_rule=_vjp_dynamic_update)
 define(update_slice, jvp_rule=_jvp_updates, vjp_rule=_vjp_update_slice)
 define(scatter, jvp_rule=_jvp_updates, vjp_rule=_vjp_scatter)

@@ -143,9 +143,9 @@ def _jvp_dot(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[A
     (lhs, rhs), (tl, tr) = primals, tangents
     out = None
     if tl is not None:
-        out = ad.add_any(b, out, b.emit1(dot_general, [tl, rhs], op.params))
+        out = ad.add_any(b, out, ops.dot_general(b, tl, rhs, op.params["dimension_numbers"]))
     if tr is not None:
-        out = ad.add_any(b, out, b.emit1(dot_general, [lhs, tr], op.params))
+        out = ad.add_any(b, out, ops.dot_general(b, lhs, tr, op.params["dimension_numbers"]))
     return [out]
 
 
@@ -163,7 +163,7 @@ def _ct_operand(b: Any, ct: Any, other: Any, mine_ndim: int, mine: tuple, theirs
     ct_their_free = tuple(range(start, start + len(their_free))) if not other_first \
         else tuple(range(nb, nb + len(their_free)))
     dn = ((ct_their_free, tuple(their_free)), (tuple(range(nb)), tuple(tb)))
-    result = b.emit1(dot_general, [ct, other], {"dimension_numbers": dn})
+    result = ops.dot_general(b, ct, other, dn)
     # result axes: batch, my free (in order), then the other's contracting axes (ascending)
     remaining = sorted(tc)
     pos = []
@@ -176,7 +176,7 @@ def _ct_operand(b: Any, ct: Any, other: Any, mine_ndim: int, mine: tuple, theirs
             pos.append(nb + len(my_free) + remaining.index(tc[list(mc).index(a)]))
     if pos == list(range(mine_ndim)):
         return result
-    return b.emit1(ops.transpose_p, [result], {"permutation": tuple(pos)})
+    return ops.transpose(b, result, pos)
 
 
 def _vjp_dot(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
