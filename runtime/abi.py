@@ -16,7 +16,7 @@ import numpy as np
 
 ABI_VERSION = 1
 
-DTYPES = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64), "i32": np.dtype(np.int32),
+DTYPES: dict[str, np.dtype] = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64), "i32": np.dtype(np.int32),
           "i64": np.dtype(np.int64), "bool": np.dtype(np.bool_)}
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 

@@ -237,11 +237,11 @@ class Codegen:
     def _compute(self, v: Value, idx: Sequence[ll.Value]) -> ll.Value:
         op = v.op
         assert op is not None, f"block argument {v!r} without a buffer"
-        if op.prim.kind == ELEMENTWISE:
-            args = [self.read(a, idx) for a in op.operands]
-            return op.prim.lower(self, op, args)
-        if op.prim.kind == INDEX:
-            return op.prim.lower(self, op, list(idx))
+        lower = op.prim.lower
+        if op.prim.kind == ELEMENTWISE and lower is not None:
+            return lower(self, op, [self.read(a, idx) for a in op.operands])
+        if op.prim.kind == INDEX and lower is not None:
+            return lower(self, op, list(idx))
         raise AssertionError(f"{op.prim.name} result {v!r} must be materialized")
 
     def compute_into(self, v: Value, buf: Buffer) -> None:
@@ -304,11 +304,12 @@ class Codegen:
         self.sched = saved_sched
 
     def _lower_op(self, op: Op, sched: Schedule) -> None:
-        kind = op.prim.kind
+        kind, lower = op.prim.kind, op.prim.lower
         if kind == OPAQUE:
-            op.prim.lower(self, op, [self.buffers[r] for r in op.results])
-        elif kind == CONTROL and op.prim.lower is not None:   # a control op with its own lowering
-            op.prim.lower(self, op)                           # (custom_function)
+            assert lower is not None, f"{op.prim.name} has no lowering"
+            lower(self, op, [self.buffers[r] for r in op.results])
+        elif kind == CONTROL and lower is not None:     # a control op with its own lowering
+            lower(self, op)                             # (custom_function)
         elif kind == CONTROL:
             control.lower(self, op)
         else:
@@ -365,7 +366,8 @@ def _declare(module: ll.Module, name: str, fnty: ll.FunctionType) -> ll.Function
 def _static_size(shape: Sequence[dims.Dim]) -> int:
     total = 1
     for d in shape:
-        total *= int(d)
+        assert isinstance(d, int), f"symbolic size {d} where a static one is needed"
+        total *= d
     return total
 
 

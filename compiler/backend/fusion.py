@@ -92,7 +92,7 @@ def schedule(block: Block) -> Schedule:
             if r in cheap:
                 group[r] = "cheap"
                 continue
-            consumers = set()
+            consumers: set[object] = set()
             expanding = False
             patterns: set = set()
             for user in users[r]:

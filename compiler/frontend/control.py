@@ -22,6 +22,7 @@ function's return value, which the cond yields.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -113,7 +114,7 @@ def _abstract(x: Any) -> tuple[tuple[Any, ...], np.dtype, bool]:
     return (), A.result_dtype([x]), isinstance(x, A.PY_SCALARS)
 
 
-def join_types(label: str, a: Any, b: Any, where: str) -> LeafType:
+def join_types(label: str, a: Any, b: Any, where: tuple[str, str]) -> LeafType:
     """The common type of two values of one variable, or an error naming it."""
     (sa, da, wa), (sb, db, wb) = _abstract(a), _abstract(b)
     if sa != sb:
@@ -299,7 +300,7 @@ def _merge_if(st: Any, node: ast.If, pred: Staged) -> None:
     saved_vals = [o.value for o in objs]
     results = []
     for body in (node.body, node.orelse):
-        block, _ = run_region(st, lambda body=body: st.exec_block(body))
+        block, _ = run_region(st, functools.partial(st.exec_block, body))
         results.append((block, dict(env), [o.value for o in objs]))
         env.clear()
         env.update(before)

@@ -304,7 +304,7 @@ def _multi_take(b: Builder, v: Value, adv: list[int], idx: list[Any], bshape: tu
     sizes = [shape[i] for i in adv]
     total = prod(sizes)
     flat_v = A.reshape_value(b, moved, (total,) + tuple(shape[i] for i in rest))
-    flat = None
+    flat: Value | None = None
     stride: Dim = 1
     for k in reversed(range(len(adv))):
         term = A.operand(b, idx[k], I64, bshape)
@@ -312,6 +312,7 @@ def _multi_take(b: Builder, v: Value, adv: list[int], idx: list[Any], bshape: tu
             term = b.emit1(P.mul, [term, A.operand(b, A.dim_value(b, stride), I64, bshape)])
         flat = term if flat is None else b.emit1(P.add, [flat, term])
         stride = dims.mul(stride, sizes[k])
+    assert flat is not None, "advanced indexing without index arrays"
     out = b.emit1(P.take, [flat_v, flat], {"axis": 0})
     adjacent = adv == list(range(adv[0], adv[0] + len(adv)))
     if adjacent and adv[0] > 0:

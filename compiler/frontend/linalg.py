@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 import compiler.primitives as P
-from compiler.errors import CompileError, ShapeMismatchError, UnsupportedError
+from compiler.errors import CompileError, OutParameterError, ShapeMismatchError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend.reductions import reduce
 from compiler.frontend.shapes import diagonal, normalize_axis, ravel, reshape
@@ -45,7 +45,6 @@ def _not_aligned(x: Staged, y: Staged, ax: int, ay: int) -> None:
 
 def dot(b: Builder, x: Any, y: Any, out: Any = None) -> Staged:
     if out is not None:
-        from compiler.errors import OutParameterError
         raise Reject(OutParameterError, "out= is not supported", "return the value instead")
     x, y = _promote(b, x, y)
     if x.ndim == 0 or y.ndim == 0:

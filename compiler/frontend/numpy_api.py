@@ -89,9 +89,11 @@ def _reshape_fn(b: Builder, a: Any, shape: Any = None, order: str = "C", *,
     return S.reshape(b, a, shape if shape is not None else newshape)
 
 
-def _order(order: str) -> None:
+def _order(order: str) -> bool:
+    """Reject orders other than C; True otherwise (the check comes first in an expression)."""
     if order not in ("C", "A", "K"):
         raise Reject(UnsupportedError, f"order={order!r} is not supported", "use C order")
+    return True
 
 
 def _round(b: Builder, a: Any, decimals: int = 0, out: Any = None) -> Staged:

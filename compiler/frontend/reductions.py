@@ -7,12 +7,12 @@ Result dtypes come from NumPy itself (see :func:`arrays.oracle`).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 import compiler.primitives as P
-from compiler.errors import CompileError
+from compiler.errors import CompileError, OutParameterError
 from compiler.frontend import arrays as A
 from compiler.frontend.shapes import normalize_axes, normalize_axis, prod, ravel
 from compiler.frontend.ufuncs import binary, unary
@@ -23,7 +23,7 @@ from compiler.ir.types import BOOL, F64, is_float
 
 _PRIMS = {"sum": P.reduce_sum, "prod": P.reduce_prod, "max": P.reduce_max, "min": P.reduce_min,
           "all": P.reduce_and, "any": P.reduce_or}
-_NUMPY = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "all": np.all,
+_NUMPY: dict[str, Callable[..., Any]] = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "all": np.all,
           "any": np.any}
 _UFUNC_NAMES = {"max": "maximum", "min": "minimum"}
 
@@ -35,11 +35,12 @@ def _keep(b: Builder, out: Staged, x: Staged, axes: tuple[int, ...], keepdims: b
     return Staged(A.reshape_value(b, out.value, shape))
 
 
-def _no_out(out: Any) -> None:
+def _no_out(out: Any) -> bool:
+    """Reject out=; True otherwise (so that the check can come first in an expression)."""
     if out is not None:
-        from compiler.errors import OutParameterError
         raise Reject(OutParameterError, "out= is not supported: compiled functions return results",
                      "return the value instead; the compiler fuses the computation anyway")
+    return True
 
 
 def reduce(b: Builder, kind: str, x: Any, axis: Any = None, dtype: Any = None, out: Any = None,

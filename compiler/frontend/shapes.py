@@ -478,7 +478,9 @@ def full(b: Builder, shape: Any, fill_value: Any, dtype: Any = None) -> Staged:
     fill = A.convert(b, fill, A.supported_dtype(dtype))
     shape_all = A.broadcast_shapes(fill.shape, target)
     if shape_all != target:
-        A._broadcast_error([fill.shape, target], fill.shape, target)
+        pairs = [(f, t) for f, t in zip(fill.shape[::-1], target[::-1]) if f != t and f != 1]
+        size, wanted = pairs[0] if pairs else (fill.ndim, len(target))
+        A._broadcast_error([fill.shape, target], size, wanted)
     return Staged(A.broadcast_value(b, fill.value, target))
 
 
@@ -535,9 +537,11 @@ def linspace(b: Builder, start: Any, stop: Any, num: Any = 50, endpoint: bool = 
         raise Reject(UnsupportedError, "np.linspace needs a static number of points",
                      "pass num as a Python int")
     if not (isinstance(start, Staged) or isinstance(stop, Staged)):
-        out = np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype,
-                          axis=axis)
-        return (A.constant(b, out[0]), out[1]) if retstep else A.constant(b, out)
+        if retstep:
+            values, step = np.linspace(start, stop, num, endpoint=endpoint, retstep=True, dtype=dtype,
+                                       axis=axis)
+            return A.constant(b, values), step
+        return A.constant(b, np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype, axis=axis))
     if retstep or axis != 0:
         raise Reject(UnsupportedError, "np.linspace with array-valued bounds supports axis=0 "
                      "and retstep=False only")

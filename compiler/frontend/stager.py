@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import functools
 import operator
 import os
 from dataclasses import dataclass, field
@@ -51,8 +52,8 @@ PY_CMPOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
     ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
 }
-UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
-         ast.Not: operator.not_}
+UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
+                                           ast.Not: operator.not_}
 
 
 def debug_enabled() -> bool:
@@ -185,7 +186,7 @@ class Stager(CallMixin, ast.NodeVisitor):
 
     def exec_block(self, stmts: list[ast.stmt]) -> None:
         for i, stmt in enumerate(stmts):
-            self.conts.append(Frame("block", lambda i=i: self.exec_block(stmts[i + 1:])))
+            self.conts.append(Frame("block", functools.partial(self.exec_block, stmts[i + 1:])))
             try:
                 self.visit(stmt)
             finally:
@@ -289,7 +290,7 @@ class Stager(CallMixin, ast.NodeVisitor):
         for j in range(start, len(items)):
             with self.b.at(self.loc(node.target)):
                 self.assign(node.target, items[j])
-            self.conts.append(Frame("loop", lambda j=j: self._for_from(node, items, j + 1)))
+            self.conts.append(Frame("loop", functools.partial(self._for_from, node, items, j + 1)))
             try:
                 self.exec_block(node.body)
             except BreakSignal:
@@ -528,7 +529,8 @@ class Stager(CallMixin, ast.NodeVisitor):
             raise Reject(UnsupportedError, "formatting an array value as text is not supported",
                          "format only static values (shapes, dtypes, Python numbers)")
         spec = "" if node.format_spec is None else self.visit(node.format_spec)
-        conv = {115: str, 114: repr, 97: ascii}.get(node.conversion, lambda x: x)
+        conversions: dict[int, Callable[[Any], Any]] = {115: str, 114: repr, 97: ascii}
+        conv = conversions.get(node.conversion, lambda x: x)
         return self.static(lambda: format(conv(value), spec))
 
     def visit_NamedExpr(self, node: ast.NamedExpr) -> Any:
@@ -632,8 +634,8 @@ class Stager(CallMixin, ast.NodeVisitor):
             right = self.visit(right_node)
             value = self.compare(op, left, right)
             if i == len(node.ops) - 1:
-                return value if result is None else self._and(result, lambda v=value: v)
-            result = value if result is None else self._and(result, lambda v=value: v)
+                return value if result is None else self._and(result, functools.partial(_same, value))
+            result = value if result is None else self._and(result, functools.partial(_same, value))
             if not isinstance(result, Staged) and not self.truth(result):
                 return result
             left = right
@@ -788,3 +790,7 @@ def _syntax_hint(node: ast.AST) -> str | None:
     if isinstance(node, (ast.Yield, ast.YieldFrom)):
         return "return a list or an array instead of yielding"
     return None
+
+
+def _same(value: Any) -> Any:
+    return value

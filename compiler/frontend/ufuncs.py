@@ -139,7 +139,7 @@ def power(b: Builder, x: Any, y: Any) -> Staged:
     if isinstance(x, Staged) and not x.weak and isinstance(y, (int, float)) \
             and not isinstance(y, bool):
         dtype = A.oracle(np.power, [x, y])
-        fast = {2: "square", 1: "positive"}.get(y) if y in (1, 2) else None
+        fast = {2: "square", 1: "positive"}.get(int(y)) if y in (1, 2) else None
         if is_float(dtype) and y == 0.5:
             fast = "sqrt"
         elif is_float(dtype) and y == -1:

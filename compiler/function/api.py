@@ -65,7 +65,7 @@ class Function:
         return _apply(cls, *args, **kwargs)
 
 
-def _apply(cls: type, *args: Any, **kwargs: Any) -> Any:
+def _apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
     """The eager apply. In staged code this name is registered with the frontend
     (:func:`_stage_apply`), whether apply is called or passed to a transform."""
     if kwargs:
@@ -75,7 +75,7 @@ def _apply(cls: type, *args: Any, **kwargs: Any) -> Any:
 
 # ---- staging Function.apply -------------------------------------------------------------------
 
-def _stage_apply(st: Any, cls: type, *args: Any, **kwargs: Any) -> Any:
+def _stage_apply(st: Any, cls: Any, *args: Any, **kwargs: Any) -> Any:
     """``cls.apply(*args)`` inside staged code: one custom_function op."""
     if not (isinstance(cls, type) and issubclass(cls, Function)):
         raise Reject(CompileError, f"apply() needs a compiler.Function subclass, got {cls!r}")

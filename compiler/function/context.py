@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from compiler.errors import CompileError
 from compiler.frontend.calls import register_function
 from compiler.frontend.pytrees import flatten
@@ -26,6 +28,7 @@ class FunctionCtx:
         self._saved: tuple[Any, ...] = ()
         self._saved_forward: tuple[Any, ...] | None = None
         self._non_differentiable: list[Any] = []
+        self._marked: tuple[bool, ...] = ()
         self.materialize_grads = True
         self.needs_input_grad = needs_input_grad
 
@@ -137,7 +140,7 @@ def _grads_after_setup_handler(st: Any, ctx: FunctionCtx, output: Any, grads: tu
     leaves = flatten(output, is_leaf=lambda x: isinstance(x, Staged))[0]
     marked_values = {id(m.value) for m in ctx._non_differentiable if isinstance(m, Staged)}
     ctx._marked = tuple(isinstance(leaf, Staged) and id(leaf.value) in marked_values for leaf in leaves)
-    out = []
+    out: list[Any] = []
     for g, marked, zero in zip(grads, ctx._marked, zero_mask):
         if (marked or zero) and not ctx.materialize_grads:
             out.append(None)

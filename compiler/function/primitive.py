@@ -132,11 +132,11 @@ def _abstract(t: TensorType, slot: Any) -> Any:
     return t
 
 
-def _not_in_subset() -> tuple[type, ...]:
+def _not_in_subset() -> tuple[type[BaseException], ...]:
     return (UnsupportedError, SideEffectError, DynamicShapeError, OutParameterError)
 
 
-def emit_custom_function(b: Any, cls: type, template: tuple, values: Sequence[Any]) -> tuple[list[Any], Any]:
+def emit_custom_function(b: Any, cls: Any, template: tuple, values: Sequence[Any]) -> tuple[list[Any], Any]:
     """Emit ``cls.apply`` on `values` (the array arguments, in template order)."""
     in_types = [v.type for v in values]
     slots = [t for t in template if isinstance(t, ArraySlot)]
@@ -157,7 +157,7 @@ def emit_custom_function(b: Any, cls: type, template: tuple, values: Sequence[An
     return list(b.emit(custom_function, list(values), params, [region])), out_tree
 
 
-def _not_cacheable(cls: type) -> None:
+def _not_cacheable(cls: Any) -> None:
     """Safety net for the on-disk cache (compiler/cache.py): a kernel with a host callback
     refers to this process's callback registry, so it must never be stored. The cache
     refuses kernels whose staging read a function it cannot name; record one."""
@@ -176,7 +176,7 @@ def _marker() -> None:
 _marker_code = _marker.__code__
 
 
-def _host_region(b: Any, cls: type, template: tuple, in_types: list[TensorType]) -> tuple[Any, Any]:
+def _host_region(b: Any, cls: Any, template: tuple, in_types: list[TensorType]) -> tuple[Any, Any]:
     out_types, out_tree = host_output_types(cls, template, in_types, b.loc)
     region = new_block(in_types)
     rb = Builder(region, b.loc)
@@ -185,7 +185,7 @@ def _host_region(b: Any, cls: type, template: tuple, in_types: list[TensorType])
     return region, out_tree
 
 
-def host_output_types(cls: type, template: tuple, in_types: list[TensorType], loc: Any) -> tuple[list, Any]:
+def host_output_types(cls: Any, template: tuple, in_types: list[TensorType], loc: Any) -> tuple[list, Any]:
     """Result types of a host-callback forward: from ``cls.abstract`` or from running
     ``cls.forward`` on zeros of the input shapes (at compile time)."""
     name = cls.__name__
@@ -204,7 +204,7 @@ def host_output_types(cls: type, template: tuple, in_types: list[TensorType], lo
                                "be found by running it", loc,
                                f"give {name} an abstract(*args) staticmethod returning objects with "
                                ".shape and .dtype (compiler.function.ShapeDtype)")
-        zeros = [np.zeros(tuple(int(d) for d in t.shape), t.dtype) for t in in_types]
+        zeros = [np.zeros(t.static_shape, t.dtype) for t in in_types]
         for z in zeros:
             z.flags.writeable = False          # as the kernel's views are
         try:
@@ -301,7 +301,7 @@ def _vmap_staticmethod(b: Any, op: Any, args: list[Any], bdims: list[Any], size:
     return outs, norm
 
 
-def _out_dims(spec: Any, output: Any, op: Any, cls: type) -> list[Any]:
+def _out_dims(spec: Any, output: Any, op: Any, cls: Any) -> list[Any]:
 
     def count(x: Any) -> int:
         if isinstance(x, Value):

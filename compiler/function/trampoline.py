@@ -72,7 +72,8 @@ def _view(ptr: int | None, dtype: np.dtype, shape: tuple, readonly: bool) -> np.
         n *= d
     if not ptr or n == 0:
         return np.zeros(shape, dtype)
-    arr = np.frombuffer((ctypes.c_char * (n * dtype.itemsize)).from_address(ptr), dtype)
+    memory: Any = (ctypes.c_char * (n * dtype.itemsize)).from_address(ptr)
+    arr = np.frombuffer(memory, dtype)
     if len(shape) != 1:
         arr = arr.reshape(shape)
     if readonly:
@@ -114,12 +115,14 @@ def _check(fn: Any, i: int, leaf: Any, dtype: np.dtype, shape: tuple | None) -> 
 def _trampoline(call_id: int, buffers: Any, dims: Any) -> int:
     try:
         entry = _ENTRIES[call_id]
-        arrays, outs, k, s = [], [], 0, 0
-        for specs, out, readonly in ((entry.ins, arrays, True), (entry.outs, outs, False)):
+        arrays: list[np.ndarray] = []
+        outs: list[np.ndarray] = []
+        k, s = 0, 0
+        for specs, views, readonly in ((entry.ins, arrays, True), (entry.outs, outs, False)):
             for dtype, rank in specs:
                 shape = tuple(dims[s:s + rank]) if rank else ()
                 s += rank
-                out.append(_view(buffers[k], dtype, shape, readonly))
+                views.append(_view(buffers[k], dtype, shape, readonly))
                 k += 1
         result = entry.forward(*(arrays if entry.plain else _fill(entry.template, arrays)))
         if entry.single:

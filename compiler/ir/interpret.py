@@ -48,6 +48,7 @@ class Interpreter:
             if op.prim.interpret is not None:
                 outs = op.prim.interpret(self, op, operands)
             else:
+                assert op.prim.numpy_ref is not None, f"{op.prim.name} has no NumPy reference"
                 params = {k: concretize(v, self.env) for k, v in op.params.items()}
                 with np.errstate(all="ignore"):
                     outs = op.prim.numpy_ref(*operands, **params)

@@ -18,8 +18,8 @@ I32, I64 = np.dtype(np.int32), np.dtype(np.int64)
 BOOL = np.dtype(np.bool_)
 DTYPES: tuple[np.dtype, ...] = (BOOL, I32, I64, F32, F64)
 
-SHORT_NAMES = {F32: "f32", F64: "f64", I32: "i32", I64: "i64", BOOL: "bool"}
-BY_SHORT_NAME = {v: k for k, v in SHORT_NAMES.items()}
+SHORT_NAMES: dict[np.dtype, str] = {F32: "f32", F64: "f64", I32: "i32", I64: "i64", BOOL: "bool"}
+BY_SHORT_NAME: dict[str, np.dtype] = {v: k for k, v in SHORT_NAMES.items()}
 
 
 def canonical_dtype(dtype: object) -> np.dtype:
@@ -72,6 +72,13 @@ class TensorType:
     @property
     def is_static(self) -> bool:
         return all(isinstance(d, int) for d in self.shape)
+
+    @property
+    def static_shape(self) -> tuple[int, ...]:
+        """The shape as ints (a type with symbolic sizes has none)."""
+        if not self.is_static:
+            raise ValueError(f"{self} has symbolic sizes")
+        return tuple(d for d in self.shape if isinstance(d, int))
 
     def with_dtype(self, dtype: np.dtype) -> "TensorType":
         return TensorType(dtype, self.shape)

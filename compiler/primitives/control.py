@@ -165,7 +165,8 @@ def _interpret_chunked(interp: Any, op: Any, args: list[np.ndarray]) -> list[np.
 
 def _vmap_chunked(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
     """An outer batch axis goes to position 1 (the chunk axis stays first)."""
-    new_args, region_bdims = [], []
+    new_args: list[Any] = []
+    region_bdims: list[int | None] = []
     for a, d, bt in zip(args, bdims, op.params["batched"]):
         if d is None:
             new_args.append(a)

@@ -421,7 +421,8 @@ def _diagonal_transpose(b: Any, op: Any, primals: list[Any], ct: Any) -> list[An
 
 
 def _concat_transpose(b: Any, op: Any, primals: list[Any], ct: Any) -> list[Any]:
-    axis, start, out = op.params["dimension"], 0, []
+    axis, out = op.params["dimension"], []
+    start: Dim = 0
     for x in primals:
         stop = dims.add(start, x.shape[axis])
         starts = tuple(start if i == axis else 0 for i in range(x.type.ndim))

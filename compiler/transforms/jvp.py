@@ -32,9 +32,11 @@ def jvp_block(block: Block, active: Sequence[bool]) -> tuple[Block, list[bool]]:
                     [f"t_{a.hint}" if a.hint else "" for a, on in zip(block.args, active) if on])
     primal: dict[Value, Value] = dict(zip(block.args, new.args))
     tangent: dict[Value, Value | None] = {a: None for a in block.args}
-    for a, t in zip([a for a, on in zip(block.args, active) if on], new.args[len(types):]):
-        tangent[a] = t
+    for a, arg in zip([a for a, on in zip(block.args, active) if on], new.args[len(types):]):
+        tangent[a] = arg
     b = Builder(new)
+    out_t: list[Value | None]
+    results: Sequence[Value]
     for op in block.ops:
         args = [primal[v] for v in op.operands]
         ts = [tangent[v] for v in op.operands]
@@ -49,7 +51,7 @@ def jvp_block(block: Block, active: Sequence[bool]) -> tuple[Block, list[bool]]:
             results = b.emit(op.prim, args, op.params, [clone_block(r) for r in op.regions])
             primal.update(zip(op.results, results))
             if all(t is None for t in ts):
-                out_t: list[Value | None] = [None] * len(op.results)
+                out_t = [None] * len(op.results)
             elif op.prim.jvp_rule is not None:
                 out_t = list(op.prim.jvp_rule(b, op, args, ts))
             elif not op.prim.differentiable:

@@ -14,7 +14,7 @@ Algorithms and Implementation", 3rd ed., ch. 3.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import mpmath as mp
 
@@ -29,7 +29,7 @@ def remez(g: Callable, lo: float, hi: float, degree: int, *, iters: int = 40,
     gs = [g(x) for x in xs]
     n = degree + 1
     ref = [int(round((grid - 1) * (1 - math.cos(math.pi * j / n)) / 2)) for j in range(n + 1)]
-    best = None
+    best: tuple[list[Any], Any] | None = None
     for _ in range(iters):
         rows = [[xs[i] ** k for k in range(n)] + [(-1) ** j * gs[i]] for j, i in enumerate(ref)]
         sol = mp.lu_solve(mp.matrix(rows), mp.matrix([gs[i] for i in ref]))
@@ -42,6 +42,7 @@ def remez(g: Callable, lo: float, hi: float, degree: int, *, iters: int = 40,
         if new_ref is None or new_ref == ref:
             break
         ref = new_ref
+    assert best is not None
     return best[0], float(best[1])
 
 
