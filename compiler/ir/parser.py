@@ -18,9 +18,16 @@ Grammar (``#`` starts a comment; ``# file.py:12`` after an op is its location)::
     region   := '{' '^' '(' args? ')' ':' block('yield') '}'
     type     := DTYPE '[' (dim (',' dim)*)? ']'           f64[n, 3], bool[]
     VALUE    := '%' NAME | '%' DIGITS
+    value    := value ('+' | '-') value | value '*' value | '-' value | INT | FLOAT
+              | STRING | None | True | False | inf | nan | SYMBOL | '(' value '//' INT ')'
+              | ('min' | 'max') '(' value ',' value ')' | DTYPE | type | DTYPE '(' value ')'
+              | '(' ')' | '(' value ',' ')' | '(' value (',' value)+ ')' | '[' values ']'
+              | '{' value ':' value, ... '}' | 'array' '(' ... ')' | 'py' '(' STRING ')'
+              | 'tree' '(' ... ')' | '*' | '*weak' | 'vmap' '(' 'size' '=' ... ')'
 
-Param values are the forms listed in the printer's docstring; integers and
-symbols combine with ``+ - *``, ``(a // k)``, ``min`` and ``max`` into dims.
+The printer's docstring shows each param form; arithmetic (``*`` binds tighter
+than ``+``/``-``), floor division and min/max apply to integers and symbols only
+and give the same canonical dims as compiler/ir/dims.py.
 A region sees only its own arguments (regions are isolated), so a name may be
 reused in another region. ``py('module:qualname')`` imports the module (or looks
 the name up in ``objects``): read only text you trust.
@@ -59,7 +66,7 @@ from compiler.ir.dims import Dim, DimExpr
 from compiler.ir.types import BY_SHORT_NAME, TensorType
 from compiler.primitives.base import REGISTRY, Primitive, get
 
-__all__ = ["IRParseError", "parse", "parse_function", "parse_params", "parse_value",
+__all__ = ["IRParseError", "parse", "parse_params", "parse_value",
            "functions_equal", "first_difference"]
 
 
@@ -394,8 +401,7 @@ class _Parser:
             self.next()
             return int(tok.text) if tok.text.isdigit() else float(tok.text)
         if tok.kind == "string":
-            self.next()
-            return ast.literal_eval(tok.text)
+            return self.string()
         if tok.kind == "ident":
             return self.named(tok)
         if self.accept("("):
@@ -407,6 +413,15 @@ class _Parser:
         if self.accept("*"):
             return self.array_slot(tok)
         return self.fail(f"expected a param value, found {self.describe(tok)}", tok)
+
+    def string(self) -> str:
+        tok = self.expect_kind("string", "a quoted string")
+        try:
+            text = ast.literal_eval(tok.text)
+        except (ValueError, SyntaxError) as e:
+            self.fail(f"invalid string: {e}", tok)
+        assert isinstance(text, str)
+        return text
 
     def parenthesized(self) -> Any:
         """A tuple, ``(x)``, or a floor division ``(a // k)``."""
@@ -455,9 +470,13 @@ class _Parser:
         if self.accept("["):
             return TensorType(dtype, tuple(self.comma_list(self.dim, "]")))
         if self.accept("("):
+            v_tok = self.peek()
             v = self.value()
             self.expect(")")
-            return np.array(v, dtype)[()]
+            try:
+                return np.array(v, dtype)[()]
+            except (TypeError, ValueError, OverflowError) as e:
+                self.fail(f"not a {tok.text} value: {e}", v_tok)
         return dtype
 
     def array(self, tok: Token) -> np.ndarray:
@@ -466,7 +485,7 @@ class _Parser:
         data_tok = self.peek()
         if self.accept("base64"):
             self.expect("(")
-            raw: Any = self.expect_kind("string", "the base64 text of the bytes")
+            raw: list[Any] | bytes = self.base64_bytes()
             self.expect(")")
         else:
             self.expect("[", "(the elements) or base64('...')")
@@ -482,30 +501,34 @@ class _Parser:
         shape_tok = self.peek()
         shape = self.value()
         self.expect(")")
-        if not isinstance(shape, tuple) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        if not isinstance(shape, tuple) or not all(_is_dim(d) and isinstance(d, int) and d >= 0
+                                                   for d in shape):
             self.fail(f"an array's shape is a tuple of integers, not {shape!r}", shape_tok)
         size = math.prod(shape)
-        if isinstance(raw, Token):
-            try:
-                data = base64.b64decode(ast.literal_eval(raw.text), validate=True)
-            except (binascii.Error, ValueError):
-                return self.fail("invalid base64 data", raw)
-            if len(data) != size * dtype.itemsize:
-                self.fail(f"{len(data)} bytes for {size} elements of {dtype}", data_tok)
-            return np.frombuffer(data, dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+        if isinstance(raw, bytes):
+            if len(raw) != size * dtype.itemsize:
+                self.fail(f"{len(raw)} bytes for {size} elements of {dtype}", data_tok)
+            return np.frombuffer(raw, dtype.newbyteorder("<")).astype(dtype).reshape(shape)
         if len(raw) != size:
             self.fail(f"{len(raw)} elements for shape {shape}", data_tok)
         try:
             return np.array(raw, dtype).reshape(shape)
         except (TypeError, ValueError, OverflowError) as e:
-            return self.fail(f"array elements are not {dtype}: {e}", data_tok)
+            self.fail(f"array elements are not {dtype}: {e}", data_tok)
+
+    def base64_bytes(self) -> bytes:
+        tok = self.peek()
+        try:
+            return base64.b64decode(self.string(), validate=True)
+        except (binascii.Error, ValueError):
+            self.fail("invalid base64 data", tok)
 
     def python_object(self, tok: Token) -> Any:
         """``py('module:qualname')``: a class or function, from `objects` or by import."""
         self.expect("(")
-        ref = self.expect_kind("string", "'module:qualname'")
+        ref = self.peek()
+        path = self.string()
         self.expect(")")
-        path = ast.literal_eval(ref.text)
         if path in self.objects:
             return self.objects[path]
         module, _, qualname = path.partition(":")
@@ -616,8 +639,6 @@ def parse(text: str, *, filename: str = "<ir>", objects: Mapping[str, Any] | Non
         p.fail(f"unexpected {p.describe(p.peek())} after the function")
     return fn
 
-
-parse_function = parse
 
 
 def parse_value(text: str) -> Any:

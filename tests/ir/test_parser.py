@@ -150,10 +150,9 @@ def test_round_trip_transform_api(make: Any, signature: str, expected_prim: str)
 def test_round_trip_lowered_text() -> None:
     """The text of ``Kernel.lower``: the IR (with locations) and the optimized IR."""
     lowered = compiler.jit(branchy).lower(np.ones(4), np.ones(4))
-    for text in (lowered.ir, lowered.ir_optimized):
-        with_locs = "  # " in text
-        assert format_function(parse(text), with_locs=with_locs) == text
-    assert "cond(" in lowered.ir_optimized
+    assert "  # test_parser.py:" in lowered.ir and "cond(" in lowered.ir_optimized
+    assert format_function(parse(lowered.ir), with_locs=True) == lowered.ir
+    assert format_function(parse(lowered.ir_optimized)) == lowered.ir_optimized
 
 
 # ---- param values and printer forms ---------------------------------------------------------------------
@@ -218,7 +217,8 @@ def test_custom_function_params_round_trip() -> None:
 func @f(%x: f64[3], %y: f64[3]) -> (f64[3], f64[3], f64[3]) {
   %0, %1, %2 = custom_function(%x, %y) {base=((f64[3], f64[3]), (f64[3], f64[3], f64[3])), \
 fn=py('tests.ir.test_parser:Point'), kwargs={'k': True}, layers=(vmap(size=n, in=(0, None), out=(0,)),), \
-out_tree=tree({'a': (*, None), 'b': [*, static(2.5)], 'c': py('tests.ir.test_parser:Point')(*, static('s'))}), \
+out_tree=tree({'a': (*, None), 'b': [*, static(2.5)], \
+'c': py('tests.ir.test_parser:Point')(*, static('s'))}), \
 template=(*, 'mode', *weak, 3, f64(0.5), None, (1, [2, 3]))} : f64[3], f64[3], f64[3] {
     ^(%a: f64[3], %b: f64[3]):
       %3 = add(%a, %b) : f64[3]
@@ -311,7 +311,8 @@ ERRORS = [
      r"line 2, column 8: reduce_sum: the shape rule rejects this op"),
     ("unknown dtype", GOOD.replace("%x: f64[3]", "%x: f16[3]"), r"line 1, column 13: unknown dtype 'f16'"),
     ("missing brace", GOOD[:-1], r"line 3, column 12: expected '}' closing the function, found the end"),
-    ("return type", GOOD.replace("-> (f64[3])", "-> (f64[4])"), r"line 1, column 25: @f returns \(f64\[3\]\) but its signature says \(f64\[4\]\)"),
+    ("return type", GOOD.replace("-> (f64[3])", "-> (f64[4])"),
+     r"line 1, column 25: @f returns \(f64\[3\]\) but its signature says \(f64\[4\]\)"),
     ("redefinition", GOOD.replace("  return %0", "  %0 = exp(%x) : f64[3]\n  return %0"),
      r"line 3, column 3: %0 is defined twice"),
     ("result names", GOOD.replace("%0 = exp", "%0, %1 = exp"), r"line 2, column 3: exp has 1 result"),
@@ -321,8 +322,8 @@ ERRORS = [
      r"line 2, column 23: expected a param value, found '}'"),
     ("arith on strings", GOOD.replace("exp(%x)", "exp(%x) {a='s' + 1}"),
      r"line 2, column 23: '\+' applies to integers and dimensions"),
-    ("array size", GOOD.replace("%0 = exp(%x) : f64[3]", "%0 = constant() {value=array([1.0], f64, shape=(3,))}"
-                                " : f64[3]"), r"line 2, column 32: 1 elements for shape \(3,\)"),
+    ("array size", GOOD.replace("%0 = exp(%x) : f64[3]",
+                                "%0 = constant() {value=array([1.0], f64, shape=(3,))} : f64[3]"), r"line 2, column 32: 1 elements for shape \(3,\)"),
     ("isolated region", """\
 func @f(%x: f64[], %p: bool[]) -> (f64[]) {
   %0 = cond(%p) : f64[] {

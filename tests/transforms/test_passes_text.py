@@ -213,7 +213,8 @@ def test_matcher_accepts(checks: list[tuple[str, str]]) -> None:
 @pytest.mark.parametrize("checks, message", [
     ([("CHECK", "mul(")], "not found"),
     ([("CHECK", "exp"), ("CHECK-NEXT", "return")], "not on the line after"),
-    ([("CHECK", "func"), ("CHECK-NOT", "add"), ("CHECK", "return")], "CHECK-NOT: 'add' found on output line 3"),
+    ([("CHECK", "func"), ("CHECK-NOT", "add"), ("CHECK", "return")],
+     "CHECK-NOT: 'add' found on output line 3"),
     ([("CHECK", "add"), ("CHECK", "exp")], "'exp' not found"),           # order matters
     ([("CHECK-NEXT", "func")], "no previous match"),
     ([("CHECK", "return"), ("CHECK-NOT", "}")], "CHECK-NOT: '}' found"),  # to the end of the output
