@@ -324,6 +324,9 @@ ERRORS = [
      r"line 2, column 23: '\+' applies to integers and dimensions"),
     ("array size", GOOD.replace("%0 = exp(%x) : f64[3]",
                                 "%0 = constant() {value=array([1.0], f64, shape=(3,))} : f64[3]"), r"line 2, column 32: 1 elements for shape \(3,\)"),
+    ("bad base64", GOOD.replace("%0 = exp(%x) : f64[3]",
+                                "%0 = constant() {value=array(base64('!!'), f64, shape=())} : f64[]"),
+     r"line 2, column 39: invalid base64 data"),
     ("isolated region", """\
 func @f(%x: f64[], %p: bool[]) -> (f64[]) {
   %0 = cond(%p) : f64[] {
