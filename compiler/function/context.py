@@ -13,6 +13,7 @@ from compiler.errors import CompileError
 from compiler.frontend.calls import register_function
 from compiler.frontend.pytrees import flatten
 from compiler.frontend.values import Reject, Staged
+from compiler.ir.params import ArraySlot
 from compiler.primitives import ops
 
 
@@ -72,24 +73,6 @@ class ShapeDtype:
     @property
     def ndim(self) -> int:
         return len(self.shape)
-
-
-class ArraySlot:
-    """Marks an array argument in the argument template of a custom op."""
-
-    __slots__ = ("weak",)
-
-    def __init__(self, weak: bool = False) -> None:
-        self.weak = weak
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ArraySlot) and other.weak == self.weak
-
-    def __hash__(self) -> int:
-        return hash(("ArraySlot", self.weak))
-
-    def __repr__(self) -> str:
-        return "*weak" if self.weak else "*"
 
 
 def fill(template: tuple, arrays: list[Any]) -> tuple:

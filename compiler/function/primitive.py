@@ -40,6 +40,7 @@ from compiler.function.context import (ArraySlot, FunctionCtx, ShapeDtype, VmapI
 from compiler.function.trampoline import call_forward, lower_host_call
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Value
+from compiler.ir.params import BatchLayer
 from compiler.ir.primitive import CONTROL, OPAQUE, declare, define
 from compiler.ir.types import BOOL, F64, I64, TensorType, canonical_dtype, is_float
 from compiler.primitives import ad, ops
@@ -48,18 +49,6 @@ from compiler.primitives.batching import batched_at, inline_block
 from compiler.transforms.vmap import CURRENT_RANDOMNESS, batched_type, clone_block, vmap_block
 
 Types = tuple[TensorType, ...]
-
-
-@dataclass(frozen=True)
-class BatchLayer:
-    """One vmap applied by generate_vmap_rule: operand batch axes, result batch axes."""
-
-    size: Any
-    in_bdims: tuple
-    out_bdims: tuple
-
-    def __str__(self) -> str:
-        return f"vmap(size={self.size}, in={self.in_bdims}, out={self.out_bdims})"
 
 
 # ---- custom_function ------------------------------------------------------------------------

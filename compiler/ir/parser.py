@@ -62,9 +62,11 @@ import numpy as np
 from compiler.ir import dims
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Block, Function, SourceLoc, Value
+from compiler.ir import params as pt
 from compiler.ir.dims import Dim, DimExpr
+from compiler.ir.params import ArraySlot, BatchLayer, StaticLeaf
 from compiler.ir.types import BY_SHORT_NAME, TensorType
-from compiler.primitives.base import REGISTRY, Primitive, get
+from compiler.ir.primitive import REGISTRY, Primitive
 
 __all__ = ["IRParseError", "parse", "parse_params", "parse_value",
            "functions_equal", "first_difference"]
@@ -298,7 +300,7 @@ class _Parser:
 
     def primitive(self, tok: Token) -> Primitive:
         try:
-            return get(tok.text)
+            return REGISTRY[tok.text]
         except KeyError:
             close = difflib.get_close_matches(tok.text, list(REGISTRY), n=3)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
@@ -543,7 +545,6 @@ class _Parser:
 
     def array_slot(self, tok: Token) -> Any:
         """``*`` or ``*weak``: where an array argument goes in a custom_function template."""
-        from compiler.custom import ArraySlot
         nxt = self.peek()
         weak = nxt.text == "weak" and nxt.line == tok.line and nxt.col == tok.col + 1
         if weak:
@@ -552,7 +553,6 @@ class _Parser:
 
     def batch_layer(self, tok: Token) -> Any:
         """``vmap(size=n, in=(0, None), out=(0,))``: a layer of a custom_function."""
-        from compiler.primitives.custom import BatchLayer
         self.expect("(")
         parts = []
         for i, key in enumerate(("size", "in", "out")):
@@ -572,7 +572,6 @@ class _Parser:
 
     def treedef(self) -> Any:
         """``*`` leaf, ``None``, ``static(v)``, ``(..)``, ``[..]``, ``{k: ..}``, ``py(..)(..)``."""
-        from compiler.frontend import pytrees as pt
         tok = self.peek()
         if self.accept("*"):
             return pt.LEAF_DEF
@@ -728,7 +727,6 @@ def params_equal(a: Any, b: Any) -> bool:
         return list(a) == list(b) and all(params_equal(a[k], b[k]) for k in a)
     if is_dataclass(a) and not isinstance(a, type) and not isinstance(a, TensorType):
         return all(params_equal(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
-    from compiler.frontend.pytrees import StaticLeaf
     if isinstance(a, StaticLeaf):
         return params_equal(a.value, b.value)
     return bool(a == b)

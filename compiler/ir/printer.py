@@ -33,6 +33,7 @@ import numpy as np
 from compiler.ir import core
 from compiler.ir.core import Block, Function, Op, Value
 from compiler.ir.dims import DimExpr
+from compiler.ir.params import ArraySlot, BatchLayer, PyTreeDef
 from compiler.ir.types import SHORT_NAMES, TensorType
 
 #: constants with at most this many elements list them; larger ones are base64 bytes
@@ -91,10 +92,7 @@ def _reads_back(text: str, x: np.generic) -> bool:
 
 
 def _format_custom(v: Any) -> str:
-    """The params of custom_function and host_call (compiler/primitives/custom.py)."""
-    from compiler.custom import ArraySlot
-    from compiler.frontend.pytrees import PyTreeDef
-    from compiler.primitives.custom import BatchLayer
+    """The params of custom_function and host_call (compiler/function/primitive.py)."""
     if isinstance(v, ArraySlot):
         return "*weak" if v.weak else "*"
     if isinstance(v, BatchLayer):
