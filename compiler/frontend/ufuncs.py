@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 import compiler.primitives as P
+from compiler.primitives import ops
 from compiler.errors import UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend.arrays import Elementwise as E
@@ -21,10 +22,6 @@ from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
 from compiler.ir.types import BOOL, is_float
-
-
-def _const_like(b: Builder, value: float, like: Value) -> Value:
-    return A.broadcast_value(b, A.constant(b, value, like.type.dtype).value, like.type.shape)
 
 
 def _identity(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
@@ -39,14 +36,14 @@ def _reciprocal(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
     if not is_float(dtype):
         raise Reject(UnsupportedError, "np.reciprocal of integers (C integer division) is not "
                      "supported", "use 1 / x for a float result")
-    return b.emit1(P.div, [_const_like(b, 1.0, vs[0]), vs[0]])
+    return b.emit1(P.div, [ops.full_like(b, 1.0, vs[0]), vs[0]])
 
 
 def _trunc(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
     (x,) = vs
     if not is_float(dtype):
         return x
-    neg = b.emit1(P.lt, [x, _const_like(b, 0.0, x)])
+    neg = b.emit1(P.lt, [x, ops.full_like(b, 0.0, x)])
     return b.emit1(P.select, [neg, b.emit1(P.ceil, [x]), b.emit1(P.floor, [x])])
 
 
@@ -68,13 +65,13 @@ def _logaddexp(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
     diff = b.emit1(P.abs_, [b.emit1(P.sub, [x, y])])
     tail = b.emit1(P.log1p, [b.emit1(P.exp, [b.emit1(P.neg, [diff])])])
     general = b.emit1(P.add, [big, tail])
-    same = b.emit1(P.add, [x, _const_like(b, math.log(2.0), x)])
+    same = b.emit1(P.add, [x, ops.full_like(b, math.log(2.0), x)])
     return b.emit1(P.select, [b.emit1(P.eq, [x, y]), same, general])
 
 
 def _scale(factor: float) -> Any:
     def rule(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
-        return b.emit1(P.mul, [vs[0], _const_like(b, factor, vs[0])])
+        return b.emit1(P.mul, [vs[0], ops.full_like(b, factor, vs[0])])
     return rule
 
 
@@ -155,7 +152,7 @@ def where(b: Builder, cond: Any, x: Any, y: Any) -> Staged:
     dtype = A.result_dtype([x, y])
     shape = A.broadcast_shapes(*[A.shape_of(v) for v in (cond, x, y)])
     c = A.lift(b, cond)
-    cv = c.value if c.dtype == BOOL else b.emit1(P.ne, [c.value, _const_like(b, 0, c.value)])
+    cv = c.value if c.dtype == BOOL else b.emit1(P.ne, [c.value, ops.full_like(b, 0, c.value)])
     vals = [A.broadcast_value(b, cv, shape), A.operand(b, x, dtype, shape),
             A.operand(b, y, dtype, shape)]
     return Staged(b.emit1(P.select, vals))

@@ -52,7 +52,6 @@ class Primitive:
     vmap_rule: Callable[..., Any] | None = None
     jvp_rule: Callable[..., Any] | None = None
     vjp_rule: Callable[..., Any] | None = None
-    linear: bool = False
     differentiable: bool = True
     streams_operands: bool = True   # OPAQUE ops: reads each operand element about once
     expands: Callable[..., bool] | None = None   # INDEX ops: (op) -> reads an element many times?

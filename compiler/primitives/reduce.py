@@ -114,7 +114,7 @@ def _reduction(prim: Primitive, kind: str, ref: Callable[..., Any], **kw: Any) -
                   doc=f"{ref.__name__} over `axes`", **kw)
 
 
-reduce_sum = _reduction(ops.reduce_sum_p, "sum", np.sum, linear=True)
+reduce_sum = _reduction(ops.reduce_sum_p, "sum", np.sum)
 reduce_prod = _reduction(ops.reduce_prod_p, "prod", np.prod)
 reduce_max = _reduction(ops.reduce_max_p, "max", np.max)
 reduce_min = _reduction(ops.reduce_min_p, "min", np.min)
@@ -207,7 +207,6 @@ cumsum = define(
     shape_rule=_scan_rule,
     numpy_ref=_ref_scan(np.cumsum),
     lower=_lower_scan("sum"),
-    linear=True,
     vmap_rule=_vmap_scan,
     doc="running sum along `axis`",
 )
