@@ -40,7 +40,7 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
     symbols = dict(zip(syms, impl.args[n_in + n_out:]))
     cg = Codegen(module, impl, symbols, fastmath=fastmath, has_fma=target.has_fma)
 
-    def buffer(arg: ll.Value, t) -> Buffer:  # type: ignore[no-untyped-def]
+    def buffer(arg: ll.Value, t) -> Buffer:
         return Buffer(cg.alloca_builder.bitcast(arg, ll.PointerType(memory_type(t.dtype))), t.dtype, t.shape)
 
     ins = [buffer(a, t) for a, t in zip(impl.args[:n_in], fn.in_types)]

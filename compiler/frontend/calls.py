@@ -159,7 +159,7 @@ class CallMixin:
         abstract = [Weak(x.type) if x.weak else x.type for x in leaves]
         a_args, a_kwargs = unflatten(tree, abstract)
         program = kernel.trace(tuple(a_args), a_kwargs)
-        results = inline_block(self.b, program.function.body, [x.value for x in leaves])  # type: ignore[attr-defined]
+        results = inline_block(self.b, program.function.body, [x.value for x in leaves])
         return unflatten(program.out_tree, [Staged(v) for v in results])
 
     def _call_python(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:

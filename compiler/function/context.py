@@ -83,16 +83,16 @@ def fill(template: tuple, arrays: list[Any]) -> tuple:
 
 # ---- staged programs: run by the frontend, so the user's methods are compiled ------------------
 
-def _vmap_program(vmap_fn, sink, info, in_dims, *args):  # type: ignore[no-untyped-def]
+def _vmap_program(vmap_fn, sink, info, in_dims, *args):
     return _take_vmap_result(sink, vmap_fn(info, in_dims, *args))
 
 
-def _backward_program(setup_context, backward, ctx, inputs, output, grads, zero_mask):  # type: ignore[no-untyped-def]
+def _backward_program(setup_context, backward, ctx, inputs, output, grads, zero_mask):
     setup_context(ctx, inputs, output)
     return backward(ctx, *_grads_after_setup(ctx, output, grads, zero_mask))
 
 
-def _jvp_program(setup_context, jvp, ctx, inputs, output, tangents):  # type: ignore[no-untyped-def]
+def _jvp_program(setup_context, jvp, ctx, inputs, output, tangents):
     setup_context(ctx, inputs, output)
     _grads_after_setup(ctx, output, (), ())
     return jvp(ctx, *tangents)

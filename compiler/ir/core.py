@@ -37,7 +37,7 @@ class Value:
         return self.type.shape
 
     @property
-    def dtype(self):  # type: ignore[no-untyped-def]
+    def dtype(self):
         return self.type.dtype
 
     @property

@@ -222,7 +222,7 @@ def parse_dim(text: str) -> Dim:
     return _parse(ast.parse(text.strip(), mode="eval").body)
 
 
-def _parse(node) -> Dim:  # type: ignore[no-untyped-def]
+def _parse(node) -> Dim:
     import ast
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
         return node.value
