@@ -20,7 +20,7 @@ from compiler.backend.buffers import I1T, I8T, I64T, PTR, Buffer, memory_type, s
 from compiler.backend.fusion import Schedule, schedule
 from compiler.ir import dims
 from compiler.ir.core import Block, Op, Value
-from compiler.ir.types import BOOL, F32, F64, I32, I64, is_float
+from compiler.ir.types import BOOL, is_float
 from compiler.ir.primitive import CONTROL, ELEMENTWISE, INDEX, OPAQUE
 
 class Codegen:

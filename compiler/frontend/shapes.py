@@ -10,7 +10,7 @@ array viewed, so that writes through views can be rejected.
 from __future__ import annotations
 
 import operator
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from compiler.frontend import arrays as A
 from compiler.frontend.arrays import prod, view
 from compiler.frontend.indexing import getitem, setitem, static_slice
 from compiler.frontend.ufuncs import binary
-from compiler.frontend.values import LOCAL, VIEW, Reject, Staged
+from compiler.frontend.values import LOCAL, Reject, Staged
 from compiler.ir import dims
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value

@@ -13,12 +13,11 @@ exception an InternalCompilerError (re-raised as is when
 from __future__ import annotations
 
 import ast
-import builtins
 import contextlib
 import functools
 import operator
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -30,7 +29,6 @@ from compiler.frontend import control, pytrees
 from compiler.frontend import indexing as I
 from compiler.frontend import numpy_api as NP
 from compiler.frontend.calls import CallMixin
-from compiler.frontend.source import FunctionSource
 from compiler.frontend.ufuncs import binary, unary
 from compiler.frontend.values import ARG, VIEW, Scope, BreakSignal, ContinueSignal, Reject, \
     ReturnSignal, Staged, Undefined

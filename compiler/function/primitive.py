@@ -24,7 +24,6 @@ are neither cacheable nor buildable ahead of time.
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np

@@ -55,7 +55,7 @@ import importlib
 import math
 import re
 from dataclasses import fields, is_dataclass
-from typing import Any, Callable, Mapping, NamedTuple, NoReturn, cast
+from typing import Any, Callable, Mapping, NamedTuple, NoReturn
 
 import numpy as np
 

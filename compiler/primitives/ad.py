@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-import numpy as np
 
 from compiler.ir.core import Value
 from compiler.ir.types import is_float

@@ -13,7 +13,7 @@ import numpy as np
 
 from compiler.errors import DataDependentControlFlowError, UnsupportedError
 from compiler.ir import dims
-from compiler.ir.primitive import Primitive, define
+from compiler.ir.primitive import define
 from compiler.ir.types import BOOL, TensorType
 from compiler.primitives import ad, ops
 from compiler.primitives.base import check

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from compiler.ir import dims
-from compiler.ir.primitive import Primitive, define
+from compiler.ir.primitive import define
 from compiler.ir.types import BOOL, I64, TensorType, is_int
 from compiler.primitives import ad, ops
 from compiler.primitives.base import check

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.ir.primitive import Primitive, define
+from compiler.ir.primitive import define
 from compiler.ir.types import TensorType
 from compiler.primitives import ad, ops
 from compiler.primitives.base import check
