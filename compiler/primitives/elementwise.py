@@ -67,7 +67,16 @@ def elementwise(prim: Primitive, ref: Callable[..., Any], lower: Lower,
     else:
         rules.setdefault("differentiable", False)
     return define(prim, shape_rule=same_shape_rule(dtype_rule), numpy_ref=ref, lower=lower,
-                  doc=(ref.__doc__ or "").split("\n")[0], **rules)
+                  doc=_summary(ref), **rules)
+
+
+def _summary(ref: Callable[..., Any]) -> str:
+    """What the primitive computes, for docs/primitives.md: the NumPy function it matches, or
+    the first line of its reference's docstring."""
+    name = getattr(ref, "__wrapped__", ref).__name__
+    if hasattr(np, name) and isinstance(getattr(np, name), np.ufunc):
+        return f"np.{name}, elementwise"
+    return (ref.__doc__ or "").strip().split("\n")[0]
 
 
 def _math(name: str) -> Lower:
@@ -248,6 +257,7 @@ def _ref_int_safe(fn: Callable[..., Any]) -> Callable[..., Any]:
         with np.errstate(all="ignore"):
             return fn(x, y)
     ref.__doc__ = fn.__doc__
+    ref.__wrapped__ = fn    # type: ignore[attr-defined]
     return ref
 
 
@@ -288,6 +298,7 @@ def _float_unary(prim: Primitive, ref: Callable[..., Any], lower: Lower, d: Any)
         with np.errstate(all="ignore"):
             return ref(x)
     checked.__doc__ = ref.__doc__
+    checked.__wrapped__ = ref    # type: ignore[attr-defined]
     return elementwise(prim, checked, lower, _float_only, d=d if d == "zero" else (d,))
 
 
