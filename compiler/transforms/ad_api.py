@@ -197,8 +197,8 @@ class GradTracer(ADTracer):
                 cts = [_const(b, 1.0 if i == main[0] else 0.0, fn.out_types[i]) for i in float_outs]
                 outs = _call(b, vfn, [*args, *cts])
             n = len(fn.results)
-            grads = iter(outs[n:])
-            per_arg = [self.arg_structure(a_args, k, [res.slot(next(grads)) for _ in ranges[k]])
+            grads = dict(zip([i for i, on in enumerate(active) if on], outs[n:]))   # per active leaf
+            per_arg = [self.arg_structure(a_args, k, [res.slot(grads[i]) for i in ranges[k]])
                        for k in argnums]
             out: Any = tuple(per_arg) if tupled else per_arg[0]
             if not self.with_value:
