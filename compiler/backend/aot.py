@@ -217,7 +217,7 @@ def _prepare(job: KernelJob, target: targets.Target, want_ir: bool) -> None:
     except kcache.Uncacheable as e:
         raise BuildError(f"{job.name}: the result cannot be described for the manifest ({e})") from None
     try:
-        source_hash = kcache.digest([kcache.Describer().kernel(job.kernel, 0), job.kernel.signature])
+        source_hash = kcache.digest([kcache.Describer()(job.kernel), job.kernel.signature])
     except kcache.Uncacheable:
         source_hash = None
     job.info = {"name": job.name, "symbol": job.symbol, "inputs": ins, "outputs": outs,
