@@ -58,12 +58,18 @@ def run(stage: Callable[..., Any], value: Any, *args: Any, name: str) -> Any:
     result = stage(value, *args)
     if config.debug_level() >= 1:
         print(f"[aotx] {name}: {1e3 * (time.perf_counter() - start):.2f} ms", file=sys.stderr)
-    ir = result.function if isinstance(result, Program) else result
+    output = result.function if isinstance(result, Program) else result
     if name in config.print_after() or config.debug_level() >= 3:
-        print(f"[aotx] after {name}:\n{ir}", file=sys.stderr)
-    if isinstance(ir, Function) and config.verify_enabled():
-        verify(ir)
+        print(f"[aotx] after {name}:\n{_as_text(output)}", file=sys.stderr)
+    if isinstance(output, Function) and config.verify_enabled():
+        verify(output)
     return result
+
+
+def _as_text(output: Any) -> str:
+    if isinstance(output, bytes):
+        return f"<{len(output)} bytes of object code>"
+    return str(output)
 
 
 # ---- frontend and transforms: what a Kernel traces ----------------------------------------------
