@@ -4,10 +4,14 @@
 batched for `c` examples (and once more for the tail) and the ``chunked`` op
 runs those regions over consecutive slices of axis 0.
 
-    func @f(%x: f64[3]) -> (f64[]) { ... }
-    chunked_function(f, in_dims=[0], out_dims=[0], size=Sym("b"), chunk=4)
+    func @f(%x: f64[3]) -> (f64[]) { %0 = reduce_sum(%x) {axes=(0,)} ... }
+    chunked_function(f, in_dims=[0], out_dims=[0], size=b, chunk=4)
     func @vmap_f(%x: f64[b, 3]) -> (f64[b]) {
-      %0 = chunked(%x) {size=b, chunk=4, batched=(True,)} { ^(f64[4, 3]) ... } { ^(tail) ... }
+      %0 = chunked(%x) {batched=(True,), chunk=4, size=b} : f64[b] {
+        ^(%1: f64[4, 3]): %2 = reduce_sum(%1) {axes=(1,)} : f64[4]; yield %2
+      } {
+        ^(%3: f64[-4*(b // 4) + b, 3]): ...the same for the tail...
+      }
       return %0 }
 """
 from __future__ import annotations
