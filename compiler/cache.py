@@ -10,8 +10,10 @@ module decides *what* a compiled kernel depends on. The key is a SHA-256 over
   their bytes);
 * the abstract signature (dtypes, dims, symbolic names, static argument values,
   pytree structure), the kernel's name, ``fastmath`` and ``static_argnums``;
-* the transform stack and its options (each tracer's attributes: vmap's
-  in_dims/out_dims/chunk_size, grad's argnums/has_aux, ...);
+* the transform stack and its options: a Kernel and a transform's tracer say
+  what they depend on with ``__aotx_cache_key__()`` (vmap's in_dims/out_dims/
+  chunk_size, grad's argnums/has_aux, ...; the api layer imports this module,
+  not the reverse);
 * a schema version, the aotx version plus a fingerprint of the installed
   compiler sources, the Python, llvmlite and LLVM versions, and
   ``Target.magic()`` (triple, CPU name, CPU features).
@@ -42,9 +44,17 @@ import types
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+import llvmlite
+import llvmlite.binding as llvm
 import numpy as np
 
-from compiler import config
+import runtime
+from compiler import config, pipeline, version
+from compiler.function.trampoline import uses_host_callbacks
+from compiler.frontend import pytrees
+from compiler.frontend.source import SOURCE_READS
+from compiler.frontend.values import Weak
+from compiler.ir.types import TensorType
 from runtime import cache as storage
 from runtime import trees
 
@@ -75,7 +85,6 @@ def enabled() -> bool:
 
 def diagnostics() -> dict[str, Any]:
     """Counters for this process: how often LLVM ran, and cache hits/misses/writes."""
-    from compiler import pipeline
     stats = disk().stats
     return {"llvm_compilations": pipeline.STATS["llvm_compilations"],
             "cache_hits": stats.hits, "cache_misses": stats.misses, "cache_writes": stats.writes,
@@ -94,11 +103,9 @@ def _log(message: str) -> None:
 def compiler_fingerprint() -> str:
     """aotx version + (path, size, mtime) of every installed compiler/runtime source file:
     a development checkout that changes the compiler invalidates the cache."""
-    import compiler
-    import runtime
-    h = hashlib.sha256(compiler.__version__.encode())
-    for pkg in (compiler, runtime):
-        _fingerprint_dir(h, os.path.dirname(pkg.__file__), pkg.__name__)
+    h = hashlib.sha256(version.__version__.encode())
+    _fingerprint_dir(h, os.path.dirname(os.path.abspath(__file__)), "compiler")
+    _fingerprint_dir(h, os.path.dirname(os.path.abspath(runtime.__file__)), "runtime")
     return h.hexdigest()
 
 
@@ -115,15 +122,12 @@ def _fingerprint_dir(h: Any, path: str, rel: str) -> None:
 
 @functools.cache
 def _llvm_versions() -> tuple[str, str]:
-    import llvmlite
-    import llvmlite.binding as llvm
     return llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info))
 
 
 def environment_key(target: Any) -> list[Any]:
-    import compiler
     llvmlite_version, llvm_version = _llvm_versions()
-    return ["aotx-cache", SCHEMA_VERSION, compiler.__version__, compiler_fingerprint(),
+    return ["aotx-cache", SCHEMA_VERSION, version.__version__, compiler_fingerprint(),
             sys.implementation.name, list(sys.version_info[:2]), llvmlite_version, llvm_version,
             list(target.magic())]
 
@@ -200,20 +204,17 @@ class Describer:
         return self._object(value, d)
 
     def _object(self, value: Any, d: int) -> Any:
-        from compiler.api import Kernel
-        from compiler.frontend.pytrees import PyTreeDef, StaticLeaf
-        from compiler.frontend.values import Weak
-        from compiler.ir.types import TensorType
         if isinstance(value, TensorType):
             return ["tensor", str(value)]
         if isinstance(value, Weak):
             return ["weak", str(value.type)]
-        if isinstance(value, StaticLeaf):
+        if isinstance(value, pytrees.StaticLeaf):
             return ["static", self(value.value, d)]
-        if isinstance(value, PyTreeDef):
+        if isinstance(value, pytrees.PyTreeDef):
             return ["treedef", value.kind, self(value.aux, d), [self(c, d) for c in value.children]]
-        if isinstance(value, Kernel):
-            return self._memoized(value, lambda: self.kernel(value, d))
+        if hasattr(type(value), "__aotx_cache_key__"):      # a Kernel, a transform's tracer
+            return self._memoized(value, lambda: ["aotx", type(value).__qualname__,
+                                                  self(value.__aotx_cache_key__(), d)])
         if isinstance(value, types.FunctionType):
             return self._memoized(value, lambda: self.function(value, d))
         if isinstance(value, types.MethodType):
@@ -289,26 +290,6 @@ class Describer:
         return ["function", module, fn.__qualname__, source, _code_identity(code), self(fn.__defaults__, d),
                 self(fn.__kwdefaults__, d), closure, refs]
 
-    def kernel(self, k: Any, d: int) -> Any:
-        return ["kernel", k.__name__, bool(k.fastmath), bool(k.parallel), list(k.static_argnums),
-                self(k.fn, d), self.tracer(k._tracer, d)]
-
-    def tracer(self, tracer: Any, d: int) -> Any:
-        if tracer is None:
-            return None
-        if hasattr(tracer, "cache_key"):
-            return ["tracer", type(tracer).__qualname__, self(tracer.cache_key(), d)]
-        state = dict(getattr(tracer, "__dict__", {}))
-        for slot in getattr(type(tracer), "__slots__", ()):
-            if hasattr(tracer, slot):
-                state[slot] = getattr(tracer, slot)
-        if not state and not isinstance(tracer, types.FunctionType):
-            raise Uncacheable(f"transform {type(tracer).__qualname__} has no describable state")
-        if isinstance(tracer, (types.FunctionType, functools.partial)):
-            return ["tracer-fn", self(tracer, d)]
-        return ["tracer", type(tracer).__module__, type(tracer).__qualname__,
-                sorted([k, self(v, d)] for k, v in state.items())]
-
     def cls(self, c: type, d: int) -> Any:
         if _is_library_module(c.__module__) and c.__module__ != "__main__":
             return ["type", c.__module__, c.__qualname__]
@@ -376,45 +357,43 @@ def digest(obj: Any) -> str:
 
 def tree_to_json(td: Any, *, allow_namedtuple: bool = False) -> Any:
     """A frontend PyTreeDef as runtime/trees.py JSON (Uncacheable if it has no JSON form)."""
-    from compiler.frontend import pytrees as P
-    if td.kind == P.LEAF:
+    if td.kind == pytrees.LEAF:
         return trees.LEAF
-    if td.kind == P.NONE:
+    if td.kind == pytrees.NONE:
         return None
-    if td.kind == P.STATIC:
+    if td.kind == pytrees.STATIC:
         v = td.aux.value
         if isinstance(v, (bool, int, str)) or (isinstance(v, float) and np.isfinite(v)):
             return {"const": v}
         raise Uncacheable(f"constant result {v!r:.40} has no JSON form")
     kids = [tree_to_json(c, allow_namedtuple=allow_namedtuple) for c in td.children]
-    if td.kind == P.TUPLE:
+    if td.kind == pytrees.TUPLE:
         return {"tuple": kids}
-    if td.kind == P.LIST:
+    if td.kind == pytrees.LIST:
         return {"list": kids}
-    if td.kind == P.DICT:
+    if td.kind == pytrees.DICT:
         for k in td.aux:
             if not isinstance(k, (str, int, float, bool)):
                 raise Uncacheable(f"dict key {k!r:.40} has no JSON form")
         return {"dict": [[k, c] for k, c in zip(td.aux, kids)]}
-    if td.kind == P.NAMEDTUPLE and allow_namedtuple:
+    if td.kind == pytrees.NAMEDTUPLE and allow_namedtuple:
         return {"namedtuple": td.aux.__name__, "fields": list(td.aux._fields), "items": kids}
     raise Uncacheable(f"result structure {td.kind} has no JSON form")
 
 
 def tree_from_json(obj: Any) -> Any:
-    from compiler.frontend import pytrees as P
     if obj == trees.LEAF:
-        return P.LEAF_DEF
+        return pytrees.LEAF_DEF
     if obj is None:
-        return P.PyTreeDef(P.NONE)
+        return pytrees.PyTreeDef(pytrees.NONE)
     if "const" in obj:
-        return P.PyTreeDef(P.STATIC, P.StaticLeaf(obj["const"]))
-    for kind, pk in (("tuple", P.TUPLE), ("list", P.LIST)):
+        return pytrees.PyTreeDef(pytrees.STATIC, pytrees.StaticLeaf(obj["const"]))
+    for kind, pk in (("tuple", pytrees.TUPLE), ("list", pytrees.LIST)):
         if kind in obj:
-            return P.PyTreeDef(pk, None, tuple(tree_from_json(c) for c in obj[kind]))
+            return pytrees.PyTreeDef(pk, None, tuple(tree_from_json(c) for c in obj[kind]))
     if "dict" in obj:
-        return P.PyTreeDef(P.DICT, tuple(k for k, _ in obj["dict"]),
-                           tuple(tree_from_json(c) for _, c in obj["dict"]))
+        return pytrees.PyTreeDef(pytrees.DICT, tuple(k for k, _ in obj["dict"]),
+                                 tuple(tree_from_json(c) for _, c in obj["dict"]))
     raise ValueError(f"invalid result structure {obj!r}")
 
 
@@ -491,7 +470,7 @@ class Probe:
             self.why_not = "disabled"
             return
         try:
-            parts = [environment_key(target), self.describer.kernel(kernel, 0),
+            parts = [environment_key(target), self.describer(kernel),
                      self.describer((tuple(abstract_args), dict(abstract_kwargs)))]
             self.key = digest(parts)
         except Uncacheable as e:
@@ -528,10 +507,9 @@ class Probe:
         return restored
 
     def _check(self, meta: dict[str, Any]) -> str | None:
-        import compiler
         if meta.get("schema") != SCHEMA_VERSION:
             return "schema version"
-        if meta.get("aotx_version") != compiler.__version__:
+        if meta.get("aotx_version") != version.__version__:
             return f"built by aotx {meta.get('aotx_version')}"
         if meta.get("llvm") != list(_llvm_versions()):
             return f"built with llvmlite/LLVM {meta.get('llvm')}"
@@ -551,7 +529,6 @@ class Probe:
     @contextlib.contextmanager
     def recording(self) -> Iterator[None]:
         """Record the functions the frontend reads while staging (see module docstring)."""
-        from compiler.frontend.source import SOURCE_READS
         token = SOURCE_READS.set(self.reads)
         try:
             yield
@@ -561,14 +538,12 @@ class Probe:
     def store(self, spec: Any) -> None:
         if self.key is None or not disk().writable:
             return
-        import compiler
-        from compiler.function.trampoline import uses_host_callbacks
         if uses_host_callbacks(spec.program.function):
             _log(f"not caching {self.kernel.__name__}: it calls back into Python")
             return
         try:
             deps = self._extra_deps()
-            meta = {"schema": SCHEMA_VERSION, "aotx_version": compiler.__version__,
+            meta = {"schema": SCHEMA_VERSION, "aotx_version": version.__version__,
                     "llvm": list(_llvm_versions()), "target": list(self.target.magic()),
                     "name": self.kernel.__name__, "symbol": spec.symbol,
                     "inputs": [a.to_json() for a in spec.native.inputs],

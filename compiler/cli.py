@@ -12,7 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from compiler import build as aot_build
+from compiler import cache as kcache
+from compiler.api import Kernel
 from compiler.errors import CompileError
+from runtime import cache as storage
 
 STAGES = ("ir", "ir_optimized", "llvm", "llvm_optimized", "asm")
 
@@ -35,7 +39,6 @@ def _load_function(spec: str) -> Any:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from compiler.api import Kernel
     fn = _load_function(args.target)
     kernel = fn if isinstance(fn, Kernel) else Kernel(getattr(fn, "__wrapped__", fn))
     signature = args.signature or kernel.signature
@@ -47,11 +50,10 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from compiler.backend import aot
     emit = [e.strip() for part in args.emit for e in part.split(",") if e.strip()]
     try:
-        result = aot.build(args.module, args.output, cpu=args.cpu, emit=emit, jobs=args.jobs)
-    except aot.BuildError as e:
+        result = aot_build.build(args.module, args.output, cpu=args.cpu, emit=emit, jobs=args.jobs)
+    except aot_build.BuildError as e:
         print(f"aotx: {e}", file=sys.stderr)
         return 1
     files = [result.library, result.header, result.manifest, *result.extra]
@@ -61,10 +63,8 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _cache(args: argparse.Namespace) -> int:
-    from runtime import cache as storage
     cache = storage.DiskCache(storage.default_dir())
     if args.action == "info":
-        from compiler import cache as kcache
         entries = list(cache.entries())
         bad = sum(1 for e in entries if e.meta is None)
         print(f"directory: {cache.root}")

@@ -1,25 +1,55 @@
 """THE pipeline, as a list of named stages.
 
-    frontend -> verify -> [transforms] -> simplify -> fuse+lower (LLVM IR)
-             -> optimize (O3, vectorize) -> emit object -> load
+    frontend                               Python source -> IR              stage()
+    vmap | vjp | grad | jacrev | jacfwd |  the transforms a Kernel asks     transform()
+      grad_and_value | vjp_fn | jvp | jvp_fn   for, in order
+    canonicalize -> simplify               IR -> optimized IR               optimize_ir()
+    codegen                                fusion + loop nests -> LLVM IR   codegen()
+    parse -> optimize -> emit              O3 + vectorization -> object     compile_llvm()
 
-``run(stage, value, name=...)`` is the one place where stage hooks live:
-AOTX_DEBUG timing, AOTX_PRINT_AFTER printing and AOTX_VERIFY checking.
+``compile_ir`` runs everything after the transforms for one function. ``aotx
+build`` (compiler/build.py) calls the same functions, the LLVM ones in worker
+processes. Every stage is called as ``run(stage, value, name=...)``, the one
+place where the hooks live: AOTX_DEBUG timing, AOTX_PRINT_AFTER printing and
+AOTX_VERIFY checking. IR stages return new functions and leave their input as
+it is, so a Program keeps the frontend's IR next to the transformed one.
 """
 from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
 
-from compiler import config
+from compiler import config, frontend
 from compiler.backend import jit as native, kernel, passes
 from compiler.backend.target import Target
+from compiler.frontend.pytrees import PyTreeDef
 from compiler.ir.core import Function
 from compiler.ir.verify import verify
+from compiler.transforms.canonicalize import canonicalize
+from compiler.transforms.simplify import simplify
 
 STATS = {"llvm_compilations": 0}   # diagnostics: how often LLVM actually ran in this process
+
+
+@dataclass(frozen=True)
+class Program:
+    """A staged kernel: the frontend's IR, the IR after the transforms, and the pytree
+    structure of the arguments and of the result."""
+
+    frontend_ir: Function
+    function: Function
+    in_tree: PyTreeDef
+    out_tree: PyTreeDef
+
+
+@dataclass(frozen=True)
+class Pass:
+    """A named IR-to-IR stage: ``apply(fn)`` returns a new function."""
+
+    name: str
+    apply: Callable[[Function], Function]
 
 
 def run(stage: Callable[..., Any], value: Any, *args: Any, name: str) -> Any:
@@ -28,19 +58,49 @@ def run(stage: Callable[..., Any], value: Any, *args: Any, name: str) -> Any:
     result = stage(value, *args)
     if config.debug_level() >= 1:
         print(f"[aotx] {name}: {1e3 * (time.perf_counter() - start):.2f} ms", file=sys.stderr)
+    output = result.function if isinstance(result, Program) else result
     if name in config.print_after() or config.debug_level() >= 3:
-        print(f"[aotx] after {name}:\n{result}", file=sys.stderr)
-    if isinstance(result, Function) and config.verify_enabled():
-        verify(result)
+        print(f"[aotx] after {name}:\n{_as_text(output)}", file=sys.stderr)
+    if isinstance(output, Function) and config.verify_enabled():
+        verify(output)
     return result
 
+
+def _as_text(output: Any) -> str:
+    if isinstance(output, bytes):
+        return f"<{len(output)} bytes of object code>"
+    return str(output)
+
+
+# ---- frontend and transforms: what a Kernel traces ----------------------------------------------
+
+def stage(fn: Callable[..., Any], args: tuple, kwargs: dict, *, name: str) -> Program:
+    """The frontend stage: `fn` staged for abstract arguments (compiler/frontend)."""
+    return run(_frontend, fn, args, kwargs, name, name="frontend")
+
+
+def _frontend(fn: Callable[..., Any], args: tuple, kwargs: dict, name: str) -> Program:
+    staged = frontend.stage(fn, args, kwargs, name=name)
+    return Program(staged.function, staged.function, staged.in_tree, staged.out_tree)
+
+
+def transform(program: Program, stages: Sequence[Pass], out_tree: PyTreeDef | None = None) -> Program:
+    """Run transform passes on `program`'s IR, in order; `out_tree` is the result structure
+    of the transformed function when it differs from the program's."""
+    fn = program.function
+    for p in stages:
+        fn = run(p.apply, fn, name=p.name)
+    return replace(program, function=fn, out_tree=program.out_tree if out_tree is None else out_tree)
+
+
+# ---- from transformed IR to object code ----------------------------------------------------------
 
 @dataclass
 class Artifacts:
     """Every stage's output for one compiled function."""
 
     name: str
-    ir: Function
+    ir: Function                 # as handed to compile_ir (after the transforms)
     ir_optimized: Function
     llvm: str
     llvm_optimized: str
@@ -57,24 +117,43 @@ class Artifacts:
         return self._asm
 
 
+@dataclass
+class NativeCode:
+    """What LLVM makes of one module: the optimized IR text, the object, the assembly."""
+
+    llvm_optimized: str
+    object: bytes
+    asm: str = ""
+
+
 def optimize_ir(fn: Function) -> Function:
     """Target-independent simplification of the IR."""
-    from compiler.transforms.canonicalize import canonicalize
-    from compiler.transforms.simplify import simplify
     fn = run(canonicalize, fn, name="canonicalize")
     return run(simplify, fn, name="simplify")
 
 
-def compile_ir(fn: Function, name: str, target: Target, *, fastmath: bool = False) -> Artifacts:
-    """IR function -> optimized native object code."""
-    run(lambda f: f, fn, name="frontend")
-    optimized = optimize_ir(fn)
-    llvm_ir = run(lambda f: kernel.build_module(f, name, target, fastmath=fastmath), optimized, name="codegen")
+def codegen(fn: Function, name: str, target: Target, *, fastmath: bool = False) -> str:
+    """Optimized IR -> LLVM IR text exporting the C-ABI entry point `name`."""
+    return run(lambda f: kernel.build_module(f, name, target, fastmath=fastmath), fn, name="codegen")
+
+
+def compile_llvm(llvm_ir: str, target: Target, *, want_asm: bool = False) -> NativeCode:
+    """LLVM IR text -> O3 + vectorization -> object code (and assembly if asked)."""
     module = run(lambda text: passes.parse(text, target), llvm_ir, name="parse")
     run(lambda m: passes.optimize(m, target), module, name="optimize")
     obj = run(lambda m: passes.emit_object(m, target), module, name="emit")
+    asm = passes.emit_assembly(module, target) if want_asm else ""
+    return NativeCode(str(module), obj, asm)
+
+
+def compile_ir(fn: Function, name: str, target: Target, *, fastmath: bool = False) -> Artifacts:
+    """IR after the transforms -> optimized native object code."""
+    optimized = optimize_ir(fn)
+    llvm_ir = codegen(optimized, name, target, fastmath=fastmath)
+    code = compile_llvm(llvm_ir, target)
     STATS["llvm_compilations"] += 1
-    return Artifacts(name, fn, optimized, llvm_ir, str(module), obj, target, kernel.symbols_of(optimized))
+    return Artifacts(name, fn, optimized, llvm_ir, code.llvm_optimized, code.object, target,
+                     kernel.symbols_of(optimized))
 
 
 def load(artifacts: Artifacts) -> native.LoadedObject:

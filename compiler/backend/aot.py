@@ -1,36 +1,26 @@
-"""Ahead-of-time build: a Python module's signed kernels -> MODULE.so + .h + .json.
+"""Ahead-of-time build, the object-code end: link the kernels' objects into
+MODULE.so, and write MODULE.h and the MODULE.json manifest.
 
-``aotx build physics.py -o build/`` imports the module with compilation
-deferred (so ``@jit(signature=...)`` only stages), then for every Kernel of the
-module that carries a signature: simplify, generate LLVM IR for the chosen
-target with the exported symbol ``physics_NAME``, and run LLVM (O3 +
-vectorization + object emission), in parallel worker processes with
-``--jobs``. The objects are linked by the system C compiler into one shared
-library; the header declares each entry point (docs/abi.md) and the manifest
-records what ``runtime.load`` checks (runtime/manifest.py).
+compiler/build.py runs the pipeline on a module's signed kernels and hands the
+results (:class:`BuiltKernel`) to :func:`write_library`. The objects are linked
+by the system C compiler into one shared library; the header declares each
+entry point (docs/abi.md) and the manifest records what ``runtime.load`` checks
+(runtime/manifest.py).
 """
 from __future__ import annotations
 
-import concurrent.futures
-import importlib.util
 import json
-import multiprocessing
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from compiler import cache as kcache
-from compiler import pipeline
-from compiler.backend import kernel as kernel_module
 from compiler.backend import target as targets
-from compiler.ir.printer import format_function
 from runtime import cpu as runtime_cpu
 from runtime.abi import ABI_VERSION, DTYPE_NAMES, parse_spec
 from runtime.cache import sha256
@@ -86,19 +76,19 @@ def required_features(target: targets.Target) -> list[str] | None:
     return sorted(known & runtime_cpu.DETECTABLE)
 
 
-# ---- the build ---------------------------------------------------------------------------------
+# ---- the library ---------------------------------------------------------------------------------
 
 @dataclass
-class KernelJob:
+class BuiltKernel:
+    """One kernel ready to link: its object code, manifest entry and optional artifacts."""
+
     name: str                      # attribute of the module = Python name in runtime.load
     symbol: str                    # exported C symbol
-    kernel: Any
-    llvm_ir: str = ""
-    ir_text: str = ""
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)       # its entry in the manifest
     object: bytes = b""
     llvm_optimized: str = ""
     asm: str = ""
+    ir_text: str = ""
 
 
 @dataclass
@@ -119,157 +109,58 @@ def find_cc() -> list[str]:
     return cc
 
 
-def import_module(path: Path) -> Any:
-    """Execute the module file with kernel compilation deferred (signatures are staged only)."""
-    name = path.stem
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise BuildError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    with kcache.deferred():
-        spec.loader.exec_module(module)
-    return module
-
-
-def signed_kernels(module: Any) -> list[tuple[str, Any]]:
-    from compiler.api import Kernel
-    seen: set[int] = set()
-    out = []
-    for attr, value in vars(module).items():
-        if isinstance(value, Kernel) and value.signature is not None and value._fixed is not None \
-                and value.__module__ == module.__name__ and id(value) not in seen:
-            seen.add(id(value))
-            out.append((attr, value))
-    return out
-
-
 def c_identifier(text: str) -> str:
     clean = re.sub(r"\W", "_", text)
     return clean if not clean[:1].isdigit() else f"_{clean}"
 
 
-def build(source: str | Path, out_dir: str | Path, *, cpu: str = "host", emit: Sequence[str] = (),
-          jobs: int = 1, progress: Callable[[str], None] | None = None) -> BuildResult:
-    """Build `source` (a .py file) into out_dir/MODULE.{so,h,json} (+ emitted artifacts)."""
-    say = progress or (lambda line: print(line, file=sys.stderr))
-    source = Path(source)
-    if not source.is_file():
-        raise BuildError(f"no such file: {source}")
-    bad = [e for e in emit if e not in EMIT_KINDS]
-    if bad:
-        raise BuildError(f"--emit: unknown artifact {bad[0]!r} (choose from {', '.join(EMIT_KINDS)})")
-    cc = find_cc()
-    target = targets.named(cpu)
-    features = required_features(target)
-    if features is None:
-        say(f"aotx: warning: the CPU features of {cpu!r} are not known to aotx; "
-            f"runtime.load will not check them")
-    module = import_module(source)
-    mod_name = c_identifier(source.stem)
-    found = signed_kernels(module)
-    if not found:
-        raise BuildError(f"{source}: no function carries a signature "
-                         f"(decorate functions with @jit(signature=\"...\"))")
-    jobs_list = [KernelJob(name, f"{mod_name}_{c_identifier(name)}", k) for name, k in found]
-    for job in jobs_list:
-        _prepare(job, target, want_ir="ir" in emit)
-    _run_llvm(jobs_list, target, want_asm="asm" in emit, jobs=max(1, jobs), say=say)
+@dataclass
+class Library:
+    """What a library is built from, besides its kernels."""
 
+    module: str                    # MODULE: the C identifier of the source's stem
+    source: str                    # the source file's name
+    target: targets.Target
+    features: list[str] | None     # the CPU features runtime.load checks; None: unknown
+    aotx_version: str
+
+
+def write_library(out_dir: str | Path, lib: Library, kernels: list[BuiltKernel], cc: list[str],
+                  emit: Sequence[str]) -> BuildResult:
+    """Link `kernels` into out_dir/MODULE.so, write MODULE.h, the `emit` artifacts and
+    MODULE.json (written last: a manifest means a complete library)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    lib = out / f"{mod_name}.so"
-    header = out / f"{mod_name}.h"
-    manifest_path = out / f"{mod_name}.json"
-    _link(cc, jobs_list, lib)
-    header_text = make_header(mod_name, source.name, jobs_list, target)
+    so, header, manifest = (out / f"{lib.module}.{ext}" for ext in ("so", "h", "json"))
+    _link(cc, kernels, so)
+    header_text = make_header(lib, kernels)
     _write_atomic(header, header_text.encode())
-    extra = _emit(out, mod_name, jobs_list, emit)
-    import compiler
-    manifest = {
-        "format": FORMAT, "abi_version": ABI_VERSION, "aotx_version": compiler.__version__,
-        "module": mod_name, "source": source.name,
-        "library": lib.name, "header": header.name,
-        "target": {"triple": target.triple, "cpu": target.cpu, "features": features or [],
-                   "features_known": features is not None, "feature_string": target.features},
-        "kernels": [job.info for job in jobs_list],
-        "hashes": {lib.name: sha256(lib.read_bytes()), header.name: sha256(header_text.encode())},
+    extra = _emit(out, lib.module, kernels, emit)
+    text = json.dumps(_manifest(lib, kernels, so, header, header_text), indent=1) + "\n"
+    _write_atomic(manifest, text.encode())
+    return BuildResult(so, header, manifest, extra, [k.name for k in kernels])
+
+
+def _manifest(lib: Library, kernels: list[BuiltKernel], so: Path, header: Path,
+              header_text: str) -> dict[str, Any]:
+    t = lib.target
+    return {
+        "format": FORMAT, "abi_version": ABI_VERSION, "aotx_version": lib.aotx_version,
+        "module": lib.module, "source": lib.source,
+        "library": so.name, "header": header.name,
+        "target": {"triple": t.triple, "cpu": t.cpu, "features": lib.features or [],
+                   "features_known": lib.features is not None, "feature_string": t.features},
+        "kernels": [k.info for k in kernels],
+        "hashes": {so.name: sha256(so.read_bytes()), header.name: sha256(header_text.encode())},
     }
-    _write_atomic(manifest_path, (json.dumps(manifest, indent=1) + "\n").encode())
-    return BuildResult(lib, header, manifest_path, extra, [j.name for j in jobs_list])
 
 
-def _prepare(job: KernelJob, target: targets.Target, want_ir: bool) -> None:
-    """Frontend output -> simplified IR -> LLVM IR for `target` (in this process)."""
-    from compiler.function.trampoline import check_buildable
-    spec = job.kernel._fixed
-    fn = spec.program.function
-    check_buildable(fn, job.name)
-    optimized = pipeline.optimize_ir(fn)
-    job.llvm_ir = kernel_module.build_module(optimized, job.symbol, target, fastmath=job.kernel.fastmath)
-    if want_ir:
-        job.ir_text = format_function(optimized)
-    names = fn.arg_names or [f"arg{i}" for i in range(len(fn.in_types))]
-    ins = [parse_spec(n, str(t)).to_json() for n, t in zip(names, fn.in_types)]
-    outs = [parse_spec(f"result{i}", str(t)).to_json() for i, t in enumerate(optimized.out_types)]
-    try:
-        result = kcache.tree_to_json(spec.program.out_tree, allow_namedtuple=True)
-    except kcache.Uncacheable as e:
-        raise BuildError(f"{job.name}: the result cannot be described for the manifest ({e})") from None
-    try:
-        source_hash = kcache.digest([kcache.Describer().kernel(job.kernel, 0), job.kernel.signature])
-    except kcache.Uncacheable:
-        source_hash = None
-    job.info = {"name": job.name, "symbol": job.symbol, "inputs": ins, "outputs": outs,
-                "symbols": kernel_module.symbols_of(optimized), "result": result,
-                "signature": ", ".join(a["type"] for a in ins) + " -> " + ", ".join(a["type"] for a in outs),
-                "source_sha256": source_hash}
-
-
-def llvm_job(llvm_ir: str, triple: str, cpu: str, features: str, want_asm: bool) -> tuple[bytes, str, str, float]:
-    """Parse, optimize (O3 + vectorize) and emit one module; runs in a worker process."""
-    from compiler.backend import passes
-    start = time.perf_counter()
-    target = targets.Target(triple, cpu, features)
-    module = passes.parse(llvm_ir, target)
-    passes.optimize(module, target)
-    obj = passes.emit_object(module, target)
-    asm = passes.emit_assembly(module, target) if want_asm else ""
-    return obj, str(module), asm, time.perf_counter() - start
-
-
-def _run_llvm(jobs_list: list[KernelJob], target: targets.Target, *, want_asm: bool, jobs: int,
-              say: Callable[[str], None]) -> None:
-    total = len(jobs_list)
-    done = 0
-
-    def finish(job: KernelJob, result: tuple[bytes, str, str, float]) -> None:
-        nonlocal done
-        job.object, job.llvm_optimized, job.asm, seconds = result
-        job.info["object_sha256"] = sha256(job.object)
-        pipeline.STATS["llvm_compilations"] += 1
-        done += 1
-        say(f"[{done}/{total}] {job.name}: {job.info['signature']}  ({1e3 * seconds:.0f} ms)")
-
-    args = [(j.llvm_ir, target.triple, target.cpu, target.features, want_asm) for j in jobs_list]
-    if jobs == 1 or total == 1:
-        for job, a in zip(jobs_list, args):
-            finish(job, llvm_job(*a))
-        return
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
-    ctx = multiprocessing.get_context(method)
-    with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=ctx) as pool:
-        futures = {pool.submit(llvm_job, *a): job for job, a in zip(jobs_list, args)}
-        for fut in concurrent.futures.as_completed(futures):
-            finish(futures[fut], fut.result())
-
-
-def _link(cc: list[str], jobs_list: list[KernelJob], lib: Path) -> None:
+def _link(cc: list[str], kernels: list[BuiltKernel], lib: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="aotx-build-") as tmp:
         objs = []
-        for job in jobs_list:
-            p = Path(tmp) / f"{job.symbol}.o"
-            p.write_bytes(job.object)
+        for k in kernels:
+            p = Path(tmp) / f"{k.symbol}.o"
+            p.write_bytes(k.object)
             objs.append(str(p))
         out_tmp = Path(tmp) / lib.name
         cmd = [*cc, "-shared", "-o", str(out_tmp), *objs, "-lm"]
@@ -287,13 +178,13 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _emit(out: Path, mod_name: str, jobs_list: list[KernelJob], emit: Sequence[str]) -> list[Path]:
+def _emit(out: Path, mod_name: str, kernels: list[BuiltKernel], emit: Sequence[str]) -> list[Path]:
     written = []
-    for job in jobs_list:
-        for kind, suffix, text in (("ll", "ll", job.llvm_optimized), ("asm", "s", job.asm),
-                                   ("ir", "ir", job.ir_text)):
+    for k in kernels:
+        for kind, suffix, text in (("ll", "ll", k.llvm_optimized), ("asm", "s", k.asm),
+                                   ("ir", "ir", k.ir_text)):
             if kind in emit:
-                p = out / f"{mod_name}.{job.name}.{suffix}"
+                p = out / f"{mod_name}.{k.name}.{suffix}"
                 _write_atomic(p, text.encode())
                 written.append(p)
     return written
@@ -302,12 +193,20 @@ def _emit(out: Path, mod_name: str, jobs_list: list[KernelJob], emit: Sequence[s
 _C_TYPES = {"f32": "float", "f64": "double", "i32": "int32_t", "i64": "int64_t", "bool": "bool (1 byte)"}
 
 
-def make_header(mod_name: str, source: str, jobs_list: list[KernelJob], target: targets.Target) -> str:
-    import compiler
-    guard = f"AOTX_{mod_name.upper()}_H"
-    lines = [
-        f"/* {mod_name}.h: kernels of {source}, generated by aotx {compiler.__version__}. Do not edit.",
-        f" * Target: {target.triple}, cpu {target.cpu}. C ABI version {ABI_VERSION} (see docs/abi.md).",
+def make_header(lib: Library, kernels: list[BuiltKernel]) -> str:
+    """MODULE.h: the C declarations of the kernels, with their arguments in comments."""
+    guard = f"AOTX_{lib.module.upper()}_H"
+    lines = _header_preamble(lib, guard)
+    for k in kernels:
+        lines += _declaration(k)
+    lines += ["#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
+    return "\n".join(lines)
+
+
+def _header_preamble(lib: Library, guard: str) -> list[str]:
+    return [
+        f"/* {lib.module}.h: kernels of {lib.source}, generated by aotx {lib.aotx_version}. Do not edit.",
+        f" * Target: {lib.target.triple}, cpu {lib.target.cpu}. C ABI version {ABI_VERSION} (see docs/abi.md).",
         " *",
         " * Every kernel is   int32_t NAME(void *const *inputs, void *const *outputs,",
         " *                                const int64_t *symbols);",
@@ -333,26 +232,27 @@ def make_header(mod_name: str, source: str, jobs_list: list[KernelJob], target: 
         "#endif",
         "",
     ]
-    for job in jobs_list:
-        info = job.info
-        upper = job.symbol.upper()
-        lines.append(f"/* {job.name}({info['signature']})")
-        for i, a in enumerate(info["inputs"]):
-            lines.append(f" *   inputs[{i}]   {a['name']}: {_describe(a['type'])}")
-        for i, a in enumerate(info["outputs"]):
-            lines.append(f" *   outputs[{i}]  {a['name']}: {_describe(a['type'])}")
-        for i, s in enumerate(info["symbols"]):
-            lines.append(f" *   symbols[{i}]  {s}")
-        if not info["symbols"]:
-            lines.append(" *   symbols: none (pass NULL)")
-        lines.append(" */")
-        lines.append(f"int32_t {job.symbol}(void *const *inputs, void *const *outputs, const int64_t *symbols);")
-        lines.append(f"#define {upper}_NUM_INPUTS {len(info['inputs'])}")
-        lines.append(f"#define {upper}_NUM_OUTPUTS {len(info['outputs'])}")
-        lines.append(f"#define {upper}_NUM_SYMBOLS {len(info['symbols'])}")
-        lines.append("")
-    lines += ["#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
-    return "\n".join(lines)
+
+
+def _declaration(k: BuiltKernel) -> list[str]:
+    info, upper = k.info, k.symbol.upper()
+    lines = [f"/* {k.name}({info['signature']})"]
+    for i, a in enumerate(info["inputs"]):
+        lines.append(f" *   inputs[{i}]   {a['name']}: {_describe(a['type'])}")
+    for i, a in enumerate(info["outputs"]):
+        lines.append(f" *   outputs[{i}]  {a['name']}: {_describe(a['type'])}")
+    for i, s in enumerate(info["symbols"]):
+        lines.append(f" *   symbols[{i}]  {s}")
+    if not info["symbols"]:
+        lines.append(" *   symbols: none (pass NULL)")
+    return lines + [
+        " */",
+        f"int32_t {k.symbol}(void *const *inputs, void *const *outputs, const int64_t *symbols);",
+        f"#define {upper}_NUM_INPUTS {len(info['inputs'])}",
+        f"#define {upper}_NUM_OUTPUTS {len(info['outputs'])}",
+        f"#define {upper}_NUM_SYMBOLS {len(info['symbols'])}",
+        "",
+    ]
 
 
 def _describe(type_text: str) -> str:

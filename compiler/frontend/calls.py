@@ -126,9 +126,7 @@ class CallMixin:
 
     def call(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Stage ``fn(*args, **kwargs)``."""
-        if getattr(type(fn), "__aotx_kernel__", False):     # jit, vmap, grad, ...: inline it
-            return self._call_kernel(fn, args, kwargs)
-        if hasattr(type(fn), "__aotx_stage_call__"):       # vjp_fn / jvp_fn objects
+        if hasattr(type(fn), "__aotx_stage_call__"):       # Kernels, vjp_fn / jvp_fn objects
             return fn.__aotx_stage_call__(self, args, kwargs)
         if isinstance(fn, BoundMethod):
             return self._call_method(fn, args, kwargs)

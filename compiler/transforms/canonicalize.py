@@ -14,49 +14,57 @@ size-1 axis).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from compiler.ir.builder import Builder
 from compiler.ir.core import Block, Function, Op, Value
+from compiler.ir.primitive import Primitive
+from compiler.primitives import ops
 from compiler.primitives.linalg import free_axes
+from compiler.transforms.simplify import rebuilt
 
 
 def canonicalize(fn: Function, rounds: int = 4) -> Function:
-    """Apply the patterns until nothing changes (patterns may expose more of them)."""
+    """Apply the patterns until nothing changes (patterns may expose more of them); the
+    result is a new function and `fn` is left as it is."""
+    body = fn.body
     for _ in range(rounds):
-        if not _rewrite_block(fn.body):
+        body, changed = _rewrite_block(body)
+        if not changed:
             break
-    return fn
+    return Function(fn.name, body, list(fn.arg_names))
 
 
-def _rewrite_block(block: Block) -> bool:
-    """Rewrite `block` (and its regions) in place; True if anything changed."""
+def _rewrite_block(block: Block) -> tuple[Block, bool]:
+    """A rewritten copy of `block` (and its regions); True if any pattern applied."""
     changed = False
     env: dict[Value, Value] = {}
-    out = Block(args=block.args)
+    out = Block(args=list(block.args))
     b = Builder(out)
     for op in block.ops:
-        op.operands = tuple(env.get(v, v) for v in op.operands)
+        regions = []
         for region in op.regions:
-            changed |= _rewrite_block(region)
-        pattern = PATTERNS.get(op.prim.name)
-        replaced = None
-        if pattern is not None:
-            with b.at(op.loc):
-                replaced = pattern(b, op)
+            new_region, region_changed = _rewrite_block(region)
+            regions.append(new_region if region_changed else region)
+            changed |= region_changed
+        new = rebuilt(op, [env.get(v, v) for v in op.operands], regions)
+        replaced = _apply_pattern(b, new)
         if replaced is None:
-            out.ops.append(op)
+            out.ops.append(new)
+            replaced = list(new.results)
         else:
-            env.update(zip(op.results, replaced))
             changed = True
-    block.ops = out.ops
-    block.results = [env.get(v, v) for v in block.results]
-    return changed
+        env.update(zip(op.results, replaced))
+    out.results = [env.get(v, v) for v in block.results]
+    return out, changed
 
 
-def _prims() -> Any:
-    import compiler.primitives as P
-    return P
+def _apply_pattern(b: Builder, op: Op) -> list[Value] | None:
+    pattern = PATTERNS.get(op.prim)
+    if pattern is None:
+        return None
+    with b.at(op.loc):
+        return pattern(b, op)
 
 
 def _transpose(b: Builder, op: Op) -> list[Value] | None:
@@ -66,21 +74,20 @@ def _transpose(b: Builder, op: Op) -> list[Value] | None:
     kept = [p for p in perm if x.type.shape[p] != 1]
     if kept != sorted(kept):
         return None
-    return [b.emit1(_prims().reshape, [x], {"new_sizes": op.results[0].type.shape})]
+    return [ops.reshape(b, x, op.results[0].type.shape)]
 
 
 def _reshape(b: Builder, op: Op) -> list[Value] | None:
     (x,) = op.operands
     if x.type.shape == op.results[0].type.shape:
         return [x]
-    if x.op is not None and x.op.prim.name == "reshape":
-        return [b.emit1(_prims().reshape, [x.op.operands[0]], dict(op.params))]
+    if x.op is not None and x.op.prim is ops.reshape_p:
+        return [ops.reshape(b, x.op.operands[0], op.params["new_sizes"])]
     return None
 
 
 def _dot_general(b: Builder, op: Op) -> list[Value] | None:
     """A contraction over size-1 axes only is a broadcast product (it then fuses)."""
-    P = _prims()
     lhs, rhs = op.operands
     (lc, rc), (lb, rb) = op.params["dimension_numbers"]
     if any(lhs.type.shape[a] != 1 for a in lc):
@@ -90,20 +97,17 @@ def _dot_general(b: Builder, op: Op) -> list[Value] | None:
 
     def spread(x: Value, batch: tuple, free: list[int], positions: list[int]) -> Value:
         order = list(batch) + free + [a for a in range(x.type.ndim) if a not in batch and a not in free]
-        if order != list(range(x.type.ndim)):
-            x = b.emit1(P.transpose, [x], {"permutation": tuple(order)})
-        kept = tuple(x.type.shape[:len(batch) + len(free)])
-        if kept != x.type.shape:
-            x = b.emit1(P.reshape, [x], {"new_sizes": kept})
-        return b.emit1(P.broadcast_in_dim, [x], {"shape": out_shape, "broadcast_dimensions": tuple(positions)})
+        x = ops.transpose(b, x, order)
+        x = ops.reshape(b, x, tuple(x.type.shape[:len(batch) + len(free)]))
+        return ops.broadcast_in_dim(b, x, out_shape, positions)
 
     left = spread(lhs, lb, lf, list(range(nb + len(lf))))
     right = spread(rhs, rb, rf, list(range(nb)) + list(range(nb + len(lf), nb + len(lf) + len(rf))))
-    return [b.emit1(P.mul, [left, right])]
+    return [ops.mul(b, left, right)]
 
 
-PATTERNS: dict[str, Callable[[Builder, Op], list[Value] | None]] = {
-    "transpose": _transpose,
-    "reshape": _reshape,
-    "dot_general": _dot_general,
+PATTERNS: dict[Primitive, Callable[[Builder, Op], list[Value] | None]] = {
+    ops.transpose_p: _transpose,
+    ops.reshape_p: _reshape,
+    ops.dot_general_p: _dot_general,
 }

@@ -31,3 +31,18 @@ def test_jit_of_two_lambdas_on_one_line(monkeypatch, tmp_path):
     x = np.array([4.3, -1.5, 0.2])
     np.testing.assert_array_equal(jit(PAIR[0])(x), np.floor(x) * x)
     np.testing.assert_array_equal(jit(PAIR[1])(x), np.ceil(x) * x)
+
+
+def square_norm(x):
+    return np.sum(x * x)
+
+
+def test_every_specialization_of_a_transform_kernel_is_cached(monkeypatch, tmp_path):
+    """Tracing a transform must not leave state on its tracer that the key cannot describe."""
+    import compiler
+    from compiler import grad
+    monkeypatch.setenv("AOTX_CACHE_DIR", str(tmp_path))
+    g = grad(square_norm)
+    for n in (3, 4):
+        np.testing.assert_array_equal(g(np.ones(n)), np.full(n, 2.0))
+    assert compiler.diagnostics()["cache_writes"] == 2

@@ -114,8 +114,8 @@ def test_vmap_of_jvp():
 def test_vmap_of_the_jvp_kernel():
     """vmap applied to the kernel behind compiler.jvp (primals, tangents) -> (out, tangent)."""
     xs, ts = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
-    from compiler.api import _ad_kernel, _kernel_for
-    jvp_kernel = _ad_kernel("jvp", _kernel_for(row_fn), False)
+    from compiler.api.autodiff import ad_kernel, kernel_for
+    jvp_kernel = ad_kernel("jvp", kernel_for(row_fn), False)
     got_out, got_tan = one_kernel(lambda: vmap(jvp_kernel)((xs,), (ts,)))
     want = np.stack([numerical_grad(row_fn, (xs[i],)) @ ts[i] for i in range(5)])
     np.testing.assert_allclose(got_out, np.stack([row_fn(r) for r in xs]), rtol=1e-13)

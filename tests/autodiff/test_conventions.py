@@ -99,3 +99,15 @@ def test_scatter_with_duplicate_indices_every_update_receives_the_cotangent():
     gx, gv = grad(f, argnums=(0, 1))(np.zeros(4), np.array([1.0, 2.0, 3.0]))
     np.testing.assert_array_equal(gx, [1.0, 0.0, 3.0, 0.0])
     np.testing.assert_array_equal(gv, [2.0, 2.0, 4.0])
+
+
+def test_argnums_order_gives_the_order_of_the_results():
+    def f(x, y):
+        return np.sum(x * 2.0) + np.sum(y * y * y)
+    x, y = np.ones(2), np.full(3, 2.0)
+    for transform in (grad, jacrev, jacfwd):
+        gy, gx = transform(f, argnums=(1, 0))(x, y)
+        np.testing.assert_array_equal(gy, [12.0, 12.0, 12.0])
+        np.testing.assert_array_equal(gx, [2.0, 2.0])
+    g0, g1 = grad(f, argnums=(0, 0))(x, y)
+    np.testing.assert_array_equal(g0, g1)

@@ -73,14 +73,14 @@ def dynamic_arguments(fn: Any, sample: SampleInput) -> list[np.ndarray]:
 def stage(fn: Any, sample: SampleInput, signature: str | None = None) -> Any:
     """The IR function the frontend produces for this call (no native compilation)."""
     import compiler.frontend as fe
-    from compiler.api import _abstract_leafwise
+    from compiler.api.kernel import _abstract_leafwise
     if signature is not None:
         from compiler.signature import parse_signature
         return fe.stage(fn, tuple(parse_signature(signature)[0]), {}, name="staged").function
     bound = inspect.signature(fn).bind(*sample.args, **sample.kwargs)
     scratch: list[Any] = []
-    a_args = tuple(_abstract_leafwise(fe, v, scratch) for v in bound.args)
-    a_kwargs = {k: _abstract_leafwise(fe, v, scratch) for k, v in bound.kwargs.items()}
+    a_args = tuple(_abstract_leafwise(v, scratch) for v in bound.args)
+    a_kwargs = {k: _abstract_leafwise(v, scratch) for k, v in bound.kwargs.items()}
     return fe.stage(fn, a_args, a_kwargs, name="staged").function
 
 

@@ -195,7 +195,7 @@ def test_versions_and_target_change_the_key(base, monkeypatch):
     assert key_of(k) != a
     monkeypatch.undo()
     assert key_of(k) == a
-    monkeypatch.setattr(compiler, "__version__", "9.9.9")
+    monkeypatch.setattr(compiler.version, "__version__", "9.9.9")
     kcache.compiler_fingerprint.cache_clear()
     try:
         assert key_of(k) != a

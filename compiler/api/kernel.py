@@ -10,6 +10,10 @@ inputs of their exact dtype and shape; Python floats are dynamic weakly typed
 scalars (NEP 50: ``x32 * s`` stays float32); Python ints, bools and any other
 objects are static: their value is baked in and a new value compiles a new
 specialization, as do the arguments listed in ``static_argnums``.
+
+A Kernel made by a transform (``vmap``, ``grad``, ...; compiler/api/vmap.py and
+autodiff.py) has a *tracer*: it traces the inner Kernel and hands the transform
+passes to the pipeline (``pipeline.transform``).
 """
 from __future__ import annotations
 
@@ -21,24 +25,24 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from compiler import pipeline
+from compiler import cache, pipeline
 from compiler.backend import jit as native_jit
 from compiler.backend import target as targets
+from compiler.function.trampoline import raise_pending
+from compiler.errors import UnsupportedError
+from compiler.frontend import pytrees
+from compiler.frontend.values import Closure, Reject, Weak
 from compiler.ir.printer import format_function
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
 from runtime.abi import ArgSpec, parse_spec
-from runtime.loader import KERNEL_CFUNC, NativeKernel, bind_symbols, convert_argument
-
-
-def _frontend() -> Any:
-    import compiler.frontend as frontend
-    return frontend
+from runtime.loader import KERNEL_CFUNC, NativeKernel
 
 
 @dataclass
 class Lowered:
-    """The stages of one compiled specialization, as text."""
+    """The stages of one compiled specialization, as text: ``ir`` is the frontend's IR,
+    ``ir_optimized`` the IR after the transforms and simplification."""
 
     ir: str
     ir_optimized: str
@@ -55,7 +59,6 @@ class Specialization:
 
     # ---- compile/load path with the on-disk cache (compiler/cache.py; docs/aot.md) ----------
     def __init__(self, kernel: "Kernel", abstract_args: tuple, abstract_kwargs: dict) -> None:
-        from compiler import cache
         self.kernel, self.abstract = kernel, (abstract_args, abstract_kwargs)
         self.symbol = _symbol_name(kernel.__name__)
         self.artifacts: pipeline.Artifacts | None = None
@@ -103,14 +106,12 @@ class Specialization:
     # ---- end of the compile/load path ------------------------------------------------------
 
     def call(self, dynamic: Sequence[Any]) -> Any:
-        fe = _frontend()
         try:
             outs = self.native(*dynamic)
         except RuntimeError:            # status 2: re-raise the host callback's own exception
-            from compiler.function.trampoline import raise_pending
             raise_pending()
             raise
-        return fe.pytrees.unflatten(self.program.out_tree, [_scalarize(o) for o in outs])
+        return pytrees.unflatten(self.program.out_tree, [_scalarize(o) for o in outs])
 
     def call_fast(self, arrays: Sequence[np.ndarray]) -> Any:
         """The call for contiguous arrays of exactly the specialized types: no conversions,
@@ -120,11 +121,10 @@ class Specialization:
             plan = self._plan = _FastPlan(self)
         return plan(arrays) if plan.ok else self.call(arrays)
 
-
     def lowered(self) -> Lowered:
         a = self._ensure_artifacts()
-        return Lowered(format_function(a.ir, with_locs=True), format_function(a.ir_optimized),
-                       a.llvm, a.llvm_optimized, a.asm)
+        return Lowered(format_function(self.program.frontend_ir, with_locs=True),
+                       format_function(a.ir_optimized), a.llvm, a.llvm_optimized, a.asm)
 
 
 def _scalarize(a: np.ndarray) -> Any:
@@ -147,9 +147,8 @@ class _FastPlan:
         self.outs = [(s.dtype, tuple(s.dims)) for s in native.outputs]
         self.n_in, self.n_out = max(len(self.ins), 1), max(len(self.outs), 1)
         self.syms = (ctypes.c_int64 * 1)()
-        fe = _frontend()
-        leaves, tree = fe.pytrees.flatten(fe.pytrees.unflatten(spec.program.out_tree, list(range(len(self.outs)))))
-        self.single = tree == fe.pytrees.flatten(0)[1] and len(self.outs) == 1
+        _, tree = pytrees.flatten(pytrees.unflatten(spec.program.out_tree, list(range(len(self.outs)))))
+        self.single = tree == pytrees.flatten(0)[1] and len(self.outs) == 1
 
     def __call__(self, arrays: Sequence[np.ndarray]) -> Any:
         for a, (dtype, shape) in zip(arrays, self.ins):
@@ -161,12 +160,11 @@ class _FastPlan:
         status = self.fn(in_ptrs, out_ptrs, self.syms)
         if status:
             if status == 2:                      # a host callback raised: its exception, no re-run
-                from compiler.function.trampoline import raise_pending
                 raise_pending()
             return self.spec.call(arrays)        # the checked path raises the proper error
         if self.single:
             return _scalarize(outs[0])
-        return _frontend().pytrees.unflatten(self.spec.program.out_tree, [_scalarize(o) for o in outs])
+        return pytrees.unflatten(self.spec.program.out_tree, [_scalarize(o) for o in outs])
 
 
 def _symbol_name(name: str) -> str:
@@ -177,12 +175,10 @@ def _symbol_name(name: str) -> str:
 class Kernel:
     """A compiled function: call it with NumPy arrays, get NumPy arrays."""
 
-    __aotx_kernel__ = True     # the frontend stages and inlines a Kernel called in compiled code
-
     def __init__(self, fn: Callable[..., Any], *, signature: str | None = None,
                  static_argnums: int | Sequence[int] = (), fastmath: bool = False,
                  parallel: bool = False, cache: bool = True, name: str | None = None,
-                 tracer: Callable[[tuple, dict], Any] | None = None) -> None:
+                 tracer: Callable[[tuple, dict], pipeline.Program] | None = None) -> None:
         if isinstance(fn, Kernel):            # jit(vmap(f)), jit(jit(f)): keep what it stages
             tracer = tracer or fn._tracer
             name = name or fn.__name__
@@ -209,11 +205,12 @@ class Kernel:
             self._fixed = self._compile_signature(signature)
 
     # ---- specialization ------------------------------------------------------------------
-    def trace(self, abstract_args: tuple, abstract_kwargs: dict) -> Any:
-        """Stage this kernel's computation for abstract arguments (IR + pytree structure)."""
+    def trace(self, abstract_args: tuple, abstract_kwargs: dict) -> pipeline.Program:
+        """Stage this kernel's computation for abstract arguments: the frontend, then the
+        transform passes of its tracer (IR + pytree structure)."""
         if self._tracer is not None:
             return self._tracer(abstract_args, abstract_kwargs)
-        return _frontend().stage(self.fn, abstract_args, abstract_kwargs, name=self.__name__)
+        return pipeline.stage(self.fn, abstract_args, abstract_kwargs, name=self.__name__)
 
     def arg_name(self, i: int) -> str:
         params = [p.name for p in self._signature.parameters.values()
@@ -244,13 +241,12 @@ class Kernel:
     def _abstract(self, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict, list[Any]]:
         """Arguments as passed (positional stay positional: vmap's in_dims apply to them;
         keywords stay keywords), arrays replaced by their types, in flattening order."""
-        fe = _frontend()
         self._bind(args, kwargs)                 # a clear TypeError for a wrong call
         abstract_args, dynamic = [], []
         for i, value in enumerate(args):
-            abstract_args.append(value if i in self.static_argnums else _abstract_leafwise(fe, value, dynamic))
-        abstract_kwargs = {k: _abstract_leafwise(fe, kwargs[k], dynamic) for k in sorted(kwargs)}
-        key = fe.pytrees.flatten((tuple(abstract_args), abstract_kwargs))
+            abstract_args.append(value if i in self.static_argnums else _abstract_leafwise(value, dynamic))
+        abstract_kwargs = {k: _abstract_leafwise(kwargs[k], dynamic) for k in sorted(kwargs)}
+        key = pytrees.flatten((tuple(abstract_args), abstract_kwargs))
         return _hashable_key(key), tuple(abstract_args), abstract_kwargs, dynamic
 
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
@@ -308,6 +304,16 @@ class Kernel:
         """The C entry point as a ctypes function (see docs/abi.md)."""
         return KERNEL_CFUNC(self.address(signature))
 
+    # ---- protocols of the layers below (they do not import this module) -----------------
+    def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:
+        """Called inside compiled code: stage this kernel for the arguments and inline it."""
+        return stager._call_kernel(self, args, kwargs)
+
+    def __aotx_cache_key__(self) -> tuple:
+        """What the on-disk cache key covers of this kernel (compiler/cache.py)."""
+        return (self.__name__, bool(self.fastmath), bool(self.parallel), list(self.static_argnums),
+                self.fn, self._tracer)
+
     def __repr__(self) -> str:
         sig = f", signature={self.signature!r}" if self.signature else ""
         return f"<aotx.Kernel {self.__name__}{sig}>"
@@ -321,9 +327,9 @@ def _signature_of(fn: Callable[..., Any]) -> inspect.Signature:
                                   inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
 
 
-def _abstract_leafwise(fe: Any, value: Any, dynamic: list[Any]) -> Any:
+def _abstract_leafwise(value: Any, dynamic: list[Any]) -> Any:
     """Replace array leaves by their types (collecting the arrays in `dynamic`)."""
-    leaves, tree = fe.pytrees.flatten(value)
+    leaves, tree = pytrees.flatten(value)
     out = []
     for leaf in leaves:
         kind = _leaf_kind(leaf)
@@ -332,11 +338,11 @@ def _abstract_leafwise(fe: Any, value: Any, dynamic: list[Any]) -> Any:
             out.append(TensorType(canonical_dtype(arr.dtype), tuple(arr.shape)))
             dynamic.append(arr)
         elif kind == "weak":
-            out.append(fe.values.Weak(TensorType(np.dtype(np.float64), ())))
+            out.append(Weak(TensorType(np.dtype(np.float64), ())))
             dynamic.append(np.float64(leaf))
         else:
             out.append(leaf)
-    return fe.pytrees.unflatten(tree, out)
+    return pytrees.unflatten(tree, out)
 
 
 def _leaf_kind(leaf: Any) -> str:
@@ -376,179 +382,19 @@ def jit(fn: Callable[..., Any] | None = None, *, signature: str | None = None,
     return Kernel(fn, **options)  # type: ignore[arg-type]
 
 
-def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error",
-         *, chunk_size: int | None = None) -> Kernel:
-    """Vectorize `func` over a batch axis of its inputs (torch.func.vmap semantics)."""
-    from compiler.transforms.vmap_api import VmapTracer
-    inner = func if isinstance(func, Kernel) else Kernel(func)
-    tracer = VmapTracer(inner, in_dims, out_dims, randomness, chunk_size, inner.arg_name)
-    return Kernel(inner.fn, tracer=tracer, name=f"vmap_{inner.__name__}")
-
-
-_ = (ArgSpec, convert_argument, bind_symbols, ctypes)
-
-
-def _as_kernel(func: Any) -> Kernel:
+def as_kernel(func: Any) -> Kernel:
+    """`func` if it is a Kernel, else a new Kernel of it."""
     return func if isinstance(func, Kernel) else Kernel(func)
 
 
-def grad(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Kernel:
-    """The gradient of a scalar-valued `func` with respect to the arguments `argnums`."""
-    from compiler.transforms.ad_api import GradTracer
-    inner = _as_kernel(func)
-    return Kernel(inner.fn, tracer=GradTracer(inner, argnums, has_aux, with_value=False),
-                  name=f"grad_{inner.__name__}")
-
-
-def grad_and_value(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Kernel:
-    """Like grad, returning ``(gradient, value)`` (``(gradient, (value, aux))`` with has_aux)."""
-    from compiler.transforms.ad_api import GradTracer
-    inner = _as_kernel(func)
-    return Kernel(inner.fn, tracer=GradTracer(inner, argnums, has_aux, with_value=True),
-                  name=f"grad_and_value_{inner.__name__}")
-
-
-def jacrev(func: Callable[..., Any], argnums: Any = 0, *, has_aux: bool = False,
-           chunk_size: int | None = None) -> Kernel:
-    """The Jacobian by reverse mode: a vmap of vjp over the output basis."""
-    from compiler.transforms.ad_api import JacTracer
-    inner = _as_kernel(func)
-    return Kernel(inner.fn, tracer=JacTracer(inner, argnums, has_aux, chunk_size, "rev"),
-                  name=f"jacrev_{inner.__name__}")
-
-
-def jacfwd(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False, *,
-           randomness: str = "error", chunk_size: int | None = None) -> Kernel:
-    """The Jacobian by forward mode: a vmap of jvp over the input basis."""
-    from compiler.transforms.ad_api import JacTracer
-    from compiler.transforms.vmap_api import RANDOMNESS
-    if randomness not in RANDOMNESS:
-        raise ValueError(f"jacfwd: randomness must be one of {RANDOMNESS}, got {randomness!r}")
-    inner = _as_kernel(func)
-    return Kernel(inner.fn, tracer=JacTracer(inner, argnums, has_aux, chunk_size, "fwd"),
-                  name=f"jacfwd_{inner.__name__}")
-
-
-def hessian(func: Callable[..., Any], argnums: Any = 0, *, chunk_size: int | None = None) -> Kernel:
-    """jacfwd(jacrev(func)): the Hessian of a scalar function."""
-    return jacfwd(jacrev(func, argnums, chunk_size=chunk_size), argnums, chunk_size=chunk_size)
-
-
-def _vjp_call(primals: tuple, cotangents: Any) -> Any:
-    """(primals, cotangents) -> cotangents of the primals (the kernel behind vjp_fn)."""
-
-
-def _jvp_call(primals: tuple, tangents: tuple) -> Any:
-    """(primals, tangents) -> (output, tangent of the output)."""
-
-
-@functools.lru_cache(maxsize=256)
-def _ad_kernel(kind: str, kernel: Kernel, has_aux: bool) -> Kernel:
-    from compiler.transforms.ad_api import JvpTracer, VjpTracer
-    if kind == "vjp":
-        return Kernel(_vjp_call, tracer=VjpTracer(kernel, 0, has_aux), name=f"vjp_{kernel.__name__}")
-    return Kernel(_jvp_call, tracer=JvpTracer(kernel, 0, has_aux), name=f"jvp_{kernel.__name__}")
-
-
-def _kernel_for(func: Any) -> Kernel:
-    return func if isinstance(func, Kernel) else _cached_kernel(func)
-
-
-@functools.lru_cache(maxsize=256)
-def _cached_kernel(func: Any) -> Kernel:
-    return Kernel(func)
-
-
-class VjpFn:
-    """The vjp_fn returned by :func:`vjp`: a compiled kernel with the primals bound."""
-
-    def __init__(self, kernel: Kernel, primals: tuple) -> None:
-        self.kernel, self.primals = kernel, primals
-
-    def __call__(self, cotangents: Any) -> tuple:
-        return self.kernel(self.primals, cotangents)
-
-    def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:
-        """Called inside compiled code: inline the vjp kernel."""
-        return stager._call_kernel(self.kernel, [self.primals, *args], kwargs)
-
-
-def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple:
-    """``(output, vjp_fn)`` (``(output, vjp_fn, aux)`` with has_aux); vjp_fn(cotangents)
-    returns a tuple with the cotangent of each primal and runs compiled code."""
-    k = _kernel_for(func)
-    out = k(*primals)
-    fn = VjpFn(_ad_kernel("vjp", k, has_aux), primals)
-    if has_aux:
-        return out[0], fn, out[1]
-    return out, fn
-
-
-def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool = False) -> tuple:
-    """``(output, jvp_out)`` (``(output, jvp_out, aux)`` with has_aux)."""
-    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
-        raise TypeError("jvp: primals and tangents must be tuples (one entry per argument)")
-    return _ad_kernel("jvp", _kernel_for(func), has_aux)(primals, tangents)
-
-
-class LinearizedFn:
-    """The jvp_fn returned by :func:`linearize`: tangents -> tangent of the output."""
-
-    def __init__(self, kernel: Kernel, primals: tuple) -> None:
-        self.kernel, self.primals = kernel, primals
-
-    def __call__(self, *tangents: Any) -> Any:
-        return self.kernel(self.primals, tangents)[1]
-
-    def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:
-        """Called inside compiled code: inline the jvp kernel, keep the tangent."""
-        return stager._call_kernel(self.kernel, [self.primals, tuple(args)], kwargs)[1]
-
-
-def linearize(func: Callable[..., Any], *primals: Any) -> tuple:
-    """``(output, jvp_fn)``: jvp_fn(*tangents) evaluates the derivative at `primals`."""
-    k = _ad_kernel("jvp", _kernel_for(func), False)
-    return _kernel_for(func)(*primals), LinearizedFn(k, primals)
-
-
-def _stage_transform_constructor(transform: Callable[..., Any]) -> Callable[..., Any]:
+def staged_constructor(transform: Callable[..., Any]) -> Callable[..., Any]:
     """Inside compiled code, ``vmap(f)`` / ``jit(f)`` run at compile time and give a Kernel,
     whose call is then inlined. The function must be a real Python function."""
 
     def handler(stager: Any, func: Any = None, *args: Any, **kwargs: Any) -> Any:
-        from compiler.errors import UnsupportedError
-        from compiler.frontend.values import Closure, Reject
         if isinstance(func, Closure):
             raise Reject(UnsupportedError, f"{transform.__name__}() of a function defined inside "
                          f"compiled code is not supported",
                          "define the function at module level (a def) and transform that")
         return transform(func, *args, **kwargs)
     return handler
-
-
-def _staged_vjp(stager: Any, func: Any, *primals: Any, has_aux: bool = False) -> Any:
-    k = _ad_kernel("vjp", _kernel_for(func), has_aux)
-    out = stager._call_kernel(_kernel_for(func), list(primals), {})
-    fn = VjpFn(k, primals)
-    return (out[0], fn, out[1]) if has_aux else (out, fn)
-
-
-def _staged_jvp(stager: Any, func: Any, primals: Any, tangents: Any, *, has_aux: bool = False) -> Any:
-    return stager._call_kernel(_ad_kernel("jvp", _kernel_for(func), has_aux), [tuple(primals), tuple(tangents)], {})
-
-
-def _staged_linearize(stager: Any, func: Any, *primals: Any) -> Any:
-    out = stager._call_kernel(_kernel_for(func), list(primals), {})
-    return out, LinearizedFn(_ad_kernel("jvp", _kernel_for(func), False), primals)
-
-
-def _register_with_frontend() -> None:
-    from compiler.frontend.calls import register_function
-    for transform in (jit, vmap, grad, grad_and_value, jacrev, jacfwd, hessian):
-        register_function(transform, _stage_transform_constructor(transform))
-    register_function(vjp, _staged_vjp)
-    register_function(jvp, _staged_jvp)
-    register_function(linearize, _staged_linearize)
-
-
-_register_with_frontend()

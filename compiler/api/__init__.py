@@ -1,0 +1,22 @@
+"""The user-facing entry points: ``jit`` and ``Kernel`` (kernel.py), ``vmap`` (vmap.py),
+and the differentiation transforms (autodiff.py).
+
+Each returns a Kernel; a transform's Kernel traces the inner one and hands its IR
+passes to the pipeline (compiler/pipeline.py). The same entry points called
+inside compiled code run at compile time, and their kernels are inlined: the
+table at the end registers them with the frontend.
+"""
+from compiler.api.autodiff import (LinearizedFn, VjpFn, grad, grad_and_value, hessian, jacfwd, jacrev,
+                                   jvp, linearize, staged_jvp, staged_linearize, staged_vjp, vjp)
+from compiler.api.kernel import Kernel, Lowered, Specialization, jit, staged_constructor
+from compiler.api.vmap import vmap
+from compiler.frontend.calls import register_function
+
+__all__ = ["Kernel", "Lowered", "Specialization", "jit", "vmap", "grad", "grad_and_value", "jacrev",
+           "jacfwd", "hessian", "vjp", "jvp", "linearize", "VjpFn", "LinearizedFn"]
+
+for _transform in (jit, vmap, grad, grad_and_value, jacrev, jacfwd, hessian):
+    register_function(_transform, staged_constructor(_transform))
+register_function(vjp, staged_vjp)
+register_function(jvp, staged_jvp)
+register_function(linearize, staged_linearize)
