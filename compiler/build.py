@@ -97,7 +97,9 @@ def signed_kernels(module: Any) -> list[tuple[str, Kernel]]:
 
 def _prepare(name: str, symbol: str, kernel: Kernel, target: targets.Target, want_ir: bool) -> _Job:
     """The staged kernel through optimize_ir and codegen (in this process), and its manifest entry."""
+    assert kernel._fixed is not None, f"{name} has no signature"
     program = kernel._fixed.program
+    assert isinstance(program, pipeline.Program), f"{name} was not staged"
     fn = program.function
     check_buildable(fn, name)
     optimized = pipeline.optimize_ir(fn)

@@ -338,7 +338,7 @@ class JacTracer(ADTracer):
                 raise TypeError(f"{self.who}: output {i} has dtype {t.fn.out_types[i].dtype}; only "
                                 f"floating-point outputs have a Jacobian")
         select, tree = finish(self._structure(a_args, t))
-        options = dict(active=t.active, rows=t.main, chunk=self.chunk_size, select=select,
+        options: dict[str, Any] = dict(active=t.active, rows=t.main, chunk=self.chunk_size, select=select,
                        name=f"{self.who}_{t.fn.name}")
         if self.who == "jacfwd":
             stages = [pipeline.Pass("jacfwd", functools.partial(jacfwd_function, **options))]

@@ -62,6 +62,8 @@ class Specialization:
         self.kernel, self.abstract = kernel, (abstract_args, abstract_kwargs)
         self.symbol = _symbol_name(kernel.__name__)
         self.artifacts: pipeline.Artifacts | None = None
+        self.program: pipeline.Program | cache.RestoredProgram
+        self.native: NativeKernel | cache.DeferredNative
         target = targets.host()
         self._probe = cache.Probe(kernel, abstract_args, abstract_kwargs, target)
         hit = None if cache.is_deferred() else self._probe.load()
@@ -123,6 +125,7 @@ class Specialization:
 
     def lowered(self) -> Lowered:
         a = self._ensure_artifacts()
+        assert isinstance(self.program, pipeline.Program)
         return Lowered(format_function(self.program.frontend_ir, with_locs=True),
                        format_function(a.ir_optimized), a.llvm, a.llvm_optimized, a.asm)
 
@@ -180,18 +183,19 @@ class Kernel:
                  parallel: bool = False, cache: bool = True, name: str | None = None,
                  tracer: Callable[[tuple, dict], pipeline.Program] | None = None) -> None:
         if isinstance(fn, Kernel):            # jit(vmap(f)), jit(jit(f)): keep what it stages
-            tracer = tracer or fn._tracer
-            name = name or fn.__name__
-            fn = fn.fn
+            inner: Kernel = fn
+            tracer = tracer or inner._tracer
+            name = name or inner.__name__
+            fn = inner.fn
         if not callable(fn):
             raise TypeError(f"jit expects a function, got {type(fn).__name__}")
-        self.fn = fn
-        self._tracer = tracer
+        self.fn: Callable[..., Any] = fn
+        self._tracer: Callable[[tuple, dict], pipeline.Program] | None = tracer
         self.fastmath = fastmath
         self.parallel = parallel
         self.cache = cache
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-        self.__name__ = name or getattr(fn, "__name__", "kernel")
+        self.__name__: str = name or str(getattr(fn, "__name__", "kernel"))
         self.__doc__ = getattr(fn, "__doc__", None)
         self.__wrapped__ = fn
         self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
@@ -242,7 +246,8 @@ class Kernel:
         """Arguments as passed (positional stay positional: vmap's in_dims apply to them;
         keywords stay keywords), arrays replaced by their types, in flattening order."""
         self._bind(args, kwargs)                 # a clear TypeError for a wrong call
-        abstract_args, dynamic = [], []
+        abstract_args: list[Any] = []
+        dynamic: list[Any] = []
         for i, value in enumerate(args):
             abstract_args.append(value if i in self.static_argnums else _abstract_leafwise(value, dynamic))
         abstract_kwargs = {k: _abstract_leafwise(kwargs[k], dynamic) for k in sorted(kwargs)}
@@ -330,7 +335,7 @@ def _signature_of(fn: Callable[..., Any]) -> inspect.Signature:
 def _abstract_leafwise(value: Any, dynamic: list[Any]) -> Any:
     """Replace array leaves by their types (collecting the arrays in `dynamic`)."""
     leaves, tree = pytrees.flatten(value)
-    out = []
+    out: list[Any] = []
     for leaf in leaves:
         kind = _leaf_kind(leaf)
         if kind == "array":
@@ -375,11 +380,11 @@ def jit(fn: Callable[..., Any] | None = None, *, signature: str | None = None,
         static_argnums: int | Sequence[int] = (), fastmath: bool = False, parallel: bool = False,
         cache: bool = True, name: str | None = None) -> Any:
     """Compile `fn` to a native kernel (lazily per signature, or now with `signature=`)."""
-    options = dict(signature=signature, static_argnums=static_argnums, fastmath=fastmath,
-                   parallel=parallel, cache=cache, name=name)
+    options: dict[str, Any] = dict(signature=signature, static_argnums=static_argnums,
+                                   fastmath=fastmath, parallel=parallel, cache=cache, name=name)
     if fn is None:
         return functools.partial(jit, **options)
-    return Kernel(fn, **options)  # type: ignore[arg-type]
+    return Kernel(fn, **options)
 
 
 def as_kernel(func: Any) -> Kernel:
