@@ -24,6 +24,7 @@ compared leaf by leaf (dict keys sorted).
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -47,7 +48,8 @@ def leaves(out: Any) -> list[np.ndarray]:
 
 def evaluate(f: Callable[..., Any], *args: Any) -> list[np.ndarray]:
     """The output leaves of ``f(*args)`` (arguments copied, floating-point warnings off)."""
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # e.g. var with ddof >= the count
         return leaves(f(*copy.deepcopy(args)))
 
 
@@ -78,17 +80,17 @@ def second_directional_derivative(s: Callable[..., Any], xs: Sequence[Any], v: S
     total = 0.0
     for a, ca in STENCIL:
         for b, cb in STENCIL:
-            with np.errstate(all="ignore"):
-                total += ca * cb * float(s(*copy.deepcopy(moved(xs, (a * h, v), (b * h, w)))))
+            total += ca * cb * float(evaluate(s, *moved(xs, (a * h, v), (b * h, w)))[0])
     return total / (DENOMINATOR * h) ** 2
 
 
 def stable(estimate: Callable[[float], list[np.ndarray] | None], h: float, rtol: float,
-           noise: Callable[[float], float]) -> tuple[list[np.ndarray], float] | None:
+           noise: Callable[[float], float], halvings: int = 6) -> tuple[list[np.ndarray], float] | None:
     """A finite-difference estimate that does not change when the step is halved.
 
     Near a kink or a jump (mod, clip, a domain boundary) the difference quotient over
-    the step is not the derivative at the point; then the step is halved (down to h/64).
+    the step is not the derivative at the point; then the step is halved (at most
+    `halvings` times).
     `estimate(h)` returns the estimate (or None when it is not finite); `noise(h)` is
     the rounding error expected at step h. Returns the estimate and its step, or None
     when no step gives a stable, finite estimate: the function is not smooth at the
@@ -97,7 +99,7 @@ def stable(estimate: Callable[[float], list[np.ndarray] | None], h: float, rtol:
         return e if e is not None and all(np.all(np.isfinite(d)) for d in e) else None
 
     prev = finite(estimate(h))
-    for k in range(1, 7):
+    for k in range(1, halvings + 1):
         hk = h / 2 ** k
         cur = finite(estimate(hk))
         if prev is not None and cur is not None and all(

@@ -49,9 +49,7 @@ import numpy as np
 import pytest
 
 from compiler import vmap
-from compiler.frontend.pytrees import unflatten
-from compiler.ir.interpret import interpret
-from compiler.ir.verify import verify
+from tests.ops import internal
 from tests.ops.compare import assert_same
 from tests.ops.opinfo import OPS, OpInfo, SampleInput
 
@@ -210,16 +208,6 @@ def _bind_kwargs(fn: Callable[..., Any], kwargs: dict) -> Callable[..., Any]:
     return call
 
 
-def run_ir(kernel: Any, args: tuple) -> Any:
-    """Stage `kernel` (a vmap Kernel) for `args`, verify the batched IR, run it in the
-    reference interpreter (no native compilation)."""
-    _, a_args, a_kwargs, dynamic = kernel._abstract(args, {})
-    program = kernel.trace(a_args, a_kwargs)
-    verify(program.function)
-    outs = interpret(program.function, *dynamic)
-    return unflatten(program.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
-
-
 def _salt(op: OpInfo, dtype: np.dtype, index: int) -> int:
     return zlib.crc32(f"{op.name}/{dtype.name}/{index}".encode()) % 10007
 
@@ -278,7 +266,7 @@ def _check_combo(op: OpInfo, dtype: np.dtype, index: int, sample: SampleInput, d
     per_example = [numpy_call(op.ref, ex, sample.kwargs) for ex in examples]
     fn = _bind_kwargs(op.fn, sample.kwargs)
     kernel = vmap(fn, in_dims=in_dims_tree(sample.args, dims), out_dims=out_dims)
-    got = kernel(*batched) if native else run_ir(kernel, batched)
+    got = kernel(*batched) if native else internal.stage_batched(kernel, batched)
     expected = stack_results(per_example, axis=out_dims)
     assert_same(got, expected, op.tol,
                 what=f"{op.name} in_dims={in_dims_tree(sample.args, dims)} out_dims={out_dims}: ")
@@ -354,7 +342,7 @@ def _nested_check(op: OpInfo, dtype: np.dtype, index: int, sample: SampleInput, 
                                              for j in range(n_in)]) for i in range(n_out)])
     fn = _bind_kwargs(op.fn, sample.kwargs)
     kernel = vmap(vmap(fn, in_dims=in_dims_tree(args, inner)), in_dims=in_dims_tree(args, outer))
-    got = kernel(*batched) if native else run_ir(kernel, batched)
+    got = kernel(*batched) if native else internal.stage_batched(kernel, batched)
     assert_same(got, expected, op.tol, what=f"{op.name} inner in_dims={in_dims_tree(args, inner)} "
                                             f"outer in_dims={in_dims_tree(args, outer)}: ")
 
