@@ -6,11 +6,16 @@ Test generators read the registry (PyTorch's OpInfo, functorch's exhaustive
 vmap tests and JAX's ``check_grads`` are the models):
 
 * ``tests/ops/test_forward.py``: compiled == NumPy, interpreter == NumPy, and
-  every primitive of ``compiler.primitives.REGISTRY`` is reached by some sample;
-* the vmap / jvp / vjp generators use ``supports_vmap``, ``supports_jvp``,
-  ``supports_vjp`` and ``supports_grad2`` (default: True for differentiable ops
-  on float dtypes);
-* the error tests use ``error_inputs`` (arguments, exception class, message regex).
+  every primitive the compiler defines is reached by some sample;
+* ``tests/ops/test_vmap.py`` (every in_dims combination against a Python loop)
+  and ``tests/ops/test_grad.py`` (jvp and vjp against finite differences, second
+  derivatives) use ``supports_vmap``, ``supports_jvp``, ``supports_vjp`` and
+  ``supports_grad2`` (default: True for differentiable ops on float dtypes);
+* the error tests use ``error_inputs`` (arguments, exception class, message regex);
+* ``tests/ops/test_primitives.py`` uses ``prim_samples``: :class:`PrimSample`\ s
+  that apply a primitive the op lowers to directly, as IR (native backend ==
+  interpreter, vmap of every in_dims combination, jvp/vjp at the IR level), for
+  each dtype of ``prim_dtypes``; every primitive must have one.
 
 A sample is a :class:`SampleInput` (positional ``args``, ``kwargs``, a short
 description). Arrays (including NumPy scalars) are dynamic kernel inputs,
@@ -74,7 +79,30 @@ class ErrorInput:
     fn: Callable[..., Any] | None = None
 
 
+@dataclass
+class PrimSample:
+    """One primitive applied once, below the NumPy surface: the IR ``prim(*args, **params)``.
+
+    For semantics NumPy cannot spell (out-of-bounds indices, which the indexing primitives
+    clamp; any ``dot_general`` dimension numbers; every ``convert`` dtype pair), and to test
+    the backend and the IR-level transforms of one primitive in isolation. Their oracle is
+    the reference interpreter, which runs the primitive's NumPy reference."""
+
+    prim: str
+    args: tuple
+    params: dict = field(default_factory=dict)
+    desc: str = ""
+    #: the jvp/vjp tests use the sample; False where the point is not differentiable (a zero
+    #: of sqrt's domain, a jump of mod) or where the documented vjp convention is not the
+    #: transpose of the jvp (colliding scatter-set indices each receive the cotangent)
+    grad: bool = True
+
+    def __repr__(self) -> str:
+        return f"PrimSample({self.desc})"
+
+
 SampleFn = Callable[[np.dtype, np.random.Generator], Iterable[SampleInput]]
+PrimSampleFn = Callable[[np.dtype, np.random.Generator], Iterable[PrimSample]]
 
 
 @dataclass
@@ -105,10 +133,15 @@ class OpInfo:
     #: keep every `thin`-th random sample (edge samples are always kept): for alternative
     #: spellings of an op that another OpInfo already samples in full
     thin: int = 1
+    #: primitive-level samples (tests/ops/test_primitives.py): a primitive this op lowers to,
+    #: applied directly, for each dtype of `prim_dtypes`
+    prim_samples: PrimSampleFn | None = None
+    prim_dtypes: tuple[np.dtype, ...] = FLOATS
     notes: str = ""
 
     def __post_init__(self) -> None:
         self.dtypes = tuple(np.dtype(d) for d in self.dtypes)
+        self.prim_dtypes = tuple(np.dtype(d) for d in self.prim_dtypes)
         for flag in ("supports_jvp", "supports_vjp", "supports_grad2"):
             if getattr(self, flag) is None:
                 setattr(self, flag, self.differentiable)
@@ -152,6 +185,18 @@ class OpInfo:
 
     def errors(self) -> list[ErrorInput]:
         return list(self.error_inputs()) if self.error_inputs else []
+
+    def prims(self, dtype: Any) -> list[PrimSample]:
+        """The primitive-level samples for `dtype`, deterministic (seeded by op name and dtype)."""
+        if self.prim_samples is None:
+            return []
+        dtype = np.dtype(dtype)
+        rng = np.random.default_rng(zlib.crc32(f"prim/{self.name}/{dtype.name}".encode()))
+        out = list(self.prim_samples(dtype, rng))
+        for i, s in enumerate(out):
+            params = ",".join(f"{k}={describe([v])}" for k, v in s.params.items())
+            s.desc = f"{i}:{s.prim}({describe(s.args)}{';' + params if params else ''}){' ' + s.desc if s.desc else ''}"
+        return out
 
 
 def describe(args: Iterable[Any]) -> str:
@@ -1105,3 +1150,218 @@ by_name("index.array_const").error_inputs = lambda: [
     ErrorInput(SampleInput((_f((4,)),)), errors.DynamicShapeError, r".", fn=lambda x: np.nonzero(x)),
     ErrorInput(SampleInput((_f((4,)),)), errors.DynamicShapeError, r".", fn=lambda x: np.unique(x))]
 by_name("index.2d").error_inputs = lambda: [error((_f((3, 2)),), errors.CompileError, r"(?i)index|bounds|range")]
+
+
+# ---- primitive-level samples (tests/ops/test_primitives.py) --------------------------------------------
+#
+# Each is attached to an OpInfo whose samples lower to that primitive (a test checks it). The
+# arrays are small; every sample runs natively and interpreted, under vmap with every in_dims
+# combination, and (where `grad`) under jvp and vjp.
+
+
+def prims(op_name: str, fn: PrimSampleFn, dtypes: tuple = FLOATS) -> None:
+    info = by_name(op_name)
+    if info.prim_samples is not None:
+        raise ValueError(f"primitive samples of {op_name!r} declared twice")
+    info.prim_samples, info.prim_dtypes = fn, tuple(np.dtype(d) for d in dtypes)
+
+
+def _i64(v: Any) -> np.ndarray:
+    return np.array(v, np.int64)
+
+
+def _prim_unary(prim: str, low: float, high: float, *, zero_is_smooth: bool = True) -> PrimSampleFn:
+    """A (7, 5) array inside the domain, and a vector with an exact zero (the backend's 0 case)."""
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+        yield PrimSample(prim, (make((7, 5), dtype, rng, low, high),))
+        z = make((6,), dtype, rng, low, high) if dtype.kind == "f" else make((6,), dtype, rng, -5, 5)
+        z[0] = 0
+        yield PrimSample(prim, (z,), desc="with a zero", grad=zero_is_smooth)
+    return gen
+
+
+for _name, _lo, _hi, _smooth0 in [
+        ("neg", -3, 3, True), ("abs", -3, 3, False), ("sign", -3, 3, False), ("exp", -3, 3, True),
+        ("exp2", -3, 3, True), ("expm1", -3, 3, True), ("sin", -3, 3, True), ("cos", -3, 3, True),
+        ("tan", -1.2, 1.2, True), ("tanh", -3, 3, True), ("sinh", -3, 3, True), ("cosh", -3, 3, True),
+        ("arctan", -3, 3, True), ("floor", -3, 3, False), ("ceil", -3, 3, False), ("round", -3, 3, False),
+        ("isnan", -3, 3, True), ("isinf", -3, 3, True), ("isfinite", -3, 3, True), ("cbrt", -3, 3, False),
+        ("log", 0.01, 5, False), ("log2", 0.01, 5, False), ("log10", 0.01, 5, False),
+        ("log1p", 0.01, 5, True), ("sqrt", 0.01, 5, False), ("arcsin", -0.9, 0.9, True),
+        ("arccos", -0.9, 0.9, True)]:
+    prims(_name, _prim_unary(_name, _lo, _hi, zero_is_smooth=_smooth0))
+prims("invert", lambda dt, rng: [PrimSample("not", (make((7, 5), dt, rng, -9, 9),))], dtypes=(BOOL,) + INTS)
+
+
+def _prim_binary(prim: str, *, y_low: float = -2, y_high: float = 3, round_y: bool = False,
+                 nonzero_y: bool = False, grad: bool = True, int_y: tuple[int, int] = (-4, 4)) -> PrimSampleFn:
+    """Floats: x in (0.1, 3), y in (y_low, y_high) of shape (4, 9); integers: (33,) vectors."""
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+        if dtype.kind == "f":
+            x, y = make((4, 9), dtype, rng, 0.1, 3), make((4, 9), dtype, rng, y_low, y_high)
+            if round_y:
+                y = np.round(y)
+            if nonzero_y:       # |y| >= 0.3: a divisor away from 0
+                y = np.where(y < 0, np.minimum(y, -0.3), np.maximum(y, 0.3)).astype(dtype)
+            yield PrimSample(prim, (x, y), grad=grad)
+        else:
+            x, y = make((33,), dtype, rng, -9, 9), make((33,), dtype, rng, *int_y)
+            yield PrimSample(prim, (x, y))
+    return gen
+
+
+_INT_AND_FLOAT = FLOATS + INTS
+for _op_name, _prim in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("maximum", "max"),
+                        ("minimum", "min"), ("eq", "eq"), ("lt", "lt"), ("ne", "ne"), ("le", "le"),
+                        ("gt", "gt"), ("ge", "ge")]:
+    prims(_op_name, _prim_binary(_prim), dtypes=_INT_AND_FLOAT)
+prims("truediv", _prim_binary("div", nonzero_y=True))
+prims("arctan2", _prim_binary("arctan2"))
+prims("hypot", _prim_binary("hypot"))
+prims("pow", _prim_binary("pow", round_y=True, int_y=(0, 4)), dtypes=_INT_AND_FLOAT)
+for _bitwise in ("and", "or", "xor"):
+    prims(f"{_bitwise}_op", _prim_binary(_bitwise, int_y=(-9, 9)), dtypes=(BOOL,) + INTS)
+
+
+def _prim_divmod(prim: str) -> PrimSampleFn:
+    """Random operands (mod jumps: not a differentiable point), a pair of operands where mod is
+    smooth, and the division edges: by zero, int64 min // -1, signed zeros, infinities, nan."""
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+        yield from _prim_binary(prim, grad=False)(dtype, rng)
+        if dtype.kind == "f":
+            yield PrimSample(prim, (make((4,), dtype, rng, 0.3, 2.0), make((4,), dtype, rng, 2.5, 3.0)),
+                             desc="no wrap-around")
+        if dtype == F64:
+            yield PrimSample(prim, (np.array([5.0, -5.0, 5.0, -0.0, 1.0, INF, 3.0, NAN]),
+                                    np.array([-3.0, 3.0, 0.0, 2.0, INF, 2.0, -INF, 1.0])), desc="edges", grad=False)
+        if dtype == I64:
+            yield PrimSample(prim, (np.array([7, -7, 0, np.iinfo(np.int64).min, 5], np.int64),
+                                    np.array([0, 2, 0, -1, -2], np.int64)), desc="division by zero, min // -1")
+    return gen
+
+
+prims("floordiv", _prim_divmod("floordiv"), dtypes=_INT_AND_FLOAT)
+prims("mod", _prim_divmod("mod"), dtypes=_INT_AND_FLOAT)
+
+
+def _prim_convert(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    for target in ALL_DTYPES:
+        yield PrimSample("convert", (make((10,), dtype, rng, -50, 50),), {"dtype": target})
+
+
+prims("astype", _prim_convert, dtypes=ALL_DTYPES)
+prims("where", lambda dt, rng: [
+    PrimSample("select", (make((6, 3), BOOL, rng), make((6, 3), dt, rng), make((6, 3), dt, rng))),
+    PrimSample("select", (make((4,), BOOL, rng), make((4,), dt, rng), make((4,), dt, rng)))])
+
+# ---- reductions and scans
+
+_REDUCE_AXES = [(0,), (1,), (0, 1), (0, 2), ()]
+
+
+def _prim_reduce(prim: str) -> PrimSampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+        for axes in _REDUCE_AXES:
+            yield PrimSample(prim, (make((3, 4, 5), dtype, rng, 0.5, 1.5),), {"axes": axes})
+    return gen
+
+
+for _op_name, _prim in [("sum", "reduce_sum"), ("prod", "reduce_prod"), ("max", "reduce_max"),
+                        ("min", "reduce_min")]:
+    prims(_op_name, _prim_reduce(_prim))
+prims("all", lambda dt, rng: [PrimSample("reduce_and", (make((4, 5), BOOL, rng),), {"axes": (1,)})], dtypes=(BOOL,))
+prims("any", lambda dt, rng: [PrimSample("reduce_or", (make((4, 5), BOOL, rng),), {"axes": (1,)})], dtypes=(BOOL,))
+
+
+def _prim_arg_reduce(prim: str) -> PrimSampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+        for axis in (0, 1):
+            x = make((6, 7), dtype, rng, -3, 3)
+            if dtype.kind == "f":
+                x[2, 3] = NAN
+            yield PrimSample(prim, (x,), {"axis": axis}, desc="with a nan" if dtype.kind == "f" else "")
+    return gen
+
+
+prims("argmax", _prim_arg_reduce("argmax"), dtypes=(F64, I32))
+prims("argmin", _prim_arg_reduce("argmin"), dtypes=(F64, I32))
+
+
+def _prim_scan(prim: str) -> PrimSampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+        for axis in (0, 1):
+            yield PrimSample(prim, (make((5, 6), dtype, rng, 0.5, 1.5),), {"axis": axis})
+    return gen
+
+
+prims("cumsum", _prim_scan("cumsum"))
+prims("cumprod", _prim_scan("cumprod"))
+
+# ---- dot_general: any dimension numbers
+
+_DOT_CASES = [((((1,), (0,)), ((), ())), ((4, 5), (5, 3))), ((((1,), (0,)), ((), ())), ((4, 5), (5,))),
+              ((((0,), (0,)), ((), ())), ((5,), (5,))), ((((2,), (1,)), ((0,), (0,))), ((2, 4, 5), (2, 5, 3))),
+              ((((2,), (1,)), ((0,), (0,))), ((2, 3, 4), (2, 4))), ((((), ()), ((), ())), ((3,), (4,))),
+              ((((0,), (1,)), ((), ())), ((4, 3), (2, 4)))]
+
+prims("matmul", lambda dt, rng: [
+    PrimSample("dot_general", (make(sa, dt, rng, -2, 2), make(sb, dt, rng, -2, 2)), {"dimension_numbers": dn})
+    for dn, (sa, sb) in _DOT_CASES], dtypes=FLOATS + (I64,))
+
+# ---- shape primitives
+
+prims("broadcast_to", lambda dt, rng: [
+    PrimSample("broadcast_in_dim", (make((3, 1), dt, rng),), {"shape": (2, 3, 4), "broadcast_dimensions": (1, 2)})])
+prims("reshape", lambda dt, rng: [PrimSample("reshape", (make((3, 4), dt, rng),), {"new_sizes": (2, 6)})])
+prims("transpose", lambda dt, rng: [
+    PrimSample("transpose", (make((2, 3, 4), dt, rng),), {"permutation": (2, 0, 1)})])
+prims("slice.step", lambda dt, rng: [
+    PrimSample("slice", (make((3, 4), dt, rng),), {"start_indices": (1, 0), "limit_indices": (3, 4), "strides": (1, 2)}),
+    PrimSample("slice", (make((5, 4), dt, rng),), {"start_indices": (1, 0), "limit_indices": (5, 4), "strides": (2, 3)})])
+prims("flip", lambda dt, rng: [PrimSample("rev", (make((3, 4), dt, rng),), {"dimensions": (1,)})])
+prims("diagonal", lambda dt, rng: [
+    PrimSample("diagonal", (make((4, 5), dt, rng),), {"axis1": 0, "axis2": 1}),
+    PrimSample("diagonal", (make((3, 3), dt, rng),), {"axis1": 0, "axis2": 1}),
+    PrimSample("diagonal", (make((2, 3, 4), dt, rng),), {"axis1": 2, "axis2": 0})])
+prims("pad", lambda dt, rng: [
+    PrimSample("pad", (make((3, 4), dt, rng), np.array(7, dt)), {"low": (1, 0), "high": (0, 2)}),
+    PrimSample("pad", (make((2, 3), dt, rng), make((), dt, rng)), {"low": (1, 0), "high": (0, 2)})])
+prims("concatenate", lambda dt, rng: [
+    PrimSample("concatenate", (make((3, 4), dt, rng), make((2, 4), dt, rng), make((1, 4), dt, rng)), {"dimension": 0}),
+    PrimSample("concatenate", (make((2, 3), dt, rng), make((2, 1), dt, rng)), {"dimension": 1})])
+prims("eye", lambda dt, rng: [
+    PrimSample("iota", (), {"dtype": dt, "shape": (3, 4), "dimension": 1})], dtypes=(I32, F64))
+prims("full", lambda dt, rng: [
+    PrimSample("constant", (), {"value": np.arange(6, dtype=dt).reshape(2, 3)})], dtypes=(F64, I64))
+
+# ---- indexing primitives (indices are clamped: out-of-bounds ones included)
+
+prims("index.take", lambda dt, rng: [
+    PrimSample("take", (make((5, 3), dt, rng), _i64([0, -1, 2, 9, -9])), {"axis": 0}, desc="out of bounds"),
+    PrimSample("take", (make((5, 4), dt, rng), np.array([[1, 2], [3, 0]], np.int32)), {"axis": 1}),
+    PrimSample("take", (make((2, 5, 3), dt, rng), _i64([[1, 4], [0, -2]])), {"axis": 1}),
+    PrimSample("take", (make((5, 3), dt, rng), _i64([0, -1, 2, 2])), {"axis": 0}),
+    # the vmap rule of take with batched indices reads a dimension's size with size_of
+    PrimSample("size_of", (), {"dim": 7, "dtype": I64 if dt == F64 else I32})])
+prims("index.dynamic_slice", lambda dt, rng: [
+    PrimSample("dynamic_slice", (make((5, 4), dt, rng), _i64(3), _i64(1)), {"sizes": (2, 2)}),
+    PrimSample("dynamic_slice", (make((5, 4), dt, rng), _i64(2), _i64(-1)), {"sizes": (2, 3)}, desc="clamped"),
+    PrimSample("dynamic_slice", (make((5, 4), dt, rng), _i64(2), _i64(1)), {"sizes": (2, 3)})])
+prims("update.dynamic_set", lambda dt, rng: [
+    PrimSample("dynamic_update_slice", (make((5, 4), dt, rng), make((2, 2), dt, rng), _i64(4), _i64(-1)),
+               desc="clamped"),
+    PrimSample("dynamic_update_slice", (make((5, 4), dt, rng), make((2, 3), dt, rng), _i64(1), _i64(0)))])
+prims("update.step_set", lambda dt, rng: [
+    PrimSample("update_slice", (make((5, 4), dt, rng), make((2, 2), dt, rng)),
+               {"start_indices": (1, 0), "limit_indices": (5, 4), "strides": (2, 3)}),
+    PrimSample("update_slice", (make((5, 4), dt, rng), make((2, 2), dt, rng)),
+               {"start_indices": (0, 1), "limit_indices": (4, 4), "strides": (2, 2)})])
+prims("update.fancy_set", lambda dt, rng: [
+    PrimSample("scatter", (make((5, 4), dt, rng), _i64([1, 3, 1]), make((3, 4), dt, rng)), {"axis": 0, "mode": "set"},
+               desc="colliding indices", grad=False),
+    PrimSample("scatter", (make((5, 3), dt, rng), _i64([1, 3]), make((2, 3), dt, rng)), {"axis": 0, "mode": "set"}),
+    PrimSample("scatter", (make((4, 5), dt, rng), _i64([0, 4]), make((4, 2), dt, rng)), {"axis": 1, "mode": "set"})])
+prims("update.fancy_add", lambda dt, rng: [
+    PrimSample("scatter", (make((5, 4), dt, rng), _i64([1, 3, 1]), make((3, 4), dt, rng)), {"axis": 0, "mode": "add"},
+               desc="colliding indices"),
+    PrimSample("scatter", (make((5, 3), dt, rng), _i64([1, 3, 1]), make((3, 3), dt, rng)), {"axis": 0, "mode": "add"})])

@@ -15,7 +15,7 @@ estimate is stable):
   (a) ``jvp(f, primals, tangents)`` against the directional finite difference along
       the tangent, computed in float64 (float32 inputs are widened exactly: the
       derivative of the float32 function at that point), rtol 1e-5 in float64 and
-      ``F32_RTOL`` in float32; the primal output equals NumPy within the op's
+      ``F32_GRAD_RTOL`` in float32; the primal output equals NumPy within the op's
       forward tolerance; integer and bool outputs have exactly zero tangents;
   (b) the dot-product test ``<u, jvp(v)> == <vjp(u), v>`` with a random output
       cotangent u (rtol 1e-9 in float64, 1e-5 in float32); the cotangents of
@@ -50,15 +50,13 @@ import pytest
 
 from compiler import grad, jvp, vjp
 from tests import fd
-from tests.ops.compare import assert_array_same
+from tests.ops.compare import F32_GRAD_RTOL, assert_array_same
 from tests.ops.opinfo import OPS, OpInfo, SampleInput
 
 F64, F32 = np.dtype(np.float64), np.dtype(np.float32)
 N_SAMPLES = 4
 N_SAMPLES_ALIAS = 2      # OpInfos that are another spelling of a sampled op (thin > 1)
 N_SAMPLES_F32 = 1
-#: float32 derivatives vs the float64 finite differences at the same point
-F32_RTOL = 2e-4
 
 
 # ---- sample preparation ------------------------------------------------------------------------------
@@ -238,7 +236,7 @@ def test_jvp_and_vjp(op: OpInfo, sample: SampleInput, dtype: np.dtype) -> None:
                 assert np.all(t == 0), "an integer/bool output must have a zero tangent"
                 continue
             assert t.dtype == e.dtype, f"tangent dtype {t.dtype}, primal {e.dtype}"
-            rtol = F32_RTOL if dtype == F32 else 1e-4 if single else 1e-5
+            rtol = F32_GRAD_RTOL if dtype == F32 else 1e-4 if single else 1e-5
             scale = max(1.0, float(np.max(np.abs(d))) if d.size else 0.0)
             np.testing.assert_allclose(t, d, rtol=rtol, atol=(rtol if single else 1e-6) * scale,
                                        err_msg="(a) jvp vs central finite differences")
@@ -266,7 +264,7 @@ def test_jvp_and_vjp(op: OpInfo, sample: SampleInput, dtype: np.dtype) -> None:
     if op.supports_jvp:
         rtol, atol = (1e-5, 1e-6) if single else (1e-9, 1e-12)
     else:
-        rtol, atol = (F32_RTOL, F32_RTOL) if single else (1e-5, 1e-7)
+        rtol, atol = (F32_GRAD_RTOL, F32_GRAD_RTOL) if single else (1e-5, 1e-7)
     np.testing.assert_allclose(lhs, rhs, rtol=rtol, atol=atol * (1 + scale),
                                err_msg="(b) <u, jvp(v)> != <vjp(u), v>" if op.supports_jvp else
                                "<u, finite differences(v)> != <vjp(u), v>")
