@@ -12,7 +12,7 @@ vmap tests and JAX's ``check_grads`` are the models):
   derivatives) use ``supports_vmap``, ``supports_jvp``, ``supports_vjp`` and
   ``supports_grad2`` (default: True for differentiable ops on float dtypes);
 * the error tests use ``error_inputs`` (arguments, exception class, message regex);
-* ``tests/ops/test_primitives.py`` uses ``prim_samples``: :class:`PrimSample`\ s
+* ``tests/ops/test_primitives.py`` uses ``prim_samples``: :class:`PrimSample` records
   that apply a primitive the op lowers to directly, as IR (native backend ==
   interpreter, vmap of every in_dims combination, jvp/vjp at the IR level), for
   each dtype of ``prim_dtypes``; every primitive must have one.

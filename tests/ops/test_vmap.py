@@ -6,7 +6,8 @@ The oracle is always that Python loop over the *uncompiled* NumPy function
 (``op.ref``), never the compiler.
 
 For every OpInfo with ``supports_vmap``, every sample of float64 (plus int64
-or int32, and bool, where the op has them) with at least one array argument:
+or int32, and bool, where the op has them) with at least one array argument,
+and the first ``N_FLOAT32`` (= 2) such samples of float32:
 
 * ``test_vmap_ir_every_in_dims``: for EVERY combination of in_dims in
   {0, 1, -1, None} per array leaf (1 only where the batched rank allows it; the
@@ -19,8 +20,8 @@ or int32, and bool, where the op has them) with at least one array argument:
   compiled to native code, for a deterministic subset of the combinations
   (one per float64 sample: all-0 for every third, else a combination rotating
   with the sample, so that across the samples of an op every kind of
-  combination runs natively; one for every third int/bool sample). Each kernel
-  compiles once.
+  combination runs natively; one for every third int/bool/float32 sample and
+  the first float32 one). Each kernel compiles once.
 * ``test_vmap_nested``: ``vmap(vmap(fn, inner), outer)`` against a double
   loop, for two in_dims combinations per float64 sample (interpreter), and the
   mixed one natively for every eighth sample.
@@ -53,15 +54,18 @@ from tests.ops import internal
 from tests.ops.compare import assert_same
 from tests.ops.opinfo import OPS, OpInfo, SampleInput
 
-F64, I64, I32, BOOL = (np.dtype(t) for t in (np.float64, np.int64, np.int32, np.bool_))
+F64, F32, I64, I32, BOOL = (np.dtype(t) for t in (np.float64, np.float32, np.int64, np.int32, np.bool_))
+#: float32 samples per op (the first ones with an array argument)
+N_FLOAT32 = 2
 
 
 def vmap_dtypes(op: OpInfo) -> list[np.dtype]:
-    """float64, one integer dtype (int64, else int32) and bool, where the op has them."""
+    """float64, one integer dtype (int64, else int32) and bool, where the op has them, then float32."""
     out = [d for d in (F64,) if d in op.dtypes]
     out += [I64] if I64 in op.dtypes else ([I32] if I32 in op.dtypes else [])
     out += [BOOL] if BOOL in op.dtypes else []
-    return out or [op.dtypes[0]]
+    out = out or [op.dtypes[0]]
+    return out + ([F32] if F32 in op.dtypes and F32 not in out else [])
 
 
 # ---- array leaves of a sample ---------------------------------------------------------------------
@@ -228,9 +232,10 @@ def _cases() -> tuple[list, list, list, list, list, list]:
         if not op.supports_vmap:
             continue
         for dtype in vmap_dtypes(op):
-            for i, s in enumerate(op.samples(dtype)):
-                if not array_slots(s.args):
-                    continue
+            with_arrays = [(i, s) for i, s in enumerate(op.samples(dtype)) if array_slots(s.args)]
+            if dtype == F32:
+                with_arrays = with_arrays[:N_FLOAT32]
+            for k, (i, s) in enumerate(with_arrays):
                 base = f"{op.name}-{dtype.name}-{i}-{s.desc}"
                 if dtype == F64 or len(array_slots(s.args)) <= 2:
                     every.append(pytest.param(op, dtype, i, s, id=base))
@@ -239,7 +244,7 @@ def _cases() -> tuple[list, list, list, list, list, list]:
                 rot = combos[(_salt(op, dtype, i) + i) % len(combos)]
                 if dtype == F64:
                     picks = [zero if i % 3 == 0 else rot]
-                elif i % 3 == 0:
+                elif i % 3 == 0 or (dtype == F32 and k == 0):
                     picks = [rot]
                 else:
                     picks = []
