@@ -85,12 +85,12 @@ def second_directional_derivative(s: Callable[..., Any], xs: Sequence[Any], v: S
 
 
 def stable(estimate: Callable[[float], list[np.ndarray] | None], h: float, rtol: float,
-           noise: Callable[[float], float], halvings: int = 6) -> tuple[list[np.ndarray], float] | None:
+           noise: Callable[[float], float], halvings: int = 10) -> tuple[list[np.ndarray], float] | None:
     """A finite-difference estimate that does not change when the step is halved.
 
     Near a kink or a jump (mod, clip, a domain boundary) the difference quotient over
     the step is not the derivative at the point; then the step is halved (at most
-    `halvings` times).
+    `halvings` times: piecewise linear functions such as mod may jump close by).
     `estimate(h)` returns the estimate (or None when it is not finite); `noise(h)` is
     the rounding error expected at step h. Returns the estimate and its step, or None
     when no step gives a stable, finite estimate: the function is not smooth at the

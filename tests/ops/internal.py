@@ -5,13 +5,14 @@ The op tests (tests/ops/test_*.py) call the public API (``compiler.jit``,
 API they need a few internal hooks, all listed here so that a renamed module or
 function is updated once:
 
-* the primitive table (``primitive_names``, ``differentiable``);
+* the primitive table (``primitive_names``, ``differentiable``, ``elementwise``);
 * staging without native compilation (``stage``, ``stage_batched``) and the
   reference interpreter (``interpret``) with the IR verifier (``verify``);
 * one-op IR functions (``one_op_function``), compiled natively without the
   API layer (``compile_function``), and the IR-level transforms
   (``vmap_function``, ``jvp_function``, ``vjp_function``);
-* ``primitives_in``: the primitive names occurring in an IR function.
+* ``primitives_in``: the primitive names occurring in an IR function, and
+  ``ir_text``: its printed form without locations.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from compiler.frontend.pytrees import unflatten as _unflatten
 from compiler.ir.builder import Builder as _Builder, new_block as _new_block
 from compiler.ir.core import Function, SourceLoc as _SourceLoc
 from compiler.ir.interpret import interpret as _interpret
+from compiler.ir.printer import format_function as _format_function
 from compiler.ir.types import TensorType as _TensorType, canonical_dtype as _canonical_dtype
 from compiler.ir.verify import verify as _verify
 from compiler.signature import parse_signature as _parse_signature
@@ -38,8 +40,8 @@ from compiler.transforms.vmap import vmap_function as _vmap_function
 from runtime.abi import parse_spec as _parse_spec
 from runtime.loader import NativeKernel as _NativeKernel
 
-__all__ = ["Function", "primitive_names", "differentiable", "stage", "stage_batched", "interpret",
-           "verify", "primitives_in", "one_op_function", "compile_function", "vmap_function",
+__all__ = ["Function", "primitive_names", "differentiable", "elementwise", "stage", "stage_batched", "interpret",
+           "verify", "ir_text", "primitives_in", "one_op_function", "compile_function", "vmap_function",
            "jvp_function", "vjp_function"]
 
 
@@ -53,6 +55,11 @@ def primitive_names() -> set[str]:
 def differentiable(name: str) -> bool:
     """Whether the primitive has derivative rules (False: integer/bool-valued ops)."""
     return bool(_prims.get(name).differentiable)
+
+
+def elementwise(name: str) -> bool:
+    """Whether the primitive is elementwise (one scalar operation per element)."""
+    return _prims.get(name).kind == "elementwise"
 
 
 # ---- staging, the interpreter, the verifier ----------------------------------------------------------
@@ -88,6 +95,11 @@ def interpret(fn: Function, *args: Any) -> list[np.ndarray]:
 
 def verify(fn: Function) -> None:
     _verify(fn)
+
+
+def ir_text(fn: Function) -> str:
+    """The printed IR of `fn`, without source locations (equal for equal programs)."""
+    return _format_function(fn)
 
 
 def primitives_in(fn: Function) -> set[str]:

@@ -5,7 +5,7 @@ The law under test is the one of the torch.func docs: for a pure function,
 The oracle is always that Python loop over the *uncompiled* NumPy function
 (``op.ref``), never the compiler.
 
-For every OpInfo with ``supports_vmap``, every sample of float64 (plus int64
+For every OpInfo with ``supports_vmap`` (but aliases, ``alias_of``), every sample of float64 (plus int64
 or int32, and bool, where the op has them) with at least one array argument,
 and the first ``N_FLOAT32`` (= 2) such samples of float32:
 
@@ -226,11 +226,13 @@ def _dims_id(args: tuple, dims: dict) -> str:
 
 # ---- the cases -------------------------------------------------------------------------------------
 
+#: aliases (OpInfo.alias_of) stage to their op's IR: that op's tests cover them
+VMAP_OPS = [op for op in OPS if op.supports_vmap and op.alias_of is None]
+
+
 def _cases() -> tuple[list, list, list, list, list, list]:
     every, native, nested_ir, nested_native, outd_ir, outd_native = [], [], [], [], [], []
-    for op in OPS:
-        if not op.supports_vmap:
-            continue
+    for op in VMAP_OPS:
         for dtype in vmap_dtypes(op):
             with_arrays = [(i, s) for i, s in enumerate(op.samples(dtype)) if array_slots(s.args)]
             if dtype == F32:
@@ -238,7 +240,7 @@ def _cases() -> tuple[list, list, list, list, list, list]:
             for k, (i, s) in enumerate(with_arrays):
                 base = f"{op.name}-{dtype.name}-{i}-{s.desc}"
                 if dtype == F64 or len(array_slots(s.args)) <= 2:
-                    every.append(pytest.param(op, dtype, i, s, id=base))
+                    every.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
                 combos = all_combos(s.args)
                 zero = {slot: 0 for slot in array_slots(s.args)}
                 rot = combos[(_salt(op, dtype, i) + i) % len(combos)]
@@ -250,14 +252,14 @@ def _cases() -> tuple[list, list, list, list, list, list]:
                     picks = []
                 for dims in picks:
                     pid = f"{base}-{_dims_id(s.args, dims)}"
-                    native.append(pytest.param(op, dtype, i, s, dims, id=pid))
+                    native.append(pytest.param(op, dtype, i, s, dims, id=pid, marks=op.marks("vmap")))
                 if dtype == F64:
-                    nested_ir.append(pytest.param(op, dtype, i, s, id=base))
+                    nested_ir.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
                     if i % 8 == 0:
-                        nested_native.append(pytest.param(op, dtype, i, s, id=base))
-                    outd_ir.append(pytest.param(op, dtype, i, s, id=base))
+                        nested_native.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
+                    outd_ir.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
                     if i % 12 == 1:
-                        outd_native.append(pytest.param(op, dtype, i, s, id=base))
+                        outd_native.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
     return every, native, nested_ir, nested_native, outd_ir, outd_native
 
 
@@ -392,7 +394,7 @@ def test_vmap_out_dims_native(op: OpInfo, dtype: np.dtype, index: int, sample: S
 
 # ---- ops without array arguments: a batched input the function ignores ------------------------------
 
-IGNORED = [pytest.param(op, s, id=f"{op.name}-{i}-{s.desc}") for op in OPS if op.supports_vmap
+IGNORED = [pytest.param(op, s, id=f"{op.name}-{i}-{s.desc}", marks=op.marks("vmap")) for op in VMAP_OPS
            for i, s in enumerate(op.samples(vmap_dtypes(op)[0])) if not array_slots(s.args)]
 
 
@@ -413,6 +415,6 @@ def test_vmap_ignored_input(op: OpInfo, sample: SampleInput) -> None:
 def test_generated_case_counts() -> None:
     """The generator covers every vmap-capable OpInfo (a guard against silently empty lists)."""
     covered = {p.values[0].name for p in EVERY} | {p.values[0].name for p in IGNORED}
-    wanted = {op.name for op in OPS if op.supports_vmap}
+    wanted = {op.name for op in VMAP_OPS}
     assert covered == wanted, f"OpInfos without a vmap test: {sorted(wanted - covered)}"
     assert len(NATIVE) > 500 and len(NESTED_IR) > 200
