@@ -711,7 +711,8 @@ _reduction("var.method", lambda x, axis, keepdims: x.var(axis, keepdims=keepdims
 _reduction("std", lambda x, axis, keepdims: np.std(x, axis=axis, keepdims=keepdims), reduce_samples(),
            dtypes=ALL_DTYPES, tol=REDUCTION.widen(10))
 _reduction("std.method", lambda x, axis, keepdims, ddof: x.std(axis=axis, keepdims=keepdims, ddof=ddof),
-           reduce_samples(extra={"ddof": 1}, nan_edge=False), dtypes=FLOATS, tol=REDUCTION.widen(10), thin=3)
+           reduce_samples(extra={"ddof": 1}, ddofs=(1, 2, 0, 1), nan_edge=False), dtypes=FLOATS,
+           tol=REDUCTION.widen(10), thin=3)     # every third sample kept: ddof 1, 1, 0, 2, ...
 _reduction("all", lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
            reduce_samples(-1, 1, empty=True), dtypes=ALL_DTYPES, differentiable=False)
 _reduction("any", lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims),
@@ -1313,9 +1314,9 @@ SETITEM_INDICES = [(0,), (-1,), (1, 2), (_s(1, 4),), (_s(None, None, 2),), (_s(N
 
 
 def _set_static_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
-    for k, spec in enumerate(SETITEM_INDICES):
-        v = 7.0 if k % 2 == 0 else np.float32(3.5)
-        yield SampleInput((make((5, 4), dtype, rng), spec, v), desc=f"{spec}={describe([v])}".replace(" ", ""))
+    for spec in SETITEM_INDICES:
+        for v in (7.0, np.float32(3.5)):
+            yield SampleInput((make((5, 4), dtype, rng), spec, v), desc=f"{spec}={describe([v])}".replace(" ", ""))
 
 
 op("update.static_set", _set_static, _set_static_samples, dtypes=(F64, I64),
