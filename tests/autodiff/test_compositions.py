@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from compiler import grad, jacfwd, jacrev, jvp, vmap
-from tests.autodiff.helpers import count_compilations, numerical_grad
+from tests import fd
+from tests.autodiff.helpers import count_compilations
 
 rng = np.random.default_rng(3)
 
@@ -35,7 +36,7 @@ def per_example_loss(w, x, y):
 def test_vmap_of_grad():
     w, x, y = rng.standard_normal(4), rng.standard_normal((6, 4)), np.sign(rng.standard_normal(6))
     got = one_kernel(lambda: vmap(grad(per_example_loss), in_dims=(None, 0, 0))(w, x, y))
-    want = np.stack([numerical_grad(per_example_loss, (w, x[i], y[i])) for i in range(6)])
+    want = np.stack([fd.jacobian(per_example_loss, (w, x[i], y[i])) for i in range(6)])
     np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
 
 
@@ -55,7 +56,7 @@ def energy(x):
 
 
 def _hess_fd(x):
-    return numerical_grad(lambda y: numerical_grad(energy, (y,), 0, h=1e-3), (x,), 0, h=1e-3)
+    return fd.jacobian(lambda y: fd.jacobian(energy, (y,), 0, h=1e-3), (x,), 0, h=1e-3)
 
 
 def test_jacfwd_of_jacrev():
@@ -79,14 +80,14 @@ def test_jacrev_of_vmap():
     got = one_kernel(lambda: jacrev(vmap(row_fn))(xs))
     assert got.shape == (3, 2, 3, 2)
     loop = lambda a: np.stack([row_fn(a[i]) for i in range(a.shape[0])])  # noqa: E731
-    np.testing.assert_allclose(got, numerical_grad(loop, (xs,)), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(got, fd.jacobian(loop, (xs,)), rtol=1e-7, atol=1e-9)
 
 
 def test_vmap_of_jacrev():
     xs = rng.standard_normal((4, 3))
     got = one_kernel(lambda: vmap(jacrev(row_fn))(xs))
     assert got.shape == (4, 3, 3)
-    want = np.stack([numerical_grad(row_fn, (xs[i],)) for i in range(4)])
+    want = np.stack([fd.jacobian(row_fn, (xs[i],)) for i in range(4)])
     np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
 
 
@@ -94,7 +95,7 @@ def test_jvp_of_vmap():
     xs, ts = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
     out, tan = one_kernel(lambda: jvp(vmap(row_fn), (xs,), (ts,)))
     np.testing.assert_allclose(out, np.stack([row_fn(r) for r in xs]), rtol=1e-13)
-    want = np.stack([numerical_grad(row_fn, (xs[i],)) @ ts[i] for i in range(4)])
+    want = np.stack([fd.jacobian(row_fn, (xs[i],)) @ ts[i] for i in range(4)])
     np.testing.assert_allclose(tan, want, rtol=1e-7, atol=1e-9)
 
 
@@ -106,7 +107,7 @@ def test_vmap_of_jvp():
     """The torch.func spelling: vmap over a function that calls jvp."""
     xs, ts = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
     got_out, got_tan = one_kernel(lambda: vmap(jvp_of_row)(xs, ts))
-    want = np.stack([numerical_grad(row_fn, (xs[i],)) @ ts[i] for i in range(5)])
+    want = np.stack([fd.jacobian(row_fn, (xs[i],)) @ ts[i] for i in range(5)])
     np.testing.assert_allclose(got_out, np.stack([row_fn(r) for r in xs]), rtol=1e-13)
     np.testing.assert_allclose(got_tan, want, rtol=1e-7, atol=1e-9)
 
@@ -117,7 +118,7 @@ def test_vmap_of_the_jvp_kernel():
     from compiler.api.autodiff import ad_kernel, kernel_for
     jvp_kernel = ad_kernel("jvp", kernel_for(row_fn), False)
     got_out, got_tan = one_kernel(lambda: vmap(jvp_kernel)((xs,), (ts,)))
-    want = np.stack([numerical_grad(row_fn, (xs[i],)) @ ts[i] for i in range(5)])
+    want = np.stack([fd.jacobian(row_fn, (xs[i],)) @ ts[i] for i in range(5)])
     np.testing.assert_allclose(got_out, np.stack([row_fn(r) for r in xs]), rtol=1e-13)
     np.testing.assert_allclose(got_tan, want, rtol=1e-7, atol=1e-9)
 
@@ -134,7 +135,7 @@ def test_grad_of_a_function_that_calls_vmap():
     xs = rng.standard_normal((5, 3))
     got = one_kernel(lambda: grad(total)(xs))
     np.testing.assert_allclose(got, xs / np.sqrt((xs * xs).sum(axis=1, keepdims=True)), rtol=1e-13)
-    np.testing.assert_allclose(got, numerical_grad(total, (xs,)), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(got, fd.jacobian(total, (xs,)), rtol=1e-7, atol=1e-9)
 
 
 def test_vmap_of_grad_of_grad():

@@ -21,7 +21,7 @@ import pytest
 
 from compiler import grad, hessian, jacfwd, jacrev, jvp, vjp
 from compiler.errors import CompileError, DataDependentControlFlowError, DataDependentOperationError
-from tests.autodiff.helpers import numerical_grad
+from tests import fd
 
 
 def line_of(fn, text: str) -> int:
@@ -68,7 +68,7 @@ def test_if_reverse_and_forward_mode_follow_the_branch_taken(sign):
         want_x, want_y = np.exp(x), -2 * y
     np.testing.assert_allclose(gx, want_x, rtol=1e-13)
     np.testing.assert_allclose(gy, want_y, rtol=1e-13)
-    np.testing.assert_allclose(gx, numerical_grad(branchy_scalar, (x, y), 0), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(gx, fd.jacobian(branchy_scalar, (x, y), 0), rtol=1e-7, atol=1e-9)
     tx, ty = r.standard_normal(3), r.standard_normal(3)
     out, t = jvp(branchy, (x, y), (tx, ty))
     np.testing.assert_allclose(out, branchy(x, y), rtol=1e-13)
@@ -86,7 +86,7 @@ def ifexp_and_or(x):
 def test_conditional_expression_and_boolean_operators(scale):
     x = scale * np.array([0.5, 1.0, 1.5])
     g = grad(ifexp_and_or)(x)
-    np.testing.assert_allclose(g, numerical_grad(ifexp_and_or, (x,)), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(g, fd.jacobian(ifexp_and_or, (x,)), rtol=1e-7, atol=1e-9)
 
 
 def test_second_order_through_if():
@@ -114,8 +114,8 @@ def test_jvp_through_data_dependent_while():
     np.testing.assert_allclose(out, np.cbrt(a), rtol=1e-14)
     # the iterate's own derivative converges to the implicit-function derivative 1 / (3 x^2)
     np.testing.assert_allclose(tan, t / (3 * np.cbrt(a) ** 2), rtol=1e-10)
-    fd = numerical_grad(newton_cbrt, (a,), h=1e-6) @ t
-    np.testing.assert_allclose(tan, fd, rtol=1e-6)
+    along_t, = fd.directional_derivative(newton_cbrt, [a], [t], h=1e-6)
+    np.testing.assert_allclose(tan, along_t, rtol=1e-6)
 
 
 def test_jacfwd_through_data_dependent_while():
@@ -157,7 +157,7 @@ def test_while_on_a_non_differentiated_value_is_not_the_rejected_case():
     x = np.array([0.3, 0.7])
     n = np.int64(3)
     out, t = jvp(counted_loop, (x, n), (np.ones(2), np.zeros((), np.int64)))
-    want = numerical_grad(lambda v: counted_loop(v, 3), (x,)) @ np.ones(2)
+    want = fd.jacobian(lambda v: counted_loop(v, 3), (x,)) @ np.ones(2)
     np.testing.assert_allclose(t, want, rtol=1e-7)
     with pytest.raises(DataDependentControlFlowError) as info:
         grad(counted_loop)(x, n)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from compiler import grad, hessian, jacfwd, jacrev, jvp, vmap
-from tests.autodiff.helpers import numerical_grad
+from tests import fd
 
 
 def logistic(w, x, y):
@@ -46,7 +46,7 @@ def test_float32_gradient_within_float32_tolerance(name):
     g64t = (g64,) if isinstance(argnums, int) else g64
     for k, a, b in zip(nums, g32t, g64t):
         assert a.dtype == np.float32, f"the gradient of a float32 input must be float32, got {a.dtype}"
-        np.testing.assert_allclose(b, numerical_grad(f, args64, k), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(b, fd.jacobian(f, args64, k), rtol=1e-6, atol=1e-8)
         scale = float(np.max(np.abs(b)))
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * scale)
 
@@ -57,7 +57,7 @@ def test_float32_jacobians_and_hessian():
     jr, jf = jacrev(f)(x), jacfwd(f)(x)
     j64 = jacrev(f)(x.astype(np.float64))
     assert jr.dtype == np.float32 and jf.dtype == np.float32
-    np.testing.assert_allclose(j64, numerical_grad(f, (x.astype(np.float64),)), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(j64, fd.jacobian(f, (x.astype(np.float64),)), rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(jr, j64, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(jf, j64, rtol=1e-5, atol=1e-5)
     h = hessian(lambda v: np.sum(np.exp(v) * v))(x)

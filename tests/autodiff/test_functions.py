@@ -3,7 +3,7 @@
 Each test differentiates a plain NumPy function with aotx (``grad``,
 ``grad_and_value``, ``vjp``, ``jvp``, ``linearize``...) and compares with central
 finite differences of the same function run uncompiled by NumPy
-(tests/autodiff/helpers.py), and with analytic gradients where they are short.
+(tests/fd.py), and with analytic gradients where they are short.
 """
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from compiler import grad, grad_and_value, jit, jvp, linearize, vjp
-from tests.autodiff.helpers import assert_tree_close, numerical_grad
+from tests import fd
+from tests.autodiff.helpers import assert_tree_close
 
 RTOL, ATOL = 1e-6, 1e-8
 
@@ -24,9 +25,9 @@ def check_grad(f, args, argnums=0, rtol=RTOL, atol=ATOL):
     """grad(f, argnums)(*args) against finite differences; returns the compiled gradient."""
     got = grad(f, argnums=argnums)(*args)
     if isinstance(argnums, int):
-        want = numerical_grad(f, args, argnums)
+        want = fd.jacobian(f, args, argnums)
     else:
-        want = tuple(numerical_grad(f, args, k) for k in argnums)
+        want = tuple(fd.jacobian(f, args, k) for k in argnums)
     assert_tree_close(got, want, rtol, atol, what=f"grad({f.__name__}, argnums={argnums})")
     return got
 
@@ -221,7 +222,7 @@ def test_lennard_jones_forces_are_minus_the_energy_gradient():
     forces = -grad(lennard_jones_energy)(pos)
     np.testing.assert_allclose(forces, lj_forces_analytic(pos), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(forces.sum(axis=0), 0.0, atol=1e-9)      # Newton's third law
-    assert_tree_close(-forces, numerical_grad(lennard_jones_energy, (pos,)), rtol=1e-6, atol=1e-6)
+    assert_tree_close(-forces, fd.jacobian(lennard_jones_energy, (pos,)), rtol=1e-6, atol=1e-6)
 
 
 def spring_chain_energy(x, k, rest):
@@ -389,7 +390,7 @@ def test_nested_dict_of_tuples_gradient_structure():
 def test_negative_argnums():
     w, x, y = _logistic_data(seed=26)
     got = grad(lambda y_, x_, w_: logistic_loss(w_, x_, y_), argnums=-1)(y, x, w)
-    np.testing.assert_allclose(got, numerical_grad(logistic_loss, (w, x, y), 0), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(got, fd.jacobian(logistic_loss, (w, x, y), 0), rtol=RTOL, atol=ATOL)
 
 
 def loss_with_aux(w, x):
@@ -401,7 +402,7 @@ def test_has_aux_returns_aux_untouched():
     r = rng(27)
     w, x = r.standard_normal(3), r.standard_normal((4, 3))
     g, aux = grad(loss_with_aux, has_aux=True)(w, x)
-    np.testing.assert_allclose(g, numerical_grad(lambda w_, x_: loss_with_aux(w_, x_)[0], (w, x)), rtol=RTOL,
+    np.testing.assert_allclose(g, fd.jacobian(lambda w_, x_: loss_with_aux(w_, x_)[0], (w, x)), rtol=RTOL,
                                atol=ATOL)
     np.testing.assert_allclose(aux["pred"], np.tanh(x @ w), rtol=1e-13)
     assert int(aux["n"]) == 4
@@ -411,7 +412,7 @@ def test_grad_and_value():
     w, x, y = _logistic_data(seed=28)
     g, v = grad_and_value(logistic_loss)(w, x, y)
     np.testing.assert_allclose(v, logistic_loss(w, x, y), rtol=1e-13)
-    np.testing.assert_allclose(g, numerical_grad(logistic_loss, (w, x, y)), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(g, fd.jacobian(logistic_loss, (w, x, y)), rtol=RTOL, atol=ATOL)
 
 
 def test_grad_and_value_with_aux_and_argnums():
@@ -420,8 +421,8 @@ def test_grad_and_value_with_aux_and_argnums():
     (gw, gx), (v, aux) = grad_and_value(loss_with_aux, argnums=(0, 1), has_aux=True)(w, x)
     f = lambda w_, x_: loss_with_aux(w_, x_)[0]  # noqa: E731
     np.testing.assert_allclose(v, f(w, x), rtol=1e-13)
-    np.testing.assert_allclose(gw, numerical_grad(f, (w, x), 0), rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(gx, numerical_grad(f, (w, x), 1), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(gw, fd.jacobian(f, (w, x), 0), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(gx, fd.jacobian(f, (w, x), 1), rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(aux["pred"], np.tanh(x @ w), rtol=1e-13)
 
 
@@ -474,8 +475,8 @@ def test_vjp_matches_transposed_numerical_jacobian():
     np.testing.assert_allclose(out, vector_fn(x, y), rtol=1e-13)
     u = np.array([1.0, -2.0, 0.5])
     gx, gy = vjp_fn(u)
-    np.testing.assert_allclose(gx, u @ numerical_grad(vector_fn, (x, y), 0), rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(gy, u @ numerical_grad(vector_fn, (x, y), 1), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(gx, u @ fd.jacobian(vector_fn, (x, y), 0), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(gy, u @ fd.jacobian(vector_fn, (x, y), 1), rtol=RTOL, atol=ATOL)
 
 
 def test_vjp_with_aux():
@@ -484,7 +485,7 @@ def test_vjp_with_aux():
     out, vjp_fn, aux = vjp(loss_with_aux, w, x, has_aux=True)
     gw, gx = vjp_fn(np.float64(2.0))
     f = lambda w_, x_: loss_with_aux(w_, x_)[0]  # noqa: E731
-    np.testing.assert_allclose(gw, 2 * numerical_grad(f, (w, x), 0), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(gw, 2 * fd.jacobian(f, (w, x), 0), rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(aux["pred"], np.tanh(x @ w), rtol=1e-13)
 
 
@@ -492,7 +493,7 @@ def test_jvp_matches_numerical_jacobian_product():
     x, y = np.array([0.3, -1.1]), np.array(0.4)
     tx, ty = np.array([0.5, 2.0]), np.array(-1.0)
     out, t = jvp(vector_fn, (x, y), (tx, ty))
-    want = numerical_grad(vector_fn, (x, y), 0) @ tx + numerical_grad(vector_fn, (x, y), 1) * ty
+    want = fd.jacobian(vector_fn, (x, y), 0) @ tx + fd.jacobian(vector_fn, (x, y), 1) * ty
     np.testing.assert_allclose(out, vector_fn(x, y), rtol=1e-13)
     np.testing.assert_allclose(t, want, rtol=RTOL, atol=ATOL)
 
@@ -503,7 +504,7 @@ def test_linearize_many_tangents():
     f = lambda xx: mlp_loss(params, xx, t)  # noqa: E731
     out, jvp_fn = linearize(f, x)
     np.testing.assert_allclose(out, f(x), rtol=1e-13)
-    g = numerical_grad(f, (x,))
+    g = fd.jacobian(f, (x,))
     for k in range(3):
         v = r.standard_normal(x.shape)
         np.testing.assert_allclose(jvp_fn(v), np.sum(g * v), rtol=RTOL, atol=ATOL)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from compiler import hessian, jacfwd, jacrev
-from tests.autodiff.helpers import assert_tree_close, numerical_grad
+from tests import fd
+from tests.autodiff.helpers import assert_tree_close
 
 rng = np.random.default_rng(2)
 
@@ -50,8 +51,8 @@ def mixed(x):
 def _numerical_hessian(f, x):
     """Finite differences of finite differences would be too noisy: differentiate the
     analytic-free gradient by the 4-point stencil twice with a larger step."""
-    grad_fd = lambda y: numerical_grad(f, (y,), 0, h=1e-3)  # noqa: E731
-    return numerical_grad(grad_fd, (x,), 0, h=1e-3)
+    grad_fd = lambda y: fd.jacobian(f, (y,), 0, h=1e-3)  # noqa: E731
+    return fd.jacobian(grad_fd, (x,), 0, h=1e-3)
 
 
 FUNCTIONS = [
@@ -86,8 +87,8 @@ def vector_field(x, y):
 def test_jacobian_matches_finite_differences_argnums(jac):
     x, y = rng.standard_normal(3), rng.standard_normal(2)
     jx, jy = jac(vector_field, argnums=(0, 1))(x, y)
-    np.testing.assert_allclose(jx, numerical_grad(vector_field, (x, y), 0), rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(jy, numerical_grad(vector_field, (x, y), 1), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(jx, fd.jacobian(vector_field, (x, y), 0), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(jy, fd.jacobian(vector_field, (x, y), 1), rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(jac(vector_field, argnums=1)(x, y), jy, rtol=1e-13, atol=0)
 
 
@@ -131,7 +132,7 @@ def test_chunk_size_gives_the_default_result(transform, chunk_size):
     assert chunked.shape == default.shape
     np.testing.assert_allclose(chunked, default, rtol=1e-14, atol=1e-14)
     if transform != "hessian":
-        np.testing.assert_allclose(default, numerical_grad(f, (x,)), rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(default, fd.jacobian(f, (x,)), rtol=1e-7, atol=1e-9)
 
 
 def test_chunk_size_with_argnums_and_matrix_input():
@@ -144,7 +145,7 @@ def test_chunk_size_with_argnums_and_matrix_input():
             got = jac(f, argnums=(0, 1), chunk_size=c)(a, b)
             for g_, d_ in zip(got, d):
                 np.testing.assert_allclose(g_, d_, rtol=1e-14, atol=1e-14)
-    np.testing.assert_allclose(d[0], numerical_grad(f, (a, b), 0), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(d[0], fd.jacobian(f, (a, b), 0), rtol=1e-7, atol=1e-9)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler import jacrev, vmap
-from tests.autodiff.helpers import numerical_grad
+from tests import fd
 
 rng = np.random.default_rng(1)
 
@@ -80,4 +80,4 @@ def test_jacrev_layout_is_out_then_in_for_matrices():
     fn = lambda a: np.sin(a).sum(axis=0) * a[0]   # noqa: E731
     jac = jacrev(fn)(x)
     assert jac.shape == (3, 2, 3)
-    np.testing.assert_allclose(jac, numerical_grad(fn, (x,)), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(jac, fd.jacobian(fn, (x,)), rtol=1e-7, atol=1e-9)

@@ -6,7 +6,7 @@ import pytest
 
 from compiler import Function, grad, hessian, jacfwd, jacrev, jit, jvp, vjp, vmap
 from compiler.errors import CompileError, UnsupportedError
-from tests.custom.helpers import fd_jacobian
+from tests import fd
 
 rng = np.random.default_rng(1)
 
@@ -76,7 +76,7 @@ def test_jvp_staticmethod_under_jvp():
 def test_jvp_staticmethod_under_jacfwd_and_hessian():
     x = rng.standard_normal(3)
     np.testing.assert_allclose(jacfwd(Sin.apply)(x), np.diag(np.cos(x)), atol=1e-12)
-    np.testing.assert_allclose(jacfwd(Sin.apply)(x), fd_jacobian(np.sin, x), atol=1e-6)
+    np.testing.assert_allclose(jacfwd(Sin.apply)(x), fd.jacobian(np.sin, (x,)), atol=1e-6)
     f = lambda x: Sin.apply(x).sum()                           # noqa: E731
     np.testing.assert_allclose(hessian(f)(x), np.diag(-np.sin(x)), atol=1e-12)
 

@@ -6,7 +6,7 @@ import pytest
 
 from compiler import grad, hessian, jacfwd, jacrev, jit, vmap
 from compiler.errors import UnsupportedError
-from tests.custom.helpers import fd_jacobian
+from tests import fd
 from tests.custom.seed_functions import (CALLS, MyCube, MyCubeGen, NumpySort, NumpyTake, my_cube,
                                          my_cube_gen, numpy_sort)
 
@@ -46,13 +46,13 @@ def test_weighted_sort_gradient_against_finite_differences():
     w = rng.standard_normal(5)
     x = rng.standard_normal(5)
     f = lambda x: (numpy_sort(x) * w).sum()          # noqa: E731
-    np.testing.assert_allclose(grad(f)(x), fd_jacobian(f, x), atol=1e-6)
+    np.testing.assert_allclose(grad(f)(x), fd.jacobian(f, (x,)), atol=1e-6)
 
 
 def test_jacrev_over_a_function_whose_backward_calls_another_function():
     x = rng.standard_normal(4)
     jac = jacrev(numpy_sort)(x)
-    np.testing.assert_allclose(jac, fd_jacobian(numpy_sort, x), atol=1e-6)
+    np.testing.assert_allclose(jac, fd.jacobian(numpy_sort, (x,)), atol=1e-6)
     # a permutation matrix
     np.testing.assert_array_equal(jac, np.eye(4)[np.argsort(x)])
 
@@ -60,7 +60,7 @@ def test_jacrev_over_a_function_whose_backward_calls_another_function():
 def test_jacrev_along_another_axis():
     x = rng.standard_normal((3, 2))
     f = lambda x: numpy_sort(x, 0)                     # noqa: E731
-    np.testing.assert_allclose(jacrev(f)(x), fd_jacobian(f, x), atol=1e-6)
+    np.testing.assert_allclose(jacrev(f)(x), fd.jacobian(f, (x,)), atol=1e-6)
 
 
 W4 = rng.standard_normal(4)
@@ -77,14 +77,14 @@ def test_second_order_through_numpy_take():
     hess = jacrev(grad(_weighted_square_sort))(x)
     analytic_grad = lambda x: (2 * np.sort(x) * W4)[np.argsort(np.argsort(x))]   # noqa: E731
     np.testing.assert_allclose(grad(_weighted_square_sort)(x), analytic_grad(x), atol=1e-12)
-    np.testing.assert_allclose(hess, fd_jacobian(analytic_grad, x), atol=1e-6)
+    np.testing.assert_allclose(hess, fd.jacobian(analytic_grad, (x,)), atol=1e-6)
 
 
 def test_vmap_over_grad_and_grad_over_vmap():
     xs = rng.standard_normal((3, 4))
     w = rng.standard_normal(4)
     per_row = vmap(grad(lambda x: (numpy_sort(x) * w).sum()))(xs)
-    want = np.stack([fd_jacobian(lambda x: (np.sort(x) * w).sum(), x) for x in xs])
+    want = np.stack([fd.jacobian(lambda x: (np.sort(x) * w).sum(), (x,)) for x in xs])
     np.testing.assert_allclose(per_row, want, atol=1e-6)
     total = grad(lambda xs: (vmap(numpy_sort)(xs) * w).sum())(xs)
     np.testing.assert_allclose(total, want, atol=1e-6)

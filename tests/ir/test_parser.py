@@ -34,7 +34,7 @@ from compiler.transforms.jvp import jvp_function
 from compiler.transforms.vjp import vjp_function
 from compiler.transforms.vmap import vmap_function
 from tests.ops.opinfo import OPS, OpInfo
-from tests.ops.test_forward import stage
+from tests.ops import internal
 
 LOC = SourceLoc("model.py", 3, 4)
 
@@ -63,7 +63,7 @@ def test_round_trip_every_sample(op: OpInfo) -> None:
     count = 0
     for dtype in op.dtypes:
         for sample in op.samples(dtype):
-            fn = stage(op.fn, sample, op.signature)
+            fn = internal.stage(op.fn, sample.args, sample.kwargs, op.signature)
             round_trip(fn)
             round_trip(fn, with_locs=True)
             count += 1
@@ -75,7 +75,7 @@ def _transformed(op: OpInfo, dtype: np.dtype, sample: Any) -> dict[str, Function
     active) and the optimized IR of one sample; each from a fresh staging (passes may
     change their input)."""
     def fresh() -> Function:
-        return stage(op.fn, sample, op.signature)
+        return internal.stage(op.fn, sample.args, sample.kwargs, op.signature)
     fn = fresh()
     out = {"optimized": optimize_ir(fresh())}
     if op.supports_vmap:

@@ -43,6 +43,8 @@ IEEE = Tol(signed_zeros=True)
 TRANSCENDENTAL = Tol((1e-5, 0.0), (1e-13, 0.0), ulps=4)
 #: sums and contractions in another order than NumPy's pairwise/BLAS order
 REDUCTION = Tol((1e-5, 1e-5), (1e-12, 1e-12), ulps=4)
+#: float32 derivatives (jvp, vjp) vs the float64 finite differences at the same point
+F32_GRAD_RTOL = 2e-4
 
 
 def flatten(tree: Any, path: str = "") -> list[tuple[str, Any]]:

@@ -6,11 +6,16 @@ Test generators read the registry (PyTorch's OpInfo, functorch's exhaustive
 vmap tests and JAX's ``check_grads`` are the models):
 
 * ``tests/ops/test_forward.py``: compiled == NumPy, interpreter == NumPy, and
-  every primitive of ``compiler.primitives.REGISTRY`` is reached by some sample;
-* the vmap / jvp / vjp generators use ``supports_vmap``, ``supports_jvp``,
-  ``supports_vjp`` and ``supports_grad2`` (default: True for differentiable ops
-  on float dtypes);
-* the error tests use ``error_inputs`` (arguments, exception class, message regex).
+  every primitive the compiler defines is reached by some sample;
+* ``tests/ops/test_vmap.py`` (every in_dims combination against a Python loop)
+  and ``tests/ops/test_grad.py`` (jvp and vjp against finite differences, second
+  derivatives) use ``supports_vmap``, ``supports_jvp``, ``supports_vjp`` and
+  ``supports_grad2`` (default: True for differentiable ops on float dtypes);
+* the error tests use ``error_inputs`` (arguments, exception class, message regex);
+* ``tests/ops/test_primitives.py`` uses ``prim_samples``: :class:`PrimSample` records
+  that apply a primitive the op lowers to directly, as IR (native backend ==
+  interpreter, vmap of every in_dims combination, jvp/vjp at the IR level), for
+  each dtype of ``prim_dtypes``; every primitive must have one.
 
 A sample is a :class:`SampleInput` (positional ``args``, ``kwargs``, a short
 description). Arrays (including NumPy scalars) are dynamic kernel inputs,
@@ -24,11 +29,13 @@ scalar operands, mixed-dtype promotion, and, for float dtypes, the op's
 from __future__ import annotations
 
 import inspect
+import itertools
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
+import pytest
 
 from compiler import Function, errors
 from tests.ops.compare import EXACT, IEEE, REDUCTION, TRANSCENDENTAL, Tol
@@ -40,6 +47,10 @@ FLOATS = (F32, F64)
 INTS = (I32, I64)
 NUMERIC = FLOATS + INTS
 ALL_DTYPES = NUMERIC + (BOOL,)
+
+#: for the spellings of shape and indexing operations, whose lowering does not depend on the
+#: dtype (their primitives are sampled in every dtype by the functions they share)
+STRUCTURAL = (F64, I32)
 
 INF, NAN = float("inf"), float("nan")
 #: special values for float edge samples (cast to the dtype: huge ones overflow to inf in float32)
@@ -74,7 +85,30 @@ class ErrorInput:
     fn: Callable[..., Any] | None = None
 
 
+@dataclass
+class PrimSample:
+    """One primitive applied once, below the NumPy surface: the IR ``prim(*args, **params)``.
+
+    For semantics NumPy cannot spell (out-of-bounds indices, which the indexing primitives
+    clamp; any ``dot_general`` dimension numbers; every ``convert`` dtype pair), and to test
+    the backend and the IR-level transforms of one primitive in isolation. Their oracle is
+    the reference interpreter, which runs the primitive's NumPy reference."""
+
+    prim: str
+    args: tuple
+    params: dict = field(default_factory=dict)
+    desc: str = ""
+    #: the jvp/vjp tests use the sample; False where the point is not differentiable (a zero
+    #: of sqrt's domain, a jump of mod) or where the documented vjp convention is not the
+    #: transpose of the jvp (colliding scatter-set indices each receive the cotangent)
+    grad: bool = True
+
+    def __repr__(self) -> str:
+        return f"PrimSample({self.desc})"
+
+
 SampleFn = Callable[[np.dtype, np.random.Generator], Iterable[SampleInput]]
+PrimSampleFn = Callable[[np.dtype, np.random.Generator], Iterable[PrimSample]]
 
 
 @dataclass
@@ -105,10 +139,23 @@ class OpInfo:
     #: keep every `thin`-th random sample (edge samples are always kept): for alternative
     #: spellings of an op that another OpInfo already samples in full
     thin: int = 1
+    #: another spelling of the OpInfo named here (``np.add`` of ``add``, ``x.sum()`` of ``sum``):
+    #: its samples must stage to exactly the IR of that op on the same arguments, and then the
+    #: native, vmap and derivative tests of that op cover it; they are not repeated for the alias
+    alias_of: str | None = None
+    #: primitive-level samples (tests/ops/test_primitives.py): a primitive this op lowers to,
+    #: applied directly, for each dtype of `prim_dtypes`
+    prim_samples: PrimSampleFn | None = None
+    prim_dtypes: tuple[np.dtype, ...] = FLOATS
+    #: generated tests that fail because of a known compiler bug, with the bug: "forward", "vmap",
+    #: "grad" (jvp and vjp), "grad2", "primitives"; they are marked xfail(strict=True), so that a
+    #: fix shows up as an unexpected pass
+    known_failures: dict[str, str] = field(default_factory=dict)
     notes: str = ""
 
     def __post_init__(self) -> None:
         self.dtypes = tuple(np.dtype(d) for d in self.dtypes)
+        self.prim_dtypes = tuple(np.dtype(d) for d in self.prim_dtypes)
         for flag in ("supports_jvp", "supports_vjp", "supports_grad2"):
             if getattr(self, flag) is None:
                 setattr(self, flag, self.differentiable)
@@ -150,8 +197,25 @@ class OpInfo:
                 s.desc = f"{i}:{describe(s.args)}"
         return out
 
+    def marks(self, kind: str) -> list[Any]:
+        """The pytest marks of this op's generated `kind` tests (see `known_failures`)."""
+        reason = self.known_failures.get(kind)
+        return [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+
     def errors(self) -> list[ErrorInput]:
         return list(self.error_inputs()) if self.error_inputs else []
+
+    def prims(self, dtype: Any) -> list[PrimSample]:
+        """The primitive-level samples for `dtype`, deterministic (seeded by op name and dtype)."""
+        if self.prim_samples is None:
+            return []
+        dtype = np.dtype(dtype)
+        rng = np.random.default_rng(zlib.crc32(f"prim/{self.name}/{dtype.name}".encode()))
+        out = list(self.prim_samples(dtype, rng))
+        for i, s in enumerate(out):
+            params = ",".join(f"{k}={describe([v])}" for k, v in s.params.items())
+            s.desc = f"{i}:{s.prim}({describe(s.args)}{';' + params if params else ''}){' ' + s.desc if s.desc else ''}"
+        return out
 
 
 def describe(args: Iterable[Any]) -> str:
@@ -278,6 +342,18 @@ def by_name(name: str) -> OpInfo:
     raise KeyError(name)
 
 
+def alias(name: str, fn: Callable[..., Any], of: str, n: int = 2, **kw: Any) -> OpInfo:
+    """Another spelling of the OpInfo `of` (see `OpInfo.alias_of`): its first `n` samples, and
+    its dtypes, tolerance and flags unless given."""
+    base = by_name(of)
+
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        return itertools.islice(base.sample_inputs(dtype, rng), n)
+    kw = {"dtypes": base.dtypes, "tol": base.tol, "differentiable": base.differentiable,
+          "supports_vmap": base.supports_vmap, **kw}
+    return op(name, fn, gen, alias_of=of, **kw)
+
+
 # ---- arithmetic operators ---------------------------------------------------------------------------
 
 op("add", lambda x, y: x + y, binary_samples(), dtypes=ALL_DTYPES, tol=IEEE,
@@ -314,16 +390,47 @@ op("pow", lambda x, y: x ** y, _pow_samples, dtypes=NUMERIC, tol=TRANSCENDENTAL,
    edge_values=FLOAT_EDGES, edge_arity=2)
 op("neg", lambda x: -x, unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES,
    int_edges=True)
-op("np.negative", lambda x: np.negative(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, thin=3)
+op("np.negative", lambda x: np.negative(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, thin=3, alias_of="neg")
 op("pos", lambda x: +x, unary_samples(), dtypes=NUMERIC, tol=IEEE)
 op("abs", lambda x: abs(x), unary_samples(), dtypes=NUMERIC + (BOOL,), tol=IEEE,
    edge_values=FLOAT_EDGES, int_edges=True)
-op("np.abs", lambda x: np.abs(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES, thin=3)
+op("np.abs", lambda x: np.abs(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES, thin=3,
+   alias_of="abs")
 op("sign", lambda x: np.sign(x), unary_samples(), dtypes=NUMERIC, tol=EXACT, edge_values=FLOAT_EDGES,
    int_edges=True, differentiable=False)
 op("square", lambda x: np.square(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES)
 op("reciprocal", lambda x: np.reciprocal(x), unary_samples(0.25, 4.0), tol=IEEE,
    edge_values=FLOAT_EDGES)
+
+# the ufunc spellings of the operators
+alias("np.add", lambda x, y: np.add(x, y), "add", dtypes=NUMERIC)
+alias("np.subtract", lambda x, y: np.subtract(x, y), "sub")
+alias("np.multiply", lambda x, y: np.multiply(x, y), "mul", dtypes=NUMERIC)
+alias("np.divide", lambda x, y: np.divide(x, y), "truediv", dtypes=NUMERIC)
+alias("np.true_divide", lambda x, y: np.true_divide(x, y), "truediv", dtypes=NUMERIC)
+alias("np.floor_divide", lambda x, y: np.floor_divide(x, y), "floordiv")
+alias("np.mod", lambda x, y: np.mod(x, y), "mod")
+alias("np.remainder", lambda x, y: np.remainder(x, y), "mod")
+alias("np.power", lambda x, y: np.power(x, y), "pow")
+alias("np.absolute", lambda x: np.absolute(x), "abs", dtypes=NUMERIC)
+alias("np.positive", lambda x: np.positive(x), "pos")
+alias("np.fabs", lambda x: np.fabs(x), "abs", dtypes=FLOATS)
+
+
+def _divmod_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    lo, hi = (-20, 20)
+    yield SampleInput((make((5,), dtype, rng, lo, hi), make((5,), dtype, rng, 3, 5)))
+    yield SampleInput((make((2, 3), dtype, rng, lo, hi), make((3,), dtype, rng, -5, -3)), desc="negative divisors")
+
+
+op("divmod", lambda x, y: divmod(x, y), _divmod_samples, dtypes=NUMERIC, tol=IEEE)
+op("np.divmod", lambda x, y: np.divmod(x, y), _divmod_samples, dtypes=NUMERIC, tol=IEEE, alias_of="divmod")
+op("deg2rad", lambda x: np.deg2rad(x), unary_samples(-360, 360, shapes=[(3, 4), ()]), tol=Tol(ulps=2),
+   notes="a product with a constant; NumPy's float32 loop rounds the constant as a float32 "
+         "quotient (up to 2 ULP apart)")
+op("rad2deg", lambda x: np.rad2deg(x), unary_samples(shapes=[(3, 4), ()]), tol=Tol(ulps=2))
+alias("radians", lambda x: np.radians(x), "deg2rad")
+alias("degrees", lambda x: np.degrees(x), "rad2deg")
 
 # ---- comparisons and logic ---------------------------------------------------------------------------
 
@@ -340,6 +447,7 @@ def _logic_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Sample
     if dtype.kind == "f":
         yield SampleInput((np.array([0.0, -0.0, NAN, INF, 1e-300], dtype), np.array([1.0, 1.0, 1.0, 0.0, 1.0], dtype)),
                           desc="truthiness of 0, -0, nan, inf, tiny")
+        yield SampleInput((make((5,), dtype, rng, -1, 1), make((5,), I32, rng, -1, 1)), desc=f"{dtype.name} with int32")
 
 
 for _name, _np in (("logical_and", np.logical_and), ("logical_or", np.logical_or),
@@ -357,6 +465,7 @@ op("or_op", lambda x, y: x | y, binary_samples(scalars=(False, 6), dtypes=_BITWI
 op("xor_op", lambda x, y: x ^ y, binary_samples(scalars=(True, 6), dtypes=_BITWISE, strong_scalar=False), dtypes=_BITWISE,
    int_edges=True, edge_arity=2, differentiable=False)
 op("invert", lambda x: ~x, unary_samples(), dtypes=_BITWISE, int_edges=True, differentiable=False)
+alias("np.invert", lambda x: np.invert(x), "invert")
 op("isnan", lambda x: np.isnan(x), unary_samples(), dtypes=NUMERIC, edge_values=FLOAT_EDGES,
    differentiable=False)
 op("isinf", lambda x: np.isinf(x), unary_samples(), dtypes=NUMERIC, edge_values=FLOAT_EDGES,
@@ -370,6 +479,19 @@ op("maximum", lambda x, y: np.maximum(x, y), binary_samples(scalars=(0.5, 1)), d
    edge_values=FLOAT_EDGES, edge_arity=2, int_edges=True)
 op("minimum", lambda x, y: np.minimum(x, y), binary_samples(scalars=(0.5, 1)), dtypes=ALL_DTYPES,
    edge_values=FLOAT_EDGES, edge_arity=2, int_edges=True)
+def few_binary_samples(low: float = -3.0, high: float = 3.0) -> SampleFn:
+    """Broadcasting with a 0-d operand and a Python scalar: for ops whose broadcasting and promotion
+    go through the same frontend path as an op sampled in full (its edge values add the rest)."""
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        yield SampleInput((make((3, 4), dtype, rng, low, high), make((4,), dtype, rng, low, high)))
+        yield SampleInput((make((), dtype, rng, low, high), make((2, 3), dtype, rng, low, high)))
+        yield SampleInput((make((5,), dtype, rng, low, high), 0.5), desc="rhs python float 0.5")
+    return gen
+
+
+op("fmax", lambda x, y: np.fmax(x, y), few_binary_samples(), dtypes=NUMERIC, edge_values=FLOAT_EDGES, edge_arity=2,
+   notes="nan only where both operands are nan")
+op("fmin", lambda x, y: np.fmin(x, y), few_binary_samples(), dtypes=NUMERIC, edge_values=FLOAT_EDGES, edge_arity=2)
 
 
 def _clip_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
@@ -389,7 +511,7 @@ def _clip_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleI
 
 
 op("clip", lambda x, lo, hi: np.clip(x, lo, hi), _clip_samples, dtypes=NUMERIC)
-op("clip.method", lambda x, lo, hi: x.clip(lo, hi), _clip_samples, dtypes=NUMERIC, thin=3)
+op("clip.method", lambda x, lo, hi: x.clip(lo, hi), _clip_samples, dtypes=NUMERIC, thin=3, alias_of="clip")
 
 
 def _where_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
@@ -399,6 +521,7 @@ def _where_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Sample
     c = make((5,), BOOL, rng)
     yield SampleInput((c, make((5,), dtype, rng), 0.0), desc="python float branch")
     yield SampleInput((c, 1, make((5,), dtype, rng)), desc="python int branch")
+    yield SampleInput((make((5,), dtype, rng, -1, 1), 1, 2.5), desc="python scalar branches")
     yield SampleInput((make((5,), dtype, rng, -1, 1), make((5,), dtype, rng), make((5,), dtype, rng)),
                       desc="non-bool condition (truthiness)")
     other = F64 if dtype != F64 else I32
@@ -441,6 +564,8 @@ op("arctan2", lambda y, x: np.arctan2(y, x), _atan2_samples, dtypes=FLOATS + (I3
    tol=Tol(TRANSCENDENTAL.f32, TRANSCENDENTAL.f64, 4, signed_zeros=True), edge_values=FLOAT_EDGES, edge_arity=2)
 op("hypot", lambda x, y: np.hypot(x, y), binary_samples(-1e3, 1e3, scalars=(3.0, 4), partners=False),
    dtypes=FLOATS, tol=TRANSCENDENTAL, edge_values=FLOAT_EDGES, edge_arity=2)
+op("logaddexp", lambda x, y: np.logaddexp(x, y), few_binary_samples(-5, 5), dtypes=FLOATS, tol=TRANSCENDENTAL,
+   edge_values=FLOAT_EDGES, edge_arity=2)
 
 _ROUNDING_EDGES = FLOAT_EDGES + (0.5, 1.5, 2.5, -0.5, -1.5, 0.49999999999999994, 4503599627370497.0, -2.5000001)
 for _name, _fn in (("floor", lambda x: np.floor(x)), ("ceil", lambda x: np.ceil(x)),
@@ -450,9 +575,11 @@ for _name, _fn in (("floor", lambda x: np.floor(x)), ("ceil", lambda x: np.ceil(
        differentiable=False)
 op("round.decimals", lambda x, d: np.round(x, d),
    lambda dt, rng: [SampleInput((make((3, 5), dt, rng, -10, 10), 2)), SampleInput((make((7,), dt, rng, -100, 100), -1)),
-                    SampleInput((make((), dt, rng, -10, 10), 0))],
+                    SampleInput((make((), dt, rng, -10, 10), 0)), SampleInput((make((6,), dt, rng, -100, 100), 1))],
    dtypes=FLOATS, tol=Tol((1e-6, 0), (1e-15, 0), ulps=1), differentiable=False,
    notes="NumPy rounds x*10**d to even and divides back")
+alias("round.method", lambda x, d: x.round(d), "round.decimals", n=4)
+alias("around", lambda x, d: np.around(x, d), "round.decimals", n=4)
 
 # ---- casts ---------------------------------------------------------------------------------------------
 
@@ -479,7 +606,7 @@ op("astype", lambda x, t: x.astype(t), _cast_samples, dtypes=ALL_DTYPES, tol=EXA
 
 
 def _scalar_type_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
-    for target in (np.float32, np.float64, np.int32, np.int64):
+    for target in (np.float32, np.float64, np.int32, np.int64, np.bool_):
         yield SampleInput((make((3, 4), dtype, rng, -100, 100), target), desc=f"{target.__name__}(x)")
         yield SampleInput((make((), dtype, rng, -100, 100), target), desc=f"{target.__name__}(0-d)")
 
@@ -488,24 +615,38 @@ op("np.float32(x)", lambda x, t: t(x), _scalar_type_samples, dtypes=NUMERIC, tol
    notes="calling a NumPy scalar type on an array casts it")
 op("asarray.dtype", lambda x: np.asarray(x, dtype=np.float32), unary_samples(-100, 100), dtypes=ALL_DTYPES)
 
+
+def _to_dtype_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for target in (np.float64, np.int32, np.int64, np.bool_):
+        yield SampleInput((make((5,), dtype, rng, -100, 100), target), desc=f"to {target.__name__}")
+
+
+op("asarray.dtypes", lambda x, t: np.asarray(x, dtype=t), _to_dtype_samples, dtypes=NUMERIC)
+op("array.dtypes", lambda x, t: np.array(x, dtype=t), _to_dtype_samples, dtypes=NUMERIC, alias_of="asarray.dtypes")
+
 # ---- reductions -------------------------------------------------------------------------------------
 
 #: (shape, axis, keepdims)
 REDUCE_CASES = [((), None, False), ((7,), None, False), ((7,), 0, True), ((3, 4), None, True),
                 ((3, 4), 0, False), ((3, 4), 1, True), ((2, 3, 4), (0, 2), False),
-                ((2, 3, 4), 1, True), ((2, 3, 4), (-1, -2), True), ((1, 4), 0, False), ((3, 1), -1, False),
+                ((2, 3, 4), -2, True), ((2, 3, 4), (-1, -2), True), ((1, 4), 0, False), ((3, 1), -1, False),
                 ((2, 33), 1, False), ((67,), 0, False), ((17, 33), 0, False)]
 EMPTY_CASES = [((3, 0), 1, False), ((0,), None, False), ((0, 3), 0, True)]
 
 
 def reduce_samples(low: float = -3, high: float = 3, *, tuple_axes: bool = True, empty: bool = False,
-                   keepdims: bool = True, nan_edge: bool = True, extra: dict | None = None) -> SampleFn:
+                   keepdims: bool = True, nan_edge: bool = True, extra: dict | None = None,
+                   first: list | None = None, ddofs: tuple[int, ...] = ()) -> SampleFn:
+    """REDUCE_CASES (after the `first` cases; with EMPTY_CASES if `empty`); `extra` keywords are
+    added to every sample, and `ddofs` cycle through the samples' ``ddof``."""
     def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
-        for shape, axis, kd in REDUCE_CASES + (EMPTY_CASES if empty else []):
+        for i, (shape, axis, kd) in enumerate((first or []) + REDUCE_CASES + (EMPTY_CASES if empty else [])):
             if isinstance(axis, tuple) and not tuple_axes:
                 continue
             kwargs = {"axis": axis, "keepdims": kd} if keepdims else {"axis": axis}
             kwargs.update(extra or {})
+            if ddofs:
+                kwargs["ddof"] = ddofs[i % len(ddofs)]
             yield SampleInput((make(shape, dtype, rng, low, high),), kwargs,
                               desc=f"{describe([make(shape, dtype, rng)])},axis={axis},keepdims={kd}")
         if dtype.kind == "f" and nan_edge:
@@ -528,40 +669,50 @@ def _reduction(name: str, fn: Callable[..., Any], samples: SampleFn, **kw: Any) 
     return op(name, fn, samples, error_inputs=errors_, **kw)
 
 
-_reduction("sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims), reduce_samples(empty=True),
-           dtypes=ALL_DTYPES, tol=REDUCTION)
-_reduction("sum.method", lambda x, axis, keepdims: x.sum(axis=axis, keepdims=keepdims), reduce_samples(),
-           dtypes=ALL_DTYPES, tol=REDUCTION, thin=3)
+_reduction("sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
+           reduce_samples(empty=True, first=[((3, 2), (), False)]), dtypes=ALL_DTYPES, tol=REDUCTION)
+_reduction("sum.method", lambda x, axis, keepdims: x.sum(axis=axis, keepdims=keepdims),
+           reduce_samples(first=[((3, 2), (), False)]), dtypes=ALL_DTYPES, tol=REDUCTION, thin=3, alias_of="sum")
 _reduction("mean", lambda x, axis, keepdims: np.mean(x, axis=axis, keepdims=keepdims), reduce_samples(),
            dtypes=ALL_DTYPES, tol=REDUCTION)
 _reduction("mean.method", lambda x, axis, keepdims: x.mean(axis=axis, keepdims=keepdims), reduce_samples(),
-           dtypes=NUMERIC, tol=REDUCTION, thin=3)
+           dtypes=NUMERIC, tol=REDUCTION, thin=3, alias_of="mean")
 _reduction("prod", lambda x, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims),
            reduce_samples(0.5, 1.5, empty=True), dtypes=ALL_DTYPES, tol=REDUCTION)
+_reduction("prod.method", lambda x, axis, keepdims: x.prod(axis, keepdims=keepdims), reduce_samples(0.5, 1.5),
+           dtypes=NUMERIC, tol=REDUCTION, thin=3, alias_of="prod", notes="axis passed positionally")
 _reduction("max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims), reduce_samples(),
            dtypes=ALL_DTYPES)
 _reduction("max.method", lambda x, axis, keepdims: x.max(axis=axis, keepdims=keepdims), reduce_samples(),
-           dtypes=NUMERIC, thin=3)
+           dtypes=NUMERIC, thin=3, alias_of="max")
 _reduction("amax", lambda x, axis, keepdims: np.amax(x, axis=axis, keepdims=keepdims), reduce_samples(),
-           dtypes=FLOATS, thin=3)
+           dtypes=FLOATS, thin=3, alias_of="max")
+_reduction("amin", lambda x, axis, keepdims: np.amin(x, axis=axis, keepdims=keepdims), reduce_samples(),
+           dtypes=FLOATS, thin=3, alias_of="min")
 _reduction("min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims), reduce_samples(),
            dtypes=ALL_DTYPES)
 _reduction("min.method", lambda x, axis, keepdims: x.min(axis=axis, keepdims=keepdims), reduce_samples(),
-           dtypes=NUMERIC, thin=3)
+           dtypes=NUMERIC, thin=3, alias_of="min")
 _reduction("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims),
            reduce_samples(tuple_axes=False), dtypes=ALL_DTYPES, differentiable=False)
 _reduction("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims),
            reduce_samples(tuple_axes=False), dtypes=ALL_DTYPES, differentiable=False)
 _reduction("argmax.method", lambda x, axis: x.argmax(axis=axis),
            reduce_samples(tuple_axes=False, keepdims=False), dtypes=NUMERIC, differentiable=False, thin=3)
+_reduction("argmin.method", lambda x, axis: x.argmin(axis=axis),
+           reduce_samples(tuple_axes=False, keepdims=False), dtypes=NUMERIC, differentiable=False, thin=3)
 _reduction("var", lambda x, axis, keepdims: np.var(x, axis=axis, keepdims=keepdims), reduce_samples(),
-           dtypes=NUMERIC, tol=REDUCTION.widen(10))
+           dtypes=ALL_DTYPES, tol=REDUCTION.widen(10))
 _reduction("var.ddof", lambda x, axis, keepdims, ddof: np.var(x, axis=axis, keepdims=keepdims, ddof=ddof),
-           reduce_samples(extra={"ddof": 1}, nan_edge=False), dtypes=FLOATS, tol=REDUCTION.widen(10))
+           reduce_samples(extra={"ddof": 1}, ddofs=(1, 2, 0), nan_edge=False), dtypes=FLOATS,
+           tol=REDUCTION.widen(10))
+_reduction("var.method", lambda x, axis, keepdims: x.var(axis, keepdims=keepdims), reduce_samples(),
+           dtypes=NUMERIC, tol=REDUCTION.widen(10), thin=3, alias_of="var", notes="axis passed positionally")
 _reduction("std", lambda x, axis, keepdims: np.std(x, axis=axis, keepdims=keepdims), reduce_samples(),
-           dtypes=NUMERIC, tol=REDUCTION.widen(10))
+           dtypes=ALL_DTYPES, tol=REDUCTION.widen(10))
 _reduction("std.method", lambda x, axis, keepdims, ddof: x.std(axis=axis, keepdims=keepdims, ddof=ddof),
-           reduce_samples(extra={"ddof": 1}, nan_edge=False), dtypes=FLOATS, tol=REDUCTION.widen(10), thin=3)
+           reduce_samples(extra={"ddof": 1}, ddofs=(1, 2, 0, 1), nan_edge=False), dtypes=FLOATS,
+           tol=REDUCTION.widen(10), thin=3)     # every third sample kept: ddof 1, 1, 0, 2, ...
 _reduction("all", lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
            reduce_samples(-1, 1, empty=True), dtypes=ALL_DTYPES, differentiable=False)
 _reduction("any", lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims),
@@ -570,6 +721,36 @@ _reduction("all.method", lambda x, axis, keepdims: x.all(axis=axis, keepdims=kee
            reduce_samples(-1, 1), dtypes=(BOOL,), differentiable=False)
 _reduction("any.method", lambda x, axis, keepdims: x.any(axis=axis, keepdims=keepdims),
            reduce_samples(-1, 1), dtypes=(BOOL,), differentiable=False)
+_reduction("ptp", lambda x, axis, keepdims: np.ptp(x, axis=axis, keepdims=keepdims), reduce_samples(),
+           dtypes=NUMERIC, thin=3, tol=IEEE)
+_reduction("count_nonzero", lambda x, axis, keepdims: np.count_nonzero(x, axis=axis, keepdims=keepdims),
+           reduce_samples(-1, 1), dtypes=ALL_DTYPES, differentiable=False, thin=3)
+_reduction("average", lambda x, axis: np.average(x, axis=axis), reduce_samples(keepdims=False), dtypes=NUMERIC,
+           tol=REDUCTION, thin=3)
+
+
+def _dtype_argument_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for target in (np.int32, np.float32, np.float64):
+        yield SampleInput((make((3, 4), dtype, rng, -5, 5), target), desc=f"dtype={target.__name__}")
+
+
+op("sum.dtype", lambda x, t: np.sum(x, dtype=t), _dtype_argument_samples, dtypes=(I32, F64), tol=REDUCTION)
+op("mean.dtype", lambda x, t: x.mean(dtype=t), _dtype_argument_samples, dtypes=(I32, F64), tol=REDUCTION)
+op("prod.dtype", lambda x, t: np.prod(x, axis=1, dtype=t), _dtype_argument_samples, dtypes=(I32, F64),
+   tol=REDUCTION)
+
+
+def _norm_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    m, v = make((4, 3), dtype, rng), make((5,), dtype, rng)
+    for x, ord_, axis, keepdims in [(m, None, None, False), (m, None, 1, False), (m, None, 0, True),
+                                    (v, None, None, False), (v, 1, None, False), (v, "inf", None, False),
+                                    (m, "fro", None, False), (m, 2, 1, False)]:
+        yield SampleInput((x, ord_, axis, keepdims), desc=f"{describe([x])},ord={ord_},axis={axis},keepdims={keepdims}")
+
+
+op("linalg.norm", lambda x, ord_, axis, keepdims: np.linalg.norm(x, ord=np.inf if ord_ == "inf" else ord_, axis=axis,
+                                                                  keepdims=keepdims),
+   _norm_samples, tol=REDUCTION, notes="ord is static: np.inf is spelled 'inf' (a Python float would be dynamic)")
 
 
 def _scan_samples(low: float = -3, high: float = 3) -> SampleFn:
@@ -583,9 +764,15 @@ def _scan_samples(low: float = -3, high: float = 3) -> SampleFn:
 
 
 op("cumsum", lambda x, axis: np.cumsum(x, axis=axis), _scan_samples(), dtypes=ALL_DTYPES, tol=REDUCTION)
-op("cumsum.method", lambda x, axis: x.cumsum(axis=axis), _scan_samples(), dtypes=NUMERIC, tol=REDUCTION, thin=3)
+op("cumsum.method", lambda x, axis: x.cumsum(axis=axis), _scan_samples(), dtypes=NUMERIC, tol=REDUCTION, thin=3,
+   alias_of="cumsum")
 op("cumprod", lambda x, axis: np.cumprod(x, axis=axis), _scan_samples(0.5, 1.5), dtypes=ALL_DTYPES,
    tol=REDUCTION)
+op("cumprod.method", lambda x, axis: x.cumprod(axis=axis), _scan_samples(0.5, 1.5), dtypes=NUMERIC, tol=REDUCTION,
+   thin=3, alias_of="cumprod")
+op("cumsum.dtype", lambda x, t: np.cumsum(x, dtype=t), lambda dt, rng: [
+    SampleInput((make((5,), dt, rng), np.float32)), SampleInput((make((2, 3), dt, rng), np.int64))],
+   dtypes=(I32, BOOL, F64), tol=REDUCTION)
 
 # ---- linear algebra ---------------------------------------------------------------------------------------
 
@@ -594,8 +781,8 @@ def _pairs(shapes: list[tuple[tuple[int, ...], tuple[int, ...]]], low: float = -
     def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
         for sa, sb in shapes:
             yield SampleInput((make(sa, dtype, rng, low, high), make(sb, dtype, rng, low, high)))
-        if dtype.kind == "f":
-            other = F64 if dtype == F32 else I32
+        other = {F32: F64, F64: I32, I32: F64}.get(dtype)
+        if other is not None:
             sa, sb = shapes[0]
             yield SampleInput((make(sa, dtype, rng), make(sb, other, rng)), desc=f"{dtype.name} with {other.name}")
     return gen
@@ -603,7 +790,8 @@ def _pairs(shapes: list[tuple[tuple[int, ...], tuple[int, ...]]], low: float = -
 
 _MATMUL_SHAPES = [((2, 3), (3, 4)), ((5, 2, 3), (3, 4)), ((5, 2, 3), (5, 3, 4)), ((1, 2, 3), (4, 3, 2)),
                   ((3,), (3, 4)), ((2, 3), (3,)), ((3,), (3,)), ((1, 1), (1, 1)), ((2, 0), (0, 3)),
-                  ((17, 9), (9, 13)), ((2, 1, 3, 4), (3, 4, 2))]
+                  ((17, 9), (9, 13)), ((2, 1, 3, 4), (3, 4, 2)), ((2, 3), (5, 3, 4)), ((3,), (5, 3, 2)),
+                  ((5, 2, 3), (3,))]
 
 
 def _matmul_errors() -> Iterator[ErrorInput]:
@@ -614,15 +802,18 @@ def _matmul_errors() -> Iterator[ErrorInput]:
 op("matmul", lambda a, b: np.matmul(a, b), _pairs(_MATMUL_SHAPES), dtypes=NUMERIC + (BOOL,), tol=REDUCTION,
    error_inputs=_matmul_errors)
 op("matmul.operator", lambda a, b: a @ b, _pairs(_MATMUL_SHAPES), dtypes=NUMERIC, tol=REDUCTION,
-   error_inputs=_matmul_errors, thin=3)
+   error_inputs=_matmul_errors, thin=3, alias_of="matmul")
 op("dot", lambda a, b: np.dot(a, b),
    _pairs([((3,), (3,)), ((2, 3), (3,)), ((2, 3), (3, 4)), ((3,), (3, 4)), ((), (3,)), ((2, 3), ()),
-           ((2, 3, 4), (4, 5)), ((2, 3, 4), (5, 4, 6)), ((1,), (1,))]), dtypes=NUMERIC, tol=REDUCTION)
+           ((2, 3, 4), (4, 5)), ((2, 3, 4), (5, 4, 6)), ((1,), (1,)), ((2, 2, 3), (3,))]), dtypes=NUMERIC,
+   tol=REDUCTION)
 op("dot.method", lambda a, b: a.dot(b), _pairs([((2, 3), (3, 4)), ((3,), (3,))]), dtypes=FLOATS, tol=REDUCTION)
 op("outer", lambda a, b: np.outer(a, b), _pairs([((3,), (4,)), ((2, 3), (4,)), ((1,), (5,)), ((), (3,))]),
    dtypes=NUMERIC, tol=IEEE)
-op("inner", lambda a, b: np.inner(a, b), _pairs([((3,), (3,)), ((2, 3), (4, 3)), ((2, 3), (3,)), ((), (2, 2))]),
+op("inner", lambda a, b: np.inner(a, b), _pairs([((3,), (3,)), ((2, 3), (4, 3)), ((2, 3), (3,)), ((), (2, 2)),
+                                                  ((2, 2, 3), (3,))]),
    dtypes=NUMERIC, tol=REDUCTION)
+op("vdot", lambda a, b: np.vdot(a, b), _pairs([((2, 3), (6,)), ((4,), (4,))]), dtypes=NUMERIC, tol=REDUCTION)
 
 
 def _tensordot_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
@@ -638,20 +829,27 @@ op("tensordot", lambda a, b, axes: np.tensordot(a, b, axes=axes), _tensordot_sam
 
 def _einsum_samples(arity: int) -> SampleFn:
     unary = [("ii->i", [(3, 3)]), ("ij->", [(3, 4)]), ("ij->ji", [(3, 4)]), ("ii", [(4, 4)]), ("ijk->kj", [(2, 3, 4)]),
-             ("ij->j", [(3, 4)]), ("...i->...", [(2, 3, 4)])]
+             ("ij->j", [(3, 4)]), ("...i->...", [(2, 3, 4)]), ("ijk->kji", [(2, 3, 4)]), ("iij->j", [(3, 3, 2)])]
     binary = [("ij,jk->ik", [(2, 3), (3, 4)]), ("bij,bjk->bik", [(5, 2, 3), (5, 3, 4)]), ("i,j->ij", [(3,), (4,)]),
               ("ij,ij->i", [(3, 4), (3, 4)]), ("i,i->", [(5,), (5,)]), ("ij,j->i", [(3, 4), (4,)]),
               ("ij,kj->ik", [(2, 3), (4, 3)]), ("bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),
-              ("ij,jk", [(2, 3), (3, 4)]), ("i,i", [(4,), (4,)])]
+              ("ij,jk", [(2, 3), (3, 4)]), ("i,i", [(4,), (4,)]), ("ij,ij->ij", [(2, 3), (2, 3)]),
+              ("ba,ab->", [(2, 3), (3, 2)]), ("ijk,ikl->ijl", [(2, 3, 2), (2, 2, 3)]),
+              ("...ij,...jk->...ik", [(2, 2, 3), (3, 4)]), ("i...,i...", [(3, 2), (3, 1)]),
+              ("...i,...i", [(2, 3), (3,)])]
+    ternary = [("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]), ("i,ij,j->", [(2,), (2, 3), (3,)])]
 
     def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
-        for subscripts, shapes in (unary if arity == 1 else binary):
+        for subscripts, shapes in {1: unary, 2: binary, 3: ternary}[arity]:
             yield SampleInput((subscripts, *[make(s, dtype, rng, -2, 2) for s in shapes]), desc=subscripts)
+        if arity == 2 and dtype == F32:
+            yield SampleInput(("i,i->", make((3,), F32, rng), make((3,), F64, rng)), desc="float32 with float64")
     return gen
 
 
 op("einsum.unary", lambda s, a: np.einsum(s, a), _einsum_samples(1), dtypes=NUMERIC, tol=REDUCTION)
 op("einsum.binary", lambda s, a, b: np.einsum(s, a, b), _einsum_samples(2), dtypes=NUMERIC, tol=REDUCTION)
+op("einsum.ternary", lambda s, a, b, c: np.einsum(s, a, b, c), _einsum_samples(3), dtypes=NUMERIC, tol=REDUCTION)
 
 
 def _trace_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
@@ -666,6 +864,7 @@ op("trace", lambda x, offset, axis1, axis2: np.trace(x, offset=offset, axis1=axi
    dtypes=ALL_DTYPES, tol=REDUCTION)
 op("diagonal", lambda x, offset, axis1, axis2: np.diagonal(x, offset=offset, axis1=axis1, axis2=axis2),
    _trace_samples, dtypes=ALL_DTYPES)
+op("trace.method", lambda x: x.trace(), unary_samples(shapes=[(4, 4), (2, 3)]), dtypes=NUMERIC, tol=REDUCTION)
 op("diagonal.method", lambda x: x.diagonal(), unary_samples(shapes=[(3, 3), (2, 5), (4, 1), (2, 3, 4)]),
    dtypes=NUMERIC)
 
@@ -674,7 +873,8 @@ op("diagonal.method", lambda x: x.diagonal(), unary_samples(shapes=[(3, 3), (2, 
 
 def _reshape_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
     for shape, new in [((12,), (3, 4)), ((2, 6), (-1,)), ((3, 4), (4, -1)), ((), (1, 1)), ((2, 3, 4), (6, 4)),
-                       ((2, 3, 4), (2, -1, 2)), ((1,), ()), ((4, 3), (3, 4)), ((0, 3), (3, 0)), ((6,), (1, 6, 1))]:
+                       ((2, 3, 4), (2, -1, 2)), ((1,), ()), ((4, 3), (3, 4)), ((0, 3), (3, 0)), ((6,), (1, 6, 1)),
+                       ((4, 6), 24), ((4, 6), (-1, 2, 3))]:
         yield SampleInput((make(shape, dtype, rng), new), desc=f"{shape}->{new}")
     yield SampleInput((make((4, 3), dtype, rng).T, (12,)), desc="non-contiguous input")
 
@@ -682,9 +882,10 @@ def _reshape_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Samp
 op("reshape", lambda x, shape: np.reshape(x, shape), _reshape_samples, dtypes=ALL_DTYPES,
    error_inputs=lambda: [error((_f((3, 4)), (5, -1)), errors.CompileError, r"(?i)reshape|size|shape"),
                          error((_f((3, 4)), (-1, -1)), errors.CompileError, r"(?i)reshape|-1|unknown|shape")])
-op("reshape.method", lambda x, shape: x.reshape(shape), _reshape_samples, dtypes=NUMERIC, thin=3)
+op("reshape.method", lambda x, shape: x.reshape(shape), _reshape_samples, dtypes=NUMERIC, thin=3, alias_of="reshape")
 op("reshape.varargs", lambda x: x.reshape(2, -1), unary_samples(shapes=[(2, 3), (4, 3), (2, 2, 2)]), dtypes=NUMERIC)
 op("ravel", lambda x: np.ravel(x), unary_samples(), dtypes=ALL_DTYPES)
+alias("ravel.method", lambda x: x.ravel(), "ravel", n=3, dtypes=NUMERIC)
 op("flatten", lambda x: x.flatten(), unary_samples(), dtypes=NUMERIC)
 
 
@@ -697,8 +898,12 @@ def _transpose_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Sa
 op("transpose", lambda x, axes: np.transpose(x, axes), _transpose_samples, dtypes=ALL_DTYPES,
    error_inputs=lambda: [error((_f((2, 3)), (0, 0)), errors.CompileError, r"(?i)axes|axis|repeated|permutation")])
 op("transpose.method", lambda x, axes: x.transpose(axes) if axes is not None else x.transpose(),
-   _transpose_samples, dtypes=NUMERIC, thin=3)
+   _transpose_samples, dtypes=NUMERIC, thin=3, alias_of="transpose")
 op(".T", lambda x: x.T, unary_samples(shapes=[(3, 4), (2, 3, 4), (5,), ()]), dtypes=ALL_DTYPES)
+op(".mT", lambda x: x.mT, unary_samples(shapes=[(3, 4), (2, 3, 4)]), dtypes=STRUCTURAL)
+op("transpose.varargs", lambda x: x.transpose(2, 0, 1), unary_samples(shapes=[(2, 3, 4), (1, 5, 2)]), dtypes=STRUCTURAL)
+op("permute_dims", lambda x: np.permute_dims(x, (1, 2, 0)), unary_samples(shapes=[(2, 3, 4)]), dtypes=STRUCTURAL)
+op("swapaxes.method", lambda x: x.swapaxes(-1, 1), unary_samples(shapes=[(2, 3, 4), (3, 2)]), dtypes=STRUCTURAL)
 op("swapaxes", lambda x, a, b: np.swapaxes(x, a, b),
    lambda dt, rng: [SampleInput((make((2, 3, 4), dt, rng), 0, 2)), SampleInput((make((3, 4), dt, rng), -1, 0)),
                     SampleInput((make((2, 3, 4), dt, rng), 1, 1))], dtypes=NUMERIC)
@@ -728,6 +933,10 @@ def _squeeze_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Samp
 op("squeeze", lambda x, axis: np.squeeze(x, axis), _squeeze_samples, dtypes=ALL_DTYPES,
    error_inputs=lambda: [error((_f((2, 3)), 0), errors.CompileError, r"(?i)squeeze|size|one|1")])
 op("squeeze.method", lambda x: x.squeeze(), unary_samples(shapes=[(1, 3, 1), (1,), (2, 1)]), dtypes=NUMERIC)
+op("squeeze.method_axis", lambda x: x.squeeze(1), unary_samples(shapes=[(3, 1, 4), (2, 1)]), dtypes=STRUCTURAL)
+op("atleast_1d", lambda x: np.atleast_1d(x), unary_samples(shapes=[(), (3,), (2, 3)]), dtypes=STRUCTURAL)
+op("atleast_2d", lambda x: np.atleast_2d(x), unary_samples(shapes=[(), (3,), (2, 3)]), dtypes=STRUCTURAL)
+op("atleast_3d", lambda x: np.atleast_3d(x), unary_samples(shapes=[(), (3,), (2, 3), (2, 3, 4)]), dtypes=STRUCTURAL)
 
 
 def _broadcast_to_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
@@ -740,6 +949,9 @@ op("broadcast_to", lambda x, shape: np.broadcast_to(x, shape), _broadcast_to_sam
    error_inputs=lambda: [error((_f((3,)), (4,)), errors.CompileError, r"(?i)broadcast|shape")])
 op("broadcast_to.plus", lambda x, shape: np.broadcast_to(x, shape) + 1, _broadcast_to_samples, dtypes=NUMERIC,
    notes="the broadcast view used in arithmetic")
+op("broadcast_arrays", lambda a, b: np.broadcast_arrays(a, b), lambda dt, rng: [
+    SampleInput((make((3, 1), dt, rng), make((4,), dt, rng))), SampleInput((make((), dt, rng), make((2, 3), dt, rng)))],
+   dtypes=STRUCTURAL)
 
 
 def _concat_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
@@ -786,6 +998,21 @@ def _vstack_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Sampl
 
 op("hstack", lambda xs: np.hstack(xs), _hvstack_samples, dtypes=NUMERIC)
 op("vstack", lambda xs: np.vstack(xs), _vstack_samples, dtypes=NUMERIC)
+op("dstack", lambda a, b: np.dstack([a, b]), lambda dt, rng: [
+    SampleInput((make((2, 3), dt, rng), make((2, 3), dt, rng))),
+    SampleInput((make((3,), dt, rng), make((3,), dt, rng)))],
+   dtypes=STRUCTURAL)
+op("column_stack", lambda a, b: np.column_stack([a, b]), lambda dt, rng: [
+    SampleInput((make((3,), dt, rng), make((3,), dt, rng))), SampleInput((make((3, 2), dt, rng), make((3,), dt, rng)))],
+   dtypes=STRUCTURAL)
+op("append", lambda a, b: np.append(a, b), lambda dt, rng: [
+    SampleInput((make((4,), dt, rng), make((2,), dt, rng))), SampleInput((make((2, 2), dt, rng), make((3,), dt, rng)))],
+   dtypes=STRUCTURAL)
+op("array.of_arrays", lambda x: np.array([x, x * 2]), unary_samples(shapes=[(3,), (2, 2), ()]), dtypes=STRUCTURAL)
+op("array.of_elements", lambda x: np.array([[x[0], x[1]], [x[2], 1.0]]), unary_samples(shapes=[(3,), (4,)]),
+   dtypes=FLOATS)
+op("concatenate.list_literal", lambda x: np.concatenate([x, [1.0, 2.0]]), unary_samples(shapes=[(3,), (0,)]),
+   dtypes=STRUCTURAL)
 
 
 def _flip_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
@@ -826,6 +1053,35 @@ op("pad", lambda x, width: np.pad(x, width), _pad_samples, dtypes=ALL_DTYPES)
 op("pad.constant_values", lambda x: np.pad(x, ((1, 1), (2, 0)), constant_values=7),
    unary_samples(shapes=[(2, 3), (1, 1)]), dtypes=NUMERIC)
 
+
+def _roll_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape, shift, axis in [((4, 5), 2, None), ((4, 5), -1, 1), ((4, 5), (1, 2), (0, 1)), ((6,), 8, 0),
+                               ((3,), 0, None)]:
+        yield SampleInput((make(shape, dtype, rng), shift, axis), desc=f"{shape},shift={shift},axis={axis}")
+
+
+op("roll", lambda x, shift, axis: np.roll(x, shift, axis=axis), _roll_samples, dtypes=STRUCTURAL)
+
+
+def _split_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape, sections, axis in [((4, 5), 2, 0), ((4, 5), (1, 3), 1), ((6,), 3, 0), ((4, 5), (2,), -1)]:
+        yield SampleInput((make(shape, dtype, rng), sections, axis), desc=f"{shape},{sections},axis={axis}")
+
+
+op("split", lambda x, sections, axis: np.split(x, sections, axis=axis), _split_samples, dtypes=STRUCTURAL)
+
+
+def _diag_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape, k in [((4, 4), 0), ((4, 4), 1), ((3, 4), -1), ((4,), 0), ((3,), -1), ((3,), 2)]:
+        yield SampleInput((make(shape, dtype, rng), k), desc=f"{shape},k={k}")
+
+
+op("diag", lambda x, k: np.diag(x, k), _diag_samples, dtypes=STRUCTURAL)
+op("tril", lambda x, k: np.tril(x, k), lambda dt, rng: [SampleInput((make((4, 4), dt, rng), 0)),
+                                                        SampleInput((make((3, 4), dt, rng), -1))], dtypes=STRUCTURAL)
+op("triu", lambda x, k: np.triu(x, k), lambda dt, rng: [SampleInput((make((4, 4), dt, rng), 1)),
+                                                        SampleInput((make((2, 3, 4), dt, rng), 0))], dtypes=STRUCTURAL)
+
 # ---- indexing -----------------------------------------------------------------------------------------
 
 
@@ -856,6 +1112,56 @@ _index_op("index.array_np_const", lambda x: x[np.array([2, 0, 1])], [(4,), (3, 4
 _index_op("index.array_axis1", lambda x: x[:, [1, 0, 1]], [(3, 4), (2, 3, 4)], dtypes=NUMERIC)
 _index_op("index.array_2d", lambda x: x[np.array([[0, 1], [1, 0]])], [(3,), (3, 2)], dtypes=NUMERIC)
 _index_op("index.take", lambda x: np.take(x, [2, 0], axis=-1), [(3,), (2, 3)], dtypes=NUMERIC)
+_index_op("index.take_axis1", lambda x: np.take(x, [0, 2], axis=1), [(3, 4, 5), (2, 3)], dtypes=STRUCTURAL)
+_index_op("index.take.method", lambda x: x.take([1, 0]), [(3, 4, 5), (2,)], dtypes=STRUCTURAL)
+_index_op("index.bool_list", lambda x: x[[True, False, True, False, True]], [(5,), (5, 4)], dtypes=STRUCTURAL)
+
+
+def as_index(spec: tuple) -> tuple:
+    """A static index from its hashable spelling (slices are not hashable before Python 3.12):
+    ``("s", start, stop, step)`` is a slice, ``"..."`` an Ellipsis, ``("list", items)`` a list and
+    ``("array", rows)`` a NumPy array; None and ints stand for themselves."""
+    out = []
+    for part in spec:
+        if isinstance(part, tuple) and part[0] == "s":
+            out.append(slice(part[1], part[2], part[3]))
+        elif isinstance(part, tuple) and part[0] == "list":
+            out.append(list(part[1]))
+        elif isinstance(part, tuple) and part[0] == "array":
+            out.append(np.array(part[1]))
+        elif part == "...":
+            out.append(Ellipsis)
+        else:
+            out.append(part)
+    return tuple(out)
+
+
+def _s(start: int | None = None, stop: int | None = None, step: int | None = None) -> tuple:
+    return ("s", start, stop, step)
+
+
+#: x[index] for a (5, 4) array: every kind of basic index (ints, slices, None, Ellipsis)
+STATIC_INDICES = [
+    (0,), (-1,), (4,), (1, 2), (-1, -2), (_s(1, 3),), (_s(None, None, 2),), (_s(None, None, -1),), (_s(-2),),
+    (_s(None, -2),), (_s(4, 1, -1),), (_s(None, None, -2),), (_s(3, 3),), (_s(10, 20),), (_s(-10, 2),),
+    (_s(), 1), ("...", 0), (0, "..."), (_s(1, 4, 2), _s(None, None, -3)), (None, 0), (_s(), None), ("...", None),
+    (1, _s(), None), (_s(4, None, -2), 2), (), (_s(1, 3), _s(None, None, 2)), ("...", _s(1)), (_s(), -1)]
+#: advanced indices of a (5, 4) and a (3, 4, 5) array (NumPy's placement of the advanced dims)
+ADVANCED_INDICES = [
+    ((5, 4), (("list", (0, 2)),)), ((5, 4), (("list", (4, -1, 0)),)), ((5, 4), (("array", (1, 1, 3)),)),
+    ((5, 4), (("array", ((0, 1), (2, 3))),)), ((5, 4), (_s(), ("list", (0, -1)))),
+    ((5, 4), (("list", (0, 1, 2)), ("list", (3, 2, 1)))), ((5, 4), (("list", (0, 4)), 1)),
+    ((5, 4), (("array", ((0,), (1,))), ("array", (1, 2)))), ((5, 4), (_s(1, 3), ("list", (0, 2)))),
+    ((3, 4, 5), (0, _s(), ("list", (1, 2)))), ((3, 4, 5), (_s(), ("list", (0, 1)), ("list", (1, 2))))]
+
+
+op("index.static", lambda x, spec: x[as_index(spec)],
+   lambda dt, rng: [SampleInput((make((5, 4), dt, rng), spec), desc=repr(spec).replace(" ", ""))
+                    for spec in STATIC_INDICES],
+   dtypes=(F64, I64), notes="the index is a static argument, spelled for as_index")
+op("index.static_advanced", lambda x, spec: x[as_index(spec)],
+   lambda dt, rng: [SampleInput((make(shape, dt, rng), spec), desc=repr(spec).replace(" ", ""))
+                    for shape, spec in ADVANCED_INDICES], dtypes=(F64, I64))
 
 
 def _dyn_index_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
@@ -879,6 +1185,22 @@ op("index.dynamic_array", lambda x, idx: x[idx], _dyn_array_index_samples, dtype
 op("index.dynamic_slice", lambda x, i: x[i, 1:3], lambda dt, rng: [
     SampleInput((make((4, 5), dt, rng), np.int64(1))), SampleInput((make((4, 5), dt, rng), np.int64(-1)))],
    dtypes=NUMERIC)
+op("index.dynamic_column", lambda x, i: x[1:, i], lambda dt, rng: [
+    SampleInput((make((5, 4), dt, rng), np.int64(3))), SampleInput((make((5, 4), dt, rng), np.int32(-2)))],
+   dtypes=STRUCTURAL)
+op("index.dynamic_row_step", lambda x, i: x[i, ::2], lambda dt, rng: [
+    SampleInput((make((5, 4), dt, rng), np.int32(0))), SampleInput((make((5, 4), dt, rng), np.int64(-1)))],
+   dtypes=STRUCTURAL)
+op("index.data_dependent", lambda x, i: x[x[0].argmax()] + x[i], lambda dt, rng: [
+    SampleInput((make((5, 4), dt, rng), np.int64(1)))], dtypes=STRUCTURAL,
+   notes="an index computed by the kernel itself")
+op("index.dynamic_array_axis1", lambda x, idx: x[:, idx], lambda dt, rng: [
+    SampleInput((make((5, 4), dt, rng), np.array([[1], [2]]))),
+    SampleInput((make((3, 4), dt, rng), np.array([3, -1])))],
+   dtypes=STRUCTURAL)
+op("index.dynamic_pair", lambda x, i, j: x[i, j], lambda dt, rng: [
+    SampleInput((make((5, 4), dt, rng), np.array([0, 1]), np.array([3, 2]))),
+    SampleInput((make((5, 4), dt, rng), np.array([[4], [0]]), np.array([-1, 1], np.int32)))], dtypes=STRUCTURAL)
 
 # ---- functional updates -----------------------------------------------------------------------------
 
@@ -980,6 +1302,96 @@ op("update.dynamic_set", _set_dynamic, _dyn_update_samples, dtypes=NUMERIC)
 op("update.dynamic_add", _add_dynamic, _dyn_update_samples, dtypes=NUMERIC)
 
 
+def _set_static(x, spec, v):
+    y = x.copy()
+    y[as_index(spec)] = v
+    return y
+
+
+#: y[index] = v for a (5, 4) array
+SETITEM_INDICES = [(0,), (-1,), (1, 2), (_s(1, 4),), (_s(None, None, 2),), (_s(None, None, -1),), (_s(), 0),
+                   ("...", -1), (_s(4, 0, -2), _s(1, 3))]
+
+
+def _set_static_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for spec in SETITEM_INDICES:
+        for v in (7.0, np.float32(3.5)):
+            yield SampleInput((make((5, 4), dtype, rng), spec, v), desc=f"{spec}={describe([v])}".replace(" ", ""))
+
+
+op("update.static_set", _set_static, _set_static_samples, dtypes=(F64, I64),
+   notes="a Python float or a float32 scalar stored into every kind of basic index")
+
+
+def _set_cast_into_int(x, v):
+    y = np.zeros((3, 4), dtype=np.int32)
+    y[1] = v                      # float values truncated into the int32 array
+    y[:, 0] = 9.7
+    return y
+
+
+def _set_from_row(x):
+    y = x.copy()
+    y[:2] = x[3]                  # a row broadcast over two rows
+    return y
+
+
+def _augmented_updates(x, i):
+    y = x.copy()
+    y[0] += 1
+    y[1:3] *= 2.0
+    y[i] -= x[0]
+    y[:, -1] /= 4
+    return y
+
+
+def _dynamic_row_then_slice(x, i, v):
+    y = np.zeros_like(x)
+    y[i] = v
+    y[i, 1:3] = 5.0
+    return y
+
+
+def _fancy_mixed(x, idx):
+    y = x.copy()
+    y[idx] = -1.0
+    y[[0, 1]] = x[3:5]
+    y[:, [0, 3]] = 2.0
+    return y
+
+
+def _fancy_add_repeated(x):
+    y = x.copy()
+    y[[1, 1, 2]] += 1.0           # NumPy: buffered, a repeated index adds once
+    return y
+
+
+def _mask_set(x):
+    y = x.copy()
+    y[y < 0] = 0.0
+    y[np.array([True, False, True, False, True])] = 1.0
+    return y
+
+
+op("update.cast_into_int", _set_cast_into_int, lambda dt, rng: [
+    SampleInput((make((5, 4), dt, rng), make((4,), dt, rng, -9, 9)))], dtypes=(F64,))
+op("update.from_row", _set_from_row, unary_samples(shapes=[(5, 4), (4, 2, 3)]), dtypes=STRUCTURAL)
+op("update.augmented", _augmented_updates, lambda dt, rng: [
+    SampleInput((make((5, 4), dt, rng), np.int64(4))), SampleInput((make((5, 4), dt, rng), np.int64(-1)))],
+   dtypes=FLOATS)
+op("update.dynamic_row_then_slice", _dynamic_row_then_slice, lambda dt, rng: [
+    SampleInput((make((5, 4), dt, rng), np.int64(2), make((4,), dt, rng))),
+    SampleInput((make((5, 4), dt, rng), np.int64(-2), make((4,), dt, rng)))], dtypes=STRUCTURAL)
+op("update.fancy_mixed", _fancy_mixed, lambda dt, rng: [SampleInput((make((5, 4), dt, rng), np.array([2, 4])))],
+   dtypes=FLOATS)
+op("update.fancy_add_repeated", _fancy_add_repeated, unary_samples(shapes=[(5, 4), (3,)]), dtypes=FLOATS,
+   known_failures=dict.fromkeys(("grad", "grad2"),
+                                "reverse mode counts a repeated index of y[idx] += v once per repetition: "
+                                "jacrev gives 2 where jacfwd (and NumPy) give 1"))
+op("update.mask_set", _mask_set, unary_samples(shapes=[(5, 4), (5,)]), dtypes=FLOATS,
+   notes="masks with a scalar value: no data-dependent shape")
+
+
 
 # ---- creation --------------------------------------------------------------------------------------------
 
@@ -995,6 +1407,9 @@ op("zeros", lambda shape, dtype: np.zeros(shape, dtype=dtype), _creation_samples
    dtypes=ALL_DTYPES, differentiable=False)
 op("ones", lambda shape, dtype: np.ones(shape, dtype=dtype), _creation_samples([(3, 4), 5, ()]),
    dtypes=ALL_DTYPES, differentiable=False)
+op("empty", lambda shape, dtype: np.empty(shape, dtype=dtype), _creation_samples([(3, 4), 4]),
+   ref=lambda shape, dtype: np.zeros(shape, dtype=dtype), dtypes=ALL_DTYPES, differentiable=False,
+   notes="NumPy leaves the contents unspecified; aotx fills zeros (the oracle)")
 op("zeros.default_dtype", lambda n: np.zeros((n, 2)), lambda dt, rng: [SampleInput((3,))], dtypes=(F64,),
    differentiable=False)
 op("full", lambda shape, value: np.full(shape, value),
@@ -1008,6 +1423,11 @@ op("eye", lambda n, m, k, dtype: np.eye(n, m, k=k, dtype=dtype),
    lambda dt, rng: [SampleInput((3, None, 0, dt.type)), SampleInput((3, 4, 1, dt.type)), SampleInput((4, 2, -1, dt.type)),
                     SampleInput((1, None, 0, dt.type))], dtypes=ALL_DTYPES, differentiable=False)
 op("identity", lambda n: np.identity(n), lambda dt, rng: [SampleInput((3,))], dtypes=(F64,), differentiable=False)
+op("identity.dtype", lambda n, dtype: np.identity(n, dtype=dtype), lambda dt, rng: [SampleInput((2, dt.type))],
+   dtypes=ALL_DTYPES, differentiable=False)
+op("array.literal", lambda x: np.array([1, 2, 3]) * x, unary_samples(shapes=[(3,), (2, 3)]), dtypes=NUMERIC)
+op("asarray.literal", lambda x: np.asarray([1.0, 2.0, 3.0], dtype=np.float32) * x, unary_samples(shapes=[(3,), (2, 3)]),
+   dtypes=NUMERIC)
 op("arange", lambda args, dtype: np.arange(*args, dtype=dtype),
    lambda dt, rng: [SampleInput(((5,), dt.type)), SampleInput(((1, 10, 2), dt.type)), SampleInput(((10, 1, -3), dt.type)),
                     SampleInput(((0,), dt.type)), SampleInput(((2, 2), dt.type))], dtypes=NUMERIC,
@@ -1028,6 +1448,9 @@ op("linspace.dynamic_bounds", lambda start, stop: np.linspace(start, stop, 6),
    lambda dt, rng: [SampleInput((0.5, 2.0)), SampleInput((make((), dt, rng), make((), dt, rng))),
                     SampleInput((make((3,), dt, rng), 1.0))],
    dtypes=FLOATS, tol=Tol((1e-6, 1e-7), (1e-15, 1e-15), ulps=2))
+op("linspace.dynamic_endpoint", lambda stop: np.linspace(0.0, stop, 3, endpoint=False),
+   lambda dt, rng: [SampleInput((make((2,), dt, rng),)), SampleInput((make((), dt, rng),))],
+   dtypes=FLOATS, tol=Tol((1e-6, 1e-7), (1e-15, 1e-15), ulps=2))
 
 
 def _like_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
@@ -1042,6 +1465,12 @@ op("full_like", lambda x: np.full_like(x, 2.5), _like_samples, dtypes=ALL_DTYPES
 op("zeros_like.dtype", lambda x: np.zeros_like(x, dtype=np.int32), _like_samples, dtypes=FLOATS, differentiable=False)
 op("ones_like.plus", lambda x: x + np.ones_like(x), _like_samples, dtypes=NUMERIC)
 op("copy", lambda x: x.copy(), _like_samples, dtypes=ALL_DTYPES)
+alias("np.copy", lambda x: np.copy(x), "copy")
+op("empty_like", lambda x: np.empty_like(x), _like_samples, ref=lambda x: np.zeros_like(x), dtypes=ALL_DTYPES,
+   differentiable=False, notes="NumPy leaves the contents unspecified; aotx fills zeros (the oracle)")
+op("like.dtype", lambda x, t: (np.ones_like(x, dtype=t), np.full_like(x, 3, dtype=t), np.zeros_like(x, dtype=t)),
+   lambda dt, rng: [SampleInput((make((2, 3), dt, rng), t)) for t in (np.float32, np.int32, np.bool_)],
+   dtypes=(F64,), differentiable=False)
 
 
 # ---- custom functions (compiler.Function) --------------------------------------------------------------
@@ -1105,3 +1534,232 @@ by_name("index.array_const").error_inputs = lambda: [
     ErrorInput(SampleInput((_f((4,)),)), errors.DynamicShapeError, r".", fn=lambda x: np.nonzero(x)),
     ErrorInput(SampleInput((_f((4,)),)), errors.DynamicShapeError, r".", fn=lambda x: np.unique(x))]
 by_name("index.2d").error_inputs = lambda: [error((_f((3, 2)),), errors.CompileError, r"(?i)index|bounds|range")]
+
+
+# ---- primitive-level samples (tests/ops/test_primitives.py) --------------------------------------------
+#
+# Each is attached to an OpInfo whose samples lower to that primitive (a test checks it). The
+# arrays are small; every sample runs natively and interpreted, under vmap with every in_dims
+# combination, and (where `grad`) under jvp and vjp. Elementwise primitives, convert and
+# dot_general are sampled in float32 and float64; the shape, indexing and reduction primitives,
+# whose lowering does not depend on the float type, in float64 (their float32 kernels are
+# compiled by the NumPy-level tests).
+
+
+def prims(op_name: str, fn: PrimSampleFn, dtypes: tuple = FLOATS) -> None:
+    info = by_name(op_name)
+    if info.prim_samples is not None:
+        raise ValueError(f"primitive samples of {op_name!r} declared twice")
+    info.prim_samples, info.prim_dtypes = fn, tuple(np.dtype(d) for d in dtypes)
+
+
+def _i64(v: Any) -> np.ndarray:
+    return np.array(v, np.int64)
+
+
+def _prim_unary(prim: str, low: float, high: float, *, zero_is_smooth: bool = True) -> PrimSampleFn:
+    """A (7, 5) array inside the domain with an exact zero (the backend's 0 case); where the
+    derivative is not defined at 0, a second array without it for the jvp/vjp tests."""
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+        x = make((7, 5), dtype, rng, low, high)
+        x.flat[0] = 0
+        yield PrimSample(prim, (x,), desc="with a zero", grad=zero_is_smooth)
+        if not zero_is_smooth:
+            yield PrimSample(prim, (make((6,), dtype, rng, low, high),))
+    return gen
+
+
+# (floor, ceil, round and sign are not differentiable ops: their zero needs no second sample)
+for _name, _lo, _hi, _smooth0 in [
+        ("neg", -3, 3, True), ("abs", -3, 3, False), ("sign", -3, 3, True), ("exp", -3, 3, True),
+        ("exp2", -3, 3, True), ("expm1", -3, 3, True), ("sin", -3, 3, True), ("cos", -3, 3, True),
+        ("tan", -1.2, 1.2, True), ("tanh", -3, 3, True), ("sinh", -3, 3, True), ("cosh", -3, 3, True),
+        ("arctan", -3, 3, True), ("floor", -3, 3, True), ("ceil", -3, 3, True), ("round", -3, 3, True),
+        ("isnan", -3, 3, True), ("isinf", -3, 3, True), ("isfinite", -3, 3, True), ("cbrt", -3, 3, False),
+        ("log", 0.01, 5, False), ("log2", 0.01, 5, False), ("log10", 0.01, 5, False),
+        ("log1p", 0.01, 5, True), ("sqrt", 0.01, 5, False), ("arcsin", -0.9, 0.9, True),
+        ("arccos", -0.9, 0.9, True)]:
+    prims(_name, _prim_unary(_name, _lo, _hi, zero_is_smooth=_smooth0))
+prims("invert", lambda dt, rng: [PrimSample("not", (make((7, 5), dt, rng, -9, 9),))], dtypes=(BOOL,) + INTS)
+
+
+def _prim_binary(prim: str, *, y_low: float = -2, y_high: float = 3, round_y: bool = False,
+                 nonzero_y: bool = False, grad: bool = True, int_y: tuple[int, int] = (-4, 4)) -> PrimSampleFn:
+    """Floats: x in (0.1, 3), y in (y_low, y_high) of shape (4, 9); integers: (33,) vectors."""
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+        if dtype.kind == "f":
+            x, y = make((4, 9), dtype, rng, 0.1, 3), make((4, 9), dtype, rng, y_low, y_high)
+            if round_y:
+                y = np.round(y)
+            if nonzero_y:       # |y| >= 0.3: a divisor away from 0
+                y = np.where(y < 0, np.minimum(y, -0.3), np.maximum(y, 0.3)).astype(dtype)
+            yield PrimSample(prim, (x, y), grad=grad)
+        else:
+            x, y = make((33,), dtype, rng, -9, 9), make((33,), dtype, rng, *int_y)
+            yield PrimSample(prim, (x, y))
+    return gen
+
+
+_INT_AND_FLOAT = FLOATS + INTS
+for _op_name, _prim in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("maximum", "max"),
+                        ("minimum", "min"), ("eq", "eq"), ("lt", "lt"), ("ne", "ne"), ("le", "le"),
+                        ("gt", "gt"), ("ge", "ge")]:
+    prims(_op_name, _prim_binary(_prim), dtypes=_INT_AND_FLOAT)
+prims("truediv", _prim_binary("div", nonzero_y=True))
+prims("arctan2", _prim_binary("arctan2"))
+prims("hypot", _prim_binary("hypot"))
+prims("pow", _prim_binary("pow", round_y=True, int_y=(0, 4)), dtypes=_INT_AND_FLOAT)
+for _bitwise in ("and", "or", "xor"):
+    prims(f"{_bitwise}_op", _prim_binary(_bitwise, int_y=(-9, 9)), dtypes=(BOOL,) + INTS)
+
+
+def _prim_divmod(prim: str) -> PrimSampleFn:
+    """Random operands (mod jumps: not a differentiable point), a pair of operands where mod is
+    smooth, and the division edges: by zero, int64 min // -1, signed zeros, infinities, nan."""
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+        yield from _prim_binary(prim, grad=False)(dtype, rng)
+        if dtype.kind == "f":
+            yield PrimSample(prim, (make((4,), dtype, rng, 0.3, 2.0), make((4,), dtype, rng, 2.5, 3.0)),
+                             desc="no wrap-around")
+        if dtype == F64:
+            yield PrimSample(prim, (np.array([5.0, -5.0, 5.0, -0.0, 1.0, INF, 3.0, NAN]),
+                                    np.array([-3.0, 3.0, 0.0, 2.0, INF, 2.0, -INF, 1.0])), desc="edges", grad=False)
+        if dtype == I64:
+            yield PrimSample(prim, (np.array([7, -7, 0, np.iinfo(np.int64).min, 5], np.int64),
+                                    np.array([0, 2, 0, -1, -2], np.int64)), desc="division by zero, min // -1")
+    return gen
+
+
+prims("floordiv", _prim_divmod("floordiv"), dtypes=_INT_AND_FLOAT)
+prims("mod", _prim_divmod("mod"), dtypes=_INT_AND_FLOAT)
+
+
+def _prim_convert(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    for target in ALL_DTYPES:
+        yield PrimSample("convert", (make((10,), dtype, rng, -50, 50),), {"dtype": target})
+
+
+prims("astype", _prim_convert, dtypes=ALL_DTYPES)
+prims("where", lambda dt, rng: [
+    PrimSample("select", (make((6, 3), BOOL, rng), make((6, 3), dt, rng), make((6, 3), dt, rng))),
+    PrimSample("select", (make((4,), BOOL, rng), make((4,), dt, rng), make((4,), dt, rng)))])
+
+# ---- reductions and scans
+
+_REDUCE_AXES = [(0,), (1,), (0, 1), (0, 2), ()]
+
+
+def _prim_reduce(prim: str) -> PrimSampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+        for axes in _REDUCE_AXES:
+            yield PrimSample(prim, (make((3, 4, 5), dtype, rng, 0.5, 1.5),), {"axes": axes})
+    return gen
+
+
+for _op_name, _prim in [("sum", "reduce_sum"), ("prod", "reduce_prod"), ("max", "reduce_max"),
+                        ("min", "reduce_min")]:
+    prims(_op_name, _prim_reduce(_prim), dtypes=(F64,))
+prims("all", lambda dt, rng: [PrimSample("reduce_and", (make((4, 5), BOOL, rng),), {"axes": (1,)})], dtypes=(BOOL,))
+prims("any", lambda dt, rng: [PrimSample("reduce_or", (make((4, 5), BOOL, rng),), {"axes": (1,)})], dtypes=(BOOL,))
+
+
+def _prim_arg_reduce(prim: str) -> PrimSampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+        for axis in (0, 1):
+            x = make((6, 7), dtype, rng, -3, 3)
+            if dtype.kind == "f":
+                x[2, 3] = NAN
+            yield PrimSample(prim, (x,), {"axis": axis}, desc="with a nan" if dtype.kind == "f" else "")
+    return gen
+
+
+prims("argmax", _prim_arg_reduce("argmax"), dtypes=(F64, I32))
+prims("argmin", _prim_arg_reduce("argmin"), dtypes=(F64, I32))
+
+
+def _prim_scan(prim: str) -> PrimSampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+        for axis in (0, 1):
+            yield PrimSample(prim, (make((5, 6), dtype, rng, 0.5, 1.5),), {"axis": axis})
+    return gen
+
+
+prims("cumsum", _prim_scan("cumsum"), dtypes=(F64,))
+prims("cumprod", _prim_scan("cumprod"), dtypes=(F64,))
+
+# ---- dot_general: any dimension numbers
+
+_DOT_CASES = [((((1,), (0,)), ((), ())), ((4, 5), (5, 3))), ((((1,), (0,)), ((), ())), ((4, 5), (5,))),
+              ((((0,), (0,)), ((), ())), ((5,), (5,))), ((((2,), (1,)), ((0,), (0,))), ((2, 4, 5), (2, 5, 3))),
+              ((((2,), (1,)), ((0,), (0,))), ((2, 3, 4), (2, 4))), ((((), ()), ((), ())), ((3,), (4,))),
+              ((((0,), (1,)), ((), ())), ((4, 3), (2, 4)))]
+
+prims("matmul", lambda dt, rng: [
+    PrimSample("dot_general", (make(sa, dt, rng, -2, 2), make(sb, dt, rng, -2, 2)), {"dimension_numbers": dn})
+    for dn, (sa, sb) in _DOT_CASES], dtypes=FLOATS + (I64,))
+
+# ---- shape primitives
+
+prims("broadcast_to", lambda dt, rng: [
+    PrimSample("broadcast_in_dim", (make((3, 1), dt, rng),), {"shape": (2, 3, 4), "broadcast_dimensions": (1, 2)})],
+   dtypes=(F64,))
+prims("reshape", lambda dt, rng: [PrimSample("reshape", (make((3, 4), dt, rng),), {"new_sizes": (2, 6)})],
+   dtypes=(F64,))
+prims("transpose", lambda dt, rng: [
+    PrimSample("transpose", (make((2, 3, 4), dt, rng),), {"permutation": (2, 0, 1)})], dtypes=(F64,))
+prims("slice.step", lambda dt, rng: [
+    PrimSample("slice", (make((3, 4), dt, rng),),
+               {"start_indices": (1, 0), "limit_indices": (3, 4), "strides": (1, 2)}),
+    PrimSample("slice", (make((5, 4), dt, rng),),
+               {"start_indices": (1, 0), "limit_indices": (5, 4), "strides": (2, 3)})],
+   dtypes=(F64,))
+prims("flip", lambda dt, rng: [PrimSample("rev", (make((3, 4), dt, rng),), {"dimensions": (1,)})], dtypes=(F64,))
+prims("diagonal", lambda dt, rng: [
+    PrimSample("diagonal", (make((4, 5), dt, rng),), {"axis1": 0, "axis2": 1}),
+    PrimSample("diagonal", (make((3, 3), dt, rng),), {"axis1": 0, "axis2": 1}),
+    PrimSample("diagonal", (make((2, 3, 4), dt, rng),), {"axis1": 2, "axis2": 0})], dtypes=(F64,))
+prims("pad", lambda dt, rng: [
+    PrimSample("pad", (make((3, 4), dt, rng), np.array(7, dt)), {"low": (1, 0), "high": (0, 2)}),
+    PrimSample("pad", (make((2, 3), dt, rng), make((), dt, rng)), {"low": (1, 0), "high": (0, 2)})], dtypes=(F64,))
+prims("concatenate", lambda dt, rng: [
+    PrimSample("concatenate", (make((3, 4), dt, rng), make((2, 4), dt, rng), make((1, 4), dt, rng)), {"dimension": 0}),
+    PrimSample("concatenate", (make((2, 3), dt, rng), make((2, 1), dt, rng)), {"dimension": 1})], dtypes=(F64,))
+prims("eye", lambda dt, rng: [
+    PrimSample("iota", (), {"dtype": dt, "shape": (3, 4), "dimension": 1})], dtypes=(I32, F64))
+prims("full", lambda dt, rng: [
+    PrimSample("constant", (), {"value": np.arange(6, dtype=dt).reshape(2, 3)})], dtypes=(F64, I64))
+
+# ---- indexing primitives (indices are clamped: out-of-bounds ones included)
+
+prims("index.take", lambda dt, rng: [
+    PrimSample("take", (make((5, 3), dt, rng), _i64([0, -1, 2, 9, -9])), {"axis": 0}, desc="out of bounds"),
+    PrimSample("take", (make((5, 4), dt, rng), np.array([[1, 2], [3, 0]], np.int32)), {"axis": 1}),
+    PrimSample("take", (make((2, 5, 3), dt, rng), _i64([[1, 4], [0, -2]])), {"axis": 1}),
+    PrimSample("take", (make((5, 3), dt, rng), _i64([0, -1, 2, 2])), {"axis": 0}),
+    # the vmap rule of take with batched indices reads a dimension's size with size_of
+    PrimSample("size_of", (), {"dim": 7, "dtype": I64 if dt == F64 else I32})], dtypes=(F64,))
+prims("index.dynamic_slice", lambda dt, rng: [
+    PrimSample("dynamic_slice", (make((5, 4), dt, rng), _i64(3), _i64(1)), {"sizes": (2, 2)}),
+    PrimSample("dynamic_slice", (make((5, 4), dt, rng), _i64(2), _i64(-1)), {"sizes": (2, 3)}, desc="clamped"),
+    PrimSample("dynamic_slice", (make((5, 4), dt, rng), _i64(2), _i64(1)), {"sizes": (2, 3)})], dtypes=(F64,))
+prims("update.dynamic_set", lambda dt, rng: [
+    PrimSample("dynamic_update_slice", (make((5, 4), dt, rng), make((2, 2), dt, rng), _i64(4), _i64(-1)),
+               desc="clamped"),
+    PrimSample("dynamic_update_slice", (make((5, 4), dt, rng), make((2, 3), dt, rng), _i64(1), _i64(0)))],
+   dtypes=(F64,))
+prims("update.step_set", lambda dt, rng: [
+    PrimSample("update_slice", (make((5, 4), dt, rng), make((2, 2), dt, rng)),
+               {"start_indices": (1, 0), "limit_indices": (5, 4), "strides": (2, 3)}),
+    PrimSample("update_slice", (make((5, 4), dt, rng), make((2, 2), dt, rng)),
+               {"start_indices": (0, 1), "limit_indices": (4, 4), "strides": (2, 2)})], dtypes=(F64,))
+prims("update.fancy_set", lambda dt, rng: [
+    PrimSample("scatter", (make((5, 4), dt, rng), _i64([1, 3, 1]), make((3, 4), dt, rng)), {"axis": 0, "mode": "set"},
+               desc="colliding indices", grad=False),
+    PrimSample("scatter", (make((5, 3), dt, rng), _i64([1, 3]), make((2, 3), dt, rng)), {"axis": 0, "mode": "set"}),
+    PrimSample("scatter", (make((4, 5), dt, rng), _i64([0, 4]), make((4, 2), dt, rng)), {"axis": 1, "mode": "set"})],
+   dtypes=(F64,))
+prims("update.fancy_add", lambda dt, rng: [
+    PrimSample("scatter", (make((5, 4), dt, rng), _i64([1, 3, 1]), make((3, 4), dt, rng)), {"axis": 0, "mode": "add"},
+               desc="colliding indices"),
+    PrimSample("scatter", (make((5, 3), dt, rng), _i64([1, 3, 1]), make((3, 3), dt, rng)), {"axis": 0, "mode": "add"})],
+   dtypes=(F64,))

@@ -7,10 +7,13 @@ For every OpInfo x dtype x sample:
   tolerance (exact for integers and bools, nan positions equal); the inputs are
   left untouched.
 * ``test_interpreter_matches_numpy``: the IR the frontend produces, run by the
-  reference interpreter (``compiler.ir.interpret``), equals NumPy too.
+  reference interpreter, equals NumPy too; for an alias (``alias_of``: ``np.add``
+  of ``add``), the IR also equals that op's IR on the same arguments, so the
+  compiled test (and the vmap and derivative tests) of that op cover it and are
+  not repeated.
 
-Then ``test_every_primitive_is_covered`` checks that every primitive of
-``compiler.primitives.REGISTRY`` (except ``cond``/``while``, covered by
+Then ``test_every_primitive_is_covered`` checks that every primitive the
+compiler defines (except ``cond``/``while``, covered by
 tests/functions) occurs in the IR of some sample, and ``test_error_inputs``
 that every error input raises its documented error at the user's line.
 
@@ -30,12 +33,14 @@ import pytest
 
 from compiler import jit
 from compiler.errors import CompileError
-from compiler.ir.interpret import interpret
+from tests.ops import internal
 from tests.ops.compare import assert_array_same, assert_same, flatten
-from tests.ops.opinfo import OPS, OpInfo, SampleInput
+from tests.ops.opinfo import OPS, OpInfo, SampleInput, by_name
 
-CASES = [pytest.param(op, dtype, sample, id=f"{op.name}-{dtype.name}-{i}-{sample.desc}")
+CASES = [pytest.param(op, dtype, sample, id=f"{op.name}-{dtype.name}-{i}-{sample.desc}", marks=op.marks("forward"))
          for op in OPS for dtype in op.dtypes for i, sample in enumerate(op.samples(dtype))]
+#: an alias (OpInfo.alias_of) stages to its op's IR: compiling it again would compile the same program
+COMPILED_CASES = [p for p in CASES if p.values[0].alias_of is None]
 
 _KERNELS: dict[str, Any] = {}
 
@@ -70,21 +75,7 @@ def dynamic_arguments(fn: Any, sample: SampleInput) -> list[np.ndarray]:
     return out
 
 
-def stage(fn: Any, sample: SampleInput, signature: str | None = None) -> Any:
-    """The IR function the frontend produces for this call (no native compilation)."""
-    import compiler.frontend as fe
-    from compiler.api.kernel import _abstract_leafwise
-    if signature is not None:
-        from compiler.signature import parse_signature
-        return fe.stage(fn, tuple(parse_signature(signature)[0]), {}, name="staged").function
-    bound = inspect.signature(fn).bind(*sample.args, **sample.kwargs)
-    scratch: list[Any] = []
-    a_args = tuple(_abstract_leafwise(v, scratch) for v in bound.args)
-    a_kwargs = {k: _abstract_leafwise(v, scratch) for k, v in bound.kwargs.items()}
-    return fe.stage(fn, a_args, a_kwargs, name="staged").function
-
-
-@pytest.mark.parametrize("op, dtype, sample", CASES)
+@pytest.mark.parametrize("op, dtype, sample", COMPILED_CASES)
 def test_compiled_matches_numpy(op: OpInfo, dtype: np.dtype, sample: SampleInput) -> None:
     expected = numpy_result(op.ref, sample)
     before = copy.deepcopy((sample.args, sample.kwargs))
@@ -97,15 +88,19 @@ def test_compiled_matches_numpy(op: OpInfo, dtype: np.dtype, sample: SampleInput
 @pytest.mark.parametrize("op, dtype, sample", CASES)
 def test_interpreter_matches_numpy(op: OpInfo, dtype: np.dtype, sample: SampleInput) -> None:
     expected = numpy_result(op.ref, sample)
-    fn_ir = stage(op.fn, sample, op.signature)
+    fn_ir = internal.stage(op.fn, sample.args, sample.kwargs, op.signature)
     dynamic = dynamic_arguments(op.fn, sample)
     assert len(dynamic) == len(fn_ir.in_types), \
         f"the IR takes {len(fn_ir.in_types)} inputs, the call has {len(dynamic)} dynamic arguments"
-    outs = interpret(fn_ir, *dynamic)
+    outs = internal.interpret(fn_ir, *dynamic)
     leaves = flatten(expected)
     assert len(outs) == len(leaves), f"{len(outs)} results, expected {len(leaves)}"
     for got, (path, want) in zip(outs, leaves):
         assert_array_same(got, want, op.tol, what=f"{op.name} (interpreted) {path}: ")
+    if op.alias_of is not None:
+        base = by_name(op.alias_of)
+        assert internal.ir_text(fn_ir) == internal.ir_text(internal.stage(base.fn, sample.args, sample.kwargs)), \
+            f"{op.name} does not stage to the IR of {base.name}"
 
 
 #: not reachable from a plain NumPy spelling: data-dependent control flow (tests/functions covers
@@ -116,8 +111,7 @@ EXEMPT = {"cond", "while", "chunked", "size_of"}
 
 def test_every_primitive_is_covered() -> None:
     """Every primitive (but EXEMPT) appears in the IR of at least one OpInfo sample."""
-    import compiler.primitives as prims
-    wanted = set(prims.REGISTRY) - EXEMPT
+    wanted = internal.primitive_names() - EXEMPT
     seen: set[str] = set()
     failures = 0
     for op in OPS:
@@ -126,11 +120,11 @@ def test_every_primitive_is_covered() -> None:
                 if wanted <= seen:
                     break
                 try:
-                    fn_ir = stage(op.fn, sample, op.signature)
+                    fn_ir = internal.stage(op.fn, sample.args, sample.kwargs, op.signature)
                 except Exception:   # noqa: BLE001  (reported by the tests above)
                     failures += 1
                     continue
-                seen.update(o.prim.name for o in fn_ir.body.walk())
+                seen.update(internal.primitives_in(fn_ir))
     uncovered = sorted(wanted - seen)
     print(f"primitives covered: {len(wanted & seen)}/{len(wanted)}; uncovered: {uncovered}"
           f" ({failures} samples failed to stage)")

@@ -1,58 +1,64 @@
 """Differentiation tests generated from the OpInfo registry (tests/ops/opinfo.py).
 
-For every OpInfo with ``supports_jvp`` or ``supports_vjp`` and a float64 dtype,
-the first ``N_SAMPLES`` (= 4) usable float64 samples, 2 for the OpInfos that
-are alternative spellings of another (``thin > 1``), to keep the generated suite
-under two minutes on two cores; every OpInfo still gets its own samples, so every
-differentiable primitive is reached. The array arguments of a sample
-are the inputs (Python scalars and keywords are bound as constants); the
-float64 ones are differentiated. Oracles are NumPy only, on the *uncompiled*
-function:
+For every OpInfo with ``supports_jvp`` or ``supports_vjp`` (but aliases,
+``alias_of``, which stage to their op's IR): the first ``N_SAMPLES`` (= 4) usable
+float64 samples (2 for the thinly sampled OpInfos, ``thin > 1``), and the first
+usable float32 sample; every OpInfo gets its own samples, so every differentiable
+primitive is reached in both precisions.
+The array arguments of a sample are the inputs (Python scalars and keywords are
+bound as constants); the arrays of the sample's dtype are differentiated, the
+others (integer indices, the float64 partner of a float32 sample, ...) get zero
+tangents. Oracles are NumPy only, on the *uncompiled* function, with the finite
+differences of tests/fd.py (4-point central stencil, the step halved until the
+estimate is stable: up to 10 times, for piecewise linear ops such as mod):
 
-* ``test_jvp_and_vjp``:
-  (a) ``jvp(f, primals, tangents)`` against central finite differences along the
-      tangent, a 4-point stencil ``(-f(x+2ht) + 8f(x+ht) - 8f(x-ht) + f(x-2ht)) / 12h``
-      (error O(h^4); h = 1e-5 scaled by the size of the inputs), rtol 1e-5;
-      integer and bool outputs must have exactly zero tangents;
-  (b) the dot-product test ``<u, jvp(v)> == <vjp(u), v>`` (rtol 1e-9) with a random
-      output cotangent u; the cotangents of integer/bool inputs are symbolic zeros
-      (None) or zeros. For ops with ``supports_jvp=False``, ``<vjp(u), v>`` is compared
-      with ``<u, finite differences along v>`` (rtol 1e-5) instead.
-* ``test_second_derivative`` (where ``supports_grad2`` and the output is float64):
-  with ``s(x) = sum(u * f(x))``, the kernel ``jvp(grad(s, argnums=<float64 inputs>))``
-  gives the gradient and the Hessian-vector product H v (for ops without forward mode,
-  ``supports_jvp=False``: ``grad`` of ``<grad s, v>``); they are checked as
-  ``<grad s, w>`` against a central difference of ``s`` along w, and
-  ``<w, H v>`` against the mixed second difference
-  ``(s(x+hv+hw) - s(x+hv-hw) - s(x-hv+hw) + s(x-hv-hw)) / 4h^2``.
+* ``test_derivatives``:
+  (a) ``jvp(f, primals, tangents)`` against the directional finite difference along
+      the tangent, computed in float64 (float32 inputs are widened exactly: the
+      derivative of the float32 function at that point), rtol 1e-5 in float64 and
+      ``F32_GRAD_RTOL`` in float32; the primal output equals NumPy within the op's
+      forward tolerance; integer and bool outputs have exactly zero tangents;
+  (b) the dot-product test ``<u, jvp(v)> == <vjp(u), v>`` with a random output
+      cotangent u (rtol 1e-9 in float64, 1e-5 in float32); the cotangents of
+      integer/bool inputs are symbolic zeros (None) or zeros. For ops with
+      ``supports_jvp=False``, ``<vjp(u), v>`` is compared with ``<u, finite
+      differences along v>`` instead;
+  (c) for float64 samples with one float64 output of ops with ``supports_grad2``:
+      with ``s(x) = sum(u * f(x))``, one kernel ``jvp(grad(s, argnums=<float64
+      inputs>))`` gives ``grad s`` (the vjp of u, used in (b) instead of ``vjp``)
+      and the Hessian-vector product H v (for ops without forward mode: ``grad``
+      of ``<grad s, v>``); ``<grad s, w>`` is checked against a central
+      difference of s along w, and ``<w, H v>`` against the mixed second
+      difference.
 * ``test_zero_derivative``: the float ops that are piecewise constant
   (``differentiable=False``: floor, ceil, round, rint, trunc, sign, //) have zero
   jvp and zero gradients (docs/autodiff.md, conventions).
 
-Samples at non-differentiable points are skipped, not compared: samples with
-nan/inf/huge/subnormal edge values (the ``edges`` samples), samples whose NumPy
-output is not finite, and samples where the finite differences are not finite
-(outside the domain, e.g. a negative base with a non-integral exponent). The
+Only differentiable points are generated: samples with nan/inf/huge/subnormal
+values (the ``edges`` samples), samples whose NumPy output is not finite, and
+samples without an array of the tested dtype are left out at collection. The
 documented conventions at kinks (abs at 0, ties of maximum/max, clip at a bound,
 ...) are tested with analytic values in tests/autodiff/test_conventions.py.
-Float32 inputs of mixed-dtype samples get zero tangents (their finite differences
-would be dominated by float32 rounding); float32 gradients are tested in
-tests/autodiff/test_float32.py. Each kernel compiles once per (OpInfo, sample).
+Each kernel compiles once per (OpInfo, sample, dtype).
 """
 from __future__ import annotations
 
 import copy
+import zlib
 from typing import Any, Callable
 
 import numpy as np
 import pytest
 
 from compiler import grad, jvp, vjp
+from tests import fd
+from tests.ops.compare import F32_GRAD_RTOL, assert_array_same
 from tests.ops.opinfo import OPS, OpInfo, SampleInput
 
 F64, F32 = np.dtype(np.float64), np.dtype(np.float32)
 N_SAMPLES = 4
 N_SAMPLES_ALIAS = 2      # OpInfos that are another spelling of a sampled op (thin > 1)
+N_SAMPLES_F32 = 1
 
 
 # ---- sample preparation ------------------------------------------------------------------------------
@@ -107,12 +113,6 @@ def flat_function(fn: Callable[..., Any], sample: SampleInput, label: str = "") 
     return g, leaves
 
 
-def out_leaves(out: Any) -> list[Any]:
-    if isinstance(out, (tuple, list)):
-        return [leaf for o in out for leaf in out_leaves(o)]
-    return [np.asarray(out)]
-
-
 def like_tree(out: Any, leaves: list[Any]) -> Any:
     """`leaves` in the structure of `out` (tuples and lists)."""
     it = iter(leaves)
@@ -124,229 +124,151 @@ def like_tree(out: Any, leaves: list[Any]) -> Any:
     return go(out)
 
 
-def numpy_call(g: Callable[..., Any], leaves: list[Any]) -> list[np.ndarray]:
-    with np.errstate(all="ignore"):
-        return [np.asarray(o, dtype=np.result_type(o)) for o in out_leaves(g(*copy.deepcopy(leaves)))]
-
-
 def is_edge(x: np.ndarray) -> bool:
+    """nan, inf, huge or (nearly) subnormal values: not a point where derivatives are compared."""
     if x.dtype.kind != "f" or x.size == 0:
         return False
     a = np.abs(x.astype(np.float64))
-    return bool(not np.all(np.isfinite(a)) or a.max() > 1e6 or np.any((a > 0) & (a < 1e-100)))
+    tiny = float(np.finfo(x.dtype).tiny) ** (1 / 3)
+    return bool(not np.all(np.isfinite(a)) or a.max() > 1e6 or np.any((a > 0) & (a < tiny)))
 
 
-def usable_samples(op: OpInfo) -> list[tuple[int, SampleInput, str | None]]:
-    """The float64 samples with their skip reason (None: tested); at most N_SAMPLES tested."""
-    out, kept, limit = [], 0, (N_SAMPLES_ALIAS if op.thin > 1 else N_SAMPLES)
-    for i, s in enumerate(op.samples(F64)):
-        _, leaves = flat_function(op.fn, s)
-        reason = None
-        if not any(x.dtype == F64 for x in leaves):
-            reason = "no float64 array argument"
-        elif any(is_edge(x) for x in leaves):
-            reason = "edge values (nan/inf/huge/subnormal): not a differentiable point"
-        else:
-            g, leaves = flat_function(op.fn, s, op.name)
-            outs = numpy_call(g, leaves)
-            if any(o.dtype.kind == "f" and not np.all(np.isfinite(o)) for o in outs):
-                reason = "non-finite output"
-            elif op.name.startswith("std") and any(np.any(o == 0) for o in outs):
-                reason = "std of one element: sqrt at 0 is not differentiable"
-        if reason is None:
-            if kept >= limit:
-                continue
-            kept += 1
-        out.append((i, s, reason))
+
+
+def _numpy_outputs(g: Callable[..., Any], leaves: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.asarray(o, dtype=np.result_type(o)) for o in fd.evaluate(g, *leaves)]
+
+
+def unusable(op: OpInfo, sample: SampleInput, dtype: np.dtype) -> str | None:
+    """Why a sample is not a point to compare derivatives at (None: it is)."""
+    _, leaves = flat_function(op.fn, sample)
+    if not any(x.dtype == dtype for x in leaves):
+        return f"no {dtype.name} array argument"
+    if any(is_edge(x) for x in leaves):
+        return "edge values (nan/inf/huge/subnormal)"
+    g, leaves = flat_function(op.fn, sample, op.name)
+    outs = _numpy_outputs(g, leaves)
+    if any(o.dtype.kind == "f" and not np.all(np.isfinite(o)) for o in outs):
+        return "non-finite output"
+    if op.name.startswith("std") and any(np.any(o == 0) for o in outs):
+        return "std of one element: sqrt at 0 is not differentiable"
+    return None
+
+
+def usable_samples(op: OpInfo, dtype: np.dtype) -> list[tuple[int, SampleInput]]:
+    """The first usable samples of `dtype` (N_SAMPLES, N_SAMPLES_ALIAS or N_SAMPLES_F32)."""
+    limit = N_SAMPLES_F32 if dtype == F32 else N_SAMPLES_ALIAS if op.thin > 1 else N_SAMPLES
+    out = []
+    for i, s in enumerate(op.samples(dtype)):
+        if len(out) == limit:
+            break
+        if unusable(op, s, dtype) is None:
+            out.append((i, s))
     return out
 
 
 def _grad_ops() -> list[OpInfo]:
-    return [op for op in OPS if F64 in op.dtypes and (op.supports_jvp or op.supports_vjp)]
+    """The differentiable OpInfos (aliases, ``alias_of``, stage to their op's IR: that op's tests cover them)."""
+    return [op for op in OPS if (op.supports_jvp or op.supports_vjp) and op.alias_of is None]
 
 
-CASES = [pytest.param(op, sample, reason, id=f"{op.name}-{i}-{sample.desc}")
-         for op in _grad_ops() for i, sample, reason in usable_samples(op)]
-GRAD2_CASES = [p for p in CASES if p.values[0].supports_grad2]
+def mode(op: OpInfo, sample: SampleInput, dtype: np.dtype) -> str:
+    """How the reverse mode is taken: "grad2" (the gradient of s = sum(u * f) with the
+    Hessian-vector product, one float64 output), "grad" (the gradient of s, one output of the
+    sample's dtype), else "vjp" (the vjp function, any outputs)."""
+    g, leaves = flat_function(op.fn, sample, op.name)
+    outs = _numpy_outputs(g, leaves)
+    single = len(outs) == 1 and outs[0].dtype == dtype
+    if not op.supports_vjp or not single:
+        return "vjp"
+    return "grad2" if dtype == F64 and op.supports_grad2 else "grad"
 
 
-def tangents_for(leaves: list[np.ndarray], rng: np.random.Generator) -> list[np.ndarray]:
-    """Random normal tangents for float64 leaves; zeros (of the leaf's dtype) for the others."""
-    return [rng.standard_normal(x.shape) if x.dtype == F64 else np.zeros_like(x) for x in leaves]
+CASES = [pytest.param(op, sample, dtype, m, id=f"{op.name}-{dtype.name}-{i}-{sample.desc}",
+                      marks=op.marks("grad2" if m == "grad2" else "grad"))
+         for op in _grad_ops() for dtype in (F64, F32) if dtype in op.dtypes
+         for i, sample in usable_samples(op, dtype) for m in [mode(op, sample, dtype)]]
+
+
+
+def tangents_for(leaves: list[np.ndarray], dtype: np.dtype, rng: np.random.Generator) -> list[np.ndarray]:
+    """Random normal tangents for the leaves of `dtype`; zeros (of the leaf's dtype) for the others."""
+    return [rng.standard_normal(x.shape).astype(dtype) if x.dtype == dtype else np.zeros_like(x)
+            for x in leaves]
 
 
 def step(leaves: list[np.ndarray], base: float) -> float:
     """The finite-difference step: `base`, larger for inputs of large magnitude (up to 10x)."""
-    scale = max([1.0] + [float(np.max(np.abs(x))) for x in leaves if x.dtype == F64 and x.size])
+    scale = max([1.0] + [float(np.max(np.abs(x))) for x in leaves if x.dtype.kind == "f" and x.size])
     return base * min(scale, 10.0)
 
 
-def shifted(leaves: list[np.ndarray], *moves: tuple[float, list[np.ndarray]]) -> list[np.ndarray]:
-    """leaves + sum(c * d) over the moves, on the float64 leaves only."""
-    out = []
-    for k, x in enumerate(leaves):
-        if x.dtype == F64:
-            y = x.copy()
-            for c, d in moves:
-                y = y + c * d[k]
-            out.append(y)
-        else:
-            out.append(x)
-    return out
+def finite_differences(g: Callable[..., Any], leaves: list[np.ndarray], tangents: list[np.ndarray],
+                       dtype: np.dtype) -> list[np.ndarray] | None:
+    """The derivative of every output of g along the tangents of the `dtype` leaves, in float64
+    (float32 leaves widened exactly); None where no step gives a stable estimate."""
+    xs = [x.astype(F64) if x.dtype == dtype else x for x in leaves]
+    ts = [t.astype(F64) if x.dtype == dtype else None for x, t in zip(leaves, tangents)]
+    # an output computed in float32 whatever the inputs (astype(np.float32)): a wider step
+    single = any(o.dtype == F32 for o in _numpy_outputs(g, xs))
+    eps = np.finfo(F32 if single else F64).eps
+    return fd.stable_directional_derivative(g, xs, ts, step(xs, 1e-2 if single else 1e-5),
+                                            rtol=1e-4 if single else 1e-6, eps=float(eps))
 
 
-def stable(estimate: Callable[[float], list[np.ndarray] | None], h: float, rtol: float,
-           noise: Callable[[float], float]) -> tuple[list[np.ndarray], float] | None:
-    """A finite-difference estimate that does not change when the step is halved.
-
-    Near a kink or a jump (mod, clip, a domain boundary) the difference quotient over the
-    step is not the derivative at the point; then the step is halved (down to h/64).
-    Returns the estimate and its step, or None when no step gives a stable, finite estimate: the function is not smooth
-    at the scale of the finite differences there (the oracle cannot judge that point)."""
-    prev = estimate(h)
-    for k in range(1, 7):
-        cur = estimate(h / 2 ** k)
-        if prev is not None and cur is not None and all(
-                np.allclose(a, b, rtol=rtol, atol=noise(h / 2 ** k) + rtol * float(np.max(np.abs(b), initial=0)))
-                for a, b in zip(prev, cur)):
-            return cur, h / 2 ** k
-        prev = cur
-    return None
+def _rng(op: OpInfo, sample: SampleInput, dtype: np.dtype) -> np.random.Generator:
+    return np.random.default_rng(zlib.crc32(f"grad/{op.name}/{sample.desc}/{dtype.name}".encode()))
 
 
-def central_difference(g: Callable[..., Any], leaves: list[np.ndarray], t: list[np.ndarray],
-                       h: float, rtol: float) -> list[np.ndarray] | None:
-    """Directional derivative of every output along t (4-point stencil, stable step)."""
-    def estimate(hh: float) -> list[np.ndarray] | None:
-        f = {c: numpy_call(g, shifted(leaves, (c * hh, t))) for c in (-2, -1, 1, 2)}
-        fd = [(-p2.astype(np.float64) + 8 * p1 - 8 * m1 + m2) / (12 * hh)
-              for p2, p1, m1, m2 in zip(f[2], f[1], f[-1], f[-2])]
-        return fd if all(np.all(np.isfinite(d)) for d in fd) else None
-    mag = max([1.0] + [float(np.max(np.abs(o), initial=0)) for o in numpy_call(g, leaves)])
-    found = stable(estimate, h, rtol, lambda hh: 100 * np.finfo(np.float32 if rtol > 1e-5 else np.float64).eps
-                   * mag / hh)
-    return None if found is None else found[0]
+# ---- first and second derivatives -----------------------------------------------------------------------
+
+def check_jvp(op: OpInfo, g: Callable[..., Any], leaves: list[np.ndarray], tangents: list[np.ndarray],
+              expected: list[np.ndarray], found: list[np.ndarray], dtype: np.dtype) -> list[np.ndarray]:
+    """(a): jvp's primal output equals NumPy, its tangents the finite differences; returns the tangents."""
+    single = dtype == F32 or any(e.dtype == F32 for e in expected)
+    out, tan = jvp(g, tuple(leaves), tuple(tangents))
+    outs, tans = fd.leaves(out), fd.leaves(tan)
+    assert len(outs) == len(expected) and len(tans) == len(expected)
+    for o, e, t in zip(outs, expected, tans):
+        assert t.shape == e.shape, f"tangent shape {t.shape}, expected {e.shape}"
+        assert_array_same(o, e, op.tol, what="jvp primal output vs NumPy: ")
+    for t, d, e in zip(tans, found, expected):
+        if e.dtype.kind != "f":
+            assert np.all(t == 0), "an integer/bool output must have a zero tangent"
+            continue
+        assert t.dtype == e.dtype, f"tangent dtype {t.dtype}, primal {e.dtype}"
+        rtol = F32_GRAD_RTOL if dtype == F32 else 1e-4 if single else 1e-5
+        scale = max(1.0, float(np.max(np.abs(d))) if d.size else 0.0)
+        np.testing.assert_allclose(t, d, rtol=rtol, atol=(rtol if single else 1e-6) * scale,
+                                   err_msg="(a) jvp vs central finite differences")
+    return tans
 
 
-def _rng(op: OpInfo, sample: SampleInput) -> np.random.Generator:
-    import zlib
-    return np.random.default_rng(zlib.crc32(f"grad/{op.name}/{sample.desc}".encode()))
+def check_dot_product(lhs_terms: list[np.ndarray], rhs_terms: list[np.ndarray], rtol: float, atol: float,
+                      what: str) -> None:
+    """sum(lhs_terms) == sum(rhs_terms), the tolerance scaled by the sum of their magnitudes."""
+    lhs = sum(float(np.sum(a)) for a in lhs_terms)
+    rhs = sum(float(np.sum(a)) for a in rhs_terms)
+    scale = sum(float(np.sum(np.abs(a))) for a in lhs_terms + rhs_terms)
+    np.testing.assert_allclose(lhs, rhs, rtol=rtol, atol=atol * (1 + scale), err_msg=what)
 
 
-# ---- (a) jvp vs finite differences, (b) vjp vs jvp -----------------------------------------------------
-
-@pytest.mark.parametrize("op, sample, skip", CASES)
-def test_jvp_and_vjp(op: OpInfo, sample: SampleInput, skip: str | None) -> None:
-    if skip:
-        pytest.skip(skip)
-    rng = _rng(op, sample)
-    g, leaves = flat_function(op.fn, sample, op.name)
-    expected = numpy_call(g, leaves)
-    tangents = tangents_for(leaves, rng)
-
-    single = any(e.dtype == F32 for e in expected)
-    fd = central_difference(g, leaves, tangents, step(leaves, 1e-2 if single else 1e-5),
-                            1e-4 if single else 1e-6)
-    if fd is None:
-        pytest.skip("not smooth at the scale of the finite differences (a kink, jump or domain boundary)")
-    if op.supports_jvp:
-        out, tan = jvp(g, tuple(leaves), tuple(tangents))
-        outs, tans = out_leaves(out), out_leaves(tan)
-        assert len(outs) == len(expected) and len(tans) == len(expected)
-        for o, e, t in zip(outs, expected, tans):
-            assert o.shape == e.shape and t.shape == e.shape, f"shapes {o.shape}, {t.shape}, expected {e.shape}"
-            np.testing.assert_allclose(o, e, rtol=1e-6 if e.dtype == F32 else 1e-12, atol=1e-12,
-                                       err_msg="jvp primal output vs NumPy")
-        for t, d, e in zip(tans, fd, expected):
-            if e.dtype.kind != "f":
-                assert np.all(t == 0), "an integer/bool output must have a zero tangent"
-                continue
-            scale = max(1.0, float(np.max(np.abs(d))) if d.size else 0.0)
-            np.testing.assert_allclose(t, d, rtol=1e-4 if single else 1e-5,
-                                       atol=(1e-4 if single else 1e-6) * scale,
-                                       err_msg="(a) jvp vs central finite differences")
-    else:       # no forward mode: vjp is compared with the finite differences directly
-        tans = [np.asarray(d) for d in fd]
-
-    if not op.supports_vjp:
-        return
-    cts = [rng.standard_normal(e.shape).astype(e.dtype) if e.dtype.kind == "f" else np.zeros_like(e)
-           for e in expected]
-    primal_out, vjp_fn = vjp(g, *leaves)
-    for o, e in zip(out_leaves(primal_out), expected):
-        np.testing.assert_allclose(o, e, rtol=1e-6 if e.dtype == F32 else 1e-12, atol=1e-12)
-    back = vjp_fn(like_tree(primal_out, [c.reshape(np.shape(o)) for c, o in zip(cts, out_leaves(primal_out))]))
-    assert isinstance(back, tuple) and len(back) == len(leaves), "vjp_fn returns one cotangent per primal"
-    for c, x in zip(back, leaves):
-        if x.dtype.kind != "f":
-            assert c is None or np.all(np.asarray(c) == 0), "an integer/bool input has a zero cotangent"
-        else:
-            assert np.shape(c) == x.shape and np.asarray(c).dtype == x.dtype, \
-                f"cotangent {np.shape(c)} {np.asarray(c).dtype} for a primal {x.shape} {x.dtype}"
-    terms_l = [np.asarray(u, np.float64) * t for u, t, e in zip(cts, tans, expected) if e.dtype.kind == "f"]
-    terms_r = [np.asarray(c, np.float64) * v for c, v, x in zip(back, tangents, leaves) if x.dtype == F64]
-    lhs = sum(float(np.sum(a)) for a in terms_l)
-    rhs = sum(float(np.sum(a)) for a in terms_r)
-    scale = sum(float(np.sum(np.abs(a))) for a in terms_l + terms_r)
-    np.testing.assert_allclose(lhs, rhs, rtol=(1e-6 if single else 1e-9) if op.supports_jvp else 1e-5,
-                               atol=(1e-12 if op.supports_jvp else 1e-7) * (1 + scale),
-                               err_msg="(b) <u, jvp(v)> != <vjp(u), v>" if op.supports_jvp else
-                               "<u, finite differences(v)> != <vjp(u), v>")
-
-
-# ---- (c) second derivatives ------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("op, sample, skip", GRAD2_CASES)
-def test_second_derivative(op: OpInfo, sample: SampleInput, skip: str | None) -> None:
-    if skip:
-        pytest.skip(skip)
-    rng = np.random.default_rng(_rng(op, sample).integers(1 << 30) + 1)
-    g, leaves = flat_function(op.fn, sample, op.name)
-    expected = numpy_call(g, leaves)
-    if len(expected) != 1 or expected[0].dtype != F64:
-        pytest.skip("second derivatives are checked on float64 outputs")
-    u = rng.standard_normal(expected[0].shape)
-    active = tuple(k for k, x in enumerate(leaves) if x.dtype == F64)
-
+def check_second_order(g: Callable[..., Any], leaves: list[np.ndarray], u: np.ndarray, grads: tuple, hv: tuple,
+                       active: tuple[int, ...], v: list[np.ndarray], w: list[np.ndarray]) -> None:
+    """(c): with s = sum(u * g), <grad s, w> and <w, H v> against finite differences of s."""
     def s(*arrays):
         return np.sum(u * g(*arrays))
-
-    def s_np(xs: list[np.ndarray]) -> float:
-        with np.errstate(all="ignore"):
-            return float(np.sum(u * np.asarray(g(*copy.deepcopy(xs)))))
-
-    v, w = tangents_for(leaves, rng), tangents_for(leaves, rng)
-    if op.supports_jvp:       # forward over reverse
-        grads, hv = jvp(grad(s, argnums=active), tuple(leaves), tuple(v))
-    else:                     # reverse over reverse: H v = grad of <grad s, v> (H is symmetric)
-        grad_s = grad(s, argnums=active)
-
-        def gv(*arrays):
-            gs = grad_s(*arrays)
-            return sum(np.sum(gs[i] * v[k]) for i, k in enumerate(active))
-        grads, hv = grad_s(*leaves), grad(gv, argnums=active)(*leaves)
     assert isinstance(grads, tuple) and len(grads) == len(active) and len(hv) == len(active)
-
     eps = np.finfo(np.float64).eps
-    mag = 1.0 + abs(s_np(leaves)) + float(np.sum(np.abs(u * expected[0])))
-
-    def first(h: float) -> list[np.ndarray] | None:
-        d = (-s_np(shifted(leaves, (2 * h, w))) + 8 * s_np(shifted(leaves, (h, w)))
-             - 8 * s_np(shifted(leaves, (-h, w))) + s_np(shifted(leaves, (-2 * h, w)))) / (12 * h)
-        return [np.asarray(d)] if np.isfinite(d) else None
-
-    stencil = ((-2, 1 / 12), (-1, -8 / 12), (1, 8 / 12), (2, -1 / 12))
-
-    def second(h: float) -> list[np.ndarray] | None:
-        # the 4-point first-derivative stencil along v applied to the one along w: O(h^4)
-        d = sum(ca * cb * s_np(shifted(leaves, (a * h, v), (b * h, w)))
-                for a, ca in stencil for b, cb in stencil) / (h * h)
-        return [np.asarray(d)] if np.isfinite(d) else None
-
-    d1 = stable(first, step(leaves, 1e-5), 1e-7, lambda h: 20 * eps * mag / h)
-    d2 = stable(second, step(leaves, 1e-3), 1e-6, lambda h: 20 * eps * mag / h ** 2)
-    if d1 is None or d2 is None:
-        pytest.skip("not smooth at the scale of the finite differences (a kink, jump or domain boundary)")
+    mag = 1.0 + abs(float(fd.evaluate(s, *leaves)[0])) + float(np.sum(np.abs(u * fd.evaluate(g, *leaves)[0])))
+    v = [t if x.dtype == F64 else None for t, x in zip(v, leaves)]
+    w = [t if x.dtype == F64 else None for t, x in zip(w, leaves)]
+    d1 = fd.stable(lambda h: fd.directional_derivative(s, leaves, w, h), step(leaves, 1e-5), 1e-7,
+                   lambda h: 20 * eps * mag / h)
+    d2 = fd.stable(lambda h: [np.asarray(fd.second_directional_derivative(s, leaves, v, w, h))],
+                   step(leaves, 1e-3), 1e-6, lambda h: 20 * eps * mag / h ** 2)
+    assert d1 is not None and d2 is not None, \
+        "the finite differences are not stable at this sample: choose another point"
     (d1, _), (d2, h2) = d1, d2
     got1 = sum(float(np.sum(gk * w[k])) for gk, k in zip(grads, active))
     got2 = sum(float(np.sum(hk * w[k])) for hk, k in zip(hv, active))
@@ -354,6 +276,82 @@ def test_second_derivative(op: OpInfo, sample: SampleInput, skip: str | None) ->
                                err_msg="<grad s, w> vs central finite differences")
     np.testing.assert_allclose(got2, d2[0], rtol=1e-4, atol=50 * eps * mag / h2 ** 2,
                                err_msg="<w, H v> vs the mixed second difference")
+
+
+@pytest.mark.parametrize("op, sample, dtype, mode", CASES)
+def test_derivatives(op: OpInfo, sample: SampleInput, dtype: np.dtype, mode: str) -> None:
+    """(a) jvp vs finite differences; (b) vjp vs jvp (dot-product test), the vjp taken as the
+    gradient of s = sum(u * f) where f has one output (`mode` "grad"), and then, in float64,
+    together with the Hessian-vector product (by one kernel, jvp(grad(s)), where the op has
+    forward mode: `mode` "grad2"), for (c)."""
+    rng = _rng(op, sample, dtype)
+    g, leaves = flat_function(op.fn, sample, op.name)
+    expected = _numpy_outputs(g, leaves)
+    tangents = tangents_for(leaves, dtype, rng)
+    found = finite_differences(g, leaves, tangents, dtype)
+    assert found is not None, "the finite differences are not stable at this sample: choose another point"
+    single = dtype == F32 or any(e.dtype == F32 for e in expected)
+    tans = check_jvp(op, g, leaves, tangents, expected, found, dtype) if op.supports_jvp else found
+
+    if mode in ("grad", "grad2"):  # grad s = vjp(u) (and H v)
+        u = rng.standard_normal(expected[0].shape).astype(dtype)
+        active = tuple(k for k, x in enumerate(leaves) if x.dtype == dtype)
+        v, w = tangents_for(leaves, F64, rng), tangents_for(leaves, F64, rng)
+
+        def s(*arrays):
+            return np.sum(u * g(*arrays))
+        if mode == "grad":
+            grads = grad(s, argnums=active)(*leaves)
+            grads = grads if isinstance(grads, tuple) else (grads,)
+            for gk, k in zip(grads, active):
+                assert gk.shape == leaves[k].shape and gk.dtype == dtype, f"gradient {gk.shape} {gk.dtype}"
+            rtol, atol = ((1e-5, 1e-6) if single else (1e-9, 1e-12)) if op.supports_jvp else \
+                ((F32_GRAD_RTOL, F32_GRAD_RTOL) if single else (1e-5, 1e-7))
+            check_dot_product([np.asarray(u, F64) * np.asarray(tans[0], F64)],
+                              [np.asarray(gk, F64) * np.asarray(tangents[k], F64) for gk, k in zip(grads, active)],
+                              rtol, atol, "(b) <u, f'(x) v> != <grad <u, f>, v>")
+            return
+        if op.supports_jvp:    # forward over reverse: one kernel
+            grads, hv = jvp(grad(s, argnums=active), tuple(leaves), tuple(v))
+        else:                  # reverse over reverse: H v = grad of <grad s, v> (H is symmetric)
+            grad_s = grad(s, argnums=active)
+
+            def gv(*arrays):
+                gs = grad_s(*arrays)
+                return sum(np.sum(gs[i] * v[k]) for i, k in enumerate(active))
+            grads, hv = grad_s(*leaves), grad(gv, argnums=active)(*leaves)
+        for gk, k in zip(grads, active):
+            assert gk.shape == leaves[k].shape and gk.dtype == F64, f"gradient {gk.shape} {gk.dtype}"
+        check_dot_product([u * tans[0]], [gk * tangents[k] for gk, k in zip(grads, active)],
+                          *((1e-9, 1e-12) if op.supports_jvp else (1e-5, 1e-7)), "(b) <u, f'(x) v> != <grad <u, f>, v>")
+        check_second_order(g, leaves, u, grads, hv, active, v, w)
+        return
+
+    if not op.supports_vjp:
+        return
+    cts = [rng.standard_normal(e.shape).astype(e.dtype) if e.dtype.kind == "f" else np.zeros_like(e)
+           for e in expected]
+    primal_out, vjp_fn = vjp(g, *leaves)
+    for o, e in zip(fd.leaves(primal_out), expected):
+        assert_array_same(o, e, op.tol, what="vjp primal output vs NumPy: ")
+    back = vjp_fn(like_tree(primal_out, [c.reshape(np.shape(o)) for c, o in zip(cts, fd.leaves(primal_out))]))
+    assert isinstance(back, tuple) and len(back) == len(leaves), "vjp_fn returns one cotangent per primal"
+    for c, x in zip(back, leaves):
+        if x.dtype.kind != "f":
+            assert c is None or np.all(np.asarray(c) == 0), "an integer/bool input has a zero cotangent"
+        else:
+            assert np.shape(c) == x.shape and np.asarray(c).dtype == x.dtype, \
+                f"cotangent {np.shape(c)} {np.asarray(c).dtype} for a primal {x.shape} {x.dtype}"
+    if op.supports_jvp:
+        rtol, atol = (1e-5, 1e-6) if single else (1e-9, 1e-12)
+    else:
+        rtol, atol = (F32_GRAD_RTOL, F32_GRAD_RTOL) if single else (1e-5, 1e-7)
+    check_dot_product([np.asarray(u, F64) * np.asarray(t, F64) for u, t, e in zip(cts, tans, expected)
+                       if e.dtype.kind == "f"],
+                      [np.asarray(c, F64) * np.asarray(t, F64) for c, t, x in zip(back, tangents, leaves)
+                       if x.dtype == dtype], rtol, atol,
+                      "(b) <u, jvp(v)> != <vjp(u), v>" if op.supports_jvp else
+                      "<u, finite differences(v)> != <vjp(u), v>")
 
 
 # ---- piecewise-constant float ops: zero derivatives ------------------------------------------------------
@@ -372,12 +370,12 @@ def test_zero_ops_exist() -> None:
 
 @pytest.mark.parametrize("op, sample", ZERO_CASES)
 def test_zero_derivative(op: OpInfo, sample: SampleInput) -> None:
-    rng = _rng(op, sample)
+    rng = _rng(op, sample, F64)
     g, leaves = flat_function(op.fn, sample, op.name)
-    expected = numpy_call(g, leaves)
-    tangents = tangents_for(leaves, rng)
+    expected = _numpy_outputs(g, leaves)
+    tangents = tangents_for(leaves, F64, rng)
     out, tan = jvp(g, tuple(leaves), tuple(tangents))
-    for o, e, t in zip(out_leaves(out), expected, out_leaves(tan)):
+    for o, e, t in zip(fd.leaves(out), expected, fd.leaves(tan)):
         np.testing.assert_array_equal(o, e)
         assert t.shape == e.shape and np.all(t == 0), f"nonzero tangent of {op.name}: {t}"
     active = tuple(k for k, x in enumerate(leaves) if x.dtype == F64)

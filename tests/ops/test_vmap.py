@@ -5,8 +5,9 @@ The law under test is the one of the torch.func docs: for a pure function,
 The oracle is always that Python loop over the *uncompiled* NumPy function
 (``op.ref``), never the compiler.
 
-For every OpInfo with ``supports_vmap``, every sample of float64 (plus int64
-or int32, and bool, where the op has them) with at least one array argument:
+For every OpInfo with ``supports_vmap`` (but aliases, ``alias_of``), every sample of float64 (plus int64
+or int32, and bool, where the op has them) with at least one array argument,
+and the first ``N_FLOAT32`` (= 2) such samples of float32:
 
 * ``test_vmap_ir_every_in_dims``: for EVERY combination of in_dims in
   {0, 1, -1, None} per array leaf (1 only where the batched rank allows it; the
@@ -19,8 +20,8 @@ or int32, and bool, where the op has them) with at least one array argument:
   compiled to native code, for a deterministic subset of the combinations
   (one per float64 sample: all-0 for every third, else a combination rotating
   with the sample, so that across the samples of an op every kind of
-  combination runs natively; one for every third int/bool sample). Each kernel
-  compiles once.
+  combination runs natively; one for every third int/bool/float32 sample and
+  the first float32 one). Each kernel compiles once.
 * ``test_vmap_nested``: ``vmap(vmap(fn, inner), outer)`` against a double
   loop, for two in_dims combinations per float64 sample (interpreter), and the
   mixed one natively for every eighth sample.
@@ -49,21 +50,22 @@ import numpy as np
 import pytest
 
 from compiler import vmap
-from compiler.frontend.pytrees import unflatten
-from compiler.ir.interpret import interpret
-from compiler.ir.verify import verify
+from tests.ops import internal
 from tests.ops.compare import assert_same
 from tests.ops.opinfo import OPS, OpInfo, SampleInput
 
-F64, I64, I32, BOOL = (np.dtype(t) for t in (np.float64, np.int64, np.int32, np.bool_))
+F64, F32, I64, I32, BOOL = (np.dtype(t) for t in (np.float64, np.float32, np.int64, np.int32, np.bool_))
+#: float32 samples per op (the first ones with an array argument)
+N_FLOAT32 = 2
 
 
 def vmap_dtypes(op: OpInfo) -> list[np.dtype]:
-    """float64, one integer dtype (int64, else int32) and bool, where the op has them."""
+    """float64, one integer dtype (int64, else int32) and bool, where the op has them, then float32."""
     out = [d for d in (F64,) if d in op.dtypes]
     out += [I64] if I64 in op.dtypes else ([I32] if I32 in op.dtypes else [])
     out += [BOOL] if BOOL in op.dtypes else []
-    return out or [op.dtypes[0]]
+    out = out or [op.dtypes[0]]
+    return out + ([F32] if F32 in op.dtypes and F32 not in out else [])
 
 
 # ---- array leaves of a sample ---------------------------------------------------------------------
@@ -210,16 +212,6 @@ def _bind_kwargs(fn: Callable[..., Any], kwargs: dict) -> Callable[..., Any]:
     return call
 
 
-def run_ir(kernel: Any, args: tuple) -> Any:
-    """Stage `kernel` (a vmap Kernel) for `args`, verify the batched IR, run it in the
-    reference interpreter (no native compilation)."""
-    _, a_args, a_kwargs, dynamic = kernel._abstract(args, {})
-    program = kernel.trace(a_args, a_kwargs)
-    verify(program.function)
-    outs = interpret(program.function, *dynamic)
-    return unflatten(program.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
-
-
 def _salt(op: OpInfo, dtype: np.dtype, index: int) -> int:
     return zlib.crc32(f"{op.name}/{dtype.name}/{index}".encode()) % 10007
 
@@ -234,37 +226,40 @@ def _dims_id(args: tuple, dims: dict) -> str:
 
 # ---- the cases -------------------------------------------------------------------------------------
 
+#: aliases (OpInfo.alias_of) stage to their op's IR: that op's tests cover them
+VMAP_OPS = [op for op in OPS if op.supports_vmap and op.alias_of is None]
+
+
 def _cases() -> tuple[list, list, list, list, list, list]:
     every, native, nested_ir, nested_native, outd_ir, outd_native = [], [], [], [], [], []
-    for op in OPS:
-        if not op.supports_vmap:
-            continue
+    for op in VMAP_OPS:
         for dtype in vmap_dtypes(op):
-            for i, s in enumerate(op.samples(dtype)):
-                if not array_slots(s.args):
-                    continue
+            with_arrays = [(i, s) for i, s in enumerate(op.samples(dtype)) if array_slots(s.args)]
+            if dtype == F32:
+                with_arrays = with_arrays[:N_FLOAT32]
+            for k, (i, s) in enumerate(with_arrays):
                 base = f"{op.name}-{dtype.name}-{i}-{s.desc}"
                 if dtype == F64 or len(array_slots(s.args)) <= 2:
-                    every.append(pytest.param(op, dtype, i, s, id=base))
+                    every.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
                 combos = all_combos(s.args)
                 zero = {slot: 0 for slot in array_slots(s.args)}
                 rot = combos[(_salt(op, dtype, i) + i) % len(combos)]
                 if dtype == F64:
                     picks = [zero if i % 3 == 0 else rot]
-                elif i % 3 == 0:
+                elif i % 3 == 0 or (dtype == F32 and k == 0):
                     picks = [rot]
                 else:
                     picks = []
                 for dims in picks:
                     pid = f"{base}-{_dims_id(s.args, dims)}"
-                    native.append(pytest.param(op, dtype, i, s, dims, id=pid))
+                    native.append(pytest.param(op, dtype, i, s, dims, id=pid, marks=op.marks("vmap")))
                 if dtype == F64:
-                    nested_ir.append(pytest.param(op, dtype, i, s, id=base))
+                    nested_ir.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
                     if i % 8 == 0:
-                        nested_native.append(pytest.param(op, dtype, i, s, id=base))
-                    outd_ir.append(pytest.param(op, dtype, i, s, id=base))
+                        nested_native.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
+                    outd_ir.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
                     if i % 12 == 1:
-                        outd_native.append(pytest.param(op, dtype, i, s, id=base))
+                        outd_native.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
     return every, native, nested_ir, nested_native, outd_ir, outd_native
 
 
@@ -278,7 +273,7 @@ def _check_combo(op: OpInfo, dtype: np.dtype, index: int, sample: SampleInput, d
     per_example = [numpy_call(op.ref, ex, sample.kwargs) for ex in examples]
     fn = _bind_kwargs(op.fn, sample.kwargs)
     kernel = vmap(fn, in_dims=in_dims_tree(sample.args, dims), out_dims=out_dims)
-    got = kernel(*batched) if native else run_ir(kernel, batched)
+    got = kernel(*batched) if native else internal.stage_batched(kernel, batched)
     expected = stack_results(per_example, axis=out_dims)
     assert_same(got, expected, op.tol,
                 what=f"{op.name} in_dims={in_dims_tree(sample.args, dims)} out_dims={out_dims}: ")
@@ -354,7 +349,7 @@ def _nested_check(op: OpInfo, dtype: np.dtype, index: int, sample: SampleInput, 
                                              for j in range(n_in)]) for i in range(n_out)])
     fn = _bind_kwargs(op.fn, sample.kwargs)
     kernel = vmap(vmap(fn, in_dims=in_dims_tree(args, inner)), in_dims=in_dims_tree(args, outer))
-    got = kernel(*batched) if native else run_ir(kernel, batched)
+    got = kernel(*batched) if native else internal.stage_batched(kernel, batched)
     assert_same(got, expected, op.tol, what=f"{op.name} inner in_dims={in_dims_tree(args, inner)} "
                                             f"outer in_dims={in_dims_tree(args, outer)}: ")
 
@@ -399,7 +394,7 @@ def test_vmap_out_dims_native(op: OpInfo, dtype: np.dtype, index: int, sample: S
 
 # ---- ops without array arguments: a batched input the function ignores ------------------------------
 
-IGNORED = [pytest.param(op, s, id=f"{op.name}-{i}-{s.desc}") for op in OPS if op.supports_vmap
+IGNORED = [pytest.param(op, s, id=f"{op.name}-{i}-{s.desc}", marks=op.marks("vmap")) for op in VMAP_OPS
            for i, s in enumerate(op.samples(vmap_dtypes(op)[0])) if not array_slots(s.args)]
 
 
@@ -420,6 +415,6 @@ def test_vmap_ignored_input(op: OpInfo, sample: SampleInput) -> None:
 def test_generated_case_counts() -> None:
     """The generator covers every vmap-capable OpInfo (a guard against silently empty lists)."""
     covered = {p.values[0].name for p in EVERY} | {p.values[0].name for p in IGNORED}
-    wanted = {op.name for op in OPS if op.supports_vmap}
+    wanted = {op.name for op in VMAP_OPS}
     assert covered == wanted, f"OpInfos without a vmap test: {sorted(wanted - covered)}"
     assert len(NATIVE) > 500 and len(NESTED_IR) > 200
