@@ -438,10 +438,21 @@ def _vjp_update_slice(b: Any, op: Any, primals: list[Any], outs: list[Any], cts:
     return [ct_x, ops.slice_(b, ct, p["start_indices"], p["limit_indices"], p["strides"])]
 
 
+def _last_writer(b: Any, ind: Any, n: Any) -> Any:
+    """For each index of `ind` (into an axis of size n): does its update win, that is, does no
+    later index name the same element? (set mode: the last write wins, as in NumPy)"""
+    flat = ops.reshape(b, ind, (ind.type.size,))
+    position = ops.iota(b, I64, (ind.type.size,), 0)
+    last = ops.scatter(b, ops.full(b, -1, TensorType(I64, (n,))), flat, position, 0, "set")
+    wins = ops.eq(b, ops.take(b, last, flat, 0), position)
+    return ops.reshape(b, wins, ind.type.shape)
+
+
 def _vjp_scatter(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
     """mode='add': x gets ct, updates get ct gathered. mode='set': overwritten elements of x
-    get no cotangent (with duplicate indices, every duplicate's update gets the cotangent)."""
-    (_, ind, upd), (ct,) = primals, cts
+    get no cotangent, and of updates written to one element only the last (the one that
+    stays) gets it."""
+    (x, ind, upd), (ct,) = primals, cts
     if ct is None:
         return [None, None, None]
     axis = op.params["axis"]
@@ -449,7 +460,9 @@ def _vjp_scatter(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list
     if op.params["mode"] == "add":
         return [ct, None, ct_u]
     ct_x = ops.scatter(b, ct, ind, ops.zeros_like(b, upd), axis, "set")
-    return [ct_x, None, ct_u]
+    wins = _last_writer(b, ind, x.type.shape[axis])
+    wins = ops.broadcast_in_dim(b, wins, upd.type.shape, range(axis, axis + ind.type.ndim))
+    return [ct_x, None, ops.select(b, wins, ct_u, ops.zeros_like(b, ct_u))]
 
 
 define(take, jvp_rule=_first_only(lambda b, op, t, p: ops.take(b, t, p[1], op.params["axis"])),

@@ -1385,9 +1385,7 @@ op("update.dynamic_row_then_slice", _dynamic_row_then_slice, lambda dt, rng: [
 op("update.fancy_mixed", _fancy_mixed, lambda dt, rng: [SampleInput((make((5, 4), dt, rng), np.array([2, 4])))],
    dtypes=FLOATS)
 op("update.fancy_add_repeated", _fancy_add_repeated, unary_samples(shapes=[(5, 4), (3,)]), dtypes=FLOATS,
-   known_failures=dict.fromkeys(("grad", "grad2"),
-                                "reverse mode counts a repeated index of y[idx] += v once per repetition: "
-                                "jacrev gives 2 where jacfwd (and NumPy) give 1"))
+   notes="y[idx] += v with a repeated index: only the last write stays, in value and derivative")
 op("update.mask_set", _mask_set, unary_samples(shapes=[(5, 4), (5,)]), dtypes=FLOATS,
    notes="masks with a scalar value: no data-dependent shape")
 
