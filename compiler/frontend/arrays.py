@@ -73,7 +73,7 @@ def dim_value(b: Builder, d: Dim) -> Staged:
     if isinstance(d, int):
         return constant(b, d, I64, weak=True)
     one = constant(b, 1, I64).value
-    ones = b.emit1(P.broadcast_in_dim, [one], {"shape": (d,), "broadcast_dimensions": ()})
+    ones = ops.broadcast_in_dim(b, one, shape=(d,), broadcast_dimensions=())
     return Staged(b.emit1(P.reduce_sum, [ones], {"axes": (0,)}), weak=True)
 
 
@@ -221,8 +221,7 @@ def broadcast_value(b: Builder, v: Value, shape: tuple[Dim, ...]) -> Value:
     if tuple(v.type.shape) == tuple(shape):
         return v
     offset = len(shape) - v.type.ndim
-    return b.emit1(P.broadcast_in_dim, [v], {"shape": tuple(shape),
-                                             "broadcast_dimensions": tuple(range(offset, len(shape)))})
+    return ops.broadcast_in_dim(b, v, shape, range(offset, len(shape)))
 
 
 def reshape_value(b: Builder, v: Value, shape: Sequence[Dim]) -> Value:
@@ -365,7 +364,7 @@ def truth_value(b: Builder, x: Staged) -> Value:
     if x.dtype == BOOL:
         return v
     zero = constant(b, 0, x.dtype).value
-    return b.emit1(P.ne, [v, zero])
+    return ops.ne(b, v, zero)
 
 
 def prod(shape: Sequence[Dim]) -> Dim:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-import compiler.primitives as P
+from compiler.primitives import ops
 from compiler.errors import CompileError, DynamicShapeError, IndexOutOfBoundsError, \
     ShapeMismatchError, UnsupportedError
 from compiler.frontend import arrays as A
@@ -203,8 +203,8 @@ def _wrap_index(b: Builder, i: Staged, d: Dim) -> Staged:
     v = A.convert_value(b, i.value, I64)
     size = A.dim_value(b, d).value
     zero = A.constant(b, 0, I64).value
-    neg = b.emit1(P.lt, [v, zero])
-    return Staged(b.emit1(P.select, [neg, b.emit1(P.add, [v, size]), v]))
+    neg = ops.lt(b, v, zero)
+    return Staged(ops.select(b, neg, ops.add(b, v, size), v))
 
 
 def _index_array(b: Builder, it: Any, d: Dim, axis: int) -> Any:
@@ -221,8 +221,8 @@ def _index_array(b: Builder, it: Any, d: Dim, axis: int) -> Any:
     v = A.convert_value(b, it.value, I64)
     size = A.broadcast_value(b, A.dim_value(b, d).value, it.shape)
     zero = A.broadcast_value(b, A.constant(b, 0, I64).value, it.shape)
-    neg = b.emit1(P.lt, [v, zero])
-    return Staged(b.emit1(P.select, [neg, b.emit1(P.add, [v, size]), v]))
+    neg = ops.lt(b, v, zero)
+    return Staged(ops.select(b, neg, ops.add(b, v, size), v))
 
 
 # ---- reading --------------------------------------------------------------------------------
@@ -231,21 +231,18 @@ def _index_array(b: Builder, it: Any, d: Dim, axis: int) -> Any:
 def static_slice(b: Builder, x: Staged, axis: int, start: Dim, stop: Dim) -> Value:
     starts = tuple(start if i == axis else 0 for i in range(x.ndim))
     limits = tuple(stop if i == axis else d for i, d in enumerate(x.shape))
-    return b.emit1(P.slice_, [x.value], {"start_indices": starts, "limit_indices": limits,
-                                          "strides": (1,) * x.ndim})
+    return ops.slice_(b, x.value, start_indices=starts, limit_indices=limits, strides=(1,) * x.ndim)
 
 
 def _apply_static(b: Builder, v: Value, axes: list[AxisPlan]) -> Value:
     rev = tuple(i for i, a in enumerate(axes) if a.reverse)
     if rev:
-        v = b.emit1(P.rev, [v], {"dimensions": rev})
+        v = ops.rev(b, v, dimensions=rev)
     full = all(a.start == 0 and a.limit == d and a.stride == 1
                for a, d in zip(axes, v.type.shape))
     if full:
         return v
-    return b.emit1(P.slice_, [v], {"start_indices": tuple(a.start for a in axes),
-                                    "limit_indices": tuple(a.limit for a in axes),
-                                    "strides": tuple(a.stride for a in axes)})
+    return ops.slice_(b, v, [a.start for a in axes], [a.limit for a in axes], [a.stride for a in axes])
 
 
 def getitem(b: Builder, x: Any, index: Any) -> Staged:
@@ -263,7 +260,7 @@ def getitem(b: Builder, x: Any, index: Any) -> Staged:
         starts = [a.dynamic.value if a.dynamic is not None else A.constant(b, 0, I64).value
                   for a in p.axes]
         sizes = tuple(1 if a.dynamic is not None else d for a, d in zip(p.axes, v.type.shape))
-        v = b.emit1(P.dynamic_slice, [v, *starts], {"sizes": sizes})
+        v = ops.dynamic_slice(b, v, starts, sizes=sizes)
     shape = [d for a, d in zip(p.axes, v.type.shape) if not a.drop]
     for pos in p.new_axes:
         shape.insert(pos, 1)
@@ -284,7 +281,7 @@ def _advanced(b: Builder, x: Staged, p: IndexPlan) -> Staged:
     bshape = A.broadcast_shapes(*[A.shape_of(i) for i in idx])
     if len(adv) == 1:
         ind = A.lift(b, idx[0], I64)
-        return Staged(b.emit1(P.take, [v, ind.value], {"axis": adv[0]}))
+        return Staged(ops.take(b, v, ind.value, axis=adv[0]))
     return _multi_take(b, v, adv, idx, bshape)
 
 
@@ -299,8 +296,7 @@ def _axis_index(b: Builder, a: AxisPlan) -> Any:
 def _multi_take(b: Builder, v: Value, adv: list[int], idx: list[Any], bshape: tuple[Dim, ...]) -> Staged:
     ndim, shape = v.type.ndim, v.type.shape
     rest = [i for i in range(ndim) if i not in adv]
-    moved = b.emit1(P.transpose, [v], {"permutation": tuple(adv + rest)}) if adv + rest != list(
-        range(ndim)) else v
+    moved = ops.transpose(b, v, adv + rest)
     sizes = [shape[i] for i in adv]
     total = prod(sizes)
     flat_v = A.reshape_value(b, moved, (total,) + tuple(shape[i] for i in rest))
@@ -309,16 +305,16 @@ def _multi_take(b: Builder, v: Value, adv: list[int], idx: list[Any], bshape: tu
     for k in reversed(range(len(adv))):
         term = A.operand(b, idx[k], I64, bshape)
         if stride != 1:
-            term = b.emit1(P.mul, [term, A.operand(b, A.dim_value(b, stride), I64, bshape)])
-        flat = term if flat is None else b.emit1(P.add, [flat, term])
+            term = ops.mul(b, term, A.operand(b, A.dim_value(b, stride), I64, bshape))
+        flat = term if flat is None else ops.add(b, flat, term)
         stride = dims.mul(stride, sizes[k])
     assert flat is not None, "advanced indexing without index arrays"
-    out = b.emit1(P.take, [flat_v, flat], {"axis": 0})
+    out = ops.take(b, flat_v, flat, axis=0)
     adjacent = adv == list(range(adv[0], adv[0] + len(adv)))
     if adjacent and adv[0] > 0:
         nb = len(bshape)
         perm = list(range(nb, nb + adv[0])) + list(range(nb)) + list(range(nb + adv[0], out.type.ndim))
-        out = b.emit1(P.transpose, [out], {"permutation": tuple(perm)})
+        out = ops.transpose(b, out, perm)
     return Staged(out)
 
 
@@ -345,12 +341,11 @@ def setitem(b: Builder, x: Staged, index: Any, value: Any) -> Value:
         raise Reject(UnsupportedError, "assigning through a strided negative-step slice of a "
                      "symbolic dimension is not supported", "assign to the reversed array instead")
     if rev:
-        upd = b.emit1(P.rev, [upd], {"dimensions": rev})
+        upd = ops.rev(b, upd, dimensions=rev)
     starts = tuple(_low(a, d) for a, d in zip(p.axes, x.shape))
     limits = tuple(a.limit if not a.reverse else dims.add(s, dims.add(a.limit, dims.mul(a.start, -1)))
                    for a, s in zip(p.axes, starts))
-    return b.emit1(P.update_slice, [x.value, upd], {"start_indices": starts, "limit_indices": limits,
-                                                    "strides": tuple(a.stride for a in p.axes)})
+    return ops.update_slice(b, x.value, upd, starts, limits, [a.stride for a in p.axes])
 
 
 def _low(a: AxisPlan, d: Dim) -> Dim:
@@ -386,7 +381,7 @@ def _dynamic_set(b: Builder, x: Staged, p: IndexPlan, upd: Value) -> Value:
             starts.append(A.constant(b, a.start, I64).value)
         else:
             starts.append(A.dim_value(b, a.start).value)
-    return b.emit1(P.dynamic_update_slice, [x.value, upd, *starts])
+    return ops.dynamic_update_slice(b, x.value, upd, starts)
 
 
 def _scatter_set(b: Builder, x: Staged, p: IndexPlan, value: Any) -> Value:
@@ -402,7 +397,7 @@ def _scatter_set(b: Builder, x: Staged, p: IndexPlan, value: Any) -> Value:
     ind = A.lift(b, p.axes[axis].array, I64)
     shape = tuple(x.shape[:axis]) + tuple(ind.shape) + tuple(x.shape[axis + 1:])
     upd = _cast_broadcast(b, value, x.dtype, shape)
-    return b.emit1(P.scatter, [x.value, ind.value, upd], {"axis": axis, "mode": "set"})
+    return ops.scatter(b, x.value, ind.value, upd, axis=axis, mode="set")
 
 
 def _masked_set(b: Builder, x: Staged, mask: Staged, value: Any) -> Value:
@@ -415,6 +410,5 @@ def _masked_set(b: Builder, x: Staged, mask: Staged, value: Any) -> Value:
     elif np.ndim(v):
         v = np.asarray(v).reshape(())
     fill = _cast_broadcast(b, v, x.dtype, tuple(x.shape))
-    m = b.emit1(P.broadcast_in_dim, [mask.value], {"shape": tuple(x.shape),
-                                                   "broadcast_dimensions": tuple(range(mask.ndim))})
-    return b.emit1(P.select, [m, fill, x.value])
+    m = ops.broadcast_in_dim(b, mask.value, x.shape, range(mask.ndim))
+    return ops.select(b, m, fill, x.value)

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 import compiler.primitives as P
+from compiler.primitives import ops
 from compiler.errors import CompileError, OutParameterError, ShapeMismatchError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend.reductions import reduce
@@ -33,8 +34,7 @@ def _promote(b: Builder, *xs: Any) -> list[Staged]:
 
 def dot_general(b: Builder, x: Staged, y: Staged, contract: tuple[Axes, Axes],
                 batch: tuple[Axes, Axes] = ((), ())) -> Staged:
-    return Staged(b.emit1(P.dot_general, [x.value, y.value],
-                          {"dimension_numbers": (contract, batch)}))
+    return Staged(ops.dot_general(b, x.value, y.value, dimension_numbers=(contract, batch)))
 
 
 def _not_aligned(x: Staged, y: Staged, ax: int, ay: int) -> None:
@@ -244,7 +244,7 @@ def _take_diagonals(b: Builder, x: Staged, letters: list[str]) -> tuple[Staged, 
             return x, letters
         p = letters.index(repeated)
         q = letters.index(repeated, p + 1)
-        x = Staged(b.emit1(P.diagonal, [x.value], {"axis1": p, "axis2": q}))
+        x = Staged(ops.diagonal(b, x.value, axis1=p, axis2=q))
         letters = [c for i, c in enumerate(letters) if i not in (p, q)] + [repeated]
 
 

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 import compiler.primitives as P
+from compiler.primitives import ops
 from compiler.errors import CompileError, OutParameterError
 from compiler.frontend import arrays as A
 from compiler.frontend.shapes import normalize_axes, normalize_axis, prod, ravel
@@ -54,8 +55,8 @@ def reduce(b: Builder, kind: str, x: Any, axis: Any = None, dtype: Any = None, o
     if kind in ("max", "min"):
         _check_nonempty(x, axes, _UFUNC_NAMES[kind])
     if kind in ("all", "any"):
-        src = x.value if x.dtype == BOOL else b.emit1(P.ne, [x.value, A.broadcast_value(
-            b, A.constant(b, 0, x.dtype).value, x.shape)])
+        src = x.value if x.dtype == BOOL else ops.ne(b, x.value, A.broadcast_value(
+            b, A.constant(b, 0, x.dtype).value, x.shape))
     else:
         src = A.convert_value(b, x.value, out_dtype)
     red = Staged(b.emit1(_PRIMS[kind], [src], {"axes": axes}))
@@ -133,7 +134,7 @@ def arg_reduce(b: Builder, which: str, x: Any, axis: Any = None, out: Any = None
         src = Staged(A.reshape_value(b, src.value, (1,)))
     if isinstance(src.shape[ax], int) and src.shape[ax] == 0:
         raise Reject(CompileError, f"attempt to get {which} of an empty sequence")
-    res = Staged(b.emit1(P.argmax if which == "argmax" else P.argmin, [src.value], {"axis": ax}))
+    res = Staged((ops.argmax if which == "argmax" else ops.argmin)(b, src.value, ax))
     if keepdims:
         shape = (1,) * x.ndim if axis is None else tuple(
             1 if i == ax else d for i, d in enumerate(x.shape))

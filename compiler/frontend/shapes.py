@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 import compiler.primitives as P
+from compiler.primitives import ops
 from compiler.errors import AxisError, CompileError, DynamicShapeError, ShapeMismatchError, \
     UnsupportedError
 from compiler.frontend import arrays as A
@@ -276,7 +277,7 @@ def concatenate(b: Builder, arrays: Any, axis: Any = 0, dtype: Any = None) -> St
         _check_concat(first, x, i, ax)
     if len(xs) == 1:
         return Staged(first.value)
-    return Staged(b.emit1(P.concatenate, [x.value for x in xs], {"dimension": ax}))
+    return Staged(ops.concatenate(b, [x.value for x in xs], dimension=ax))
 
 
 def _check_concat(first: Staged, x: Staged, i: int, axis: int) -> None:
@@ -326,7 +327,7 @@ def flip(b: Builder, x: Any, axis: Any = None) -> Staged:
     axes = normalize_axes(axis, x.ndim)
     if not axes:
         return view(x.value, x)
-    return view(b.emit1(P.rev, [x.value], {"dimensions": axes}), x)
+    return view(ops.rev(b, x.value, dimensions=axes), x)
 
 
 def tile(b: Builder, x: Any, reps: Any) -> Staged:
@@ -337,8 +338,7 @@ def tile(b: Builder, x: Any, reps: Any) -> Staged:
     base = (1,) * (n - x.ndim) + tuple(x.shape)
     v = A.reshape_value(b, x.value, base)
     wide = tuple(d for r, s in zip(reps_t, base) for d in (r, s))
-    v = b.emit1(P.broadcast_in_dim, [v], {"shape": wide,
-                                          "broadcast_dimensions": tuple(range(1, 2 * n, 2))})
+    v = ops.broadcast_in_dim(b, v, shape=wide, broadcast_dimensions=tuple(range(1, 2 * n, 2)))
     return Staged(A.reshape_value(b, v, tuple(dims.mul(r, s) for r, s in zip(reps_t, base))))
 
 
@@ -352,11 +352,11 @@ def repeat(b: Builder, x: Any, repeats: Any, axis: Any = None) -> Staged:
                      "data-dependent shape", "pass the repeat counts as Python ints")
     if isinstance(repeats, (list, tuple, np.ndarray)) and np.ndim(repeats) > 0:
         idx = np.repeat(np.arange(_static_dim(x.shape[ax])), np.asarray(repeats))
-        return Staged(b.emit1(P.take, [x.value, A.constant(b, idx, I64).value], {"axis": ax}))
+        return Staged(ops.take(b, x.value, A.constant(b, idx, I64).value, axis=ax))
     r = operator.index(repeats)
     shape = x.shape[:ax + 1] + (r,) + x.shape[ax + 1:]
     bd = tuple(i if i <= ax else i + 1 for i in range(x.ndim))
-    v = b.emit1(P.broadcast_in_dim, [x.value], {"shape": shape, "broadcast_dimensions": bd})
+    v = ops.broadcast_in_dim(b, x.value, shape=shape, broadcast_dimensions=bd)
     out = x.shape[:ax] + (dims.mul(x.shape[ax], r),) + x.shape[ax + 1:]
     return Staged(A.reshape_value(b, v, out))
 
@@ -388,7 +388,7 @@ def _roll1(b: Builder, x: Staged, shift: int, ax: int) -> Staged:
     k = shift % n
     head = static_slice(b, x, ax, n - k, n)
     tail = static_slice(b, x, ax, 0, n - k)
-    return Staged(b.emit1(P.concatenate, [head, tail], {"dimension": ax}))
+    return Staged(ops.concatenate(b, [head, tail], dimension=ax))
 
 
 def pad(b: Builder, x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Staged:
@@ -399,8 +399,8 @@ def pad(b: Builder, x: Any, pad_width: Any, mode: str = "constant", constant_val
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
     value = A.convert(b, A.lift(b, constant_values), x.dtype)
     v = A.reshape_value(b, value.value, ())
-    return Staged(b.emit1(P.pad, [x.value, v], {"low": tuple(int(w) for w in widths[:, 0]),
-                                                "high": tuple(int(w) for w in widths[:, 1])}))
+    low, high = ([int(w) for w in widths[:, side]] for side in (0, 1))
+    return Staged(ops.pad(b, x.value, v, low, high))
 
 
 # ---- diagonals and triangles -------------------------------------------------------------
@@ -418,18 +418,18 @@ def diagonal(b: Builder, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1
         v = static_slice(b, Staged(v), a2, offset, dims.maximum(x.shape[a2], offset))
     elif offset < 0:
         v = static_slice(b, Staged(v), a1, -offset, dims.maximum(x.shape[a1], -offset))
-    return view(b.emit1(P.diagonal, [v], {"axis1": a1, "axis2": a2}), x)
+    return view(ops.diagonal(b, v, axis1=a1, axis2=a2), x)
 
 
 def _index_grid(b: Builder, n: Dim, m: Dim) -> tuple[Value, Value]:
-    rows = b.emit1(P.iota, [], {"dtype": I64, "shape": (n, m), "dimension": 0})
-    cols = b.emit1(P.iota, [], {"dtype": I64, "shape": (n, m), "dimension": 1})
+    rows = ops.iota(b, dtype=I64, shape=(n, m), dimension=0)
+    cols = ops.iota(b, dtype=I64, shape=(n, m), dimension=1)
     return rows, cols
 
 
 def _band_mask(b: Builder, n: Dim, m: Dim, k: int, cmp: Any) -> Value:
     rows, cols = _index_grid(b, n, m)
-    shifted = b.emit1(P.add, [rows, A.broadcast_value(b, A.constant(b, k, I64).value, (n, m))])
+    shifted = ops.add(b, rows, A.broadcast_value(b, A.constant(b, k, I64).value, (n, m)))
     return b.emit1(cmp, [cols, shifted])
 
 
@@ -449,7 +449,7 @@ def tri_mask(b: Builder, x: Any, k: int, lower: bool) -> Staged:
     mask = _band_mask(b, n, m, operator.index(k), P.le if lower else P.ge)
     mask = A.broadcast_value(b, mask, x.shape)
     zero = A.broadcast_value(b, A.constant(b, 0, x.dtype).value, x.shape)
-    return Staged(b.emit1(P.select, [mask, x.value, zero]))
+    return Staged(ops.select(b, mask, x.value, zero))
 
 
 def diag(b: Builder, v: Any, k: int = 0) -> Staged:
@@ -462,9 +462,9 @@ def diag(b: Builder, v: Any, k: int = 0) -> Staged:
     mask = _band_mask(b, n, n, k, P.eq)
     padded = pad(b, v, [(0, abs(k))]) if k else v
     along = (0,) if k >= 0 else (1,)        # out[i, i + k] = v[min(i, i + k)]
-    vals = b.emit1(P.broadcast_in_dim, [padded.value], {"shape": (n, n), "broadcast_dimensions": along})
+    vals = ops.broadcast_in_dim(b, padded.value, shape=(n, n), broadcast_dimensions=along)
     zero = A.broadcast_value(b, A.constant(b, 0, v.dtype).value, (n, n))
-    return Staged(b.emit1(P.select, [mask, vals, zero]))
+    return Staged(ops.select(b, mask, vals, zero))
 
 
 # ---- creation ---------------------------------------------------------------------------
@@ -526,7 +526,7 @@ def _symbolic_arange(b: Builder, start: Any, stop: Any, step: Any, dtype: Any) -
                      "a positive integer step")
     n = dims.floordiv(dims.add(dims.add(stop, dims.mul(start, -1)), step - 1), step)
     out_dtype = A.supported_dtype(dtype or np.int64)
-    ramp = Staged(b.emit1(P.iota, [], {"dtype": I64, "shape": (n,), "dimension": 0}))
+    ramp = Staged(ops.iota(b, dtype=I64, shape=(n,), dimension=0))
     val = binary(b, "add", binary(b, "multiply", ramp, step), start)
     return A.convert(b, val, out_dtype)
 
@@ -557,7 +557,7 @@ def _staged_linspace(b: Builder, start: Any, stop: Any, num: int, endpoint: bool
     delta = binary(b, "subtract", stop_s, start_s)
     div = (num - 1) if endpoint else num
     shape = (num,) + tuple(delta.shape)
-    ramp = b.emit1(P.iota, [], {"dtype": ft, "shape": shape, "dimension": 0})
+    ramp = ops.iota(b, dtype=ft, shape=shape, dimension=0)
     step = binary(b, "true_divide", delta, div) if div > 0 else delta
     y = binary(b, "add", binary(b, "multiply", Staged(ramp), step), start_s)
     if endpoint and num > 1:

@@ -29,22 +29,22 @@ def _identity(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
 
 
 def _square(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
-    return b.emit1(P.mul, [vs[0], vs[0]])
+    return ops.mul(b, vs[0], vs[0])
 
 
 def _reciprocal(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
     if not is_float(dtype):
         raise Reject(UnsupportedError, "np.reciprocal of integers (C integer division) is not "
                      "supported", "use 1 / x for a float result")
-    return b.emit1(P.div, [ops.full_like(b, 1.0, vs[0]), vs[0]])
+    return ops.div(b, ops.full_like(b, 1.0, vs[0]), vs[0])
 
 
 def _trunc(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
     (x,) = vs
     if not is_float(dtype):
         return x
-    neg = b.emit1(P.lt, [x, ops.full_like(b, 0.0, x)])
-    return b.emit1(P.select, [neg, b.emit1(P.ceil, [x]), b.emit1(P.floor, [x])])
+    neg = ops.lt(b, x, ops.full_like(b, 0.0, x))
+    return ops.select(b, neg, ops.ceil(b, x), ops.floor(b, x))
 
 
 def _fminmax(prim: Any) -> Any:
@@ -53,25 +53,25 @@ def _fminmax(prim: Any) -> Any:
         out = b.emit1(prim, [x, y])
         if not is_float(dtype):
             return out
-        out = b.emit1(P.select, [b.emit1(P.isnan, [y]), x, out])
-        return b.emit1(P.select, [b.emit1(P.isnan, [x]), y, out])
+        out = ops.select(b, ops.isnan(b, y), x, out)
+        return ops.select(b, ops.isnan(b, x), y, out)
     return rule
 
 
 def _logaddexp(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
     """NumPy's npy_logaddexp: max + log1p(exp(-|x - y|)), exact when x == y (infinities)."""
     x, y = vs
-    big = b.emit1(P.maximum, [x, y])
-    diff = b.emit1(P.abs_, [b.emit1(P.sub, [x, y])])
-    tail = b.emit1(P.log1p, [b.emit1(P.exp, [b.emit1(P.neg, [diff])])])
-    general = b.emit1(P.add, [big, tail])
-    same = b.emit1(P.add, [x, ops.full_like(b, math.log(2.0), x)])
-    return b.emit1(P.select, [b.emit1(P.eq, [x, y]), same, general])
+    big = ops.maximum(b, x, y)
+    diff = ops.abs_(b, ops.sub(b, x, y))
+    tail = ops.log1p(b, ops.exp(b, ops.neg(b, diff)))
+    general = ops.add(b, big, tail)
+    same = ops.add(b, x, ops.full_like(b, math.log(2.0), x))
+    return ops.select(b, ops.eq(b, x, y), same, general)
 
 
 def _scale(factor: float) -> Any:
     def rule(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
-        return b.emit1(P.mul, [vs[0], ops.full_like(b, factor, vs[0])])
+        return ops.mul(b, vs[0], ops.full_like(b, factor, vs[0]))
     return rule
 
 
@@ -152,10 +152,10 @@ def where(b: Builder, cond: Any, x: Any, y: Any) -> Staged:
     dtype = A.result_dtype([x, y])
     shape = A.broadcast_shapes(*[A.shape_of(v) for v in (cond, x, y)])
     c = A.lift(b, cond)
-    cv = c.value if c.dtype == BOOL else b.emit1(P.ne, [c.value, ops.full_like(b, 0, c.value)])
+    cv = c.value if c.dtype == BOOL else ops.ne(b, c.value, ops.full_like(b, 0, c.value))
     vals = [A.broadcast_value(b, cv, shape), A.operand(b, x, dtype, shape),
             A.operand(b, y, dtype, shape)]
-    return Staged(b.emit1(P.select, vals))
+    return Staged(ops.select(b, *vals))
 
 
 def clip(b: Builder, x: Any, a_min: Any = None, a_max: Any = None) -> Staged:
