@@ -98,10 +98,15 @@ def _darwin() -> frozenset[str] | None:
     return frozenset(_DARWIN_X86[w] for w in words if w in _DARWIN_X86) | {"64bit"}
 
 
+def checkable() -> frozenset[str]:
+    """The features this platform's operating system reports (LLVM names)."""
+    return DETECTABLE if sys.platform != "darwin" else frozenset(_DARWIN_X86.values()) | {"64bit"}
+
+
 def missing_features(required: "list[str] | frozenset[str]") -> list[str] | None:
     """The required features this CPU lacks (sorted), or None if the CPU cannot be inspected."""
     have = host_features()
     if have is None:
         return None
-    checkable = DETECTABLE if sys.platform != "darwin" else frozenset(_DARWIN_X86.values()) | {"64bit"}
-    return sorted(f for f in required if f in checkable and f not in have)
+    known = checkable()
+    return sorted(f for f in required if f in known and f not in have)

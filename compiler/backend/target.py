@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import llvmlite
 import llvmlite.binding as llvm
 
+from runtime import cpu
+
 
 @functools.cache
 def _initialize() -> None:
@@ -74,10 +76,30 @@ def _new_machine(target: Target, jit: bool) -> llvm.TargetMachine:
 
 @functools.cache
 def host() -> Target:
-    """The CPU this process runs on."""
+    """The CPU this process runs on.
+
+    LLVM reads the features from CPUID; the operating system may withhold some
+    of them (Linux clears RDSEED on CPUs whose RDSEED is faulty, and hypervisors
+    mask others). A feature the OS can report but does not is turned off, so
+    code and manifests never rely on it and `runtime.load` accepts the build on
+    the machine that made it.
+    """
     _initialize()
-    features = llvm.get_host_cpu_features().flatten()
-    return Target(llvm.get_process_triple(), llvm.get_host_cpu_name(), features)
+    return Target(llvm.get_process_triple(), llvm.get_host_cpu_name(),
+                  _os_features(llvm.get_host_cpu_features().flatten(), cpu.host_features()))
+
+
+def _os_features(features: str, reported: frozenset[str] | None) -> str:
+    """`features` with every '+f' the OS could report but does not turned into '-f'."""
+    if reported is None:
+        return features
+    known = cpu.checkable()
+    out = []
+    for f in features.split(","):
+        if f.startswith("+") and f[1:] in known and f[1:] not in reported:
+            f = "-" + f[1:]
+        out.append(f)
+    return ",".join(out)
 
 
 def named(cpu: str) -> Target:
