@@ -73,27 +73,20 @@ def op_output(b: Any, op: Any, primals: Sequence[Value]) -> Value:
     return b.emit1(op.prim, list(primals), op.params)
 
 
-def linear(apply: Callable[..., Value], transpose: Callable[..., list[Value | None]]) -> tuple[Any, Any]:
-    """(jvp_rule, vjp_rule) of an op linear in all its operands.
-
-    ``apply(b, op, tangents)`` applies the op to (instantiated) tangents;
+def linear(transpose: Callable[..., list[Value | None]]) -> dict[str, Any]:
+    """The ``jvp_rule`` and ``vjp_rule`` of an op linear in all its operands, as slots for
+    ``define``: the jvp applies the op itself to the (instantiated) tangents;
     ``transpose(b, op, primals, ct)`` gives the operand cotangents."""
 
     def jvp(b: Any, op: Any, primals: list[Value], tangents: list[Value | None]) -> list[Value | None]:
         if all(t is None for t in tangents):
             return [None]
-        return [apply(b, op, [instantiate(b, t, p) for t, p in zip(tangents, primals)])]
+        return [same_op(b, op, [instantiate(b, t, p) for t, p in zip(tangents, primals)])]
 
     def vjp(b: Any, op: Any, primals: list[Value], outs: list[Value], cts: list[Value | None]) -> list:
         if cts[0] is None:
             return [None] * len(primals)
         return transpose(b, op, primals, cts[0])
-    return jvp, vjp
-
-
-def linear_rules(apply: Callable[..., Value], transpose: Callable[..., list[Value | None]]) -> dict[str, Any]:
-    """:func:`linear` as the ``jvp_rule``/``vjp_rule`` slots of ``define``."""
-    jvp, vjp = linear(apply, transpose)
     return {"jvp_rule": jvp, "vjp_rule": vjp}
 
 

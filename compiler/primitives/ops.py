@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from compiler.ir.builder import Builder
-from compiler.ir.core import Block, Value
+from compiler.ir.core import Value
 from compiler.ir.dims import Dim
 from compiler.ir.primitive import CONTROL, ELEMENTWISE, INDEX, OPAQUE, Primitive, declare
 from compiler.ir.types import TensorType
@@ -291,12 +291,6 @@ def scatter(b: Builder, x: Value, indices: Value, updates: Value, axis: int, mod
 cond_p = declare("cond", CONTROL)
 while_p = declare("while", CONTROL)
 chunked_p = declare("chunked", CONTROL)
-
-
-def control(b: Builder, prim: Primitive, operands: Sequence[Value], params: dict[str, Any],
-            regions: Sequence[Block]) -> tuple[Value, ...]:
-    """A control op (cond, while, chunked) with its regions."""
-    return b.emit(prim, operands, params, regions)
 
 
 # ---- constants of a given type: the one place that builds them ---------------------

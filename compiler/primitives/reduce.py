@@ -318,14 +318,8 @@ def _vjp_cumprod(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list
     return [ops.div(b, back, x)]
 
 
-def _linear_same(b: Any, op: Any, tangents: list[Any]) -> Any:
-    return ad.same_op(b, op, tangents)
-
-
-define(reduce_sum, **ad.linear_rules(
-    _linear_same, lambda b, op, p, ct: [_spread(b, ct, p[0], op.params["axes"])]))
-define(cumsum, **ad.linear_rules(
-    _linear_same, lambda b, op, p, ct: [_rev_cumsum(b, ct, op.params["axis"])]))
+define(reduce_sum, **ad.linear(lambda b, op, p, ct: [_spread(b, ct, p[0], op.params["axes"])]))
+define(cumsum, **ad.linear(lambda b, op, p, ct: [_rev_cumsum(b, ct, op.params["axis"])]))
 for _prim in (reduce_max, reduce_min):
     define(_prim, jvp_rule=_jvp_extremum, vjp_rule=_vjp_extremum)
 define(reduce_prod, jvp_rule=_jvp_prod, vjp_rule=_vjp_prod)

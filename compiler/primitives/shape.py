@@ -432,10 +432,6 @@ def _inverse_perm(perm: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(inv)
 
 
-def _same(b: Any, op: Any, tangents: list[Any]) -> Any:
-    return ad.same_op(b, op, tangents)
-
-
 _TRANSPOSES: list[tuple[Primitive, Any]] = [
     (broadcast_in_dim, lambda b, op, p, ct: [_sum_to_operand(b, op, p[0], ct)]),
     (reshape, lambda b, op, p, ct: [ops.reshape(b, ct, p[0].shape)]),
@@ -447,5 +443,4 @@ _TRANSPOSES: list[tuple[Primitive, Any]] = [
     (concatenate, _concat_transpose),
 ]
 for _prim, _transpose in _TRANSPOSES:
-    _jvp, _vjp = ad.linear(_same, _transpose)
-    define(_prim, jvp_rule=_jvp, vjp_rule=_vjp)
+    define(_prim, **ad.linear(_transpose))

@@ -40,7 +40,7 @@ def chunked_function(fn: Function, in_dims: Sequence[int | None], out_dims: Sequ
         _, tail = chunk_counts(size, chunk)
         regions = [vmap_block(fn.body, region_dims, n, outs0)[0] for n in (chunk, tail)]
         params = {"size": size, "chunk": chunk, "batched": tuple(d is not None for d in in_dims)}
-        results = ops.control(b, ops.chunked_p, operands, params, regions)
+        results = b.emit(ops.chunked_p, operands, params, regions)
         block.results = [_place(b, r, want) for r, want in zip(results, out_dims)]
     return Function(f"vmap_{fn.name}", block, list(fn.arg_names))
 

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
-import pytest
 
 from compiler import Function, errors
 from tests.ops.compare import EXACT, IEEE, REDUCTION, TRANSCENDENTAL, Tol
@@ -147,10 +146,6 @@ class OpInfo:
     #: applied directly, for each dtype of `prim_dtypes`
     prim_samples: PrimSampleFn | None = None
     prim_dtypes: tuple[np.dtype, ...] = FLOATS
-    #: generated tests that fail because of a known compiler bug, with the bug: "forward", "vmap",
-    #: "grad" (jvp and vjp), "grad2", "primitives"; they are marked xfail(strict=True), so that a
-    #: fix shows up as an unexpected pass
-    known_failures: dict[str, str] = field(default_factory=dict)
     notes: str = ""
 
     def __post_init__(self) -> None:
@@ -196,11 +191,6 @@ class OpInfo:
             if not s.desc:
                 s.desc = f"{i}:{describe(s.args)}"
         return out
-
-    def marks(self, kind: str) -> list[Any]:
-        """The pytest marks of this op's generated `kind` tests (see `known_failures`)."""
-        reason = self.known_failures.get(kind)
-        return [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
 
     def errors(self) -> list[ErrorInput]:
         return list(self.error_inputs()) if self.error_inputs else []

@@ -37,7 +37,7 @@ from tests.ops import internal
 from tests.ops.compare import assert_array_same, assert_same, flatten
 from tests.ops.opinfo import OPS, OpInfo, SampleInput, by_name
 
-CASES = [pytest.param(op, dtype, sample, id=f"{op.name}-{dtype.name}-{i}-{sample.desc}", marks=op.marks("forward"))
+CASES = [pytest.param(op, dtype, sample, id=f"{op.name}-{dtype.name}-{i}-{sample.desc}")
          for op in OPS for dtype in op.dtypes for i, sample in enumerate(op.samples(dtype))]
 #: an alias (OpInfo.alias_of) stages to its op's IR: compiling it again would compile the same program
 COMPILED_CASES = [p for p in CASES if p.values[0].alias_of is None]

@@ -184,8 +184,7 @@ def mode(op: OpInfo, sample: SampleInput, dtype: np.dtype) -> str:
     return "grad2" if dtype == F64 and op.supports_grad2 else "grad"
 
 
-CASES = [pytest.param(op, sample, dtype, m, id=f"{op.name}-{dtype.name}-{i}-{sample.desc}",
-                      marks=op.marks("grad2" if m == "grad2" else "grad"))
+CASES = [pytest.param(op, sample, dtype, m, id=f"{op.name}-{dtype.name}-{i}-{sample.desc}")
          for op in _grad_ops() for dtype in (F64, F32) if dtype in op.dtypes
          for i, sample in usable_samples(op, dtype) for m in [mode(op, sample, dtype)]]
 

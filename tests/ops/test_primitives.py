@@ -52,8 +52,7 @@ TRANSFORM_MADE = {"chunked", "size_of"}
 
 
 def _param(op: OpInfo, dtype: np.dtype, sample: PrimSample, *extra: Any) -> pytest.param:
-    return pytest.param(op, dtype, sample, *extra, id=f"{op.name}-{dtype.name}-{sample.desc}",
-                        marks=op.marks("primitives"))
+    return pytest.param(op, dtype, sample, *extra, id=f"{op.name}-{dtype.name}-{sample.desc}")
 
 
 def _out_dtypes(sample: PrimSample) -> list[np.dtype]:

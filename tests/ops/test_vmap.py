@@ -240,7 +240,7 @@ def _cases() -> tuple[list, list, list, list, list, list]:
             for k, (i, s) in enumerate(with_arrays):
                 base = f"{op.name}-{dtype.name}-{i}-{s.desc}"
                 if dtype == F64 or len(array_slots(s.args)) <= 2:
-                    every.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
+                    every.append(pytest.param(op, dtype, i, s, id=base))
                 combos = all_combos(s.args)
                 zero = {slot: 0 for slot in array_slots(s.args)}
                 rot = combos[(_salt(op, dtype, i) + i) % len(combos)]
@@ -252,14 +252,14 @@ def _cases() -> tuple[list, list, list, list, list, list]:
                     picks = []
                 for dims in picks:
                     pid = f"{base}-{_dims_id(s.args, dims)}"
-                    native.append(pytest.param(op, dtype, i, s, dims, id=pid, marks=op.marks("vmap")))
+                    native.append(pytest.param(op, dtype, i, s, dims, id=pid))
                 if dtype == F64:
-                    nested_ir.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
+                    nested_ir.append(pytest.param(op, dtype, i, s, id=base))
                     if i % 8 == 0:
-                        nested_native.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
-                    outd_ir.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
+                        nested_native.append(pytest.param(op, dtype, i, s, id=base))
+                    outd_ir.append(pytest.param(op, dtype, i, s, id=base))
                     if i % 12 == 1:
-                        outd_native.append(pytest.param(op, dtype, i, s, id=base, marks=op.marks("vmap")))
+                        outd_native.append(pytest.param(op, dtype, i, s, id=base))
     return every, native, nested_ir, nested_native, outd_ir, outd_native
 
 
@@ -394,7 +394,7 @@ def test_vmap_out_dims_native(op: OpInfo, dtype: np.dtype, index: int, sample: S
 
 # ---- ops without array arguments: a batched input the function ignores ------------------------------
 
-IGNORED = [pytest.param(op, s, id=f"{op.name}-{i}-{s.desc}", marks=op.marks("vmap")) for op in VMAP_OPS
+IGNORED = [pytest.param(op, s, id=f"{op.name}-{i}-{s.desc}") for op in VMAP_OPS
            for i, s in enumerate(op.samples(vmap_dtypes(op)[0])) if not array_slots(s.args)]
 
 
