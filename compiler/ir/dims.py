@@ -15,6 +15,7 @@ True
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Mapping, Union
 
@@ -218,12 +219,10 @@ def is_static(d: Dim) -> bool:
 
 def parse_dim(text: str) -> Dim:
     """Parse a printed dim ('3', 'n', '2*n + 1', '(n // 2)', 'min(n, 4)')."""
-    import ast
     return _parse(ast.parse(text.strip(), mode="eval").body)
 
 
-def _parse(node) -> Dim:
-    import ast
+def _parse(node: ast.expr) -> Dim:
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
         return node.value
     if isinstance(node, ast.Name):
