@@ -26,7 +26,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from compiler import cache, pipeline
-from compiler.backend import jit as native_jit
 from compiler.backend import target as targets
 from compiler.function.trampoline import raise_pending
 from compiler.errors import UnsupportedError
@@ -35,7 +34,7 @@ from compiler.frontend.values import Closure, Reject, Weak
 from compiler.ir.printer import format_function
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
-from runtime.abi import ArgSpec, parse_spec
+from runtime.abi import parse_spec
 from runtime.loader import KERNEL_CFUNC, NativeKernel
 
 
@@ -69,12 +68,7 @@ class Specialization:
         hit = None if cache.is_deferred() else self._probe.load()
         if hit is not None:                  # no staging, no LLVM: load the cached object
             self.program = cache.RestoredProgram(hit.out_tree)
-            self.out_types, self.object = hit.out_types, hit.object
-            loaded = native_jit.LoadedObject(hit.object, target)
-            self.native = NativeKernel(kernel.__name__, loaded.address(hit.meta["symbol"]),
-                                       [ArgSpec.from_json(a) for a in hit.meta["inputs"]],
-                                       [ArgSpec.from_json(a) for a in hit.meta["outputs"]],
-                                       hit.meta["symbols"], keepalive=loaded)
+            self.out_types, self.object, self.native = hit.out_types, hit.object, hit.native
             return
         with self._probe.recording():
             self.program = kernel.trace(abstract_args, abstract_kwargs)
