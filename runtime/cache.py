@@ -326,7 +326,9 @@ class DiskCache:
                     or not hmac.compare_digest(meta["checksum"], self.sign(key, meta)):
                 raise _Invalid(f"{META} checksum mismatch (corrupt, or written by another cache)")
             info = meta.get("object")
-            size = info.get("size") if isinstance(info, dict) else None
+            if not isinstance(info, dict):
+                raise _Invalid(f"{META} has no object record")
+            size = info.get("size")
             if not isinstance(size, int) or not 0 <= size <= OBJECT_MAX:
                 raise _Invalid(f"{META} has no object record")
             obj = entry.read(OBJECT, size)
