@@ -1,6 +1,7 @@
 """`aotx build`, `runtime.load` without LLVM, the C ABI from C, and the other commands."""
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -249,3 +250,90 @@ def test_cache_info_list_clear(tmp_path, monkeypatch, capsys):
     assert cli.main(["cache", "clear"]) == 0
     assert "removed 1" in capsys.readouterr().out
     assert not list((tmp_path / "c").glob("kernels/*/*"))
+
+
+# ---- the manifest cannot be edited apart from its library -------------------------------------
+
+def _wave_output_to_one(m):
+    m["kernels"][0]["outputs"][0]["type"] = "f64[1]"         # the kernel writes n values into 1
+
+
+MANIFEST_EDITS = {
+    "output type": _wave_output_to_one,
+    "input type": lambda m: m["kernels"][0]["inputs"][0].update(type="f32[n]"),
+    "symbols": lambda m: m["kernels"][2].update(symbols=[]),
+    "result structure": lambda m: m["kernels"][1].update(result={"tuple": ["leaf"]}),
+    "symbol swapped": lambda m: m["kernels"][0].update(symbol=m["kernels"][2]["symbol"]),
+    "kernel dropped": lambda m: m["kernels"].pop(1),
+    "features dropped": lambda m: m["target"].update(features=[]),
+    "cpu renamed": lambda m: m["target"].update(cpu="generic"),
+    "extra field": lambda m: m["kernels"][0].update(errors=[["f.py", 3]]),
+}
+
+LOAD_EDITED = BLOCK_COMPILER + '''
+import json, sys
+import numpy as np
+import runtime
+out = {}
+for base in sys.argv[1:]:
+    try:
+        lib = runtime.load(base)
+    except runtime.LoadError as e:
+        out[base] = "LoadError: " + str(e)
+        continue
+    lib.wave(np.linspace(-1.0, 1.0, 100_000))
+    out[base] = "loaded and called"
+print(json.dumps(out))
+'''
+
+
+def test_edited_manifest_is_refused_before_the_library_runs(built, tmp_path):
+    bases = {}
+    for name, edit in MANIFEST_EDITS.items():
+        d = tmp_path / name.replace(" ", "_")
+        d.mkdir()
+        bases[name] = copy_build(built[0], d)
+        edit_manifest(bases[name], edit)
+    (tmp_path / "load.py").write_text(LOAD_EDITED)
+    proc = subprocess.run([sys.executable, "load.py", *map(str, bases.values())], cwd=tmp_path,
+                          capture_output=True, text=True, env=env_for(None), timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
+    got = last_json(proc.stdout)
+    for name, base in bases.items():
+        assert got[str(base)].startswith("LoadError: ") and "does not match kernels.so" in got[str(base)] \
+            and "rebuild" in got[str(base)], (name, got[str(base)])
+    unedited = copy_build(built[0], tmp_path)
+    assert sorted(runtime.load(unedited).kernels) == ["diffs", "stats", "wave"]
+
+
+@pytest.mark.parametrize("features,expect", [
+    (["avx2", "notafeature"], "does not know: 'notafeature'"),
+    ("avx2,fma", "not a list of names"),
+    ([1, 2], "not a list of names"),
+    (None, "not a list of names"),
+    ({"avx2": True}, "not a list of names"),
+])
+def test_unknown_or_malformed_cpu_features_are_a_load_error(built, tmp_path, features, expect):
+    base = copy_build(built[0], tmp_path)
+    edit_manifest(base, lambda m: m["target"].update(features=features))
+    with pytest.raises(runtime.LoadError, match=expect):
+        runtime.load(base)
+
+
+@pytest.mark.parametrize("table", [None, "x", {"wave": 1}])
+def test_malformed_kernel_table_is_a_load_error(built, tmp_path, table):
+    base = copy_build(built[0], tmp_path)
+    edit_manifest(base, lambda m: m.update(kernels=table))
+    with pytest.raises(runtime.LoadError, match="'kernels'"):
+        runtime.load(base)
+
+
+def test_library_without_the_manifest_hash_is_refused(built, tmp_path):
+    base = copy_build(built[0], tmp_path)
+    so = base.with_suffix(".so")
+    data = so.read_bytes()
+    assert data.count(b"aotx-manifest-sha256:") == 1
+    so.write_bytes(data.replace(b"aotx-manifest-sha256:", b"something-else-entire"))
+    edit_manifest(base, lambda m: m["hashes"].update({"kernels.so": hashlib.sha256(so.read_bytes()).hexdigest()}))
+    with pytest.raises(runtime.LoadError, match="no manifest hash in the library"):
+        runtime.load(base)
