@@ -337,3 +337,112 @@ def test_library_without_the_manifest_hash_is_refused(built, tmp_path):
     edit_manifest(base, lambda m: m["hashes"].update({"kernels.so": hashlib.sha256(so.read_bytes()).hexdigest()}))
     with pytest.raises(runtime.LoadError, match="no manifest hash in the library"):
         runtime.load(base)
+
+
+# ---- bad options and modules are one clear message, checked before compiling ---------------------
+
+GOOD = "import numpy as np\nfrom compiler import jit\n\n\n@jit(signature=\"f64[n]\")\ndef f(x):\n    return x * 2.0\n"
+
+
+def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """The console command in a subprocess (LLVM may abort the process on a bad CPU)."""
+    return subprocess.run([sys.executable, "-m", "compiler", *args], cwd=tmp_path, capture_output=True,
+                          text=True, env=env_for(tmp_path / "cache"), timeout=300)
+
+
+def assert_one_message(proc: subprocess.CompletedProcess, *needles: str) -> str:
+    err = proc.stderr
+    assert proc.returncode in (1, 2), (proc.returncode, err)
+    assert "Traceback" not in err and "LLVM ERROR" not in err.split("(LLVM ERROR")[0], err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    return err
+
+
+@pytest.mark.parametrize("cpu,needles", [
+    ("notacpu", ["--cpu 'notacpu' is not a CPU LLVM knows", "x86-64-v3"]),
+    ("haswel", ["is not a CPU LLVM knows", "haswell"]),
+    ("i686", ["--cpu 'i686' cannot generate code", "64-bit"]),
+])
+def test_unknown_or_unusable_cpu_is_refused_before_compiling(tmp_path, cpu, needles):
+    if cpu != "notacpu" and cpu_mod_arch() != "x86_64":
+        pytest.skip("x86 CPU names")
+    (tmp_path / "m.py").write_text(GOOD)
+    err = assert_one_message(run_cli(tmp_path, "build", "m.py", "-o", "out", "--cpu", cpu), *needles)
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def cpu_mod_arch() -> str:
+    return cpu.machine()
+
+
+def test_cpu_help_lists_llvm_names(tmp_path):
+    proc = run_cli(tmp_path, "build", "--cpu", "help")
+    names = proc.stdout.split()
+    assert proc.returncode == 0 and names[:2] == ["host", "generic"] and len(names) > 10
+    if cpu.machine() == "x86_64":
+        assert {"x86-64-v3", "haswell", "znver4"} <= set(names)
+
+
+@pytest.mark.parametrize("jobs", ["0", "-3", "two"])
+def test_jobs_must_be_positive(tmp_path, jobs):
+    (tmp_path / "m.py").write_text(GOOD)
+    assert_one_message(run_cli(tmp_path, "build", "m.py", "-o", "out", "--jobs", jobs),
+                       "--jobs", "positive", repr(jobs))
+    from compiler import build as aot_build
+    with pytest.raises(aot_build.BuildError, match="--jobs must be a positive"):
+        aot_build.build(tmp_path / "m.py", tmp_path / "out", jobs=int(jobs) if jobs != "two" else 0)
+
+
+@pytest.mark.parametrize("out", ["afile", "afile/sub"])
+def test_output_under_a_regular_file(tmp_path, out):
+    (tmp_path / "m.py").write_text(GOOD)
+    (tmp_path / "afile").write_text("keep me")
+    err = assert_one_message(run_cli(tmp_path, "build", "m.py", "-o", out), f"-o {out}",
+                             "afile is a file")
+    assert len(err.strip().splitlines()) == 1 and (tmp_path / "afile").read_text() == "keep me"
+
+
+BROKEN = {
+    "syntax": ("import numpy as np\n\ndef f(x):\n    return x * = 2\n", 4, "SyntaxError: invalid syntax",
+               "return x * = 2", "           ^"),
+    "raises": ("import numpy as np\n\nTABLE = {'a': 1}\nSCALE = TABLE['b']\n", 4, "KeyError: 'b'",
+               "SCALE = TABLE['b']", "        ^~~~~~~~~~"),
+    "raises in numpy": ("import numpy as np\n\nW = np.ones((2, 3)) @ np.ones((2, 3))\n", 3, "ValueError: matmul",
+                        "W = np.ones((2, 3)) @ np.ones((2, 3))", "    ^~~~~"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+@pytest.mark.parametrize("command", ["build", "show"])
+def test_module_that_does_not_import_points_at_its_line(tmp_path, case, command):
+    text, line, what, source, caret = BROKEN[case]
+    (tmp_path / "m.py").write_text(text)
+    args = ["build", "m.py", "-o", "out"] if command == "build" else ["show", "m.py:f", "--signature", "f64[n]"]
+    err = assert_one_message(run_cli(tmp_path, *args), f"m.py:{line}:", what, source, caret, "hint: ")
+    assert "compiler/" not in err and not (tmp_path / "out").exists()
+
+
+def test_static_argnums_out_of_range_or_not_ints():
+    from compiler import jit
+
+    def f(x, n):
+        return x * n
+
+    for bad in (2, -3, (0, 5)):
+        with pytest.raises(ValueError, match=r"jit\(f\): static_argnums=-?\d is out of range: f takes 2 "
+                                             r"positional parameters \(x, n\)"):
+            jit(f, static_argnums=bad)
+    for bad in ("n", 1.0, True, (None,)):
+        with pytest.raises(TypeError, match="static_argnums must be ints"):
+            jit(f, static_argnums=bad)
+    k = jit(f, static_argnums=-1)                      # counts from the end, as an index does
+    assert k.static_argnums == (1,)
+    assert np.array_equal(k(np.arange(3.0), 2.0), np.arange(3.0) * 2.0)
+
+    def g(*xs):
+        return xs[0]
+
+    assert jit(g, static_argnums=3).static_argnums == (3,)
+    with pytest.raises(ValueError, match="negative position is ambiguous"):
+        jit(g, static_argnums=-1)
