@@ -508,20 +508,23 @@ def _elf_problem(obj: bytes, machine: int | None) -> str | None:
         if sh_type in (2, 4) and (entsize != 24 or size % 24 or link >= shnum):   # SYMTAB, RELA
             return "has a malformed symbol or relocation table"
     for _, sh_type, _, _, off, size, link, info, _, _ in sections:
-        if sh_type == 2:
-            strsize = sections[link][5]
-            for i in range(size // 24):
-                st_name, _, _, st_shndx = struct.unpack_from(e + "IBBH", obj, off + 24 * i)
-                if st_name >= max(strsize, 1) or (st_shndx >= shnum and st_shndx < 0xff00):
-                    return "has a malformed symbol"
-        elif sh_type == 4:
+        if sh_type == 2 and size:
+            syms = np.frombuffer(obj, _ELF_SYM.newbyteorder(e), size // 24, off)
+            shndx = syms["shndx"]
+            if syms["name"].max() >= max(sections[link][5], 1) or np.any((shndx >= shnum) & (shndx < 0xff00)):
+                return "has a malformed symbol"
+        elif sh_type == 4 and size:
+            relocs = np.frombuffer(obj, _ELF_RELA.newbyteorder(e), size // 24, off)
             nsyms = sections[link][5] // 24 if sections[link][1] == 2 else 0
-            target_size = sections[info][5] if info < shnum else -1
-            for i in range(size // 24):
-                r_offset, r_info = struct.unpack_from(e + "QQ", obj, off + 24 * i)
-                if (r_info >> 32) >= nsyms or r_offset >= target_size:
-                    return "has a malformed relocation"
+            target_size = sections[info][5] if info < shnum else 0
+            if int((relocs["info"] >> 32).max()) >= nsyms or int(relocs["offset"].max()) >= target_size:
+                return "has a malformed relocation"
     return None
+
+
+_ELF_SYM = np.dtype([("name", "u4"), ("info", "u1"), ("other", "u1"), ("shndx", "u2"), ("value", "u8"),
+                     ("size", "u8")])
+_ELF_RELA = np.dtype([("offset", "u8"), ("info", "u8"), ("addend", "i8")])
 
 
 @dataclass
