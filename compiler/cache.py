@@ -509,12 +509,12 @@ def _elf_problem(obj: bytes, machine: int | None) -> str | None:
             return "has a malformed symbol or relocation table"
     for _, sh_type, _, _, off, size, link, info, _, _ in sections:
         if sh_type == 2 and size:
-            syms = np.frombuffer(obj, _ELF_SYM.newbyteorder(e), size // 24, off)
+            syms = np.frombuffer(obj, _ELF_SYM, size // 24, off)
             shndx = syms["shndx"]
             if syms["name"].max() >= max(sections[link][5], 1) or np.any((shndx >= shnum) & (shndx < 0xff00)):
                 return "has a malformed symbol"
         elif sh_type == 4 and size:
-            relocs = np.frombuffer(obj, _ELF_RELA.newbyteorder(e), size // 24, off)
+            relocs = np.frombuffer(obj, _ELF_RELA, size // 24, off)
             nsyms = sections[link][5] // 24 if sections[link][1] == 2 else 0
             target_size = sections[info][5] if info < shnum else 0
             if int((relocs["info"] >> 32).max()) >= nsyms or int(relocs["offset"].max()) >= target_size:
@@ -524,7 +524,7 @@ def _elf_problem(obj: bytes, machine: int | None) -> str | None:
 
 _ELF_SYM = np.dtype([("name", "u4"), ("info", "u1"), ("other", "u1"), ("shndx", "u2"), ("value", "u8"),
                      ("size", "u8")])
-_ELF_RELA = np.dtype([("offset", "u8"), ("info", "u8"), ("addend", "i8")])
+_ELF_RELA = np.dtype([("offset", "u8"), ("info", "u8"), ("addend", "i8")])   # native order: checked above
 
 
 @dataclass
