@@ -371,13 +371,13 @@ def test_file_at_an_entry_path_disables_only_that_entry(cache_dir):
 
 def test_file_at_a_shard_path_disables_only_its_entries(cache_dir):
     entry = entry_of(cache_dir, wave)
-    other = next(e for e in (entry_of(cache_dir, f) for f in (ramp, cube)) if e.parent != entry.parent)
+    others = {f: entry_of(cache_dir, f) for f in (ramp, cube)}
+    fn = next(f for f, e in others.items() if e.parent != entry.parent)     # in another shard
     shutil.rmtree(entry)
     entry.parent.rmdir()
     entry.parent.write_text("a file where a shard should be")
     assert compile_and_call(wave)[0] == 1 and compile_and_call(wave)[0] == 1
-    assert compile_and_call(ramp if other.name.startswith(other.parent.name) and "ramp" in
-                            meta_of(other)["function"] else cube)[0] == 0
+    assert compile_and_call(fn)[0] == 0                # the rest of the cache works
     assert entry.parent.read_text() == "a file where a shard should be"
 
 
@@ -426,14 +426,14 @@ from compiler import jit
 def make(k):
     def long_kernel(x):
         y = x
-        for i in range(25):
+        for i in range(15):
             y = np.sin(y) * 1.01 + np.exp(-y * y) + np.log1p(y * y) * k
         return y
     return long_kernel
 
 def oracle(k, x):
     y = x
-    for i in range(25):
+    for i in range(15):
         y = np.sin(y) * 1.01 + np.exp(-y * y) + np.log1p(y * y) * k
     return y
 
@@ -472,14 +472,15 @@ def test_sigint_at_a_random_point_leaves_the_cache_consistent(tmp_path):
     out, err = proc.communicate(timeout=300)
     duration = time.monotonic() - start
     assert proc.returncode == 0 and last_json(out)["ok"], err
-    for attempt in range(4):
+    for attempt in range(3):
         why = f"seed {seed}, attempt {attempt}"
         proc = start_long(tmp_path, cache_dir)
         time.sleep(rng.uniform(0.0, duration))
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=300)
-        assert proc.returncode in (0, -signal.SIGINT, 1, 130), (why, proc.returncode, err[-2000:])
-        assert "Segmentation" not in err and "Fatal Python error" not in err, (why, err[-2000:])
+        assert proc.returncode in (0, -signal.SIGINT), (why, proc.returncode, err[-2000:])
+        assert proc.returncode != 0 or last_json(out)["ok"], (why, out)   # finished before the signal
+        assert proc.returncode == 0 or "KeyboardInterrupt" in err, (why, err[-2000:])
         assert_consistent(cache_dir, why)
     proc = start_long(tmp_path, cache_dir)                  # loads what is there, compiles the rest
     out, err = proc.communicate(timeout=300)
