@@ -481,6 +481,12 @@ class DiskCache:
             if TMP_RE.fullmatch(name):
                 remove_entry_dir(self.root / "tmp" / name)
         _rmdir(self.root / "tmp")
+        for name in _listdir(self.root):
+            if MARKER_TMP_RE.fullmatch(name) and not _is_dir(self.root / name):
+                try:
+                    os.unlink(self.root / name)     # a marker whose writer was interrupted
+                except OSError:
+                    pass
         return n
 
     def size(self) -> int:

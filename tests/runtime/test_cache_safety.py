@@ -95,11 +95,13 @@ def test_clear_removes_only_aotx_entries(cache_dir):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     (cache_dir / "tmp" / f"{'a' * 64}.999999.0badc0de").mkdir()      # an interrupted write
+    (cache_dir / ".aotx-cache.json.999999.0badc0de").write_text("{")  # an interrupted marker
     assert storage.DiskCache(cache_dir).clear() == 1                 # `gone`; `keep` holds a user file
     for path, text in mine.items():
         assert path.read_text() == text
     assert not gone.exists() and not (keep / "meta.json").exists() and not (keep / "object.o").exists()
     assert sorted(p.name for p in (cache_dir / "tmp").iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in cache_dir.iterdir()) == ["aotx-cache.json", "kernels", "tmp"]
 
 
 def test_clear_and_use_of_a_directory_that_is_not_a_cache(tmp_path, monkeypatch):
