@@ -214,10 +214,11 @@ class DiskCache:
         os.chmod(self.root, 0o700)              # mkdir's mode is filtered by the umask
 
     def _tighten(self, st: os.stat_result) -> None:
-        """A root the user owns and aotx marks is private to the user."""
-        if os.name != "nt" and stat.S_IMODE(st.st_mode) != 0o700:
+        """A root the user owns and aotx marks is private to the user (permissions for
+        group and others removed; the user's own are left as they are)."""
+        if os.name != "nt" and st.st_mode & 0o077:
             try:
-                os.chmod(self.root, 0o700)
+                os.chmod(self.root, stat.S_IMODE(st.st_mode) & 0o700)
             except OSError:
                 pass
             if os.stat(self.root).st_mode & 0o022:
