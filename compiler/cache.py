@@ -450,9 +450,9 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
         inputs = [ArgSpec.from_json(a) for a in meta["inputs"]]
         outputs = [ArgSpec.from_json(a) for a in meta["outputs"]]
         symbols, out_types = list(meta["symbols"]), list(meta["out_types"])
-        dims = {d for spec in inputs for d in spec.dims if isinstance(d, str)}
-        if not all(isinstance(t, str) for t in out_types) or not set(symbols) <= dims \
-                or not all(isinstance(t, str) for t in symbols) or len(out_types) != len(outputs):
+        words = {w for spec in inputs for d in spec.dims for w in re.findall(r"[A-Za-z_]\w*", str(d))}
+        if not all(isinstance(t, str) for t in out_types) or not all(isinstance(t, str) for t in symbols) \
+                or not set(symbols) <= words or len(out_types) != len(outputs):
             raise ValueError("inconsistent signature")
         out_tree = tree_from_json(meta["out_tree"])
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as e:
