@@ -12,10 +12,16 @@ the header and the manifest.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import difflib
 import importlib.util
 import multiprocessing
+import os
+import re
+import subprocess
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -27,6 +33,7 @@ from compiler.backend.aot import (EMIT_KINDS, BuildError, BuildResult, BuiltKern
                                   find_cc, required_features, write_library)
 from compiler.function.trampoline import check_buildable
 from compiler.backend.kernel import symbols_of
+from compiler.errors import CompileError, SourceLoc, source_excerpt
 from compiler.ir.printer import format_function
 from runtime.abi import parse_spec
 from runtime.cache import sha256
@@ -43,7 +50,8 @@ class _Job:
 
 def build(source: str | Path, out_dir: str | Path, *, cpu: str = "host", emit: Sequence[str] = (),
           jobs: int = 1, progress: Callable[[str], None] | None = None) -> BuildResult:
-    """Build `source` (a .py file) into out_dir/MODULE.{so,h,json} (+ emitted artifacts)."""
+    """Build `source` (a .py file) into out_dir/MODULE.{so,h,json} (+ emitted artifacts).
+    Every option is checked before anything is compiled."""
     say = progress or (lambda line: print(line, file=sys.stderr))
     source = Path(source)
     if not source.is_file():
@@ -51,7 +59,12 @@ def build(source: str | Path, out_dir: str | Path, *, cpu: str = "host", emit: S
     bad = [e for e in emit if e not in EMIT_KINDS]
     if bad:
         raise BuildError(f"--emit: unknown artifact {bad[0]!r} (choose from {', '.join(EMIT_KINDS)})")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise BuildError(f"--jobs must be a positive number of worker processes, got {jobs!r}")
     cc = find_cc()
+    if cpu not in ("host", "generic"):
+        check_cpu(cpu)
+    check_output_dir(Path(out_dir))
     target = targets.named(cpu)
     features = required_features(target)
     if features is None:
@@ -65,22 +78,126 @@ def build(source: str | Path, out_dir: str | Path, *, cpu: str = "host", emit: S
                          f"(decorate functions with @jit(signature=\"...\"))")
     job_list = [_prepare(name, f"{mod_name}_{c_identifier(name)}", k, target, want_ir="ir" in emit)
                 for name, k in found]
-    _run_llvm(job_list, target, want_asm="asm" in emit, jobs=max(1, jobs), say=say)
+    _run_llvm(job_list, target, want_asm="asm" in emit, jobs=jobs, say=say)
     library = Library(mod_name, source.name, target, features, version.__version__)
-    return write_library(out_dir, library, [j.built for j in job_list], cc, emit)
+    try:
+        return write_library(out_dir, library, [j.built for j in job_list], cc, emit)
+    except OSError as e:
+        raise BuildError(f"cannot write the library into {out_dir}: {e.strerror or e}"
+                         + (f" ({e.filename})" if e.filename else "")) from None
 
 
-def import_module(path: Path) -> Any:
-    """Execute the module file with kernel compilation deferred (signatures are staged only)."""
+def check_output_dir(out: Path) -> None:
+    """A -o that cannot become a directory is reported before anything compiles."""
+    blocker = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise BuildError(f"-o {out}: cannot create the output directory: {blocker} is a file; "
+                         f"-o names a directory (it is created if missing)")
+    existing = next((p for p in (out, *out.parents) if p.exists()), None)
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        raise BuildError(f"-o {out}: cannot create the output directory: {existing} is not writable")
+
+
+# LLVM lists the CPUs it knows when asked for cpu="help"; then the CPU must also generate
+# code for this triple (a 32-bit CPU such as i686 makes LLVM abort the process on x86_64).
+_CPU_PROBE = """
+import sys
+import llvmlite.binding as llvm
+llvm.initialize_native_target()
+llvm.initialize_native_asmprinter()
+target = llvm.Target.from_triple(llvm.get_process_triple())
+target.create_target_machine(cpu="help")
+sys.stderr.flush()
+print("@@probe", file=sys.stderr, flush=True)
+if sys.argv[1] != "help":
+    tm = target.create_target_machine(cpu=sys.argv[1], opt=0, reloc="pic")
+    tm.emit_object(llvm.parse_assembly("define double @f(double %x) {\\n  %y = fadd double %x, 1.0\\n"
+                                       "  ret double %y\\n}\\n"))
+    print("@@ok", file=sys.stderr, flush=True)
+"""
+
+PORTABLE_CPUS = ("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4")
+
+
+def known_cpus(probe: str = "help") -> tuple[list[str], str]:
+    """(LLVM's CPU names for this machine's triple, the probe's log after the list). In a
+    subprocess: LLVM prints the list on stderr, and aborts on a CPU that cannot generate code."""
+    proc = subprocess.run([sys.executable, "-c", _CPU_PROBE, probe],
+                          capture_output=True, text=True, timeout=120)
+    text, _, after = proc.stderr.partition("@@probe")
+    names = []
+    listing = text.split("Available CPUs for this target:", 1)[-1].split("Available features", 1)[0]
+    for line in listing.splitlines():
+        m = re.match(r"\s+(\S+)\s+- ", line)
+        if m:
+            names.append(m.group(1))
+    return names, after
+
+
+def check_cpu(cpu: str) -> None:
+    """A --cpu name LLVM knows and can generate code for on this machine, else BuildError
+    (LLVM itself would only print a warning, then abort while generating code)."""
+    names, log = known_cpus(cpu)
+    if not names:
+        return                                   # LLVM printed no list: let it decide
+    if cpu not in names:
+        close = difflib.get_close_matches(cpu, names, n=4, cutoff=0.6)
+        suggest = [*close, *(c for c in PORTABLE_CPUS if c in names and c not in close)]
+        raise BuildError(f"--cpu {cpu!r} is not a CPU LLVM knows for {targets.host().triple}; "
+                         f"hint: use host, generic, or one of {', '.join(suggest)} (all {len(names)} "
+                         f"names: aotx build --cpu help)")
+    if "@@ok" not in log:
+        error = next((line.strip() for line in log.splitlines() if "ERROR" in line), "LLVM aborted")
+        raise BuildError(f"--cpu {cpu!r} cannot generate code for {targets.host().triple} ({error}); "
+                         f"hint: choose a 64-bit CPU such as {', '.join(PORTABLE_CPUS)}")
+
+
+def import_module(path: Path, *, defer: bool = True) -> Any:
+    """Execute the module file, with kernel compilation deferred (signatures are staged
+    only). A module that does not import is a BuildError at its line, with a caret."""
     name = path.stem
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise BuildError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    with cache.deferred():
-        spec.loader.exec_module(module)
+    try:
+        with cache.deferred() if defer else contextlib.nullcontext():
+            spec.loader.exec_module(module)
+    except CompileError:
+        sys.modules.pop(name, None)
+        raise                                    # already at the user's line
+    except SyntaxError as e:
+        sys.modules.pop(name, None)
+        loc = SourceLoc(e.filename or str(path), e.lineno or 0, max((e.offset or 1) - 1, 0),
+                        (e.end_offset - 1) if e.end_offset and e.end_lineno == e.lineno else None)
+        raise BuildError(_located(loc, f"{type(e).__name__}: {e.msg}", e.text,
+                                  f"{path.name} must be valid Python (run `python {path}`)")) from None
+    except Exception as e:
+        sys.modules.pop(name, None)
+        raise BuildError(_import_failure(e, path)) from None
     return module
+
+
+def _import_failure(e: BaseException, path: Path) -> str:
+    """`e`, raised while importing `path`, at the deepest line of `path` it passed through."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if os.path.abspath(f.filename) == os.path.abspath(path)]
+    what = f"{type(e).__name__}: {e}"
+    hint = f"importing {path.name} raised; aotx runs the module as `import` does (try `python {path}`)"
+    if not frames:
+        return f"{path}: {what}\nhint: {hint}"
+    f = frames[-1]
+    col = getattr(f, "colno", None)
+    end = getattr(f, "end_colno", None) if getattr(f, "end_lineno", None) == f.lineno else None
+    return _located(SourceLoc(f.filename, f.lineno or 0, col or 0, end), what, None, hint)
+
+
+def _located(loc: SourceLoc, what: str, text: str | None, hint: str) -> str:
+    excerpt = source_excerpt(loc)
+    if not excerpt and text:
+        excerpt = f"    {text.strip()}"
+    return "\n".join([f"{loc}: {what}", *([excerpt] if excerpt else []), f"hint: {hint}"])
 
 
 def signed_kernels(module: Any) -> list[tuple[str, Kernel]]:

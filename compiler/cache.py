@@ -38,6 +38,8 @@ import importlib
 import linecache
 import json
 import os
+import re
+import struct
 import sys
 import time
 import types
@@ -50,13 +52,17 @@ import numpy as np
 
 import runtime
 from compiler import config, pipeline, version
+from compiler.backend import jit as native_jit
 from compiler.function.trampoline import uses_host_callbacks
 from compiler.frontend import pytrees
 from compiler.frontend.source import SOURCE_READS
 from compiler.frontend.values import Weak
 from compiler.ir.types import TensorType
 from runtime import cache as storage
+from runtime import cpu as runtime_cpu
 from runtime import trees
+from runtime.abi import ArgSpec
+from runtime.loader import NativeKernel
 
 SCHEMA_VERSION = 1
 
@@ -419,12 +425,106 @@ def is_deferred() -> bool:
 
 @dataclass
 class Restored:
-    """What a cache hit gives back to a Specialization."""
+    """What a cache hit gives back to a Specialization: the object loaded and ready to call."""
 
     meta: dict[str, Any]
     object: bytes
     out_tree: Any
     out_types: list[str]
+    native: NativeKernel
+
+
+class BadEntry(Exception):
+    """A cache entry whose checksums hold but whose content cannot be used."""
+
+
+def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restored:
+    """The kernel of a verified entry, loaded with MCJIT. Everything is checked before it
+    reaches LLVM, which would crash the process on malformed object code: the meta's fields
+    have the expected form and the object is a well-formed relocatable object for this
+    machine; BadEntry otherwise (also if LLVM refuses the object or lacks the symbol)."""
+    try:
+        symbol = meta["symbol"]
+        if not isinstance(symbol, str) or not re.fullmatch(r"aotx_\w+", symbol):
+            raise ValueError(f"symbol {symbol!r}")
+        inputs = [ArgSpec.from_json(a) for a in meta["inputs"]]
+        outputs = [ArgSpec.from_json(a) for a in meta["outputs"]]
+        symbols, out_types = list(meta["symbols"]), list(meta["out_types"])
+        words = {w for spec in inputs for d in spec.dims for w in re.findall(r"[A-Za-z_]\w*", str(d))}
+        if not all(isinstance(t, str) for t in out_types) or not all(isinstance(t, str) for t in symbols) \
+                or not set(symbols) <= words or len(out_types) != len(outputs):
+            raise ValueError("inconsistent signature")
+        out_tree = tree_from_json(meta["out_tree"])
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as e:
+        raise BadEntry(f"meta.json does not describe a kernel ({type(e).__name__}: {e})") from None
+    problem = object_problem(obj, target.triple)
+    if problem:
+        raise BadEntry(f"object.o {problem}")
+    try:
+        loaded = native_jit.LoadedObject(obj, target)
+        address = loaded.address(symbol)
+    except (RuntimeError, KeyError, ValueError, OSError) as e:
+        raise BadEntry(f"object.o does not load ({e})") from None
+    native = NativeKernel(name, address, inputs, outputs, symbols, keepalive=loaded)
+    return Restored(meta, obj, out_tree, out_types, native)
+
+
+_ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "ppc64le": 21, "riscv64": 243}
+_MACHO_CPUS = {"x86_64": 0x01000007, "aarch64": 0x0100000C}
+
+
+def object_problem(obj: bytes, triple: str) -> str | None:
+    """Why `obj` is not a well-formed relocatable object for `triple` (None if it is). ELF is
+    checked in depth (header, section table, symbol and relocation tables in bounds), Mach-O
+    and COFF by their header."""
+    arch = runtime_cpu.triple_arch(triple)
+    if obj[:4] == b"\x7fELF":
+        return _elf_problem(obj, _ELF_MACHINES.get(arch))
+    if obj[:4] == b"\xcf\xfa\xed\xfe":
+        if len(obj) < 32 or struct.unpack_from("<I", obj, 4)[0] != _MACHO_CPUS.get(arch):
+            return "is a Mach-O object for another machine"
+        return None
+    if os.name == "nt" and len(obj) >= 20 and obj[:2] in (b"\x64\x86", b"\x64\xaa"):
+        return None
+    return "is not an object file"
+
+
+def _elf_problem(obj: bytes, machine: int | None) -> str | None:
+    n = len(obj)
+    if n < 64 or obj[4] != 2 or obj[5] != (1 if sys.byteorder == "little" else 2):
+        return "is not a 64-bit ELF object of this byte order"
+    e = "<" if obj[5] == 1 else ">"
+    e_type, e_machine = struct.unpack_from(e + "HH", obj, 16)
+    shoff, = struct.unpack_from(e + "Q", obj, 40)
+    shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", obj, 58)
+    if e_type != 1 or (machine is not None and e_machine != machine):
+        return "is not a relocatable object for this machine"
+    if shentsize != 64 or not 0 < shnum or shoff + 64 * shnum > n or shstrndx >= shnum:
+        return "has a malformed section table"
+    sections = [struct.unpack_from(e + "IIQQQQIIQQ", obj, shoff + 64 * i) for i in range(shnum)]
+    for _, sh_type, _, _, off, size, link, _, _, entsize in sections:
+        if sh_type != 8 and off + size > n:                      # SHT_NOBITS occupies no bytes
+            return "has a section outside the file"
+        if sh_type in (2, 4) and (entsize != 24 or size % 24 or link >= shnum):   # SYMTAB, RELA
+            return "has a malformed symbol or relocation table"
+    for _, sh_type, _, _, off, size, link, info, _, _ in sections:
+        if sh_type == 2 and size:
+            syms = np.frombuffer(obj, _ELF_SYM, size // 24, off)
+            shndx = syms["shndx"]
+            if syms["name"].max() >= max(sections[link][5], 1) or np.any((shndx >= shnum) & (shndx < 0xff00)):
+                return "has a malformed symbol"
+        elif sh_type == 4 and size:
+            relocs = np.frombuffer(obj, _ELF_RELA, size // 24, off)
+            nsyms = sections[link][5] // 24 if sections[link][1] == 2 else 0
+            target_size = sections[info][5] if info < shnum else 0
+            if int((relocs["info"] >> 32).max()) >= nsyms or int(relocs["offset"].max()) >= target_size:
+                return "has a malformed relocation"
+    return None
+
+
+_ELF_SYM = np.dtype([("name", "u4"), ("info", "u1"), ("other", "u1"), ("shndx", "u2"), ("value", "u8"),
+                     ("size", "u8")])
+_ELF_RELA = np.dtype([("offset", "u8"), ("info", "u8"), ("addend", "i8")])   # native order: checked above
 
 
 @dataclass
@@ -491,17 +591,18 @@ class Probe:
             return None
         meta, obj = found
         problem = self._check(meta)
-        if problem:
+        restored = None
+        if problem is None:
+            try:
+                restored = restore(meta, obj, self.target, self.kernel.__name__)
+            except BadEntry as e:
+                problem = str(e)
+        if restored is None:                 # unusable here: removed, so the compile replaces it
             cache.stats.hits -= 1
             cache.stats.misses += 1
             cache.stats.rejected += 1
             cache.discard(self.key)
             _log(f"ignoring the entry for {self.kernel.__name__} ({problem}); rebuilding")
-            return None
-        try:
-            restored = Restored(meta, obj, tree_from_json(meta["out_tree"]), list(meta["out_types"]))
-        except (KeyError, TypeError, ValueError) as e:
-            _log(f"ignoring the entry for {self.kernel.__name__} (bad result structure {e})")
             return None
         _log(f"hit {self.kernel.__name__} {self.key[:12]} ({1e3 * (time.perf_counter() - start):.2f} ms)")
         return restored

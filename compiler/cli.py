@@ -1,13 +1,13 @@
 """The ``aotx`` command (also ``python -m compiler``).
 
     aotx build MODULE.py -o DIR [--cpu host|generic|NAME] [--emit ll,asm,ir] [--jobs N]
+    aotx build --cpu help          (the CPU names LLVM knows)
     aotx show FILE.py:FUNC --signature "f64[n]" --stage ir|ir_optimized|llvm|asm
     aotx cache info|list|clear
 """
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -28,11 +28,7 @@ def _load_function(spec: str) -> Any:
     path = Path(path_text)
     if not path.is_file():
         raise SystemExit(f"aotx: no such file: {path}")
-    module_spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert module_spec is not None and module_spec.loader is not None
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[path.stem] = module
-    module_spec.loader.exec_module(module)
+    module = aot_build.import_module(path, defer=False)
     if not hasattr(module, func_name):
         raise SystemExit(f"aotx: {path} has no function {func_name!r}")
     return getattr(module, func_name)
@@ -50,12 +46,12 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    if args.cpu == "help":
+        names, _ = aot_build.known_cpus()
+        print("host\ngeneric\n" + "\n".join(names))
+        return 0
     emit = [e.strip() for part in args.emit for e in part.split(",") if e.strip()]
-    try:
-        result = aot_build.build(args.module, args.output, cpu=args.cpu, emit=emit, jobs=args.jobs)
-    except aot_build.BuildError as e:
-        print(f"aotx: {e}", file=sys.stderr)
-        return 1
+    result = aot_build.build(args.module, args.output, cpu=args.cpu, emit=emit, jobs=args.jobs)
     files = [result.library, result.header, result.manifest, *result.extra]
     print(f"aotx: built {len(result.kernels)} kernel(s): " + ", ".join(str(f) for f in files),
           file=sys.stderr)
@@ -99,13 +95,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aotx", description="ahead-of-time NumPy kernel compiler")
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="compile a module's signed kernels to a C-ABI shared library")
-    build.add_argument("module", help="MODULE.py")
-    build.add_argument("-o", "--output", required=True, help="output directory")
+    build.add_argument("module", nargs="?", help="MODULE.py")
+    build.add_argument("-o", "--output", help="output directory (required)")
     build.add_argument("--cpu", default="host", help="host (default), generic, or an LLVM CPU name "
-                       "(e.g. x86-64-v3, haswell, znver4)")
+                       "(e.g. x86-64-v3, haswell, znver4; `--cpu help` lists them)")
     build.add_argument("--emit", action="append", default=[],
                        help="extra artifacts, comma separated: ll (LLVM IR), asm, ir (aotx IR)")
-    build.add_argument("--jobs", "-j", type=int, default=1, help="compile N kernels in parallel")
+    build.add_argument("--jobs", "-j", type=_positive, default=1, help="compile N kernels in parallel")
     build.set_defaults(run=_build)
     cache = sub.add_parser("cache", help="inspect or clear the on-disk kernel cache")
     cache.add_argument("action", choices=("info", "list", "clear"))
@@ -116,11 +112,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     show.add_argument("--stage", choices=STAGES, default="ir_optimized")
     show.set_defaults(run=_show)
     args = parser.parse_args(argv)
+    if args.command == "build" and args.cpu != "help" and (args.module is None or args.output is None):
+        build.error("the following arguments are required: " + ", ".join(
+            n for n, v in (("module", args.module), ("-o/--output", args.output)) if v is None))
     try:
         return int(args.run(args))
     except CompileError as e:
         print(e, file=sys.stderr)
         return 1
+    except aot_build.BuildError as e:
+        print(f"aotx: {e}", file=sys.stderr)
+        return 1
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of worker processes, got {text!r}")
+    return value
 
 
 if __name__ == "__main__":

@@ -92,7 +92,8 @@ def _paths(path: str | Path) -> tuple[Path, Path]:
 
 
 def load(path: str | Path) -> Library:
-    """Load ``PATH.so`` after checking ``PATH.json`` (ABI version, CPU features, hashes).
+    """Load ``PATH.so`` after checking ``PATH.json`` (ABI version, CPU features, hashes, and
+    the manifest's own hash linked into the library).
 
     `path` is the library's path without suffix (``build/physics``), or with
     ``.so``/``.json``. Raises :class:`runtime.LoadError` (:class:`runtime.CPUFeatureError`
@@ -101,11 +102,15 @@ def load(path: str | Path) -> Library:
     manifest_path, base = _paths(path)
     manifest = mf.read(manifest_path)
     lib_path = base.parent / manifest["library"]
-    mf.check_hash(manifest, lib_path, manifest_path)
+    data = mf.check_hash(manifest, lib_path, manifest_path)
+    mf.check_library(manifest, data, lib_path, manifest_path)    # before any of its code runs
     try:
         handle = ctypes.CDLL(str(lib_path.resolve()))
     except OSError as e:
         raise mf.LoadError(f"cannot load {lib_path}: {e}") from None
-    return Library(lib_path, manifest, handle)
+    try:
+        return Library(lib_path, manifest, handle)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise mf.LoadError(f"{manifest_path}: malformed kernel table ({type(e).__name__}: {e})") from None
 
 

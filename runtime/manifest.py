@@ -22,13 +22,20 @@ Written by ``aotx build`` next to ``MODULE.so`` and ``MODULE.h``::
     }
 
 :func:`read` parses and checks it (format, ABI version, architecture, CPU
-features); :func:`check_hash` checks a file against it. Needs only the
-standard library.
+features: a list of names this runtime knows); :func:`check_hash` checks a
+file against it. The manifest is the library's description (its output types
+size the buffers the kernels write), so it cannot be edited on its own: the
+SHA-256 of its canonical content without "hashes" (:func:`manifest_sha256`:
+the kernel table, the target, whatever the builder records) is linked into
+the library as data, ``aotx-manifest-sha256:<hex>``, and :func:`check_library`
+finds it in the library's bytes, before anything of the library runs, and
+compares. Needs only the standard library.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +43,8 @@ from runtime import cpu
 from runtime.abi import ABI_VERSION
 
 FORMAT = "aotx-library"
+EMBED_PREFIX = b"aotx-manifest-sha256:"
+_EMBEDDED = re.compile(re.escape(EMBED_PREFIX) + rb"([0-9a-f]{64})")
 
 
 class LoadError(RuntimeError):
@@ -58,6 +67,12 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def manifest_sha256(manifest: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of the manifest without its "hashes" entry."""
+    body = {k: v for k, v in manifest.items() if k != "hashes"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def read(path: Path) -> dict[str, Any]:
     """The manifest at `path`, checked for this runtime and this CPU."""
     try:
@@ -72,21 +87,31 @@ def read(path: Path) -> dict[str, Any]:
     if abi != ABI_VERSION:
         raise LoadError(f"{path}: built for kernel ABI version {abi}, but this runtime speaks "
                         f"version {ABI_VERSION}; rebuild it with this aotx (`aotx build`)")
-    for field in ("library", "kernels", "target", "hashes"):
-        if field not in manifest:
-            raise LoadError(f"{path}: manifest has no {field!r} entry")
+    for field, kind in (("library", str), ("kernels", list), ("target", dict), ("hashes", dict)):
+        if not isinstance(manifest.get(field), kind):
+            raise LoadError(f"{path}: manifest has no valid {field!r} entry")
     check_target(manifest["target"], path)
     return manifest
 
 
 def check_target(target: dict[str, Any], where: Any) -> None:
     """Architecture and CPU features of a library's target against this machine."""
+    features = target.get("features", [])
+    if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
+        raise LoadError(f"{where}: the manifest's CPU features are not a list of names: {features!r:.80}")
+    unknown = sorted(set(features) - cpu.DETECTABLE)
+    if unknown:
+        raise LoadError(f"{where}: the manifest names CPU features this runtime does not know: "
+                        f"{', '.join(map(repr, unknown[:5]))}; a library built by aotx lists only "
+                        f"features such as 'avx2' or 'sse4.2' (rebuild it with `aotx build`)")
+    if not isinstance(target.get("triple", ""), str) or not isinstance(target.get("cpu", ""), str):
+        raise LoadError(f"{where}: the manifest's target is malformed")
     arch = cpu.triple_arch(str(target.get("triple", "")))
     here = cpu.machine()
     if arch and arch != here:
         raise LoadError(f"{where}: built for {arch} ({target.get('triple')}), "
                         f"but this machine is {here}")
-    missing = cpu.missing_features(list(target.get("features", [])))
+    missing = cpu.missing_features(features)
     if missing:
         name = target.get("cpu", "?")
         raise CPUFeatureError(
@@ -95,14 +120,29 @@ def check_target(target: dict[str, Any], where: Any) -> None:
             missing)
 
 
-def check_hash(manifest: dict[str, Any], file: Path, where: Any) -> None:
+def check_hash(manifest: dict[str, Any], file: Path, where: Any) -> bytes:
+    """The content of `file`, checked against its hash in the manifest."""
     expected = manifest["hashes"].get(file.name)
     if expected is None:
         raise LoadError(f"{where}: manifest has no hash for {file.name}")
     try:
-        actual = file_sha256(file)
+        data = file.read_bytes()
     except OSError as e:
         raise LoadError(f"cannot read {file}: {e.strerror}") from None
-    if actual != expected:
+    if hashlib.sha256(data).hexdigest() != expected:
         raise LoadError(f"{file}: content hash does not match the manifest {where} "
                         f"(the file was modified or belongs to another build); rebuild it")
+    return data
+
+
+def check_library(manifest: dict[str, Any], library: bytes, file: Path, where: Any) -> None:
+    """The manifest's hash linked into the library (see the module docstring) against the
+    manifest's content: an edited kernel table or target is refused."""
+    found = set(_EMBEDDED.findall(library))
+    if len(found) != 1:
+        raise LoadError(f"{file}: no manifest hash in the library (built by an older aotx, or not by "
+                        f"aotx); rebuild it with `aotx build`")
+    if found.pop().decode() != manifest_sha256(manifest):
+        raise LoadError(f"{where}: the manifest does not match {file.name} (its kernel table or target "
+                        f"was edited, or it belongs to another build); rebuild with `aotx build` "
+                        f"rather than editing the manifest")

@@ -26,7 +26,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from compiler import cache, pipeline
-from compiler.backend import jit as native_jit
 from compiler.backend import target as targets
 from compiler.function.trampoline import raise_pending
 from compiler.errors import UnsupportedError
@@ -35,7 +34,7 @@ from compiler.frontend.values import Closure, Reject, Weak
 from compiler.ir.printer import format_function
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
-from runtime.abi import ArgSpec, parse_spec
+from runtime.abi import parse_spec
 from runtime.loader import KERNEL_CFUNC, NativeKernel
 
 
@@ -69,12 +68,7 @@ class Specialization:
         hit = None if cache.is_deferred() else self._probe.load()
         if hit is not None:                  # no staging, no LLVM: load the cached object
             self.program = cache.RestoredProgram(hit.out_tree)
-            self.out_types, self.object = hit.out_types, hit.object
-            loaded = native_jit.LoadedObject(hit.object, target)
-            self.native = NativeKernel(kernel.__name__, loaded.address(hit.meta["symbol"]),
-                                       [ArgSpec.from_json(a) for a in hit.meta["inputs"]],
-                                       [ArgSpec.from_json(a) for a in hit.meta["outputs"]],
-                                       hit.meta["symbols"], keepalive=loaded)
+            self.out_types, self.object, self.native = hit.out_types, hit.object, hit.native
             return
         with self._probe.recording():
             self.program = kernel.trace(abstract_args, abstract_kwargs)
@@ -194,13 +188,13 @@ class Kernel:
         self.fastmath = fastmath
         self.parallel = parallel
         self.cache = cache
-        self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         self.__name__: str = name or str(getattr(fn, "__name__", "kernel"))
         self.__doc__ = getattr(fn, "__doc__", None)
         self.__wrapped__ = fn
         self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
         self.__module__ = getattr(fn, "__module__", __name__)
         self._signature = _signature_of(fn)
+        self.static_argnums = _static_argnums(self._signature, static_argnums, self.__name__)
         self._specializations: dict[Any, Specialization] = {}
         self._fast: dict[Any, Specialization] = {}   # (dtype, shape) per array argument -> spec
         self.signature = signature
@@ -322,6 +316,31 @@ class Kernel:
     def __repr__(self) -> str:
         sig = f", signature={self.signature!r}" if self.signature else ""
         return f"<aotx.Kernel {self.__name__}{sig}>"
+
+
+def _static_argnums(signature: inspect.Signature, nums: Any, name: str) -> tuple[int, ...]:
+    """`static_argnums` as non-negative positions, each naming a positional parameter
+    (a negative one counts from the end, as in a Python index)."""
+    listed = (nums,) if not isinstance(nums, (tuple, list, range)) else tuple(nums)
+    params = [p.name for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    var = any(p.kind == p.VAR_POSITIONAL for p in signature.parameters.values())
+    out = []
+    for i in listed:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"jit({name}): static_argnums must be ints (or a tuple of ints), got {i!r}")
+        j = int(i) + (len(params) if i < 0 and not var else 0)
+        if j < 0 and var:
+            raise ValueError(f"jit({name}): static_argnums={i}: a negative position is ambiguous for a "
+                             f"function that takes *args; count from 0")
+        if j < 0 or (j >= len(params) and not var):
+            takes = f"{len(params)} positional parameter{'s' if len(params) != 1 else ''}"
+            names = f" ({', '.join(params)})" if params else ""
+            raise ValueError(f"jit({name}): static_argnums={i} is out of range: {name} takes {takes}{names}; "
+                             f"static_argnums are their positions, 0 to {len(params) - 1}"
+                             if params else f"jit({name}): static_argnums={i} is out of range: "
+                             f"{name} takes no positional parameters")
+        out.append(j)
+    return tuple(out)
 
 
 def _signature_of(fn: Callable[..., Any]) -> inspect.Signature:

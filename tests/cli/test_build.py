@@ -1,6 +1,7 @@
 """`aotx build`, `runtime.load` without LLVM, the C ABI from C, and the other commands."""
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -249,3 +250,199 @@ def test_cache_info_list_clear(tmp_path, monkeypatch, capsys):
     assert cli.main(["cache", "clear"]) == 0
     assert "removed 1" in capsys.readouterr().out
     assert not list((tmp_path / "c").glob("kernels/*/*"))
+
+
+# ---- the manifest cannot be edited apart from its library -------------------------------------
+
+def _wave_output_to_one(m):
+    m["kernels"][0]["outputs"][0]["type"] = "f64[1]"         # the kernel writes n values into 1
+
+
+MANIFEST_EDITS = {
+    "output type": _wave_output_to_one,
+    "input type": lambda m: m["kernels"][0]["inputs"][0].update(type="f32[n]"),
+    "symbols": lambda m: m["kernels"][2].update(symbols=[]),
+    "result structure": lambda m: m["kernels"][1].update(result={"tuple": ["leaf"]}),
+    "symbol swapped": lambda m: m["kernels"][0].update(symbol=m["kernels"][2]["symbol"]),
+    "kernel dropped": lambda m: m["kernels"].pop(1),
+    "features dropped": lambda m: m["target"].update(features=[]),
+    "cpu renamed": lambda m: m["target"].update(cpu="generic"),
+    "extra field": lambda m: m["kernels"][0].update(errors=[["f.py", 3]]),
+}
+
+LOAD_EDITED = BLOCK_COMPILER + '''
+import json, sys
+import numpy as np
+import runtime
+out = {}
+for base in sys.argv[1:]:
+    try:
+        lib = runtime.load(base)
+    except runtime.LoadError as e:
+        out[base] = "LoadError: " + str(e)
+        continue
+    lib.wave(np.linspace(-1.0, 1.0, 100_000))
+    out[base] = "loaded and called"
+print(json.dumps(out))
+'''
+
+
+def test_edited_manifest_is_refused_before_the_library_runs(built, tmp_path):
+    bases = {}
+    for name, edit in MANIFEST_EDITS.items():
+        d = tmp_path / name.replace(" ", "_")
+        d.mkdir()
+        bases[name] = copy_build(built[0], d)
+        edit_manifest(bases[name], edit)
+    (tmp_path / "load.py").write_text(LOAD_EDITED)
+    proc = subprocess.run([sys.executable, "load.py", *map(str, bases.values())], cwd=tmp_path,
+                          capture_output=True, text=True, env=env_for(None), timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
+    got = last_json(proc.stdout)
+    for name, base in bases.items():
+        assert got[str(base)].startswith("LoadError: ") and "does not match kernels.so" in got[str(base)] \
+            and "rebuild" in got[str(base)], (name, got[str(base)])
+    unedited = copy_build(built[0], tmp_path)
+    assert sorted(runtime.load(unedited).kernels) == ["diffs", "stats", "wave"]
+
+
+@pytest.mark.parametrize("features,expect", [
+    (["avx2", "notafeature"], "does not know: 'notafeature'"),
+    ("avx2,fma", "not a list of names"),
+    ([1, 2], "not a list of names"),
+    (None, "not a list of names"),
+    ({"avx2": True}, "not a list of names"),
+])
+def test_unknown_or_malformed_cpu_features_are_a_load_error(built, tmp_path, features, expect):
+    base = copy_build(built[0], tmp_path)
+    edit_manifest(base, lambda m: m["target"].update(features=features))
+    with pytest.raises(runtime.LoadError, match=expect):
+        runtime.load(base)
+
+
+@pytest.mark.parametrize("table", [None, "x", {"wave": 1}])
+def test_malformed_kernel_table_is_a_load_error(built, tmp_path, table):
+    base = copy_build(built[0], tmp_path)
+    edit_manifest(base, lambda m: m.update(kernels=table))
+    with pytest.raises(runtime.LoadError, match="'kernels'"):
+        runtime.load(base)
+
+
+def test_library_without_the_manifest_hash_is_refused(built, tmp_path):
+    base = copy_build(built[0], tmp_path)
+    so = base.with_suffix(".so")
+    data = so.read_bytes()
+    assert data.count(b"aotx-manifest-sha256:") == 1
+    so.write_bytes(data.replace(b"aotx-manifest-sha256:", b"something-else-entire"))
+    edit_manifest(base, lambda m: m["hashes"].update({"kernels.so": hashlib.sha256(so.read_bytes()).hexdigest()}))
+    with pytest.raises(runtime.LoadError, match="no manifest hash in the library"):
+        runtime.load(base)
+
+
+# ---- bad options and modules are one clear message, checked before compiling ---------------------
+
+GOOD = "import numpy as np\nfrom compiler import jit\n\n\n@jit(signature=\"f64[n]\")\ndef f(x):\n    return x * 2.0\n"
+
+
+def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """The console command in a subprocess (LLVM may abort the process on a bad CPU)."""
+    return subprocess.run([sys.executable, "-m", "compiler", *args], cwd=tmp_path, capture_output=True,
+                          text=True, env=env_for(tmp_path / "cache"), timeout=300)
+
+
+def assert_one_message(proc: subprocess.CompletedProcess, *needles: str) -> str:
+    err = proc.stderr
+    assert proc.returncode in (1, 2), (proc.returncode, err)
+    assert "Traceback" not in err and "LLVM ERROR" not in err.split("(LLVM ERROR")[0], err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    return err
+
+
+@pytest.mark.parametrize("cpu,needles", [
+    ("notacpu", ["--cpu 'notacpu' is not a CPU LLVM knows", "x86-64-v3"]),
+    ("haswel", ["is not a CPU LLVM knows", "haswell"]),
+    ("i686", ["--cpu 'i686' cannot generate code", "64-bit"]),
+])
+def test_unknown_or_unusable_cpu_is_refused_before_compiling(tmp_path, cpu, needles):
+    if cpu != "notacpu" and cpu_mod_arch() != "x86_64":
+        pytest.skip("x86 CPU names")
+    (tmp_path / "m.py").write_text(GOOD)
+    err = assert_one_message(run_cli(tmp_path, "build", "m.py", "-o", "out", "--cpu", cpu), *needles)
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def cpu_mod_arch() -> str:
+    return cpu.machine()
+
+
+def test_cpu_help_lists_llvm_names(tmp_path):
+    proc = run_cli(tmp_path, "build", "--cpu", "help")
+    names = proc.stdout.split()
+    assert proc.returncode == 0 and names[:2] == ["host", "generic"] and len(names) > 10
+    if cpu.machine() == "x86_64":
+        assert {"x86-64-v3", "haswell", "znver4"} <= set(names)
+
+
+@pytest.mark.parametrize("jobs", ["0", "-3", "two"])
+def test_jobs_must_be_positive(tmp_path, jobs):
+    (tmp_path / "m.py").write_text(GOOD)
+    assert_one_message(run_cli(tmp_path, "build", "m.py", "-o", "out", "--jobs", jobs),
+                       "--jobs", "positive", repr(jobs))
+    from compiler import build as aot_build
+    with pytest.raises(aot_build.BuildError, match="--jobs must be a positive"):
+        aot_build.build(tmp_path / "m.py", tmp_path / "out", jobs=int(jobs) if jobs != "two" else 0)
+
+
+@pytest.mark.parametrize("out", ["afile", "afile/sub"])
+def test_output_under_a_regular_file(tmp_path, out):
+    (tmp_path / "m.py").write_text(GOOD)
+    (tmp_path / "afile").write_text("keep me")
+    err = assert_one_message(run_cli(tmp_path, "build", "m.py", "-o", out), f"-o {out}",
+                             "afile is a file")
+    assert len(err.strip().splitlines()) == 1 and (tmp_path / "afile").read_text() == "keep me"
+
+
+BROKEN = {
+    "syntax": ("import numpy as np\n\ndef f(x):\n    return x * = 2\n", 4, "SyntaxError: invalid syntax",
+               "return x * = 2", "           ^"),
+    "raises": ("import numpy as np\n\nTABLE = {'a': 1}\nSCALE = TABLE['b']\n", 4, "KeyError: 'b'",
+               "SCALE = TABLE['b']", "        ^~~~~~~~~~"),
+    "raises in numpy": ("import numpy as np\n\nW = np.ones((2, 3)) @ np.ones((2, 3))\n", 3, "ValueError: matmul",
+                        "W = np.ones((2, 3)) @ np.ones((2, 3))", "    ^~~~~"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+@pytest.mark.parametrize("command", ["build", "show"])
+def test_module_that_does_not_import_points_at_its_line(tmp_path, case, command):
+    text, line, what, source, caret = BROKEN[case]
+    (tmp_path / "m.py").write_text(text)
+    args = ["build", "m.py", "-o", "out"] if command == "build" else ["show", "m.py:f", "--signature", "f64[n]"]
+    err = assert_one_message(run_cli(tmp_path, *args), f"m.py:{line}:", what, source, caret, "hint: ")
+    assert "compiler/" not in err and not (tmp_path / "out").exists()
+
+
+def test_static_argnums_out_of_range_or_not_ints():
+    from compiler import jit
+
+    def f(x, n):
+        return x * n
+
+    for bad in (2, -3, (0, 5)):
+        with pytest.raises(ValueError, match=r"jit\(f\): static_argnums=-?\d is out of range: f takes 2 "
+                                             r"positional parameters \(x, n\)"):
+            jit(f, static_argnums=bad)
+    for bad in ("n", 1.0, True, (None,)):
+        with pytest.raises(TypeError, match="static_argnums must be ints"):
+            jit(f, static_argnums=bad)
+    k = jit(f, static_argnums=-1)                      # counts from the end, as an index does
+    assert k.static_argnums == (1,)
+    assert np.array_equal(k(np.arange(3.0), 2.0), np.arange(3.0) * 2.0)
+
+    def g(*xs):
+        return xs[0]
+
+    assert jit(g, static_argnums=3).static_argnums == (3,)
+    with pytest.raises(ValueError, match="negative position is ambiguous"):
+        jit(g, static_argnums=-1)

@@ -238,8 +238,13 @@ def only_entry(cache_dir: Path) -> Path:
 def rewrite_meta(entry: Path, **changes):
     meta = json.loads((entry / "meta.json").read_text())
     meta.update(changes)
-    meta["checksum"] = storage.meta_checksum(meta)     # a well-formed entry, just foreign
+    meta["checksum"] = sign(entry, meta)               # a well-formed entry, just foreign
     (entry / "meta.json").write_text(json.dumps(meta))
+
+
+def sign(entry: Path, meta: dict) -> str:
+    """The checksum the cache that holds `entry` gives `meta` (as if aotx had written it)."""
+    return storage.DiskCache(entry.parents[2]).sign(entry.name, meta)
 
 
 def truncate(p: Path):
@@ -294,7 +299,7 @@ def test_cache_dir_is_private_and_entries_are_json_plus_object(tmp_path, monkeyp
     entry = only_entry(d)
     assert sorted(p.name for p in entry.iterdir()) == ["meta.json", "object.o"]
     meta = json.loads((entry / "meta.json").read_text())
-    assert meta["checksum"] == storage.meta_checksum(meta)
+    assert meta["checksum"] == sign(entry, meta)
     assert meta["inputs"] == [{"name": "x", "type": "f64[33]"}]
     assert not list((d / "tmp").iterdir())              # no leftovers of the atomic write
 
