@@ -549,6 +549,7 @@ class Probe:
                     "inputs": [a.to_json() for a in spec.native.inputs],
                     "outputs": [a.to_json() for a in spec.native.outputs],
                     "symbols": list(spec.native.symbols), "out_types": list(spec.out_types),
+                    "errors": [e.to_json() for e in spec.native.errors],
                     "out_tree": tree_to_json(spec.program.out_tree), "deps": deps,
                     "signature": ", ".join(a.type_text for a in spec.native.inputs),
                     "function": f"{getattr(self.kernel.fn, '__module__', '?')}."

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from runtime.abi import ERRORS, ArgSpec, evaluate_dim, is_symbol
+from runtime.abi import ArgSpec, ErrorSite, evaluate_dim, is_symbol, kernel_error
 
 KERNEL_CFUNC = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p),
                                 ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64))
@@ -67,12 +67,13 @@ class NativeKernel:
     """A loaded kernel entry point with its argument and result specs."""
 
     def __init__(self, name: str, address: int, inputs: Sequence[ArgSpec], outputs: Sequence[ArgSpec],
-                 symbols: Sequence[str], keepalive: Any = None) -> None:
+                 symbols: Sequence[str], keepalive: Any = None, errors: Sequence[ErrorSite] = ()) -> None:
         self.name = name
         self.address = address
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.symbols = list(symbols)
+        self.errors = tuple(errors)      # status ERROR_BASE + i: the exception of errors[i]
         self._fn = KERNEL_CFUNC(address)
         self._keepalive = keepalive
 
@@ -93,6 +94,5 @@ class NativeKernel:
         syms = (ctypes.c_int64 * max(len(self.symbols), 1))(*[env[s] for s in self.symbols])
         status = self._fn(in_ptrs, out_ptrs, syms)
         if status:
-            exc, message = ERRORS.get(status, (RuntimeError, f"kernel failed with status {status}"))
-            raise exc(f"{self.name}: {message}")
+            raise kernel_error(self.name, status, self.errors, env)
         return outs

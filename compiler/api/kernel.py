@@ -35,7 +35,7 @@ from compiler.frontend.values import Closure, Reject, Weak
 from compiler.ir.printer import format_function
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
-from runtime.abi import ArgSpec, parse_spec
+from runtime.abi import ArgSpec, ErrorSite, parse_spec
 from runtime.loader import KERNEL_CFUNC, NativeKernel
 
 
@@ -74,7 +74,8 @@ class Specialization:
             self.native = NativeKernel(kernel.__name__, loaded.address(hit.meta["symbol"]),
                                        [ArgSpec.from_json(a) for a in hit.meta["inputs"]],
                                        [ArgSpec.from_json(a) for a in hit.meta["outputs"]],
-                                       hit.meta["symbols"], keepalive=loaded)
+                                       hit.meta["symbols"], keepalive=loaded,
+                                       errors=[ErrorSite.from_json(e) for e in hit.meta.get("errors", [])])
             return
         with self._probe.recording():
             self.program = kernel.trace(abstract_args, abstract_kwargs)
@@ -93,7 +94,7 @@ class Specialization:
         ins = [parse_spec(n, str(t)) for n, t in zip(names, fn.in_types)]
         outs = [parse_spec(f"result{i}", str(t)) for i, t in enumerate(self.artifacts.ir_optimized.out_types)]
         self.native = NativeKernel(self.kernel.__name__, loaded.address(self.artifacts.name), ins, outs,
-                                   self.artifacts.symbols, keepalive=loaded)
+                                   self.artifacts.symbols, keepalive=loaded, errors=self.artifacts.errors)
         self._probe.store(self)
         return self.native
 
