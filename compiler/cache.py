@@ -471,7 +471,8 @@ class Probe:
             return
         try:
             parts = [environment_key(target), self.describer(kernel),
-                     self.describer((tuple(abstract_args), dict(abstract_kwargs)))]
+                     self.describer((tuple(abstract_args), dict(abstract_kwargs))),
+                     ["boundscheck", config.boundscheck()]]
             self.key = digest(parts)
         except Uncacheable as e:
             self.why_not = str(e)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler import config
 from compiler.primitives import ops
 from compiler.errors import CompileError, DynamicShapeError, IndexOutOfBoundsError, \
     ShapeMismatchError, UnsupportedError
@@ -140,7 +141,7 @@ def _axis_plan(b: Builder, it: Any, d: Dim, axis: int) -> AxisPlan:
     if isinstance(it, Staged):
         if not is_int(it.dtype):
             raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
-        return AxisPlan(0, d, 1, drop=True, dynamic=_wrap_index(b, it, d))
+        return AxisPlan(0, d, 1, drop=True, dynamic=_wrap_index(b, it, d, axis))
     if isinstance(it, DimExpr):
         ok = ops.and_(b, _dim_cmp(b, "ge", it, 0), _dim_cmp(b, "lt", it, d))
         ops.check(b, ok, "IndexError", "index {0} is out of bounds for axis %d with size {1}" % axis,
@@ -241,31 +242,65 @@ def _dim_cmp(b: Builder, op: str, x: Dim, y: Dim) -> Value:
     return fn(b, ops.size_of(b, x, I64), ops.size_of(b, y, I64))
 
 
-def _wrap_index(b: Builder, i: Staged, d: Dim) -> Staged:
-    """A run-time index with NumPy's negative wrap-around (i < 0 -> i + d)."""
+def _wrap_index(b: Builder, i: Staged, d: Dim, axis: int) -> Staged:
+    """A run-time index with NumPy's negative wrap-around (i < 0 -> i + d); out of range it
+    is clamped later, or raises IndexError with boundscheck on."""
     if i.ndim != 0:
         raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
     v = A.convert_value(b, i.value, I64)
     size = A.dim_value(b, d).value
     zero = A.constant(b, 0, I64).value
+    _check_runtime_index(b, v, size, d, axis, 1)
     neg = ops.lt(b, v, zero)
     return Staged(ops.select(b, neg, ops.add(b, v, size), v))
+
+
+def _check_runtime_index(b: Builder, v: Value, size: Value, d: Dim, axis: int, count: Dim) -> None:
+    """IndexError for run-time indices `v` (`count` of them) into an axis of size d: every
+    index with boundscheck on; otherwise only an empty axis, which has nothing to clamp to."""
+    message = f"index out of bounds for axis {axis} with size {{0}}"
+    if config.boundscheck():
+        ok = ops.and_(b, ops.ge(b, v, ops.neg(b, size)), ops.lt(b, v, size))
+        ops.check(b, ok, "IndexError", message + " (boundscheck)", (d,))
+        return
+    if dims.nonnegative(dims.add(d, -1)) or count == 0:
+        return
+    if d == 0 and isinstance(count, int):
+        raise Reject(IndexOutOfBoundsError, f"index out of bounds for axis {axis} with size 0")
+    ok = _dim_cmp(b, "gt", d, 0)
+    if not isinstance(count, int):
+        ok = ops.or_(b, ok, _dim_cmp(b, "eq", count, 0))
+    ops.check(b, ok, "IndexError", message, (d,))
 
 
 def _index_array(b: Builder, it: Any, d: Dim, axis: int) -> Any:
     if isinstance(it, np.ndarray):
         if it.dtype.kind not in "iu":
             raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
-        if isinstance(d, int) and it.size and (it.max() >= d or it.min() < -d):
-            bad = int(it.max()) if it.max() >= d else int(it.min())
-            raise Reject(IndexOutOfBoundsError, f"index {bad} is out of bounds for axis {axis} with "
-                         f"size {d}")
-        return np.where(it < 0, it + d, it).astype(np.int64) if isinstance(d, int) else it
+        if isinstance(d, int):
+            if it.size and (it.max() >= d or it.min() < -d):
+                bad = int(it.max()) if it.max() >= d else int(it.min())
+                raise Reject(IndexOutOfBoundsError, f"index {bad} is out of bounds for axis {axis} "
+                             f"with size {d}")
+            return np.where(it < 0, it + d, it).astype(np.int64)
+        # static indices, symbolic size: NumPy's bounds checked when the kernel runs
+        if it.size:
+            hi, lo = int(it.max()), int(it.min())
+            for bad, ok in ((hi, _dim_cmp(b, "gt", d, hi)), (lo, _dim_cmp(b, "ge", d, -lo))):
+                ops.check(b, ok, "IndexError", f"index {bad} is out of bounds for axis {axis} with "
+                          "size {0}", (d,))
+        if not (it < 0).any():
+            return it.astype(np.int64)
+        v = A.constant(b, it.astype(np.int64), I64).value
+        size = A.broadcast_value(b, A.dim_value(b, d).value, it.shape)
+        zero = A.broadcast_value(b, A.constant(b, 0, I64).value, it.shape)
+        return Staged(ops.select(b, ops.lt(b, v, zero), ops.add(b, v, size), v))
     if not is_int(it.dtype):
         raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
     v = A.convert_value(b, it.value, I64)
     size = A.broadcast_value(b, A.dim_value(b, d).value, it.shape)
     zero = A.broadcast_value(b, A.constant(b, 0, I64).value, it.shape)
+    _check_runtime_index(b, v, size, d, axis, prod(it.shape))
     neg = ops.lt(b, v, zero)
     return Staged(ops.select(b, neg, ops.add(b, v, size), v))
 

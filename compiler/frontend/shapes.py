@@ -193,16 +193,32 @@ def expand_dims(b: Builder, x: Any, axis: Any) -> Staged:
 
 
 def squeeze(b: Builder, x: Any, axis: Any = None) -> Staged:
+    """np.squeeze. The result's rank must not depend on a symbol's value: without axis=,
+    a symbolic dim that may be 1 is refused; with axis=, a symbolic dim is checked to be 1
+    when the kernel runs (NumPy's ValueError otherwise)."""
     x = A.lift(b, x)
+    message = "cannot select an axis to squeeze out which has size not equal to one"
     if axis is None:
+        unsure = [i for i, d in enumerate(x.shape) if not isinstance(d, int) and not dims.nonnegative(dims.add(d, -2))]
+        if unsure:
+            raise Reject(DynamicShapeError, f"np.squeeze without axis= on an array of shape "
+                         f"{A.fmt_shape(x.shape)}: whether axis {unsure[0]} (of symbolic size "
+                         f"{x.shape[unsure[0]]}) is removed depends on its size at run time",
+                         "pass axis= with the axes to remove (checked to be 1 when the kernel runs), "
+                         "or give that dim a concrete size in the signature")
         drop = {i for i, d in enumerate(x.shape) if d == 1}
     else:
         drop = set(normalize_axes(axis, x.ndim))
-        if any(x.shape[i] != 1 for i in drop):
-            raise Reject(CompileError, "cannot select an axis to squeeze out which has size not "
-                         "equal to one")
+        if any(isinstance(x.shape[i], int) and x.shape[i] != 1 for i in drop):
+            raise Reject(CompileError, message)
+    v = x
+    for i in sorted(drop):
+        if not isinstance(x.shape[i], int):
+            ops.check(b, ops.eq(b, ops.size_of(b, x.shape[i], I64), ops.size_of(b, 1, I64)),
+                      "ValueError", message)
+            v = Staged(static_slice(b, v, i, 0, 1))
     shape = tuple(d for i, d in enumerate(x.shape) if i not in drop)
-    return view(A.reshape_value(b, x.value, shape), x)
+    return view(A.reshape_value(b, v.value, shape), x)
 
 
 def atleast_nd(b: Builder, x: Any, n: int) -> Staged:
