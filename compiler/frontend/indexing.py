@@ -258,7 +258,7 @@ def _wrap_index(b: Builder, i: Staged, d: Dim, axis: int) -> Staged:
 def _check_runtime_index(b: Builder, v: Value, size: Value, d: Dim, axis: int, count: Dim) -> None:
     """IndexError for run-time indices `v` (`count` of them) into an axis of size d: every
     index with boundscheck on; otherwise only an empty axis, which has nothing to clamp to."""
-    message = f"index out of bounds for axis {axis} with size {{0}}"
+    message = f"index is out of bounds for axis {axis} with size {{0}}"
     if config.boundscheck():
         ok = ops.and_(b, ops.ge(b, v, ops.neg(b, size)), ops.lt(b, v, size))
         ops.check(b, ok, "IndexError", message + " (boundscheck)", (d,))
@@ -266,11 +266,28 @@ def _check_runtime_index(b: Builder, v: Value, size: Value, d: Dim, axis: int, c
     if dims.nonnegative(dims.add(d, -1)) or count == 0:
         return
     if d == 0 and isinstance(count, int):
-        raise Reject(IndexOutOfBoundsError, f"index out of bounds for axis {axis} with size 0")
+        raise Reject(IndexOutOfBoundsError, f"index is out of bounds for axis {axis} with size 0")
     ok = _dim_cmp(b, "gt", d, 0)
     if not isinstance(count, int):
         ok = ops.or_(b, ok, _dim_cmp(b, "eq", count, 0))
     ops.check(b, ok, "IndexError", message, (d,))
+
+
+def _first_failures(it: np.ndarray, limit: int = 8) -> list[tuple[int, int]]:
+    """(index, size it needs) for the indices that can be the first out of bounds, in order.
+
+    An index i needs a size of at least i + 1 (or -i if negative); for a given size the
+    first failing index (the one NumPy reports) is one whose need exceeds every earlier
+    need, so checking those in order reports the same index. At most `limit` checks: the
+    last one covers the largest need."""
+    out: list[tuple[int, int]] = []
+    best = 0
+    for i in (int(v) for v in it.reshape(-1)):
+        need = i + 1 if i >= 0 else -i
+        if need > best:
+            best = need
+            out.append((i, need))
+    return out if len(out) <= limit else out[:limit - 1] + [max(out, key=lambda t: t[1])]
 
 
 def _index_array(b: Builder, it: Any, d: Dim, axis: int) -> Any:
@@ -284,11 +301,9 @@ def _index_array(b: Builder, it: Any, d: Dim, axis: int) -> Any:
                              f"with size {d}")
             return np.where(it < 0, it + d, it).astype(np.int64)
         # static indices, symbolic size: NumPy's bounds checked when the kernel runs
-        if it.size:
-            hi, lo = int(it.max()), int(it.min())
-            for bad, ok in ((hi, _dim_cmp(b, "gt", d, hi)), (lo, _dim_cmp(b, "ge", d, -lo))):
-                ops.check(b, ok, "IndexError", f"index {bad} is out of bounds for axis {axis} with "
-                          "size {0}", (d,))
+        for bad, need in _first_failures(it):
+            ops.check(b, _dim_cmp(b, "ge", d, need), "IndexError", f"index {bad} is out of bounds "
+                      f"for axis {axis} with size {{0}}", (d,))
         if not (it < 0).any():
             return it.astype(np.int64)
         v = A.constant(b, it.astype(np.int64), I64).value
