@@ -35,7 +35,7 @@ from compiler.frontend.values import Closure, Reject, Weak
 from compiler.ir.printer import format_function
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
-from runtime.abi import ArgSpec, ErrorSite, parse_spec
+from runtime.abi import ERROR_BASE, ArgSpec, ErrorSite, kernel_error, parse_spec
 from runtime.loader import KERNEL_CFUNC, NativeKernel
 
 
@@ -151,6 +151,7 @@ class _FastPlan:
             return
         self.fn = native._fn
         self.name = native.name
+        self.errors = native.errors
         self.ins = [(s.dtype, tuple(s.dims)) for s in native.inputs]
         self.outs = [(s.dtype, tuple(s.dims)) for s in native.outputs]
         self.n_in, self.n_out = max(len(self.ins), 1), max(len(self.outs), 1)
@@ -169,6 +170,8 @@ class _FastPlan:
         if status:
             if status == 2:                      # a host callback raised: its exception, no re-run
                 raise_pending()
+            if status >= ERROR_BASE:             # a check failed: its exception (no symbols here)
+                raise kernel_error(self.name, status, self.errors, {})
             return self.spec.call(arrays)        # the checked path raises the proper error
         if self.single:
             return _scalarize(outs[0])

@@ -433,8 +433,12 @@ def setitem(b: Builder, x: Staged, index: Any, value: Any) -> Value:
         return _dynamic_set(b, x, p, upd)
     rev = tuple(i for i, a in enumerate(p.axes) if a.reverse)
     if any(a.reverse and a.stride != 1 and not isinstance(d, int) for a, d in zip(p.axes, x.shape)):
-        raise Reject(UnsupportedError, "assigning through a strided negative-step slice of a "
-                     "symbolic dimension is not supported", "assign to the reversed array instead")
+        # the last position written is not a closed formula of a symbolic size: write into
+        # the reversed array, in the plan's own (reversed) coordinates, and reverse back
+        flipped = ops.rev(b, x.value, dimensions=rev)
+        out = ops.update_slice(b, flipped, upd, [a.start for a in p.axes], [a.limit for a in p.axes],
+                               [a.stride for a in p.axes])
+        return ops.rev(b, out, dimensions=rev)
     if rev:
         upd = ops.rev(b, upd, dimensions=rev)
     starts = tuple(_low(a, d) for a, d in zip(p.axes, x.shape))

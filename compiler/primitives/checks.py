@@ -35,7 +35,7 @@ def _rule(in_types: Types, params: dict[str, Any]) -> Types:
     return ()
 
 
-def _ref(cond: np.ndarray, error: str, message: str, dims: tuple[int, ...]) -> tuple:
+def _ref(cond: np.ndarray, error: str, message: str, dims: tuple[int, ...] = ()) -> tuple:
     if not np.all(cond):
         raise EXCEPTIONS[error](message.format(*dims))
     return ()
@@ -45,7 +45,7 @@ def error_site(op: Any) -> ErrorSite:
     """The runtime's record of one check op."""
     p = op.params
     where = f"{op.loc.file}:{op.loc.line}" if op.loc.line else ""
-    return ErrorSite(p["error"], p["message"], tuple(str(d) for d in p["dims"]), where)
+    return ErrorSite(p["error"], p["message"], tuple(str(d) for d in p.get("dims", ())), where)
 
 
 def _lower(cg: Any, op: Any, outs: list[Any]) -> None:

@@ -1,4 +1,5 @@
-"""Every slice form and every static index on a symbolic dim, against NumPy, for n = 0..8.
+"""Every slice form (read and assigned) and every static index on a symbolic dim, against
+NumPy, for n = 0..8.
 
 One kernel per step holds every ``x[a:b:s]`` with a, b in -7..7 or None (a tuple of
 results), so each form is compiled once and called for every n; a static index gets a
@@ -50,6 +51,36 @@ def test_every_slice_matches_numpy(slice_kernels, step):
             if g.shape != want.shape or not np.array_equal(g, want):
                 bad.append(f"x[{s.start}:{s.stop}:{s.step}] at n={n}: {g!r} != {want!r}")
     assert not bad, f"{len(bad)} wrong slices, e.g. " + "; ".join(bad[:5])
+
+
+def _writer(forms):
+    def writes(x):
+        out = []
+        for s in forms:
+            y = x.copy()
+            y[s] = -1.0
+            out.append(y)
+        return tuple(out)
+    return writes
+
+
+#: assignments: fewer bounds (each form copies the array), still both signs and both ends
+WRITE_BOUNDS = [None, -7, -4, -2, -1, 0, 1, 2, 4, 7]
+
+
+@pytest.mark.parametrize("step", STEPS, ids=lambda s: f"step{s}")
+def test_slice_assignments_match_numpy(step):
+    forms = [slice(a, b, step) for a in WRITE_BOUNDS for b in WRITE_BOUNDS]
+    k = jit(_writer(forms), signature="f64[n]")
+    bad = []
+    for n in SIZES:
+        x = np.arange(n, dtype=np.float64) + 0.5
+        for s, g in zip(forms, k(x)):
+            want = x.copy()
+            want[s] = -1.0
+            if not np.array_equal(g, want):
+                bad.append(f"y[{s.start}:{s.stop}:{s.step}] = -1 at n={n}: {g!r} != {want!r}")
+    assert not bad, f"{len(bad)} wrong assignments, e.g. " + "; ".join(bad[:5])
 
 
 INDICES = range(-9, 10)
