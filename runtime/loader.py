@@ -87,7 +87,10 @@ class NativeKernel:
 
     def call_checked(self, arrays: Sequence[np.ndarray], env: dict[str, int]) -> list[np.ndarray]:
         """Call with arrays already converted and symbols bound."""
-        outs = [np.empty(tuple(evaluate_dim(d, env) for d in s.dims), dtype=s.dtype) for s in self.outputs]
+        shapes = [tuple(evaluate_dim(d, env) for d in s.dims) for s in self.outputs]
+        # a negative size: the kernel's own checks raise NumPy's error at the user's line
+        negative = any(n < 0 for shape in shapes for n in shape)
+        outs = [np.empty(tuple(max(n, 0) for n in shape), dtype=s.dtype) for shape, s in zip(shapes, self.outputs)]
         # fresh pointer arrays per call: a kernel may be called from several threads
         in_ptrs = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
         out_ptrs = (ctypes.c_void_p * max(len(outs), 1))(*[o.ctypes.data for o in outs])
@@ -95,4 +98,7 @@ class NativeKernel:
         status = self._fn(in_ptrs, out_ptrs, syms)
         if status:
             raise kernel_error(self.name, status, self.errors, env)
+        if negative:
+            raise ValueError(f"{self.name}: negative dimensions are not allowed (result shapes "
+                             f"{', '.join(str(s) for s in shapes)} for {env})")
         return outs

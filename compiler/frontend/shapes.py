@@ -57,8 +57,10 @@ def normalize_axes(axis: Any, ndim: int, *, sort: bool = True) -> tuple[int, ...
     return tuple(sorted(out)) if sort else out
 
 
-def shape_arg(shape: Any) -> tuple[Dim, ...]:
-    """A shape argument (int, DimExpr or sequence of them) as a tuple of dims."""
+def shape_arg(shape: Any, b: Builder | None = None) -> tuple[Dim, ...]:
+    """A shape argument (int, DimExpr or sequence of them) as a tuple of dims. With a builder,
+    a symbolic dim that may be negative (``x.shape[0] - 3``) is checked when the kernel runs
+    (NumPy's ValueError), where it would otherwise become an empty axis."""
     if isinstance(shape, Staged):
         raise Reject(DynamicShapeError, "a shape must be known at compile time, not an array value",
                      "use x.shape, len(x) or Python ints to build shapes")
@@ -69,6 +71,9 @@ def shape_arg(shape: Any) -> tuple[Dim, ...]:
             raise Reject(DynamicShapeError, "a shape must be known at compile time, not an array "
                          "value", "use x.shape, len(x) or Python ints to build shapes")
         out.append(d if isinstance(d, DimExpr) else operator.index(d))
+        if b is not None and isinstance(d, DimExpr) and not dims.nonnegative(d):
+            ops.check(b, ops.ge(b, ops.size_of(b, d, I64), ops.size_of(b, 0, I64)), "ValueError",
+                      "negative dimensions are not allowed")
     return tuple(out)
 
 
@@ -450,8 +455,8 @@ def _band_mask(b: Builder, n: Dim, m: Dim, k: int, cmp: Any) -> Value:
 
 
 def eye(b: Builder, N: Any, M: Any = None, k: int = 0, dtype: Any = float) -> Staged:
-    n = shape_arg(N)[0]
-    m = n if M is None else shape_arg(M)[0]
+    n = shape_arg(N, b)[0]
+    m = n if M is None else shape_arg(M, b)[0]
     mask = _band_mask(b, n, m, operator.index(k), P.eq)
     return Staged(A.convert_value(b, mask, A.supported_dtype(dtype)))
 
@@ -487,7 +492,7 @@ def diag(b: Builder, v: Any, k: int = 0) -> Staged:
 
 
 def full(b: Builder, shape: Any, fill_value: Any, dtype: Any = None) -> Staged:
-    target = shape_arg(shape)
+    target = shape_arg(shape, b)
     if dtype is None:
         dtype = fill_value.dtype if isinstance(fill_value, Staged) else np.asarray(fill_value).dtype
     fill = A.lift(b, A.normalize_operand(b, fill_value), A.supported_dtype(dtype))
@@ -540,7 +545,7 @@ def _symbolic_arange(b: Builder, start: Any, stop: Any, step: Any, dtype: Any) -
     if not (isinstance(step, int) and step > 0 and isinstance(start, (int, DimExpr))):
         raise Reject(UnsupportedError, "np.arange with a symbolic bound needs integer start and "
                      "a positive integer step")
-    n = dims.floordiv(dims.add(dims.add(stop, dims.mul(start, -1)), step - 1), step)
+    n = dims.floordiv(dims.add(dims.clamp0(dims.add(stop, dims.mul(start, -1))), step - 1), step)
     out_dtype = A.supported_dtype(dtype or np.int64)
     ramp = Staged(ops.iota(b, dtype=I64, shape=(n,), dimension=0))
     val = binary(b, "add", binary(b, "multiply", ramp, step), start)

@@ -125,6 +125,34 @@ def test_negative_lengths_clamp_to_empty():
             assert got.shape == want.shape and np.array_equal(got, want)
 
 
+def ranges(x):
+    return np.arange(1, x.shape[0]), np.arange(x.shape[0] - 2) * 2.0, np.arange(2, x.shape[0], 3)
+
+
+def zeros_short(x):
+    return np.zeros(x.shape[0] - 2) + 1.0, np.eye(x.shape[0] - 1)
+
+
+def test_symbolic_arange_is_empty_where_numpy_is():
+    k = jit(ranges, signature="f64[n]")
+    for n in range(6):
+        x = np.zeros(n)
+        for got, want in zip(k(x), ranges(x)):
+            assert got.shape == want.shape and np.array_equal(got, want)
+
+
+def test_negative_symbolic_shapes_raise_as_numpy():
+    k = jit(zeros_short, signature="f64[n]")
+    for n in range(5):
+        err = numpy_error(zeros_short, np.zeros(n))
+        if err is None:
+            for got, want in zip(k(np.zeros(n)), zeros_short(np.zeros(n))):
+                assert got.shape == want.shape and np.array_equal(got, want)
+        else:
+            with pytest.raises(type(err), match=str(err)):
+                k(np.zeros(n))
+
+
 # ---- static indices and index arrays against symbolic sizes ---------------------------------
 
 def write_far(x):
