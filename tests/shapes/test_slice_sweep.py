@@ -29,7 +29,9 @@ def _slicer(forms):
 
 def _indexer(i):
     def index(x):
-        return x[i] * 1.0
+        y = x.copy()
+        y[i] = -1.0
+        return x[i] * 1.0, y
     return index
 
 
@@ -96,7 +98,10 @@ def test_every_static_index_matches_numpy(index_kernels, i):
     for n in SIZES:
         x = np.arange(n, dtype=np.float64) + 0.25
         if -n <= i < n:
-            assert index_kernels[i](x) == x[i]
+            got, written = index_kernels[i](x)
+            want = x.copy()
+            want[i] = -1.0
+            assert got == x[i] and np.array_equal(written, want)
         else:
             with pytest.raises(IndexError) as np_err:
                 x[i]
