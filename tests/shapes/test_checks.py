@@ -153,6 +153,32 @@ def test_negative_symbolic_shapes_raise_as_numpy():
                 k(np.zeros(n))
 
 
+def size_bounds(x, y):
+    k = y.shape[0]
+    return x[:k], x[k:], x[:x.shape[0] - 1], x[1:k:2], x[x.shape[0] // 2:]
+
+
+def short_by_three(x):
+    return x[:x.shape[0] - 3]
+
+
+def test_slices_with_symbolic_bounds():
+    k = jit(size_bounds, signature="f64[n], f64[m]")
+    for n in range(6):
+        for m in range(7):
+            x, y = np.arange(float(n)), np.zeros(m)
+            for got, want in zip(k(x, y), size_bounds(x, y)):
+                assert got.shape == want.shape and np.array_equal(got, want), (n, m)
+
+
+def test_a_symbolic_bound_counting_from_the_end_raises():
+    k = jit(short_by_three, signature="f64[n]")
+    for n in (0, 1, 3, 5):                # NumPy clamps to the same slice: same result
+        assert np.array_equal(k(np.arange(float(n))), short_by_three(np.arange(float(n))))
+    with pytest.raises(ValueError, match="slice bound -1 is negative at run time"):
+        k(np.arange(2.0))                 # NumPy: x[:-1], one element
+
+
 # ---- static indices and index arrays against symbolic sizes ---------------------------------
 
 def write_far(x):
