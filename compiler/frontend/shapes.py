@@ -82,7 +82,17 @@ def shape_arg(shape: Any, b: Builder | None = None) -> tuple[Dim, ...]:
 
 def reshape(b: Builder, x: Any, shape: Any) -> Staged:
     x = A.lift(b, x)
-    new = _infer_shape(x.type.size, shape_arg(shape))
+    asked = shape_arg(shape)
+    new = _infer_shape(x.type.size, asked)
+    total, size = x.type.size, prod(new)
+    if size != total:
+        # -1 against a symbolic size that may not divide evenly ((n // 3) for n elements):
+        # checked when the kernel runs, as NumPy's ValueError; the reshape then takes all
+        # size == total elements
+        ops.check(b, ops.eq(b, ops.size_of(b, size, I64), ops.size_of(b, total, I64)), "ValueError",
+                  f"cannot reshape array of size {{0}} into shape {A.fmt_shape(asked)}", (total,))
+        flat = A.reshape_value(b, x.value, (total,))
+        return view(A.reshape_value(b, ops.slice_(b, flat, (0,), (size,)), new), x)
     return view(A.reshape_value(b, x.value, new), x)
 
 

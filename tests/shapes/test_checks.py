@@ -111,6 +111,21 @@ def test_squeeze_without_axis_on_a_symbolic_dim_is_refused():
     assert_same_outcome(k, squeeze_all, np.ones((4, 1)))
 
 
+def rows_of_three(x):
+    return x.reshape(-1, 3) * 2.0
+
+
+def test_reshape_with_minus_one_checks_divisibility():
+    k = jit(rows_of_three, signature="f64[n]")
+    for n in range(8):
+        err = numpy_error(rows_of_three, np.arange(float(n)))
+        if err is None:
+            assert np.array_equal(k(np.arange(float(n))), rows_of_three(np.arange(float(n))))
+        else:
+            with pytest.raises(ValueError, match=f"cannot reshape array of size {n} into shape"):
+                k(np.arange(float(n)))
+
+
 # ---- symbolic dims that would go negative ---------------------------------------------------
 
 def diffs(x):
