@@ -3,17 +3,19 @@
 A kernel is ``int32_t NAME(void *const *inputs, void *const *outputs,
 const int64_t *symbols)``: pointers to contiguous row-major input and output
 buffers (allocated by the caller), and the values of the symbolic dims in the
-order of ``KernelSpec.symbols``. It returns 0 on success; see ``ERRORS``. A status of ``ERROR_BASE + i`` means
-the kernel's i-th check failed (an ``IndexError``, ``ValueError``, ... that
-NumPy would raise): ``ErrorSite`` records it next to the kernel (in the cache
-entry and the library manifest), and :func:`kernel_error` builds the exception.
+order of ``KernelSpec.symbols``. It returns 0 on success; see ``ERRORS``. A
+status of ``ERROR_BASE + i`` means the kernel's i-th check failed (an
+``IndexError``, ``ValueError``, ... that NumPy would raise): ``ErrorSite``
+records it next to the kernel (in the cache entry and the library manifest),
+and :func:`kernel_error` builds the exception.
 Types travel as text (``f64[n, 3]``) so that this module needs only NumPy.
 """
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
-from typing import Mapping, Union
+from typing import Any, Mapping, Union
 
 import numpy as np
 
@@ -64,14 +66,25 @@ class ErrorSite:
 
     def format(self, env: Mapping[str, int]) -> str:
         """The message with the dims' values for these symbols, and the user's line."""
+        values: list[Any]
         try:
-            text = self.message.format(*(evaluate_dim(_dim_spec(d), env) for d in self.dims))
-        except (KeyError, IndexError, ValueError, SyntaxError):
-            text = self.message
+            values = [evaluate_dim(_dim_spec(d), env) for d in self.dims]
+        except (KeyError, ValueError, SyntaxError, TypeError, ZeroDivisionError):
+            values = list(self.dims)
+        text = fill_message(self.message, values)
         return f"{text} (at {self.where})" if self.where else text
 
     def exception(self, env: Mapping[str, int]) -> BaseException:
         return EXCEPTIONS.get(self.error, RuntimeError)(self.format(env))
+
+
+def fill_message(message: str, values: "list[Any] | tuple[Any, ...]") -> str:
+    """``message`` with ``{i}`` replaced by ``values[i]`` (no other formatting: the text may
+    come from a manifest)."""
+    def value(m: "re.Match[str]") -> str:
+        i = int(m.group(1))
+        return str(values[i]) if i < len(values) else m.group(0)
+    return re.sub(r"\{(\d+)\}", value, message)
 
 
 def _dim_spec(text: str) -> DimSpec:

@@ -23,7 +23,7 @@ from compiler.ir.types import BOOL, TensorType
 from compiler.primitives import ops
 from compiler.primitives.base import check as shape_check
 from compiler.primitives.batching import reemit
-from runtime.abi import EXCEPTIONS, ErrorSite
+from runtime.abi import EXCEPTIONS, ErrorSite, fill_message
 
 Types = tuple[TensorType, ...]
 
@@ -37,7 +37,7 @@ def _rule(in_types: Types, params: dict[str, Any]) -> Types:
 
 def _ref(cond: np.ndarray, error: str, message: str, dims: tuple[int, ...] = ()) -> tuple:
     if not np.all(cond):
-        raise EXCEPTIONS[error](message.format(*dims))
+        raise EXCEPTIONS[error](fill_message(message, dims))
     return ()
 
 

@@ -350,3 +350,13 @@ def test_built_library_raises_the_same_errors(tmp_path):
     assert lib.squeezed(np.ones((1, 3))).shape == (3,)
     with pytest.raises(ValueError, match="cannot select an axis to squeeze out"):
         lib.squeezed(np.ones((2, 3)))
+
+
+def test_error_messages_from_a_manifest_are_filled_not_formatted():
+    site = runtime.abi.ErrorSite.from_json({"error": "IndexError", "message": "index {0} {0:>99999} {1.x}",
+                                            "dims": ["max(0, n - 1)"], "where": "k.py:3"})
+    err = runtime.abi.kernel_error("k", runtime.abi.ERROR_BASE, [site], {"n": 0})
+    assert isinstance(err, IndexError) and str(err) == "index 0 {0:>99999} {1.x} (at k.py:3)"
+    unknown = runtime.abi.ErrorSite.from_json({"error": "SystemExit", "message": "m"})
+    assert type(runtime.abi.kernel_error("k", runtime.abi.ERROR_BASE, [unknown], {})) is RuntimeError
+    assert isinstance(runtime.abi.kernel_error("k", 99, [], {}), RuntimeError)
