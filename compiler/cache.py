@@ -61,7 +61,7 @@ from compiler.ir.types import TensorType
 from runtime import cache as storage
 from runtime import cpu as runtime_cpu
 from runtime import trees
-from runtime.abi import ArgSpec
+from runtime.abi import ArgSpec, ErrorSite
 from runtime.loader import NativeKernel
 
 SCHEMA_VERSION = 1
@@ -455,6 +455,7 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
                 or not set(symbols) <= words or len(out_types) != len(outputs):
             raise ValueError("inconsistent signature")
         out_tree = tree_from_json(meta["out_tree"])
+        errors = [ErrorSite.from_json(e) for e in meta.get("errors", [])]
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as e:
         raise BadEntry(f"meta.json does not describe a kernel ({type(e).__name__}: {e})") from None
     problem = object_problem(obj, target.triple)
@@ -465,7 +466,7 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
         address = loaded.address(symbol)
     except (RuntimeError, KeyError, ValueError, OSError) as e:
         raise BadEntry(f"object.o does not load ({e})") from None
-    native = NativeKernel(name, address, inputs, outputs, symbols, keepalive=loaded)
+    native = NativeKernel(name, address, inputs, outputs, symbols, keepalive=loaded, errors=errors)
     return Restored(meta, obj, out_tree, out_types, native)
 
 
@@ -571,7 +572,8 @@ class Probe:
             return
         try:
             parts = [environment_key(target), self.describer(kernel),
-                     self.describer((tuple(abstract_args), dict(abstract_kwargs)))]
+                     self.describer((tuple(abstract_args), dict(abstract_kwargs))),
+                     ["boundscheck", config.boundscheck()]]
             self.key = digest(parts)
         except Uncacheable as e:
             self.why_not = str(e)
@@ -650,6 +652,7 @@ class Probe:
                     "inputs": [a.to_json() for a in spec.native.inputs],
                     "outputs": [a.to_json() for a in spec.native.outputs],
                     "symbols": list(spec.native.symbols), "out_types": list(spec.out_types),
+                    "errors": [e.to_json() for e in spec.native.errors],
                     "out_tree": tree_to_json(spec.program.out_tree), "deps": deps,
                     "signature": ", ".join(a.type_text for a in spec.native.inputs),
                     "function": f"{getattr(self.kernel.fn, '__module__', '?')}."

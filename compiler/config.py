@@ -8,14 +8,17 @@
 | AOTX_FRONTEND_DEBUG=1| re-raise internal frontend errors with their Python traceback   |
 | AOTX_CACHE_DIR=path  | on-disk kernel cache (default: the user cache dir + /aotx)      |
 | AOTX_DISABLE_CACHE=1 | neither read nor write the on-disk kernel cache                 |
+| AOTX_BOUNDSCHECK=1   | run-time indices out of range raise IndexError (default: clamp) |
 """
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 from typing import Any, Iterator
 
 _overrides: dict[str, Any] = {}
+_boundscheck: contextvars.ContextVar[bool | None] = contextvars.ContextVar("aotx_boundscheck", default=None)
 
 
 def _get(name: str, default: str = "") -> str:
@@ -43,6 +46,28 @@ def frontend_debug() -> bool:
 
 def cache_disabled() -> bool:
     return _get("AOTX_DISABLE_CACHE", "0") not in ("", "0")
+
+
+def boundscheck() -> bool:
+    """Do run-time indices raise IndexError when out of range (instead of clamping)? The
+    ``boundscheck=`` of the kernel being staged, else AOTX_BOUNDSCHECK."""
+    on = _boundscheck.get()
+    if on is not None:
+        return on
+    return _get("AOTX_BOUNDSCHECK", "0") not in ("", "0")
+
+
+@contextlib.contextmanager
+def boundscheck_scope(on: bool | None) -> Iterator[None]:
+    """Stage with bounds checks on or off (None: keep the enclosing setting)."""
+    if on is None:
+        yield
+        return
+    token = _boundscheck.set(bool(on))
+    try:
+        yield
+    finally:
+        _boundscheck.reset(token)
 
 
 @contextlib.contextmanager

@@ -29,6 +29,7 @@ from compiler.ir.core import Function
 from compiler.ir.verify import verify
 from compiler.transforms.canonicalize import canonicalize
 from compiler.transforms.simplify import simplify
+from runtime.abi import ErrorSite
 
 STATS = {"llvm_compilations": 0}   # diagnostics: how often LLVM actually ran in this process
 
@@ -107,6 +108,7 @@ class Artifacts:
     object: bytes
     target: Target
     symbols: list[str]
+    errors: list[ErrorSite] = field(default_factory=list)   # status ERROR_BASE + i raises errors[i]
     _asm: str | None = field(default=None, repr=False)
 
     @property
@@ -153,7 +155,7 @@ def compile_ir(fn: Function, name: str, target: Target, *, fastmath: bool = Fals
     code = compile_llvm(llvm_ir, target)
     STATS["llvm_compilations"] += 1
     return Artifacts(name, fn, optimized, llvm_ir, code.llvm_optimized, code.object, target,
-                     kernel.symbols_of(optimized))
+                     kernel.symbols_of(optimized), kernel.error_sites(optimized))
 
 
 def load(artifacts: Artifacts) -> native.LoadedObject:

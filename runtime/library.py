@@ -14,7 +14,7 @@ from typing import Any
 
 from runtime import manifest as mf
 from runtime import trees
-from runtime.abi import ArgSpec
+from runtime.abi import ArgSpec, ErrorSite
 from runtime.loader import NativeKernel
 
 
@@ -30,7 +30,8 @@ class LibraryKernel:
         self.signature = info.get("signature")
         self.symbol = info["symbol"]
         self.native = NativeKernel(info["name"], address, ins, outs, info.get("symbols", []),
-                                   keepalive=library)
+                                   keepalive=library,
+                                   errors=[ErrorSite.from_json(e) for e in info.get("errors", [])])
         self._result = info.get("result", {"tuple": [trees.LEAF] * len(outs)})
         self.__signature__ = inspect.Signature(
             [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in ins])

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from runtime.abi import ERRORS, ArgSpec, evaluate_dim, is_symbol
+from runtime.abi import ArgSpec, ErrorSite, evaluate_dim, is_symbol, kernel_error
 
 KERNEL_CFUNC = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p),
                                 ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64))
@@ -67,12 +67,13 @@ class NativeKernel:
     """A loaded kernel entry point with its argument and result specs."""
 
     def __init__(self, name: str, address: int, inputs: Sequence[ArgSpec], outputs: Sequence[ArgSpec],
-                 symbols: Sequence[str], keepalive: Any = None) -> None:
+                 symbols: Sequence[str], keepalive: Any = None, errors: Sequence[ErrorSite] = ()) -> None:
         self.name = name
         self.address = address
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.symbols = list(symbols)
+        self.errors = tuple(errors)      # status ERROR_BASE + i: the exception of errors[i]
         self._fn = KERNEL_CFUNC(address)
         self._keepalive = keepalive
 
@@ -86,13 +87,18 @@ class NativeKernel:
 
     def call_checked(self, arrays: Sequence[np.ndarray], env: dict[str, int]) -> list[np.ndarray]:
         """Call with arrays already converted and symbols bound."""
-        outs = [np.empty(tuple(evaluate_dim(d, env) for d in s.dims), dtype=s.dtype) for s in self.outputs]
+        shapes = [tuple(evaluate_dim(d, env) for d in s.dims) for s in self.outputs]
+        # a negative size: the kernel's own checks raise NumPy's error at the user's line
+        negative = any(n < 0 for shape in shapes for n in shape)
+        outs = [np.empty(tuple(max(n, 0) for n in shape), dtype=s.dtype) for shape, s in zip(shapes, self.outputs)]
         # fresh pointer arrays per call: a kernel may be called from several threads
         in_ptrs = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
         out_ptrs = (ctypes.c_void_p * max(len(outs), 1))(*[o.ctypes.data for o in outs])
         syms = (ctypes.c_int64 * max(len(self.symbols), 1))(*[env[s] for s in self.symbols])
         status = self._fn(in_ptrs, out_ptrs, syms)
         if status:
-            exc, message = ERRORS.get(status, (RuntimeError, f"kernel failed with status {status}"))
-            raise exc(f"{self.name}: {message}")
+            raise kernel_error(self.name, status, self.errors, env)
+        if negative:
+            raise ValueError(f"{self.name}: negative dimensions are not allowed (result shapes "
+                             f"{', '.join(str(s) for s in shapes)} for {env})")
         return outs

@@ -4,7 +4,7 @@ Written by ``aotx build`` next to ``MODULE.so`` and ``MODULE.h``::
 
     {
       "format": "aotx-library",
-      "abi_version": 1,                       # runtime.abi.ABI_VERSION of the builder
+      "abi_version": 2,                       # runtime.abi.ABI_VERSION of the builder
       "aotx_version": "0.1.0",
       "module": "physics",  "source": "physics.py",
       "library": "physics.so", "header": "physics.h",
@@ -15,6 +15,8 @@ Written by ``aotx build`` next to ``MODULE.so`` and ``MODULE.h``::
                    "inputs":  [{"name": "x", "type": "f64[n, 3]"}, ...],
                    "outputs": [{"name": "result0", "type": "f64[n]"}],
                    "symbols": ["n"],                 # the symbols array, in order
+                   "errors": [{"error": "IndexError", "message": "...", "dims": ["n"],
+                               "where": "physics.py:12"}],   # status 16 + i (runtime/abi.py)
                    "result": ...,                    # structure (runtime/trees.py)
                    "signature": "f64[n, 3], f64[3] -> f64[n]",
                    "source_sha256": "...", "object_sha256": "..."}],

@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from compiler import cache, pipeline
+from compiler import cache, config, pipeline
 from compiler.backend import target as targets
 from compiler.function.trampoline import raise_pending
 from compiler.errors import UnsupportedError
@@ -34,7 +34,7 @@ from compiler.frontend.values import Closure, Reject, Weak
 from compiler.ir.printer import format_function
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
-from runtime.abi import parse_spec
+from runtime.abi import ERROR_BASE, kernel_error, parse_spec
 from runtime.loader import KERNEL_CFUNC, NativeKernel
 
 
@@ -64,13 +64,16 @@ class Specialization:
         self.program: pipeline.Program | cache.RestoredProgram
         self.native: NativeKernel | cache.DeferredNative
         target = targets.host()
-        self._probe = cache.Probe(kernel, abstract_args, abstract_kwargs, target)
+        # boundscheck: the kernel's own, else AOTX_BOUNDSCHECK; part of the cache key (Probe)
+        self.boundscheck = config.boundscheck() if kernel.boundscheck is None else kernel.boundscheck
+        with config.boundscheck_scope(self.boundscheck):
+            self._probe = cache.Probe(kernel, abstract_args, abstract_kwargs, target)
         hit = None if cache.is_deferred() else self._probe.load()
         if hit is not None:                  # no staging, no LLVM: load the cached object
             self.program = cache.RestoredProgram(hit.out_tree)
             self.out_types, self.object, self.native = hit.out_types, hit.object, hit.native
             return
-        with self._probe.recording():
+        with self._probe.recording(), config.boundscheck_scope(self.boundscheck):
             self.program = kernel.trace(abstract_args, abstract_kwargs)
         self.out_types = [str(t) for t in self.program.function.out_types]
         if cache.is_deferred():              # `aotx build`: compiled for its own target, or on first use
@@ -87,7 +90,7 @@ class Specialization:
         ins = [parse_spec(n, str(t)) for n, t in zip(names, fn.in_types)]
         outs = [parse_spec(f"result{i}", str(t)) for i, t in enumerate(self.artifacts.ir_optimized.out_types)]
         self.native = NativeKernel(self.kernel.__name__, loaded.address(self.artifacts.name), ins, outs,
-                                   self.artifacts.symbols, keepalive=loaded)
+                                   self.artifacts.symbols, keepalive=loaded, errors=self.artifacts.errors)
         self._probe.store(self)
         return self.native
 
@@ -95,7 +98,8 @@ class Specialization:
         """A cache hit has no stages in memory: stage and compile again for lower()."""
         if self.artifacts is None:
             if self.program.function is None:
-                self.program = self.kernel.trace(*self.abstract)
+                with config.boundscheck_scope(self.boundscheck):
+                    self.program = self.kernel.trace(*self.abstract)
             self.artifacts = pipeline.compile_ir(self.program.function, self.symbol, targets.host(),
                                                  fastmath=self.kernel.fastmath)
         return self.artifacts
@@ -140,6 +144,7 @@ class _FastPlan:
             return
         self.fn = native._fn
         self.name = native.name
+        self.errors = native.errors
         self.ins = [(s.dtype, tuple(s.dims)) for s in native.inputs]
         self.outs = [(s.dtype, tuple(s.dims)) for s in native.outputs]
         self.n_in, self.n_out = max(len(self.ins), 1), max(len(self.outs), 1)
@@ -158,6 +163,8 @@ class _FastPlan:
         if status:
             if status == 2:                      # a host callback raised: its exception, no re-run
                 raise_pending()
+            if status >= ERROR_BASE:             # a check failed: its exception (no symbols here)
+                raise kernel_error(self.name, status, self.errors, {})
             return self.spec.call(arrays)        # the checked path raises the proper error
         if self.single:
             return _scalarize(outs[0])
@@ -175,6 +182,7 @@ class Kernel:
     def __init__(self, fn: Callable[..., Any], *, signature: str | None = None,
                  static_argnums: int | Sequence[int] = (), fastmath: bool = False,
                  parallel: bool = False, cache: bool = True, name: str | None = None,
+                 boundscheck: bool | None = None,
                  tracer: Callable[[tuple, dict], pipeline.Program] | None = None) -> None:
         if isinstance(fn, Kernel):            # jit(vmap(f)), jit(jit(f)): keep what it stages
             inner: Kernel = fn
@@ -188,6 +196,9 @@ class Kernel:
         self.fastmath = fastmath
         self.parallel = parallel
         self.cache = cache
+        # run-time indices out of range: IndexError (True), clamp (False), or None: as the
+        # enclosing kernel being staged, else AOTX_BOUNDSCHECK
+        self.boundscheck = None if boundscheck is None else bool(boundscheck)
         self.__name__: str = name or str(getattr(fn, "__name__", "kernel"))
         self.__doc__ = getattr(fn, "__doc__", None)
         self.__wrapped__ = fn
@@ -206,9 +217,10 @@ class Kernel:
     def trace(self, abstract_args: tuple, abstract_kwargs: dict) -> pipeline.Program:
         """Stage this kernel's computation for abstract arguments: the frontend, then the
         transform passes of its tracer (IR + pytree structure)."""
-        if self._tracer is not None:
-            return self._tracer(abstract_args, abstract_kwargs)
-        return pipeline.stage(self.fn, abstract_args, abstract_kwargs, name=self.__name__)
+        with config.boundscheck_scope(self.boundscheck):
+            if self._tracer is not None:
+                return self._tracer(abstract_args, abstract_kwargs)
+            return pipeline.stage(self.fn, abstract_args, abstract_kwargs, name=self.__name__)
 
     def arg_name(self, i: int) -> str:
         params = [p.name for p in self._signature.parameters.values()
@@ -311,7 +323,7 @@ class Kernel:
     def __aotx_cache_key__(self) -> tuple:
         """What the on-disk cache key covers of this kernel (compiler/cache.py)."""
         return (self.__name__, bool(self.fastmath), bool(self.parallel), list(self.static_argnums),
-                self.fn, self._tracer)
+                self.boundscheck, self.fn, self._tracer)
 
     def __repr__(self) -> str:
         sig = f", signature={self.signature!r}" if self.signature else ""
@@ -397,10 +409,14 @@ def _hash_leaf(x: Any) -> Any:
 
 def jit(fn: Callable[..., Any] | None = None, *, signature: str | None = None,
         static_argnums: int | Sequence[int] = (), fastmath: bool = False, parallel: bool = False,
-        cache: bool = True, name: str | None = None) -> Any:
-    """Compile `fn` to a native kernel (lazily per signature, or now with `signature=`)."""
+        cache: bool = True, name: str | None = None, boundscheck: bool | None = None) -> Any:
+    """Compile `fn` to a native kernel (lazily per signature, or now with `signature=`).
+
+    ``boundscheck=True`` makes run-time indices that are out of range raise IndexError
+    (default: AOTX_BOUNDSCHECK, else they are clamped)."""
     options: dict[str, Any] = dict(signature=signature, static_argnums=static_argnums,
-                                   fastmath=fastmath, parallel=parallel, cache=cache, name=name)
+                                   fastmath=fastmath, parallel=parallel, cache=cache, name=name,
+                                   boundscheck=boundscheck)
     if fn is None:
         return functools.partial(jit, **options)
     return Kernel(fn, **options)

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from compiler.backend import target as targets
 from runtime import cpu as runtime_cpu
-from runtime.abi import ABI_VERSION, DTYPE_NAMES, parse_spec
+from runtime.abi import ABI_VERSION, DTYPE_NAMES, ERROR_BASE, parse_spec
 from runtime.cache import sha256
 from runtime.manifest import EMBED_PREFIX, FORMAT, manifest_sha256
 
@@ -219,7 +219,8 @@ def _header_preamble(lib: Library, guard: str) -> list[str]:
         " * inputs/outputs: pointers to contiguous row-major (C order) buffers, allocated by",
         " * the caller, outputs sized from the symbols; symbols: the values of the symbolic",
         " * dims in the order listed. The kernel does not check shapes. Returns AOTX_OK (0),",
-        " * or AOTX_ERR_NOMEM if it could not allocate its temporaries.",
+        " * AOTX_ERR_NOMEM if it could not allocate its temporaries, or AOTX_ERR_CHECK + i if",
+        " * its i-th check failed (an IndexError or ValueError in NumPy: the manifest's \"errors\").",
         " */",
         f"#ifndef {guard}",
         f"#define {guard}",
@@ -235,6 +236,7 @@ def _header_preamble(lib: Library, guard: str) -> list[str]:
         "#define AOTX_OK 0",
         "#define AOTX_ERR_NOMEM 1",
         "#define AOTX_ERR_CALLBACK 2",
+        f"#define AOTX_ERR_CHECK {ERROR_BASE}",
         "#endif",
         "",
     ]

@@ -43,6 +43,7 @@ class Codegen:
         self._constants: dict[int, ll.GlobalVariable] = {}
         self.mallocs: list[ll.Value] = []
         self.error_exits: dict[int, ll.Block] = {}   # status -> exit block (see error_exit)
+        self.checks: dict[Op, int] = {}              # check op -> its status (kernel.error_sites)
         self.math_calls = 0          # vector-math calls emitted so far (see loop())
         self._loop_ids = 0
 
@@ -66,8 +67,9 @@ class Codegen:
         if atom is None:
             return self.symbols[name]
         a, b = (self.dim(x) for x in atom.args)
-        if atom.kind == "floordiv":     # operands are sizes: non-negative, so sdiv floors
-            return self.b.sdiv(a, b)
+        if atom.kind == "floordiv":     # Python's floor division (b > 0): sdiv rounds toward 0
+            q, r = self.b.sdiv(a, b), self.b.srem(a, b)
+            return self.b.sub(q, self.b.zext(self.b.icmp_signed("<", r, self.index(0)), I64T))
         pred = "<" if atom.kind == "min" else ">"
         return self.b.select(self.b.icmp_signed(pred, a, b), a, b)
 
@@ -321,7 +323,11 @@ class Codegen:
         with self.loop_nest(src.shape) as idx:
             self.store(dst, idx, self.load(src, idx))
 
-    # ---- error exits (host callbacks) ----------------------------------------------------
+    # ---- error exits (host callbacks, checks) --------------------------------------------
+    def check_status(self, op: Op) -> int:
+        """The status a failing check op returns (its place in kernel.error_sites)."""
+        return self.checks[op]
+
     def error_exit(self, status: int) -> ll.Block:
         """A block that frees every temporary and returns `status` (filled in by finish):
         branch there when a host callback fails."""

@@ -14,7 +14,10 @@ from llvmlite import ir as ll
 from compiler.backend.codegen import I64T, PTR, Buffer, Codegen, memory_type
 from compiler.backend.target import Target
 from compiler.ir import dims
-from compiler.ir.core import Function
+from compiler.ir.core import Function, Op
+from compiler.primitives import ops
+from compiler.primitives.checks import error_site
+from runtime.abi import ERROR_BASE, ErrorSite
 
 
 def symbols_of(fn: Function) -> list[str]:
@@ -24,6 +27,16 @@ def symbols_of(fn: Function) -> list[str]:
         for d in t.shape:
             names |= dims.symbols(d)
     return sorted(names)
+
+
+def check_ops(fn: Function) -> list[Op]:
+    """The kernel's check ops in program order: the i-th fails with status ERROR_BASE + i."""
+    return [op for op in fn.body.walk() if op.prim is ops.check_p]
+
+
+def error_sites(fn: Function) -> list[ErrorSite]:
+    """What each failing status of the kernel means (runtime/abi.py), in status order."""
+    return [error_site(op) for op in check_ops(fn)]
 
 
 def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = False) -> str:
@@ -39,6 +52,7 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
         arg.add_attribute("noalias")
     symbols = dict(zip(syms, impl.args[n_in + n_out:]))
     cg = Codegen(module, impl, symbols, fastmath=fastmath, has_fma=target.has_fma)
+    cg.checks = {op: ERROR_BASE + i for i, op in enumerate(check_ops(fn))}
 
     def buffer(arg: ll.Value, t) -> Buffer:
         return Buffer(cg.alloca_builder.bitcast(arg, ll.PointerType(memory_type(t.dtype))), t.dtype, t.shape)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler import config
 from compiler.primitives import ops
 from compiler.errors import CompileError, DynamicShapeError, IndexOutOfBoundsError, \
     ShapeMismatchError, UnsupportedError
@@ -134,14 +135,17 @@ def _mask_plan(x: Staged, mask: Staged, items: list[Any]) -> IndexPlan:
 
 def _axis_plan(b: Builder, it: Any, d: Dim, axis: int) -> AxisPlan:
     if isinstance(it, slice):
-        return _slice_plan(it, d)
+        return _slice_plan(b, it, d)
     if _is_array_index(it):
         return AxisPlan(0, d, 1, array=_index_array(b, it, d, axis))
     if isinstance(it, Staged):
         if not is_int(it.dtype):
             raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
-        return AxisPlan(0, d, 1, drop=True, dynamic=_wrap_index(b, it, d))
+        return AxisPlan(0, d, 1, drop=True, dynamic=_wrap_index(b, it, d, axis))
     if isinstance(it, DimExpr):
+        ok = ops.and_(b, _dim_cmp(b, "ge", it, 0), _dim_cmp(b, "lt", it, d))
+        ops.check(b, ok, "IndexError", "index {0} is out of bounds for axis %d with size {1}" % axis,
+                  (it, d))
         return AxisPlan(it, dims.add(it, 1), 1, drop=True)
     if isinstance(it, (bool, np.bool_)) or not isinstance(it, (int, np.integer)):
         raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
@@ -152,11 +156,19 @@ def _axis_plan(b: Builder, it: Any, d: Dim, axis: int) -> AxisPlan:
                          f"size {d}")
         i %= d
         return AxisPlan(i, i + 1, 1, drop=True)
+    # a static index against a symbolic size: NumPy's IndexError, checked when the kernel runs
+    ops.check(b, _dim_cmp(b, "gt", d, i) if i >= 0 else _dim_cmp(b, "ge", d, -i), "IndexError",
+              f"index {i} is out of bounds for axis {axis} with size {{0}}", (d,))
     start = i if i >= 0 else dims.add(d, i)
     return AxisPlan(start, dims.add(start, 1), 1, drop=True)
 
 
-def _slice_plan(s: slice, d: Dim) -> AxisPlan:
+def _slice_plan(b: Builder, s: slice, d: Dim) -> AxisPlan:
+    """Python's slice semantics with one set of formulas for static and symbolic sizes:
+    a negative step is a positive one on the reversed axis (``x[a:c:-k]`` is
+    ``x[::-1][~a:~c:k]``), bounds clamp into ``0..d``, and the length is NumPy's
+    ``max(ceil((stop - start) / k), 0)`` written with min/max so that one symbolic
+    expression is right for every size (``x[1:]`` on ``f64[n]`` is ``max(0, n - 1)``)."""
     for v in (s.start, s.stop, s.step):
         if isinstance(v, Staged):
             raise Reject(DynamicShapeError, "a slice with run-time bounds has a data-dependent "
@@ -165,62 +177,145 @@ def _slice_plan(s: slice, d: Dim) -> AxisPlan:
     step = 1 if s.step is None else operator.index(s.step)
     if step == 0:
         raise Reject(CompileError, "slice step cannot be zero")
-    bounds_static = all(v is None or isinstance(v, (int, np.integer)) for v in (s.start, s.stop))
-    if isinstance(d, int) and bounds_static:
-        start, stop, step = slice(s.start, s.stop, step).indices(d)
-        n = len(range(start, stop, step))
-        if step < 0:
-            start = d - 1 - start
-        stride = abs(step)
-        limit = start + (n - 1) * stride + 1 if n else start
-        return AxisPlan(start, limit, stride, reverse=step < 0)
-    return _symbolic_slice_plan(s, d, step)
-
-
-def _symbolic_slice_plan(s: slice, d: Dim, step: int) -> AxisPlan:
+    lo, hi = (_bound(b, v, d) for v in (s.start, s.stop))
     if step < 0:
-        if s.start is None and s.stop is None:
-            return AxisPlan(0, d, -step, reverse=True)
-        raise Reject(UnsupportedError, "a negative-step slice with bounds on a symbolic dimension "
-                     "is not supported", "reverse first (x[::-1]) and slice the result")
-
-    def norm(v: Any, default: Dim, clamp: bool) -> Dim:
-        if v is None:
-            return default
-        if isinstance(v, DimExpr):
-            return v
-        v = int(v)
-        if v < 0:
-            return dims.add(d, v)
-        return dims.minimum(v, d) if clamp else v
-    return AxisPlan(norm(s.start, 0, False), norm(s.stop, d, True), step)
+        if isinstance(lo, DimExpr) or isinstance(hi, DimExpr):
+            raise Reject(UnsupportedError, "a negative-step slice with symbolic bounds is not "
+                         "supported", "reverse first (x[::-1]) and slice the result")
+        lo, hi = (None if v is None else -1 - v for v in (lo, hi))
+    stride = abs(step)
+    start, diff = _span(lo, hi, d)
+    if isinstance(diff, int):           # a tight limit: the last element read, plus one
+        count = -(-diff // stride)
+        return AxisPlan(start, dims.add(start, (count - 1) * stride + 1) if count else start,
+                        stride, reverse=step < 0)
+    return AxisPlan(start, dims.add(start, diff), stride, reverse=step < 0)
 
 
-def _wrap_index(b: Builder, i: Staged, d: Dim) -> Staged:
-    """A run-time index with NumPy's negative wrap-around (i < 0 -> i + d)."""
+def _bound(b: Builder, v: Any, d: Dim) -> int | DimExpr | None:
+    """A slice bound as an int, a symbolic size (checked non-negative), or None."""
+    if v is None or isinstance(v, DimExpr):
+        if isinstance(v, DimExpr) and not dims.nonnegative(v):
+            # a negative bound counts from the end: x[:k] differs from x[:max(k, 0)]
+            # unless k >= 0 or k <= -d (both give the same clamped slice)
+            ok = ops.or_(b, _dim_cmp(b, "ge", v, 0), _dim_cmp(b, "le", dims.add(v, d), 0))
+            ops.check(b, ok, "ValueError", "the slice bound {0} is negative at run time and "
+                      "counts from the end of an axis of size {1}; aotx computes the shape of a "
+                      "slice with a symbolic bound assuming the bound is >= 0", (v, d))
+            return dims.clamp0(v)
+        return v
+    return operator.index(v)
+
+
+def _span(lo: int | DimExpr | None, hi: int | DimExpr | None, d: Dim) -> tuple[Dim, Dim]:
+    """(start, stop - start) of ``[lo:hi]`` (positive step) on an axis of size d, both clamped.
+
+    Static bounds use case formulas whose symbolic forms are canonical, so that
+    ``x[1:]`` and ``x[:-1]`` have the same length expression."""
+    def norm(v: int | DimExpr) -> Dim:
+        if isinstance(v, int) and v < 0:
+            return dims.clamp0(dims.add(d, v))
+        return dims.minimum(v, d)
+    start = 0 if lo is None else norm(lo)
+    if not (isinstance(lo, (int, type(None))) and isinstance(hi, (int, type(None)))):
+        stop = d if hi is None else norm(hi)
+        return start, dims.clamp0(dims.add(stop, dims.mul(start, -1)))
+    a = 0 if lo is None else lo
+    diff: Dim
+    if hi is None:
+        diff = dims.clamp0(dims.add(d, -a)) if a >= 0 else dims.minimum(-a, d)
+    elif a >= 0 and hi >= 0:
+        diff = dims.minimum(dims.clamp0(dims.add(d, -a)), hi - a) if hi > a else 0
+    elif a >= 0:
+        diff = dims.clamp0(dims.add(d, hi - a))
+    elif hi >= 0:      # start counts from the end, stop from the front
+        diff = dims.clamp0(dims.minimum(dims.minimum(dims.add(hi - a, dims.mul(d, -1)), d),
+                                        min(hi, -a)))
+    else:
+        diff = dims.minimum(dims.clamp0(dims.add(d, hi)), hi - a) if hi > a else 0
+    return start, diff
+
+
+def _dim_cmp(b: Builder, op: str, x: Dim, y: Dim) -> Value:
+    """The run-time truth of ``x <op> y`` for two sizes."""
+    fn = {"ge": ops.ge, "le": ops.le, "gt": ops.gt, "lt": ops.lt, "eq": ops.eq}[op]
+    return fn(b, ops.size_of(b, x, I64), ops.size_of(b, y, I64))
+
+
+def _wrap_index(b: Builder, i: Staged, d: Dim, axis: int) -> Staged:
+    """A run-time index with NumPy's negative wrap-around (i < 0 -> i + d); out of range it
+    is clamped later, or raises IndexError with boundscheck on."""
     if i.ndim != 0:
         raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
     v = A.convert_value(b, i.value, I64)
     size = A.dim_value(b, d).value
     zero = A.constant(b, 0, I64).value
+    _check_runtime_index(b, v, size, d, axis, 1)
     neg = ops.lt(b, v, zero)
     return Staged(ops.select(b, neg, ops.add(b, v, size), v))
+
+
+def _check_runtime_index(b: Builder, v: Value, size: Value, d: Dim, axis: int, count: Dim) -> None:
+    """IndexError for run-time indices `v` (`count` of them) into an axis of size d: every
+    index with boundscheck on; otherwise only an empty axis, which has nothing to clamp to."""
+    message = f"index is out of bounds for axis {axis} with size {{0}}"
+    if config.boundscheck():
+        ok = ops.and_(b, ops.ge(b, v, ops.neg(b, size)), ops.lt(b, v, size))
+        ops.check(b, ok, "IndexError", message + " (boundscheck)", (d,))
+        return
+    if dims.nonnegative(dims.add(d, -1)) or count == 0:
+        return
+    if d == 0 and isinstance(count, int):
+        raise Reject(IndexOutOfBoundsError, f"index is out of bounds for axis {axis} with size 0")
+    ok = _dim_cmp(b, "gt", d, 0)
+    if not isinstance(count, int):
+        ok = ops.or_(b, ok, _dim_cmp(b, "eq", count, 0))
+    ops.check(b, ok, "IndexError", message, (d,))
+
+
+def _first_failures(it: np.ndarray, limit: int = 8) -> list[tuple[int, int]]:
+    """(index, size it needs) for the indices that can be the first out of bounds, in order.
+
+    An index i needs a size of at least i + 1 (or -i if negative); for a given size the
+    first failing index (the one NumPy reports) is one whose need exceeds every earlier
+    need, so checking those in order reports the same index. At most `limit` checks: the
+    last one covers the largest need."""
+    out: list[tuple[int, int]] = []
+    best = 0
+    for i in (int(v) for v in it.reshape(-1)):
+        need = i + 1 if i >= 0 else -i
+        if need > best:
+            best = need
+            out.append((i, need))
+    return out if len(out) <= limit else out[:limit - 1] + [max(out, key=lambda t: t[1])]
 
 
 def _index_array(b: Builder, it: Any, d: Dim, axis: int) -> Any:
     if isinstance(it, np.ndarray):
         if it.dtype.kind not in "iu":
             raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
-        if isinstance(d, int) and it.size and (it.max() >= d or it.min() < -d):
-            bad = int(it.max()) if it.max() >= d else int(it.min())
-            raise Reject(IndexOutOfBoundsError, f"index {bad} is out of bounds for axis {axis} with "
-                         f"size {d}")
-        return np.where(it < 0, it + d, it).astype(np.int64) if isinstance(d, int) else it
+        if isinstance(d, int):
+            if it.size and (it.max() >= d or it.min() < -d):
+                bad = int(it.max()) if it.max() >= d else int(it.min())
+                raise Reject(IndexOutOfBoundsError, f"index {bad} is out of bounds for axis {axis} "
+                             f"with size {d}")
+            return np.where(it < 0, it + d, it).astype(np.int64)
+        # static indices, symbolic size: NumPy's bounds checked when the kernel runs
+        for bad, need in _first_failures(it):
+            ops.check(b, _dim_cmp(b, "ge", d, need), "IndexError", f"index {bad} is out of bounds "
+                      f"for axis {axis} with size {{0}}", (d,))
+        if not (it < 0).any():
+            return it.astype(np.int64)
+        v = A.constant(b, it.astype(np.int64), I64).value
+        size = A.broadcast_value(b, A.dim_value(b, d).value, it.shape)
+        zero = A.broadcast_value(b, A.constant(b, 0, I64).value, it.shape)
+        return Staged(ops.select(b, ops.lt(b, v, zero), ops.add(b, v, size), v))
     if not is_int(it.dtype):
         raise Reject(IndexOutOfBoundsError, INVALID_INDEX)
     v = A.convert_value(b, it.value, I64)
     size = A.broadcast_value(b, A.dim_value(b, d).value, it.shape)
     zero = A.broadcast_value(b, A.constant(b, 0, I64).value, it.shape)
+    _check_runtime_index(b, v, size, d, axis, prod(it.shape))
     neg = ops.lt(b, v, zero)
     return Staged(ops.select(b, neg, ops.add(b, v, size), v))
 
@@ -338,8 +433,12 @@ def setitem(b: Builder, x: Staged, index: Any, value: Any) -> Value:
         return _dynamic_set(b, x, p, upd)
     rev = tuple(i for i, a in enumerate(p.axes) if a.reverse)
     if any(a.reverse and a.stride != 1 and not isinstance(d, int) for a, d in zip(p.axes, x.shape)):
-        raise Reject(UnsupportedError, "assigning through a strided negative-step slice of a "
-                     "symbolic dimension is not supported", "assign to the reversed array instead")
+        # the last position written is not a closed formula of a symbolic size: write into
+        # the reversed array, in the plan's own (reversed) coordinates, and reverse back
+        flipped = ops.rev(b, x.value, dimensions=rev)
+        out = ops.update_slice(b, flipped, upd, [a.start for a in p.axes], [a.limit for a in p.axes],
+                               [a.stride for a in p.axes])
+        return ops.rev(b, out, dimensions=rev)
     if rev:
         upd = ops.rev(b, upd, dimensions=rev)
     starts = tuple(_low(a, d) for a, d in zip(p.axes, x.shape))

@@ -19,8 +19,9 @@ from compiler.frontend.shapes import normalize_axes, normalize_axis, prod, ravel
 from compiler.frontend.ufuncs import binary, unary
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
+from compiler.ir import dims
 from compiler.ir.dims import Dim
-from compiler.ir.types import BOOL, F64, is_float
+from compiler.ir.types import BOOL, F64, I64, is_float
 
 _PRIMS = {"sum": P.reduce_sum, "prod": P.reduce_prod, "max": P.reduce_max, "min": P.reduce_min,
           "all": P.reduce_and, "any": P.reduce_or}
@@ -53,7 +54,8 @@ def reduce(b: Builder, kind: str, x: Any, axis: Any = None, dtype: Any = None, o
     kw = {} if dtype is None or kind in ("max", "min", "all", "any") else {"dtype": dtype}
     out_dtype = A.oracle(_NUMPY[kind], [x], **kw)
     if kind in ("max", "min"):
-        _check_nonempty(x, axes, _UFUNC_NAMES[kind])
+        _check_nonempty(b, x, axes, f"zero-size array to reduction operation {_UFUNC_NAMES[kind]} "
+                        "which has no identity")
     if kind in ("all", "any"):
         src = x.value if x.dtype == BOOL else ops.ne(b, x.value, A.broadcast_value(
             b, A.constant(b, 0, x.dtype).value, x.shape))
@@ -63,10 +65,14 @@ def reduce(b: Builder, kind: str, x: Any, axis: Any = None, dtype: Any = None, o
     return _keep(b, red, x, axes, keepdims)
 
 
-def _check_nonempty(x: Staged, axes: tuple[int, ...], name: str) -> None:
+def _check_nonempty(b: Builder, x: Staged, axes: tuple[int, ...], message: str) -> None:
+    """NumPy's ValueError for a reduction without identity over no elements: at compile
+    time for static sizes, when the kernel runs for symbolic ones."""
     if any(isinstance(x.shape[a], int) and x.shape[a] == 0 for a in axes):
-        raise Reject(CompileError, f"zero-size array to reduction operation {name} which has no "
-                     "identity")
+        raise Reject(CompileError, message)
+    n = prod([x.shape[a] for a in axes])
+    if not isinstance(n, int) and not dims.nonnegative(dims.add(n, -1)):
+        ops.check(b, ops.gt(b, ops.size_of(b, n, I64), ops.size_of(b, 0, I64)), "ValueError", message)
 
 
 def count(b: Builder, x: Staged, axes: tuple[int, ...]) -> Any:
@@ -132,8 +138,7 @@ def arg_reduce(b: Builder, which: str, x: Any, axis: Any = None, out: Any = None
     ax = 0 if axis is None else normalize_axis(axis, x.ndim)
     if src.ndim == 0:
         src = Staged(A.reshape_value(b, src.value, (1,)))
-    if isinstance(src.shape[ax], int) and src.shape[ax] == 0:
-        raise Reject(CompileError, f"attempt to get {which} of an empty sequence")
+    _check_nonempty(b, src, (ax,), f"attempt to get {which} of an empty sequence")
     res = Staged((ops.argmax if which == "argmax" else ops.argmin)(b, src.value, ax))
     if keepdims:
         shape = (1,) * x.ndim if axis is None else tuple(

@@ -57,8 +57,10 @@ def normalize_axes(axis: Any, ndim: int, *, sort: bool = True) -> tuple[int, ...
     return tuple(sorted(out)) if sort else out
 
 
-def shape_arg(shape: Any) -> tuple[Dim, ...]:
-    """A shape argument (int, DimExpr or sequence of them) as a tuple of dims."""
+def shape_arg(shape: Any, b: Builder | None = None) -> tuple[Dim, ...]:
+    """A shape argument (int, DimExpr or sequence of them) as a tuple of dims. With a builder,
+    a symbolic dim that may be negative (``x.shape[0] - 3``) is checked when the kernel runs
+    (NumPy's ValueError), where it would otherwise become an empty axis."""
     if isinstance(shape, Staged):
         raise Reject(DynamicShapeError, "a shape must be known at compile time, not an array value",
                      "use x.shape, len(x) or Python ints to build shapes")
@@ -69,6 +71,9 @@ def shape_arg(shape: Any) -> tuple[Dim, ...]:
             raise Reject(DynamicShapeError, "a shape must be known at compile time, not an array "
                          "value", "use x.shape, len(x) or Python ints to build shapes")
         out.append(d if isinstance(d, DimExpr) else operator.index(d))
+        if b is not None and isinstance(d, DimExpr) and not dims.nonnegative(d):
+            ops.check(b, ops.ge(b, ops.size_of(b, d, I64), ops.size_of(b, 0, I64)), "ValueError",
+                      "negative dimensions are not allowed")
     return tuple(out)
 
 
@@ -77,7 +82,17 @@ def shape_arg(shape: Any) -> tuple[Dim, ...]:
 
 def reshape(b: Builder, x: Any, shape: Any) -> Staged:
     x = A.lift(b, x)
-    new = _infer_shape(x.type.size, shape_arg(shape))
+    asked = shape_arg(shape)
+    new = _infer_shape(x.type.size, asked)
+    total, size = x.type.size, prod(new)
+    if size != total:
+        # -1 against a symbolic size that may not divide evenly ((n // 3) for n elements):
+        # checked when the kernel runs, as NumPy's ValueError; the reshape then takes all
+        # size == total elements
+        ops.check(b, ops.eq(b, ops.size_of(b, size, I64), ops.size_of(b, total, I64)), "ValueError",
+                  f"cannot reshape array of size {{0}} into shape {A.fmt_shape(asked)}", (total,))
+        flat = A.reshape_value(b, x.value, (total,))
+        return view(A.reshape_value(b, ops.slice_(b, flat, (0,), (size,)), new), x)
     return view(A.reshape_value(b, x.value, new), x)
 
 
@@ -193,16 +208,32 @@ def expand_dims(b: Builder, x: Any, axis: Any) -> Staged:
 
 
 def squeeze(b: Builder, x: Any, axis: Any = None) -> Staged:
+    """np.squeeze. The result's rank must not depend on a symbol's value: without axis=,
+    a symbolic dim that may be 1 is refused; with axis=, a symbolic dim is checked to be 1
+    when the kernel runs (NumPy's ValueError otherwise)."""
     x = A.lift(b, x)
+    message = "cannot select an axis to squeeze out which has size not equal to one"
     if axis is None:
+        unsure = [i for i, d in enumerate(x.shape) if not isinstance(d, int) and not dims.nonnegative(dims.add(d, -2))]
+        if unsure:
+            raise Reject(DynamicShapeError, f"np.squeeze without axis= on an array of shape "
+                         f"{A.fmt_shape(x.shape)}: whether axis {unsure[0]} (of symbolic size "
+                         f"{x.shape[unsure[0]]}) is removed depends on its size at run time",
+                         "pass axis= with the axes to remove (checked to be 1 when the kernel runs), "
+                         "or give that dim a concrete size in the signature")
         drop = {i for i, d in enumerate(x.shape) if d == 1}
     else:
         drop = set(normalize_axes(axis, x.ndim))
-        if any(x.shape[i] != 1 for i in drop):
-            raise Reject(CompileError, "cannot select an axis to squeeze out which has size not "
-                         "equal to one")
+        if any(isinstance(x.shape[i], int) and x.shape[i] != 1 for i in drop):
+            raise Reject(CompileError, message)
+    v = x
+    for i in sorted(drop):
+        if not isinstance(x.shape[i], int):
+            ops.check(b, ops.eq(b, ops.size_of(b, x.shape[i], I64), ops.size_of(b, 1, I64)),
+                      "ValueError", message)
+            v = Staged(static_slice(b, v, i, 0, 1))
     shape = tuple(d for i, d in enumerate(x.shape) if i not in drop)
-    return view(A.reshape_value(b, x.value, shape), x)
+    return view(A.reshape_value(b, v.value, shape), x)
 
 
 def atleast_nd(b: Builder, x: Any, n: int) -> Staged:
@@ -434,8 +465,8 @@ def _band_mask(b: Builder, n: Dim, m: Dim, k: int, cmp: Any) -> Value:
 
 
 def eye(b: Builder, N: Any, M: Any = None, k: int = 0, dtype: Any = float) -> Staged:
-    n = shape_arg(N)[0]
-    m = n if M is None else shape_arg(M)[0]
+    n = shape_arg(N, b)[0]
+    m = n if M is None else shape_arg(M, b)[0]
     mask = _band_mask(b, n, m, operator.index(k), P.eq)
     return Staged(A.convert_value(b, mask, A.supported_dtype(dtype)))
 
@@ -471,7 +502,7 @@ def diag(b: Builder, v: Any, k: int = 0) -> Staged:
 
 
 def full(b: Builder, shape: Any, fill_value: Any, dtype: Any = None) -> Staged:
-    target = shape_arg(shape)
+    target = shape_arg(shape, b)
     if dtype is None:
         dtype = fill_value.dtype if isinstance(fill_value, Staged) else np.asarray(fill_value).dtype
     fill = A.lift(b, A.normalize_operand(b, fill_value), A.supported_dtype(dtype))
@@ -524,7 +555,7 @@ def _symbolic_arange(b: Builder, start: Any, stop: Any, step: Any, dtype: Any) -
     if not (isinstance(step, int) and step > 0 and isinstance(start, (int, DimExpr))):
         raise Reject(UnsupportedError, "np.arange with a symbolic bound needs integer start and "
                      "a positive integer step")
-    n = dims.floordiv(dims.add(dims.add(stop, dims.mul(start, -1)), step - 1), step)
+    n = dims.floordiv(dims.add(dims.clamp0(dims.add(stop, dims.mul(start, -1))), step - 1), step)
     out_dtype = A.supported_dtype(dtype or np.int64)
     ramp = Staged(ops.iota(b, dtype=I64, shape=(n,), dimension=0))
     val = binary(b, "add", binary(b, "multiply", ramp, step), start)

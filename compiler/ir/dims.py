@@ -32,7 +32,10 @@ class Atom:
 
     def __str__(self) -> str:
         a, b = (str(x) for x in self.args)
-        return f"({a} // {b})" if self.kind == "floordiv" else f"{self.kind}({a}, {b})"
+        if self.kind == "floordiv":
+            # a sum is parenthesized: (n + 1) // 2 is not n + (1 // 2)
+            return f"(({a}) // {b})" if " " in a else f"({a} // {b})"
+        return f"{self.kind}({a}, {b})"
 
 
 _ATOMS: dict[str, Atom] = {}
@@ -169,8 +172,10 @@ def minimum(a: Dim, b: Dim) -> Dim:
     if a == b:
         return a
     diff = add(a, mul(b, -1))
-    if isinstance(diff, int):
-        return b if diff > 0 else a
+    if nonnegative(diff):
+        return b
+    if nonnegative(mul(diff, -1)):
+        return a
     return _atom("min", *sorted((a, b), key=str))
 
 
@@ -180,9 +185,57 @@ def maximum(a: Dim, b: Dim) -> Dim:
     if a == b:
         return a
     diff = add(a, mul(b, -1))
-    if isinstance(diff, int):
-        return a if diff > 0 else b
+    if nonnegative(diff):
+        return a
+    if nonnegative(mul(diff, -1)):
+        return b
+    if b == 0 or a == 0:
+        x = a if b == 0 else b
+        inner = _clamped(x)
+        if inner is not None:          # max(max(e, 0) + c, 0) = max(e + c, 0) for c <= 0
+            return maximum(inner, 0)
     return _atom("max", *sorted((a, b), key=str))
+
+
+def _clamped(x: Dim) -> Dim | None:
+    """e + c when x is max(e, 0) + c with a constant c <= 0, else None."""
+    if isinstance(x, int):
+        return None
+    terms = x._terms()
+    const = terms.pop((), 0)
+    if const > 0 or len(terms) != 1:
+        return None
+    ((mono, coef),) = terms.items()
+    atom = _ATOMS.get(mono[0]) if len(mono) == 1 else None
+    if coef != 1 or atom is None or atom.kind != "max" or 0 not in atom.args:
+        return None
+    e = atom.args[1] if atom.args[0] == 0 else atom.args[0]
+    return add(e, const)
+
+
+def clamp0(d: Dim) -> Dim:
+    """max(d, 0): a length that a formula may compute as negative."""
+    return maximum(d, 0)
+
+
+def nonnegative(d: Dim) -> bool:
+    """Is `d` >= 0 for every value of its symbols (all sizes are >= 0)? False when unknown."""
+    if isinstance(d, int):
+        return d >= 0
+    for mono, coef in d.terms:
+        if coef < 0:
+            return False
+        for name in mono:
+            atom = _ATOMS.get(name)
+            if atom is None:
+                continue
+            a, b = atom.args
+            if atom.kind == "max":
+                if not (nonnegative(a) or nonnegative(b)):
+                    return False
+            elif not (nonnegative(a) and nonnegative(b)):
+                return False
+    return True
 
 
 def symbols(d: Dim) -> frozenset[str]:

@@ -7,6 +7,7 @@ primitives (compiler/function/) register themselves from above.
 """
 from compiler.ir.primitive import REGISTRY, Primitive, undefined
 from compiler.primitives.base import ShapeError
+from compiler.primitives.checks import check_
 from compiler.primitives.control import chunked, cond, while_
 from compiler.primitives.elementwise import *  # noqa: F401,F403
 from compiler.primitives.elementwise import (abs_, add, and_, arccos, arcsin, arctan, arctan2, cbrt,

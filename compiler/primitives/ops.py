@@ -99,6 +99,18 @@ and_p, and_ = _binary("and")
 or_p, or_ = _binary("or")
 xor_p, xor = _binary("xor")
 
+# ---- checks (compiler/primitives/checks.py) --------------------------------------------
+
+check_p = declare("check", OPAQUE)
+
+
+def check(b: Builder, cond: Value, error: str, message: str, dims: Sequence[Dim] = ()) -> None:
+    """Raise `error` (an exception class name: "IndexError", "ValueError", ...) with
+    `message` unless every element of the boolean `cond` is true. ``{0}``, ``{1}`` in
+    the message are the run-time values of `dims`; the op's location is the user's line."""
+    b.emit(check_p, [cond], {"error": error, "message": message, "dims": tuple(dims)})
+
+
 select_p = declare("select", ELEMENTWISE)
 convert_p = declare("convert", ELEMENTWISE)
 

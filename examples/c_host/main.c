@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
     double *x = malloc(sizeof(double) * n);          /* inputs: caller-allocated, C order */
     double *points = malloc(sizeof(double) * n * 3);
     double *y = malloc(sizeof(double) * n);           /* outputs: caller-allocated too */
-    double *d = malloc(sizeof(double) * (n - 1));     /* diffs returns f64[n - 1] */
+    double *d = malloc(sizeof(double) * (n - 1));     /* diffs returns f64[max(0, n - 1)] */
     double means[3], maxnorm;
     if (!x || !points || !y || !d) return 3;
     for (int64_t i = 0; i < n; i++) {

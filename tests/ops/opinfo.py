@@ -1512,6 +1512,11 @@ op("symbolic.mean_by_shape", lambda x: x.sum(axis=0) / x.shape[0],
 op("symbolic.scale_by_size", lambda x: x * x.shape[0] + x.size,
    lambda dt, rng: [SampleInput((make((n,), dt, rng),), desc=f"n={n}") for n in (0, 1, 7)],
    dtypes=(F32,), signature="f32[n]", tol=IEEE)
+op("symbolic.checked", lambda x: x[2] * np.max(x, axis=0) + x[-1],
+   lambda dt, rng: [SampleInput((make((n, 2), dt, rng),), desc=f"n={n}") for n in (3, 8)],
+   dtypes=(F64,), signature="f64[n, 2]", tol=EXACT,
+   notes="x[2], x[-1] and a max over n are checked when the kernel runs (IndexError, ValueError "
+         "for small n: tests/shapes/test_checks.py)")
 
 
 # ---- error inputs of the indexing ops ------------------------------------------------------------------
@@ -1746,6 +1751,14 @@ prims("update.fancy_set", lambda dt, rng: [
     PrimSample("scatter", (make((5, 3), dt, rng), _i64([1, 3]), make((2, 3), dt, rng)), {"axis": 0, "mode": "set"}),
     PrimSample("scatter", (make((4, 5), dt, rng), _i64([0, 4]), make((4, 2), dt, rng)), {"axis": 1, "mode": "set"})],
    dtypes=(F64,))
+# ---- check (a passing condition: failing ones are in tests/shapes/test_checks.py)
+
+prims("symbolic.checked", lambda dt, rng: [
+    PrimSample("check", (np.ones((3, 2), bool),),
+               {"error": "ValueError", "message": "never raised {0}", "dims": (3,)}, desc="passes"),
+    PrimSample("check", (np.array(True),), {"error": "IndexError", "message": "never raised"})],
+   dtypes=(F64,))
+
 prims("update.fancy_add", lambda dt, rng: [
     PrimSample("scatter", (make((5, 4), dt, rng), _i64([1, 3, 1]), make((3, 4), dt, rng)), {"axis": 0, "mode": "add"},
                desc="colliding indices"),
