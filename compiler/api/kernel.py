@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import inspect
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -203,6 +204,8 @@ class Kernel:
         self._signature = _signature_of(fn)
         self._specializations: dict[Any, Specialization] = {}
         self._fast: dict[Any, Specialization] = {}   # (dtype, shape) per array argument -> spec
+        self._lock = threading.Lock()                  # guards _compiling
+        self._compiling: dict[Any, threading.RLock] = {}   # key -> held while it compiles
         self.signature = signature
         self._fixed: Specialization | None = None
         if signature is not None:
@@ -254,14 +257,30 @@ class Kernel:
         key = pytrees.flatten((tuple(abstract_args), abstract_kwargs))
         return _hashable_key(key), tuple(abstract_args), abstract_kwargs, dynamic
 
+    def _specialization(self, key: Any, make: Callable[[], Specialization]) -> Specialization:
+        """The specialization for `key`, made once: when several threads ask for a new one
+        together, one compiles it and the others wait for it."""
+        spec = self._specializations.get(key)
+        if spec is not None:
+            return spec
+        with self._lock:
+            gate = self._compiling.setdefault(key, threading.RLock())
+        try:
+            with gate:
+                spec = self._specializations.get(key)
+                if spec is None:
+                    spec = self._specializations[key] = make()
+        finally:
+            with self._lock:
+                if self._compiling.get(key) is gate:
+                    del self._compiling[key]
+        return spec
+
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
         if self._fixed is not None:
             return self._fixed
         key, a_args, a_kwargs, _ = self._abstract(args, kwargs)
-        spec = self._specializations.get(key)
-        if spec is None:
-            spec = self._specializations[key] = Specialization(self, a_args, a_kwargs)
-        return spec
+        return self._specialization(key, lambda: Specialization(self, a_args, a_kwargs))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._fixed is not None:
@@ -277,7 +296,7 @@ class Kernel:
         key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs)
         spec = self._specializations.get(key)
         if spec is None:
-            spec = self._specializations[key] = Specialization(self, a_args, a_kwargs)
+            spec = self._specialization(key, lambda: Specialization(self, a_args, a_kwargs))
         if fast_key is not None and len(dynamic) == len(args):
             self._fast[fast_key] = spec
         return spec.call(dynamic)
@@ -296,18 +315,19 @@ class Kernel:
             return self._fixed
         if signature == self.signature and self._fixed is not None:
             return self._fixed
-        key = ("signature", signature)
-        if key not in self._specializations:
-            self._specializations[key] = self._compile_signature(signature)
-        return self._specializations[key]
+        return self._specialization(("signature", signature), lambda: self._compile_signature(signature))
 
     def address(self, signature: str | None = None) -> int:
         """Address of the C entry point ``int32_t f(void**, void**, const int64_t*)``."""
         return self._for_signature(signature).native.address
 
     def ctypes(self, signature: str | None = None) -> Any:
-        """The C entry point as a ctypes function (see docs/abi.md)."""
-        return KERNEL_CFUNC(self.address(signature))
+        """The C entry point as a ctypes function (see docs/abi.md). It keeps the native code
+        alive: it stays callable after the Kernel is gone."""
+        spec = self._for_signature(signature)
+        entry = KERNEL_CFUNC(spec.native.address)
+        setattr(entry, "_aotx_code", spec)      # a ctypes function object takes attributes
+        return entry
 
     # ---- protocols of the layers below (they do not import this module) -----------------
     def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:
