@@ -21,6 +21,7 @@ import ctypes
 import functools
 import inspect
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -29,6 +30,7 @@ import numpy as np
 from compiler import cache, pipeline
 from compiler.backend import jit as native_jit
 from compiler.backend import target as targets
+from compiler.function import trampoline
 from compiler.function.trampoline import raise_pending
 from compiler.errors import UnsupportedError
 from compiler.frontend import pytrees
@@ -87,9 +89,12 @@ class Specialization:
 
     def _compile(self) -> NativeKernel:
         fn = self.program.function
-        self.artifacts = pipeline.compile_ir(fn, self.symbol, targets.host(), fastmath=self.kernel.fastmath)
+        with trampoline.recording_sites() as host_sites:
+            self.artifacts = pipeline.compile_ir(fn, self.symbol, targets.host(), fastmath=self.kernel.fastmath)
         self.object = self.artifacts.object
         loaded = pipeline.load(self.artifacts)
+        if host_sites:                       # the host callbacks' entries live as long as the code
+            weakref.finalize(loaded, trampoline.release, host_sites)
         names = fn.arg_names or [f"arg{i}" for i in range(len(fn.in_types))]
         ins = [parse_spec(n, str(t)) for n, t in zip(names, fn.in_types)]
         outs = [parse_spec(f"result{i}", str(t)) for i, t in enumerate(self.artifacts.ir_optimized.out_types)]

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import compiler
-from compiler import grad, jit, vmap
+from compiler import Function, grad, jit, vmap
 from tests.runtime.subproc import env_for, last_json
 
 
@@ -218,3 +218,22 @@ def test_eight_threads_calling_one_kernel_get_their_own_results():
             want = np.sin(x) * y + 1.0
             for out in outs:
                 np.testing.assert_allclose(out, want, rtol=1e-14)
+
+
+def _host_median_kernel():
+    class Median(Function):            # np.median is outside the subset: a host callback
+        @staticmethod
+        def forward(x):
+            return np.median(x, axis=-1)
+    return jit(lambda x: Median.apply(x) * 2.0, cache=False), weakref.ref(Median)
+
+
+def test_a_dead_kernel_releases_its_host_callbacks():
+    kernel, function = _host_median_kernel()
+    x = np.random.default_rng(1).standard_normal((3, 5))
+    np.testing.assert_allclose(kernel(x), np.median(x, axis=-1) * 2.0, rtol=1e-14)
+    assert function() is not None
+    del kernel
+    gc.collect()                   # frees the kernel's code, whose finalizer releases the entry
+    gc.collect()                   # then the Function class (a cycle, like every class)
+    assert function() is None, "the host-callback table keeps the dead kernel's Function"
