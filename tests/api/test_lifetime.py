@@ -19,6 +19,7 @@ import pytest
 
 import compiler
 from compiler import Function, grad, jit, vmap
+from compiler.errors import CompileError
 from tests.runtime.subproc import env_for, last_json
 
 
@@ -203,6 +204,28 @@ def test_concurrent_first_calls_of_different_signatures_compile_each_once():
         x, y = args[i % 4]
         np.testing.assert_allclose(r, np.sin(x) * y + 1.0, rtol=1e-6 if x.dtype == np.float32 else 1e-14)
         assert r.dtype == (np.sin(x) * y + 1.0).dtype
+
+
+def _not_compilable(x):
+    return np.sort(x)                   # outside the supported subset
+
+
+def test_concurrent_first_calls_of_a_kernel_that_fails_to_compile_all_raise():
+    kernel = jit(_not_compilable, cache=False)
+    x = np.arange(3.0)
+
+    def work(i: int):
+        try:
+            kernel(x)
+        except CompileError as e:
+            return e
+        return None
+
+    errors = _in_threads(4, work)
+    assert all(isinstance(e, CompileError) and "sort" in str(e) for e in errors), errors
+    assert kernel._compiling == {}      # no gate left behind: a later call tries again
+    with pytest.raises(CompileError, match="sort"):
+        kernel(x)
 
 
 def test_eight_threads_calling_one_kernel_get_their_own_results():
