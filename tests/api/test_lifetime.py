@@ -260,3 +260,32 @@ def test_a_dead_kernel_releases_its_host_callbacks():
     gc.collect()                   # frees the kernel's code, whose finalizer releases the entry
     gc.collect()                   # then the Function class (a cycle, like every class)
     assert function() is None, "the host-callback table keeps the dead kernel's Function"
+
+
+def _gauss_plus_max(c: float):
+    def f(x):
+        return np.sum(np.exp(-x * x) * c) + np.max(np.tanh(x))
+    return f
+
+
+def test_different_kernels_compile_correctly_in_several_threads_at_once():
+    """Staging, the passes and LLVM run concurrently for different kernels (llvmlite serializes
+    its own calls); every result is checked against NumPy."""
+    def work(t: int) -> int:
+        x = np.random.default_rng(t).standard_normal(36)
+        c = float(t + 2)
+        np.testing.assert_allclose(jit(_gauss_plus_max(c), cache=False)(x),
+                                   np.sum(np.exp(-x * x) * c) + np.max(np.tanh(x)), rtol=1e-12)
+        want = -2 * x * np.exp(-x * x) * c
+        k = np.argmax(x)
+        want[k] += 1 - np.tanh(x[k]) ** 2
+        np.testing.assert_allclose(grad(_gauss_plus_max(c))(x), want, rtol=1e-10, atol=1e-14)
+        rows = x.reshape(6, 6)
+        np.testing.assert_allclose(vmap(_gauss_plus_max(c))(rows),
+                                   [np.sum(np.exp(-r * r) * c) + np.max(np.tanh(r)) for r in rows],
+                                   rtol=1e-12)
+        return t
+
+    before = compiler.diagnostics()["llvm_compilations"]
+    assert _in_threads(4, work) == [0, 1, 2, 3]
+    assert compiler.diagnostics()["llvm_compilations"] - before == 12
