@@ -44,9 +44,12 @@ def _free(manager: llvm.ModulePassManager) -> None:
 
 
 def parse(llvm_ir: str, target: Target) -> llvm.ModuleRef:
-    """Parse textual LLVM IR, stamp the target on it, and verify it."""
+    """Parse textual LLVM IR, stamp the target on it, and verify it.
+
+    Each module gets an LLVM context of its own, freed with it: in the global context the
+    constants, types and metadata of every kernel ever compiled would stay for good."""
     _initialize()
-    module = llvm.parse_assembly(llvm_ir)
+    module = llvm.parse_assembly(llvm_ir, context=llvm.create_context())
     tm = target.machine()
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
