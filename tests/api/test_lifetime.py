@@ -106,7 +106,7 @@ def rss_mib():
 
 def test_200_compiles_in_one_process_keep_memory_bounded(tmp_path):
     """Each distinct kernel is compiled by LLVM and dropped. Before the pass managers were
-    freed, 200 of these kept about 33 MiB (170 KiB each); now about 2 MiB."""
+    freed, 200 of these kept about 33 MiB (170 KiB each); now about 1 MiB."""
     report = _run_script(MEASURE + """
 import numpy as np, compiler
 x = np.linspace(0.1, 1.0, 64).reshape(8, 8)
