@@ -90,7 +90,8 @@ class Specialization:
     def _compile(self) -> NativeKernel:
         fn = self.program.function
         with trampoline.recording_sites() as host_sites:
-            self.artifacts = pipeline.compile_ir(fn, self.symbol, targets.host(), fastmath=self.kernel.fastmath)
+            self.artifacts = pipeline.compile_ir(fn, self.symbol, targets.host(),
+                                                 fastmath=self.kernel.fastmath)
         self.object = self.artifacts.object
         loaded = pipeline.load(self.artifacts)
         if host_sites:                       # the host callbacks' entries live as long as the code
