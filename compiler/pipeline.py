@@ -17,6 +17,7 @@ it is, so a Program keeps the frontend's IR next to the transformed one.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
@@ -32,6 +33,7 @@ from compiler.transforms.simplify import simplify
 from runtime.abi import ErrorSite
 
 STATS = {"llvm_compilations": 0}   # diagnostics: how often LLVM actually ran in this process
+_STATS_LOCK = threading.Lock()     # kernels may compile in several threads at once
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,8 @@ def compile_ir(fn: Function, name: str, target: Target, *, fastmath: bool = Fals
     optimized = optimize_ir(fn)
     llvm_ir = codegen(optimized, name, target, fastmath=fastmath)
     code = compile_llvm(llvm_ir, target)
-    STATS["llvm_compilations"] += 1
+    with _STATS_LOCK:
+        STATS["llvm_compilations"] += 1
     return Artifacts(name, fn, optimized, llvm_ir, code.llvm_optimized, code.object, target,
                      kernel.symbols_of(optimized), kernel.error_sites(optimized))
 

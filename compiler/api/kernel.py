@@ -20,6 +20,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import inspect
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -27,6 +29,7 @@ import numpy as np
 
 from compiler import cache, config, pipeline
 from compiler.backend import target as targets
+from compiler.function import trampoline
 from compiler.function.trampoline import raise_pending
 from compiler.errors import UnsupportedError
 from compiler.frontend import pytrees
@@ -83,9 +86,13 @@ class Specialization:
 
     def _compile(self) -> NativeKernel:
         fn = self.program.function
-        self.artifacts = pipeline.compile_ir(fn, self.symbol, targets.host(), fastmath=self.kernel.fastmath)
+        with trampoline.recording_sites() as host_sites:
+            self.artifacts = pipeline.compile_ir(fn, self.symbol, targets.host(),
+                                                 fastmath=self.kernel.fastmath)
         self.object = self.artifacts.object
         loaded = pipeline.load(self.artifacts)
+        if host_sites:                       # the host callbacks' entries live as long as the code
+            weakref.finalize(loaded, trampoline.release, host_sites)
         names = fn.arg_names or [f"arg{i}" for i in range(len(fn.in_types))]
         ins = [parse_spec(n, str(t)) for n, t in zip(names, fn.in_types)]
         outs = [parse_spec(f"result{i}", str(t)) for i, t in enumerate(self.artifacts.ir_optimized.out_types)]
@@ -208,6 +215,8 @@ class Kernel:
         self.static_argnums = _static_argnums(self._signature, static_argnums, self.__name__)
         self._specializations: dict[Any, Specialization] = {}
         self._fast: dict[Any, Specialization] = {}   # (dtype, shape) per array argument -> spec
+        self._lock = threading.Lock()                  # guards _compiling
+        self._compiling: dict[Any, threading.RLock] = {}   # key -> held while it compiles
         self.signature = signature
         self._fixed: Specialization | None = None
         if signature is not None:
@@ -260,14 +269,30 @@ class Kernel:
         key = pytrees.flatten((tuple(abstract_args), abstract_kwargs))
         return _hashable_key(key), tuple(abstract_args), abstract_kwargs, dynamic
 
+    def _specialization(self, key: Any, make: Callable[[], Specialization]) -> Specialization:
+        """The specialization for `key`, made once: when several threads ask for a new one
+        together, one compiles it and the others wait for it."""
+        spec = self._specializations.get(key)
+        if spec is not None:
+            return spec
+        with self._lock:
+            gate = self._compiling.setdefault(key, threading.RLock())
+        try:
+            with gate:
+                spec = self._specializations.get(key)
+                if spec is None:
+                    spec = self._specializations[key] = make()
+        finally:
+            with self._lock:
+                if self._compiling.get(key) is gate:
+                    del self._compiling[key]
+        return spec
+
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
         if self._fixed is not None:
             return self._fixed
         key, a_args, a_kwargs, _ = self._abstract(args, kwargs)
-        spec = self._specializations.get(key)
-        if spec is None:
-            spec = self._specializations[key] = Specialization(self, a_args, a_kwargs)
-        return spec
+        return self._specialization(key, lambda: Specialization(self, a_args, a_kwargs))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._fixed is not None:
@@ -283,7 +308,7 @@ class Kernel:
         key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs)
         spec = self._specializations.get(key)
         if spec is None:
-            spec = self._specializations[key] = Specialization(self, a_args, a_kwargs)
+            spec = self._specialization(key, lambda: Specialization(self, a_args, a_kwargs))
         if fast_key is not None and len(dynamic) == len(args):
             self._fast[fast_key] = spec
         return spec.call(dynamic)
@@ -302,18 +327,19 @@ class Kernel:
             return self._fixed
         if signature == self.signature and self._fixed is not None:
             return self._fixed
-        key = ("signature", signature)
-        if key not in self._specializations:
-            self._specializations[key] = self._compile_signature(signature)
-        return self._specializations[key]
+        return self._specialization(("signature", signature), lambda: self._compile_signature(signature))
 
     def address(self, signature: str | None = None) -> int:
         """Address of the C entry point ``int32_t f(void**, void**, const int64_t*)``."""
         return self._for_signature(signature).native.address
 
     def ctypes(self, signature: str | None = None) -> Any:
-        """The C entry point as a ctypes function (see docs/abi.md)."""
-        return KERNEL_CFUNC(self.address(signature))
+        """The C entry point as a ctypes function (see docs/abi.md). It keeps the native code
+        alive: it stays callable after the Kernel is gone."""
+        spec = self._for_signature(signature)
+        entry = KERNEL_CFUNC(spec.native.address)
+        setattr(entry, "_aotx_code", spec)      # a ctypes function object takes attributes
+        return entry
 
     # ---- protocols of the layers below (they do not import this module) -----------------
     def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:

@@ -162,11 +162,16 @@ def oracle(ufunc: Callable[..., Any], operands: Sequence[Any], **kw: Any) -> np.
         raise Reject(UnsupportedError, f"{getattr(ufunc, '__name__', ufunc)} would give dtype "
                      f"{dtype}, which is not supported",
                      "cast the operands to float32 or float64 first")
+    if len(_ORACLE_CACHE) >= _ORACLE_CACHE_SIZE:
+        _ORACLE_CACHE.clear()
     _ORACLE_CACHE[cache_key] = dtype
     return dtype
 
 
+# Keyed on the values of Python scalar operands (they can change the result under NEP 50),
+# so a process compiling kernels with ever new constants would grow it without bound.
 _ORACLE_CACHE: dict[Any, np.dtype] = {}
+_ORACLE_CACHE_SIZE = 4096
 
 
 def result_dtype(operands: Sequence[Any]) -> np.dtype:

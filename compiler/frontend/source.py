@@ -15,6 +15,7 @@ import inspect
 import linecache
 import textwrap
 import types
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +48,9 @@ class FunctionSource:
         return self.loc(self.node)
 
 
-_CACHE: dict[Any, FunctionSource] = {}
+# Weak: an entry lives as long as its code object, so functions defined again and again
+# (a notebook cell run many times, a module reloaded) do not keep their parsed source.
+_CACHE: weakref.WeakKeyDictionary[types.CodeType, FunctionSource] = weakref.WeakKeyDictionary()
 
 # The on-disk kernel cache (compiler/cache.py) records every function whose source
 # the frontend reads while staging, to check that its key covered all of them.

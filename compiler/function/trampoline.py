@@ -8,7 +8,9 @@ is registered with LLVM under that symbol name (``llvmlite.binding.add_symbol``)
 so generated code refers to it by name and no address is baked into the object.
 ``call_id`` indexes :data:`_ENTRIES` (the Function, its argument template, output
 structure and the dtypes/ranks of its buffers); ``buffers`` holds the input then
-output buffer pointers and ``dims`` their sizes, concatenated.
+output buffer pointers and ``dims`` their sizes, concatenated. The code that
+compiles a kernel collects the ids of its call sites (:func:`recording_sites`)
+and :func:`release` drops them when the kernel's native code is freed.
 
 The trampoline wraps the buffers in NumPy views (inputs read-only), calls
 ``fn.forward``, checks the output structure, shapes and dtypes, and copies the
@@ -25,10 +27,13 @@ here): :func:`uses_host_callbacks` tells the cache not to store them and
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ctypes
+import itertools
 import threading
 import traceback
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -60,8 +65,10 @@ class _Entry:
         self.flat = out_tree.kind == TUPLE and all(c.kind == LEAF for c in out_tree.children)
 
 
-_ENTRIES: list[_Entry] = []
+_ENTRIES: dict[int, _Entry] = {}
+_IDS = itertools.count()
 _LOCK = threading.Lock()
+_SITES: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("aotx_host_sites", default=None)
 _STATE = threading.local()
 
 
@@ -161,6 +168,24 @@ def _ensure_symbol() -> None:
         _registered = True
 
 
+@contextlib.contextmanager
+def recording_sites() -> Iterator[list[int]]:
+    """The ids of the host_call sites lowered inside the block (for :func:`release`)."""
+    sites: list[int] = []
+    token = _SITES.set(sites)
+    try:
+        yield sites
+    finally:
+        _SITES.reset(token)
+
+
+def release(sites: Sequence[int]) -> None:
+    """Forget call sites whose native code is gone (their Function is no longer kept)."""
+    with _LOCK:
+        for call_id in sites:
+            _ENTRIES.pop(call_id, None)
+
+
 def raise_pending(failure: BaseException | None = None) -> None:
     """Re-raise the exception a host callback of this thread raised (if any).
 
@@ -209,8 +234,11 @@ def lower_host_call(cg: Any, op: Any, outs: list[Any]) -> None:
     entry = _Entry(op.params["fn"], op.params["template"], op.params["out_tree"],
                    tuple((b.dtype, len(b.shape)) for b in ins), tuple((b.dtype, len(b.shape)) for b in outs))
     with _LOCK:
-        _ENTRIES.append(entry)
-        call_id = len(_ENTRIES) - 1
+        call_id = next(_IDS)
+        _ENTRIES[call_id] = entry
+    sites = _SITES.get()
+    if sites is not None:
+        sites.append(call_id)
     bufs = ins + list(outs)
     ab, b = cg.alloca_builder, cg.b
     ptrs = ab.alloca(PTR, max(len(bufs), 1))
