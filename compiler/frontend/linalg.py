@@ -18,7 +18,7 @@ from compiler.errors import CompileError, OutParameterError, ShapeMismatchError,
 from compiler.frontend import arrays as A
 from compiler.frontend.reductions import reduce
 from compiler.frontend.shapes import diagonal, normalize_axis, ravel, reshape
-from compiler.frontend.ufuncs import binary, unary
+from compiler.frontend.ufuncs import binary, sqrt_of_squares, unary
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
 from compiler.ir.types import F64, is_float
@@ -132,8 +132,8 @@ def norm(b: Builder, x: Any, ord: Any = None, axis: Any = None, keepdims: bool =
                      "vector norms (ord None, 0, 1, 2, ±inf) and the Frobenius norm are supported")
     mag = unary(b, "absolute", x)
     if ord in (None, 2, "fro"):
-        return unary(b, "sqrt", reduce(b, "sum", binary(b, "multiply", x, x), axis,
-                                       keepdims=keepdims))
+        return sqrt_of_squares(b, reduce(b, "sum", binary(b, "multiply", x, x), axis,
+                                         keepdims=keepdims))
     if ord == 1:
         return reduce(b, "sum", mag, axis, keepdims=keepdims)
     if ord == 0:

@@ -129,15 +129,22 @@ def _swap(d: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _pow_dx(b: Any, x: Any, y: Any, out: Any) -> Any:
-    """y * x**(y-1), and 0 where y == 0 (so d/dx 0**0 is 0 rather than nan)."""
-    dx = ops.mul(b, y, ops.pow_(b, x, ops.sub(b, y, _c(b, 1.0, y))))
-    return ops.select(b, ops.eq(b, y, _c(b, 0.0, y)), _c(b, 0.0, x), dx)
+    """y * x**(y-1), and 0 where y == 0 (so d/dx 0**0 is 0 rather than nan). The discarded
+    branch is evaluated at y = 1 there (x**0): its own derivatives stay finite, so the zero
+    cotangent a second derivative sends it does not turn into 0 * inf = nan."""
+    y_is_0 = ops.eq(b, y, _c(b, 0.0, y))
+    safe_y = ops.select(b, y_is_0, _c(b, 1.0, y), y)
+    dx = ops.mul(b, safe_y, ops.pow_(b, x, ops.sub(b, safe_y, _c(b, 1.0, y))))
+    return ops.select(b, y_is_0, _c(b, 0.0, x), dx)
 
 
 def _pow_dy(b: Any, x: Any, y: Any, out: Any) -> Any:
-    """log(x) * x**y, and 0 where x == 0 (the limit from the right)."""
-    dy = ops.mul(b, ops.log(b, x), out)
-    return ops.select(b, ops.eq(b, x, _c(b, 0.0, x)), _c(b, 0.0, x), dy)
+    """log(x) * x**y, and 0 where x == 0 (the limit from the right). The discarded branch is
+    evaluated at x = 1 there (log 1 = 0), for the same reason as in _pow_dx."""
+    x_is_0 = ops.eq(b, x, _c(b, 0.0, x))
+    safe_x = ops.select(b, x_is_0, _c(b, 1.0, x), x)
+    dy = ops.mul(b, ops.log(b, safe_x), out)
+    return ops.select(b, x_is_0, _c(b, 0.0, x), dy)
 
 
 def _hypot_d(b: Any, x: Any, y: Any, out: Any) -> Any:

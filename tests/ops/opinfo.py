@@ -554,7 +554,16 @@ op("arctan2", lambda y, x: np.arctan2(y, x), _atan2_samples, dtypes=FLOATS + (I3
    tol=Tol(TRANSCENDENTAL.f32, TRANSCENDENTAL.f64, 4, signed_zeros=True), edge_values=FLOAT_EDGES, edge_arity=2)
 op("hypot", lambda x, y: np.hypot(x, y), binary_samples(-1e3, 1e3, scalars=(3.0, 4), partners=False),
    dtypes=FLOATS, tol=TRANSCENDENTAL, edge_values=FLOAT_EDGES, edge_arity=2)
-op("logaddexp", lambda x, y: np.logaddexp(x, y), few_binary_samples(-5, 5), dtypes=FLOATS, tol=TRANSCENDENTAL,
+def _logaddexp_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    yield from few_binary_samples(-5, 5)(dtype, rng)
+    x = make((6,), dtype, rng, -5, 5)
+    yield SampleInput((x, x.copy()), desc="ties (x == y: smooth, derivative 1/2 each)")
+    yield SampleInput((np.zeros(3, dtype), make((3,), dtype, rng, -1, 1)), desc="softplus: logaddexp(0, x)")
+
+
+op("logaddexp", lambda x, y: np.logaddexp(x, y), _logaddexp_samples, dtypes=FLOATS, tol=TRANSCENDENTAL,
+   edge_values=FLOAT_EDGES, edge_arity=2)
+op("logaddexp2", lambda x, y: np.logaddexp2(x, y), _logaddexp_samples, dtypes=FLOATS, tol=TRANSCENDENTAL,
    edge_values=FLOAT_EDGES, edge_arity=2)
 
 _ROUNDING_EDGES = FLOAT_EDGES + (0.5, 1.5, 2.5, -0.5, -1.5, 0.49999999999999994, 4503599627370497.0, -2.5000001)
