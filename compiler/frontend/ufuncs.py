@@ -145,11 +145,19 @@ def unary(b: Builder, name: str, x: Any) -> Staged:
     return A.apply(b, UFUNCS[name], (x,))
 
 
-def power(b: Builder, x: Any, y: Any) -> Staged:
-    """x ** y with NumPy's fast paths for scalar exponents (2 -> square, 0.5 -> sqrt, ...)."""
+def power(b: Builder, x: Any, y: Any, operator: bool = True) -> Staged:
+    """x ** y (`operator`) or np.power(x, y), as NumPy computes them.
+
+    The dtype is NumPy's for the spelling: the operator squares a bool array for ``** 2``
+    (int8, refused like every int8 result). A scalar exponent (a Python number or a 0-d
+    array, or a size-1 array broadcast over a larger base) takes NumPy's scalar loops:
+    -1, 0, 0.5, 1 and 2 are 1/x, 1, sqrt(x), x and x*x (``(-inf) ** 0.5`` is nan and
+    ``(-0.0) ** 0.5`` is -0.0, where pow gives inf and 0); with a compile-time exponent
+    the choice is made while compiling, with a run-time one in the kernel."""
+    x, y = A.normalize_operand(b, x), A.normalize_operand(b, y)
+    dtype = A.oracle(_POWER_OPERATOR if operator else np.power, [x, y])
     if isinstance(x, Staged) and not x.weak and isinstance(y, (int, float)) \
             and not isinstance(y, bool):
-        dtype = A.oracle(np.power, [x, y])
         fast = {2: "square", 1: "positive"}.get(int(y)) if y in (1, 2) else None
         if is_float(dtype) and y == 0.5:
             fast = "sqrt"
@@ -157,7 +165,21 @@ def power(b: Builder, x: Any, y: Any) -> Staged:
             fast = "reciprocal"
         if fast is not None:
             return A.convert(b, unary(b, fast, A.convert(b, x, dtype)), dtype)
-    return binary(b, "power", x, y)
+    shape = A.broadcast_shapes(A.shape_of(x), A.shape_of(y))
+    y_shape = A.shape_of(y)
+    scalar = all(d == 1 for d in y_shape) and (not y_shape or tuple(y_shape) != tuple(shape))
+    if not (is_float(dtype) and scalar):
+        return A.convert(b, binary(b, "power", x, y), dtype)
+    out = ops.pow_(b, A.operand(b, x, dtype, shape), A.operand(b, y, dtype, shape), scalar_exponent=True)
+    return Staged(out, weak=A.all_weak([x, y]))
+
+
+def _power_operator(x: Any, y: Any) -> Any:
+    return x ** y
+
+
+_power_operator.__name__ = "the ** operator"
+_POWER_OPERATOR = _power_operator
 
 
 def where(b: Builder, cond: Any, x: Any, y: Any) -> Staged:
@@ -173,7 +195,13 @@ def where(b: Builder, cond: Any, x: Any, y: Any) -> Staged:
 
 
 def clip(b: Builder, x: Any, a_min: Any = None, a_max: Any = None) -> Staged:
-    """np.clip: minimum(maximum(x, a_min), a_max) in the promoted dtype."""
+    """np.clip: minimum(maximum(x, a_min), a_max) in the promoted dtype. NumPy makes an
+    array of `x` first, so a Python number there is not weak: np.clip(0, -2, int32) is int64."""
+    x = A.normalize_operand(b, x)
+    if isinstance(x, A.PY_SCALARS):
+        x = np.asarray(x)
+    elif isinstance(x, Staged) and x.weak:          # a Python float argument
+        x = Staged(x.value)
     operands: Sequence[Any] = [v for v in (x, a_min, a_max) if v is not None]
     dtype = A.result_dtype(operands)
     out = A.convert(b, A.lift(b, A.normalize_operand(b, x)), dtype)

@@ -378,6 +378,30 @@ def _pow_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleIn
 
 op("pow", lambda x, y: x ** y, _pow_samples, dtypes=NUMERIC, tol=TRANSCENDENTAL,
    edge_values=FLOAT_EDGES, edge_arity=2)
+
+#: the exponents NumPy's float loops compute without pow when the exponent is a scalar
+_FAST_EXPONENTS = (0.5, 2.0, -1.0, 1.0, 0.0)
+
+
+def _scalar_exponent_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for p in _FAST_EXPONENTS:
+        yield SampleInput((make((3, 4), dtype, rng, 0.1, 3.0), p), desc=f"run-time python float {p}")
+    edges = np.array([-INF, -0.0, 0.0, INF, NAN, -4.0, 4.0, 1e-30, -1e-30, 1e30, 2.5], dtype)
+    for p in _FAST_EXPONENTS:
+        yield SampleInput((edges, p), desc=f"edges ** {p}")
+        yield SampleInput((edges, np.array(p, dtype)), desc=f"edges ** 0-d {p}")
+    yield SampleInput((np.stack([edges, -edges]), np.array([0.5], dtype)), desc="size-1 exponent broadcast")
+    yield SampleInput((np.array([-INF], dtype), np.array([0.5], dtype)), desc="(1,) ** (1,): pow, not sqrt")
+    yield SampleInput((edges, 0.5), {"np": True}, desc="np.power(edges, 0.5)")
+
+
+op("pow.scalar_exponent", lambda x, y, np_=False: np.power(x, y) if np_ else x ** y,
+   lambda dt, rng: (SampleInput(s.args, {"np_": True} if s.kwargs else {}, s.desc)
+                    for s in _scalar_exponent_samples(dt, rng)),
+   dtypes=FLOATS, tol=Tol(ulps=2, signed_zeros=True),
+   notes="NumPy's scalar-exponent loops: x ** 0.5 is sqrt(x) (nan at -inf, -0.0 at -0.0), "
+         "** 2, ** -1, ** 1, ** 0 are x*x, 1/x, x, 1 (bit for bit: tests/frontend/test_numpy_"
+         "divergences.py); vmap batches other exponents, which pow computes within 2 ULP")
 op("neg", lambda x: -x, unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES,
    int_edges=True)
 op("np.negative", lambda x: np.negative(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, thin=3, alias_of="neg")
@@ -386,7 +410,7 @@ op("abs", lambda x: abs(x), unary_samples(), dtypes=NUMERIC + (BOOL,), tol=IEEE,
    edge_values=FLOAT_EDGES, int_edges=True)
 op("np.abs", lambda x: np.abs(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES, thin=3,
    alias_of="abs")
-op("sign", lambda x: np.sign(x), unary_samples(), dtypes=NUMERIC, tol=EXACT, edge_values=FLOAT_EDGES,
+op("sign", lambda x: np.sign(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES,
    int_edges=True, differentiable=False)
 op("square", lambda x: np.square(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES)
 op("reciprocal", lambda x: np.reciprocal(x), unary_samples(0.25, 4.0), tol=IEEE,
@@ -500,7 +524,15 @@ def _clip_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleI
         yield SampleInput((make((5,), dtype, rng, -3, 3), 0.5, 2.5), desc="float bounds on ints")
 
 
-op("clip", lambda x, lo, hi: np.clip(x, lo, hi), _clip_samples, dtypes=NUMERIC)
+def _clip_function_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    yield from _clip_samples(dtype, rng)
+    # NumPy makes an array of a Python number `a`: it is not weak (np.clip(0, -2, int32) is int64)
+    yield SampleInput((0, -2, make((4,), dtype, rng, -3, 3)), desc="python int a, array bound")
+    yield SampleInput((0.5, make((4,), dtype, rng, -3, 0), 2), desc="python float a, array bound")
+    yield SampleInput((True, 0, make((4,), dtype, rng, -3, 3)), desc="python bool a, array bound")
+
+
+op("clip", lambda x, lo, hi: np.clip(x, lo, hi), _clip_function_samples, dtypes=NUMERIC)
 op("clip.method", lambda x, lo, hi: x.clip(lo, hi), _clip_samples, dtypes=NUMERIC, thin=3, alias_of="clip")
 
 
