@@ -47,11 +47,51 @@ def dot(b: Builder, x: Any, y: Any, out: Any = None) -> Staged:
     if out is not None:
         raise Reject(OutParameterError, "out= is not supported", "return the value instead")
     x, y = _promote(b, x, y)
+    scale = next((v for v in (x, y) if _one_element(v)), None)
+    if scale is None or not is_float(x.dtype) or x.ndim > 2 or y.ndim > 2:
+        return _dot(b, x, y)
+    return _dot_by_one_element(b, x, y, scale)
+
+
+def _dot(b: Builder, x: Staged, y: Staged) -> Staged:
     if x.ndim == 0 or y.ndim == 0:
         return binary(b, "multiply", x, y)
     ay = 0 if y.ndim == 1 else y.ndim - 2
     _not_aligned(x, y, x.ndim - 1, ay)
     return dot_general(b, x, y, ((x.ndim - 1,), (ay,)))
+
+
+def _one_element(v: Staged) -> bool:
+    return all(isinstance(d, int) and d == 1 for d in v.shape)
+
+
+def _dot_by_one_element(b: Builder, x: Staged, y: Staged, scale: Staged) -> Staged:
+    """np.dot of floats (ndim <= 2) with a one-element operand `scale` (0-d, (1,), (1, 1)).
+
+    NumPy scales the other operand with BLAS axpy into zeros, ``0 + a * v``, and axpy does
+    nothing for a == 0: the result is +0.0 everywhere then, even where v is inf or nan
+    (np.dot(0.0, [-inf, -1.0]) is [0, 0], not [nan, -0]); a one-element result is the
+    plain product. The derivative is the product's: v where a == 0 and v is finite."""
+    plain = _dot(b, x, y)
+    size = A.dim_value(b, _size(plain.shape))
+    if isinstance(_size(plain.shape), int) and _size(plain.shape) == 1:
+        return plain
+    other = y if scale is x else x
+    a = A.broadcast_value(b, A.reshape_value(b, scale.value, ()), tuple(other.shape))
+    zero = ops.full_like(b, 0.0, other.value)
+    skipped = ops.and_(b, ops.eq(b, a, zero), ops.not_(b, ops.isfinite(b, other.value)))
+    safe = Staged(ops.select(b, skipped, zero, other.value))
+    axpy = _dot(b, safe, y) if other is x else _dot(b, x, safe)
+    axpy = Staged(ops.add(b, axpy.value, ops.full_like(b, 0.0, axpy.value)))     # 0 + a * v: -0 is +0
+    one = A.broadcast_value(b, ops.eq(b, size.value, ops.full_like(b, 1, size.value)), tuple(plain.shape))
+    return Staged(ops.select(b, one, plain.value, axpy.value))
+
+
+def _size(shape: Sequence[Any]) -> Any:
+    n: Any = 1
+    for d in shape:
+        n = n * d
+    return n
 
 
 def matmul(b: Builder, x: Any, y: Any) -> Staged:
@@ -205,15 +245,22 @@ def einsum(b: Builder, subscripts: str, *operands: Any, dtype: Any = None, optim
 
 
 def _broadcast_labels(b: Builder, terms: list[str], xs: list[Staged]) -> list[Staged]:
-    """Size-1 dims of a label stretch to the label's size in other operands (ellipsis dims)."""
+    """Size-1 dims of a label stretch to the label's size in other operands, as NumPy
+    broadcasts them (``np.einsum('ij,ij->i', ones((3, 1)), ones((3, 4)))``); a label repeated
+    within one operand must have one size there."""
     sizes: dict[str, Any] = {}
-    for t, x in zip(terms, xs):
+    for i, (t, x) in enumerate(zip(terms, xs)):
+        own: dict[str, Any] = {}
         for c, d in zip(t, x.shape):
+            if c in own and own[c] != d:
+                raise Reject(ShapeMismatchError, f"dimensions in operand {i} for collapsing index "
+                             f"'{c}' don't match ({own[c]} != {d})")
+            own[c] = d
             if d != 1 or c not in sizes:
                 sizes[c] = d
     out = []
     for t, x in zip(terms, xs):
-        target = tuple(sizes[c] if d == 1 and c.isupper() else d for c, d in zip(t, x.shape))
+        target = tuple(sizes[c] if d == 1 and c in sizes else d for c, d in zip(t, x.shape))
         out.append(Staged(A.broadcast_value(b, x.value, target)) if target != tuple(x.shape) else x)
     return out
 

@@ -838,6 +838,33 @@ op("dot", lambda a, b: np.dot(a, b),
    _pairs([((3,), (3,)), ((2, 3), (3,)), ((2, 3), (3, 4)), ((3,), (3, 4)), ((), (3,)), ((2, 3), ()),
            ((2, 3, 4), (4, 5)), ((2, 3, 4), (5, 4, 6)), ((1,), (1,)), ((2, 2, 3), (3,))]), dtypes=NUMERIC,
    tol=REDUCTION)
+
+
+def _dot_one_element_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    """np.dot with a one-element operand (0-d, (1,), (1, 1)): NumPy's BLAS path is axpy into
+    zeros, which skips a zero scale: np.dot(0.0, [-inf, -1.0]) is [0, 0], not [nan, -0]."""
+    v = make((3,), dtype, rng)
+    yield SampleInput((np.array(0.0, dtype), v), desc="0.0 * finite vector")
+    yield SampleInput((make((1,), dtype, rng), make((1, 4), dtype, rng)), desc="(1,) . (1, 4)")
+    yield SampleInput((make((3, 1), dtype, rng), make((1,), dtype, rng)), desc="(3, 1) . (1,)")
+    yield SampleInput((make((2, 3), dtype, rng), np.array(0.0, dtype)), desc="matrix . 0.0")
+    if dtype.kind != "f":
+        yield SampleInput((np.array(False), make((2,), dtype, rng)), desc="0-d False . ints")
+        return
+    e = np.array([-INF, -1.0, -0.0, 0.0, NAN, INF, 2.5], dtype)
+    for a in (np.array(False), np.array(0.0, dtype), np.array(-0.0, dtype), np.array(2.0, dtype),
+              np.array(NAN, dtype)):
+        yield SampleInput((a, e), desc=f"{describe([a])}={a.ravel()[0]} . edges")
+        yield SampleInput((e, a), desc=f"edges . {describe([a])}={a.ravel()[0]}")
+    yield SampleInput((np.array([0.0], dtype), e[None, :]), desc="(1,) . (1, n) edges")
+    yield SampleInput((e[:, None], np.array([[0.0]], dtype)), desc="(n, 1) . (1, 1) edges")
+    yield SampleInput((np.array([[0.0]], dtype), np.stack([e, e[::-1]])[:1]), desc="(1, 1) . (1, n) edges")
+    yield SampleInput((np.array([0.0], dtype), np.array([-INF], dtype)), desc="one element: the product")
+    yield SampleInput((np.array(0.0, dtype), np.full((2, 2, 2), -INF, dtype)), desc="3-d: the product")
+
+
+op("dot.one_element", lambda a, b: np.dot(a, b), _dot_one_element_samples, dtypes=NUMERIC, tol=IEEE,
+   notes="NumPy's axpy: a zero scale gives +0.0 even where the other operand is inf or nan")
 op("dot.method", lambda a, b: a.dot(b), _pairs([((2, 3), (3, 4)), ((3,), (3,))]), dtypes=FLOATS, tol=REDUCTION)
 op("outer", lambda a, b: np.outer(a, b), _pairs([((3,), (4,)), ((2, 3), (4,)), ((1,), (5,)), ((), (3,))]),
    dtypes=NUMERIC, tol=IEEE)
@@ -867,7 +894,10 @@ def _einsum_samples(arity: int) -> SampleFn:
               ("ij,jk", [(2, 3), (3, 4)]), ("i,i", [(4,), (4,)]), ("ij,ij->ij", [(2, 3), (2, 3)]),
               ("ba,ab->", [(2, 3), (3, 2)]), ("ijk,ikl->ijl", [(2, 3, 2), (2, 2, 3)]),
               ("...ij,...jk->...ik", [(2, 2, 3), (3, 4)]), ("i...,i...", [(3, 2), (3, 1)]),
-              ("...i,...i", [(2, 3), (3,)])]
+              ("...i,...i", [(2, 3), (3,)]),
+              # NumPy broadcasts a label's size-1 dim against the other operands
+              ("...i,...i->...", [(3, 1), (3, 4)]), ("ij,ij->i", [(3, 1), (3, 4)]), ("i,i->i", [(1,), (4,)]),
+              ("ij,jk", [(2, 1), (3, 2)])]
     ternary = [("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]), ("i,ij,j->", [(2,), (2, 3), (3,)])]
 
     def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
@@ -1067,7 +1097,8 @@ op("tile", lambda x, reps: np.tile(x, reps), _tile_samples, dtypes=ALL_DTYPES)
 
 def _repeat_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
     for shape, reps, axis in [((3,), 2, None), ((2, 3), 2, None), ((2, 3), 2, 0), ((2, 3), 3, 1), ((2, 3), 2, -1),
-                              ((3,), (1, 0, 2), 0), ((2, 3), [2, 1], 0), ((), 3, None)]:
+                              ((3,), (1, 0, 2), 0), ((2, 3), [2, 1], 0), ((), 3, None), ((), 3, 0),
+                              ((), 2, -1), ((), [2], 0)]:
         yield SampleInput((make(shape, dtype, rng), reps, axis), desc=f"{shape},repeats={reps},axis={axis}")
 
 
