@@ -277,8 +277,9 @@ def _ref_int_safe(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _ref_pow(x: np.ndarray, y: np.ndarray, scalar_exponent: bool = False) -> np.ndarray:
-    """x ** y (integer powers with negative exponents give 0 unless |x| == 1; with
-    scalar_exponent, NumPy's loops for a broadcast exponent: x ** 0.5 is sqrt(x))."""
+    """x ** y (integer powers with negative exponents give 0 unless |x| == 1).
+
+    With ``scalar_exponent``, NumPy's loops for a broadcast exponent: x ** 0.5 is sqrt(x)."""
     if is_int(np.asarray(x).dtype):
         y = np.asarray(y)
         neg = y < 0
