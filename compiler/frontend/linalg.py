@@ -47,10 +47,9 @@ def dot(b: Builder, x: Any, y: Any, out: Any = None) -> Staged:
     if out is not None:
         raise Reject(OutParameterError, "out= is not supported", "return the value instead")
     x, y = _promote(b, x, y)
-    scale = next((v for v in (x, y) if _one_element(v)), None)
-    if scale is None or not is_float(x.dtype) or x.ndim > 2 or y.ndim > 2:
+    if x.ndim > 2 or y.ndim > 2:
         return _dot(b, x, y)
-    return _dot_by_one_element(b, x, y, scale)
+    return _blas_scaled(b, x, y, _dot)
 
 
 def _dot(b: Builder, x: Staged, y: Staged) -> Staged:
@@ -65,14 +64,18 @@ def _one_element(v: Staged) -> bool:
     return all(isinstance(d, int) and d == 1 for d in v.shape)
 
 
-def _dot_by_one_element(b: Builder, x: Staged, y: Staged, scale: Staged) -> Staged:
-    """np.dot of floats (ndim <= 2) with a one-element operand `scale` (0-d, (1,), (1, 1)).
+def _blas_scaled(b: Builder, x: Staged, y: Staged, product: Any) -> Staged:
+    """``product(b, x, y)`` (np.dot, np.inner or np.tensordot, which NumPy computes with BLAS
+    for floats) when one operand has a single element (0-d, (1,), (1, 1), ...).
 
-    NumPy scales the other operand with BLAS axpy into zeros, ``0 + a * v``, and axpy does
-    nothing for a == 0: the result is +0.0 everywhere then, even where v is inf or nan
-    (np.dot(0.0, [-inf, -1.0]) is [0, 0], not [nan, -0]); a one-element result is the
-    plain product. The derivative is the product's: v where a == 0 and v is finite."""
-    plain = _dot(b, x, y)
+    NumPy then scales the other operand with BLAS axpy into zeros, ``0 + a * v``, and axpy
+    does nothing for a == 0: the result is +0.0 everywhere then, even where v is inf or nan
+    (np.dot(0.0, [-inf, -1.0]) is [0, 0], not [nan, -0]); a one-element result is the plain
+    product. The derivative is the product's: v where a == 0 and v is finite."""
+    scale = next((v for v in (x, y) if _one_element(v)), None)
+    if scale is None or not is_float(x.dtype):
+        return product(b, x, y)
+    plain = product(b, x, y)
     size = A.dim_value(b, _size(plain.shape))
     if isinstance(_size(plain.shape), int) and _size(plain.shape) == 1:
         return plain
@@ -81,7 +84,7 @@ def _dot_by_one_element(b: Builder, x: Staged, y: Staged, scale: Staged) -> Stag
     zero = ops.full_like(b, 0.0, other.value)
     skipped = ops.and_(b, ops.eq(b, a, zero), ops.not_(b, ops.isfinite(b, other.value)))
     safe = Staged(ops.select(b, skipped, zero, other.value))
-    axpy = _dot(b, safe, y) if other is x else _dot(b, x, safe)
+    axpy = product(b, safe, y) if other is x else product(b, x, safe)
     axpy = Staged(ops.add(b, axpy.value, ops.full_like(b, 0.0, axpy.value)))     # 0 + a * v: -0 is +0
     one = A.broadcast_value(b, ops.eq(b, size.value, ops.full_like(b, 1, size.value)), tuple(plain.shape))
     return Staged(ops.select(b, one, plain.value, axpy.value))
@@ -122,6 +125,10 @@ def matmul(b: Builder, x: Any, y: Any) -> Staged:
 
 def inner(b: Builder, x: Any, y: Any) -> Staged:
     x, y = _promote(b, x, y)
+    return _inner(b, x, y) if x.ndim > 2 or y.ndim > 2 else _blas_scaled(b, x, y, _inner)
+
+
+def _inner(b: Builder, x: Staged, y: Staged) -> Staged:
     if x.ndim == 0 or y.ndim == 0:
         return binary(b, "multiply", x, y)
     _not_aligned(x, y, x.ndim - 1, y.ndim - 1)
@@ -151,7 +158,8 @@ def tensordot(b: Builder, x: Any, y: Any, axes: Any = 2) -> Staged:
         ay = tuple(normalize_axis(a, y.ndim) for a in (a1 if isinstance(a1, (list, tuple)) else [a1]))
     if len(ax) != len(ay) or any(x.shape[i] != y.shape[j] for i, j in zip(ax, ay)):
         raise Reject(ShapeMismatchError, "shape-mismatch for sum")
-    return dot_general(b, x, y, (ax, ay))
+    # NumPy reshapes both operands to matrices and calls np.dot
+    return _blas_scaled(b, x, y, lambda b, x, y: dot_general(b, x, y, (ax, ay)))
 
 
 def trace(b: Builder, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,

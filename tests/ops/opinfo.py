@@ -865,6 +865,34 @@ def _dot_one_element_samples(dtype: np.dtype, rng: np.random.Generator) -> Itera
 
 op("dot.one_element", lambda a, b: np.dot(a, b), _dot_one_element_samples, dtypes=NUMERIC, tol=IEEE,
    notes="NumPy's axpy: a zero scale gives +0.0 even where the other operand is inf or nan")
+
+
+def _blas_one_element_samples(kind: str) -> SampleFn:
+    """np.inner and np.tensordot with a one-element operand: NumPy computes them with np.dot's
+    BLAS path (tensordot reshapes to matrices), so a zero scale gives +0.0 there too."""
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        yield SampleInput((np.array(0.0, dtype), make((3,), dtype, rng)) + ((0,) if kind == "tensordot" else ()),
+                          desc="0.0 * finite vector")
+        if dtype.kind != "f":
+            return
+        e = np.array([-INF, -1.0, -0.0, 0.0, NAN, INF, 2.5], dtype)
+        extra = (0,) if kind == "tensordot" else ()
+        for a in (np.array(False), np.array(0.0, dtype), np.array(-0.0, dtype), np.array(2.0, dtype)):
+            yield SampleInput((a, e) + extra, desc=f"{a.ravel()[0]} . edges")
+            yield SampleInput((e, a) + extra, desc=f"edges . {a.ravel()[0]}")
+        if kind == "inner":
+            yield SampleInput((np.array([0.0], dtype), e[:, None]), desc="(1,) . (n, 1) edges")
+            yield SampleInput((np.array([[0.0]], dtype), np.stack([e, e])[:, :1]), desc="(1, 1) . (2, 1)")
+        else:
+            yield SampleInput((np.array([0.0], dtype), e[None, :], 1), desc="axes=1, (1,) . (1, n) edges")
+            yield SampleInput((np.array([[0.0]], dtype), e[None, None, :], 2), desc="axes=2, one element")
+    return gen
+
+
+op("inner.one_element", lambda a, b: np.inner(a, b), _blas_one_element_samples("inner"), dtypes=NUMERIC,
+   tol=IEEE, notes="as dot.one_element: NumPy computes inner with dot's BLAS path")
+op("tensordot.one_element", lambda a, b, axes: np.tensordot(a, b, axes=axes), _blas_one_element_samples("tensordot"),
+   dtypes=NUMERIC, tol=IEEE, notes="as dot.one_element: NumPy's tensordot calls np.dot on matrices")
 op("dot.method", lambda a, b: a.dot(b), _pairs([((2, 3), (3, 4)), ((3,), (3,))]), dtypes=FLOATS, tol=REDUCTION)
 op("outer", lambda a, b: np.outer(a, b), _pairs([((3,), (4,)), ((2, 3), (4,)), ((1,), (5,)), ((), (3,))]),
    dtypes=NUMERIC, tol=IEEE)
