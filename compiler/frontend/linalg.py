@@ -17,7 +17,7 @@ from compiler.primitives import ops
 from compiler.errors import CompileError, OutParameterError, ShapeMismatchError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend.reductions import reduce
-from compiler.frontend.shapes import diagonal, normalize_axis, ravel, reshape
+from compiler.frontend.shapes import diagonal, normalize_axis, prod, ravel, reshape
 from compiler.frontend.ufuncs import binary, sqrt_of_squares, unary
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
@@ -73,11 +73,9 @@ def _blas_scaled(b: Builder, x: Staged, y: Staged, product: Any) -> Staged:
     (np.dot(0.0, [-inf, -1.0]) is [0, 0], not [nan, -0]); a one-element result is the plain
     product. The derivative is the product's: v where a == 0 and v is finite."""
     scale = next((v for v in (x, y) if _one_element(v)), None)
-    if scale is None or not is_float(x.dtype):
-        return product(b, x, y)
     plain = product(b, x, y)
-    size = A.dim_value(b, _size(plain.shape))
-    if isinstance(_size(plain.shape), int) and _size(plain.shape) == 1:
+    size = prod(plain.shape)
+    if scale is None or not is_float(x.dtype) or size == 1:
         return plain
     other = y if scale is x else x
     a = A.broadcast_value(b, A.reshape_value(b, scale.value, ()), tuple(other.shape))
@@ -86,15 +84,11 @@ def _blas_scaled(b: Builder, x: Staged, y: Staged, product: Any) -> Staged:
     safe = Staged(ops.select(b, skipped, zero, other.value))
     axpy = product(b, safe, y) if other is x else product(b, x, safe)
     axpy = Staged(ops.add(b, axpy.value, ops.full_like(b, 0.0, axpy.value)))     # 0 + a * v: -0 is +0
-    one = A.broadcast_value(b, ops.eq(b, size.value, ops.full_like(b, 1, size.value)), tuple(plain.shape))
+    if isinstance(size, int):
+        return axpy
+    n = A.dim_value(b, size).value                  # a symbolic size: one element at run time?
+    one = A.broadcast_value(b, ops.eq(b, n, ops.full_like(b, 1, n)), tuple(plain.shape))
     return Staged(ops.select(b, one, plain.value, axpy.value))
-
-
-def _size(shape: Sequence[Any]) -> Any:
-    n: Any = 1
-    for d in shape:
-        n = n * d
-    return n
 
 
 def matmul(b: Builder, x: Any, y: Any) -> Staged:

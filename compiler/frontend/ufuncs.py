@@ -155,7 +155,7 @@ def power(b: Builder, x: Any, y: Any, operator: bool = True) -> Staged:
     ``(-0.0) ** 0.5`` is -0.0, where pow gives inf and 0); with a compile-time exponent
     the choice is made while compiling, with a run-time one in the kernel."""
     x, y = A.normalize_operand(b, x), A.normalize_operand(b, y)
-    dtype = A.oracle(_POWER_OPERATOR if operator else np.power, [x, y])
+    dtype = A.oracle(_power_operator if operator else np.power, [x, y])
     if isinstance(x, Staged) and not x.weak and isinstance(y, (int, float)) \
             and not isinstance(y, bool):
         fast = {2: "square", 1: "positive"}.get(int(y)) if y in (1, 2) else None
@@ -178,8 +178,7 @@ def _power_operator(x: Any, y: Any) -> Any:
     return x ** y
 
 
-_power_operator.__name__ = "the ** operator"
-_POWER_OPERATOR = _power_operator
+_power_operator.__name__ = "the ** operator"          # for the oracle's messages
 
 
 def where(b: Builder, cond: Any, x: Any, y: Any) -> Staged:

@@ -172,3 +172,14 @@ def test_operator_module_agrees_with_the_ast_spelling():
     way in NumPy (a guard that the oracle in this file is NumPy's operator, not a ufunc)."""
     b = np.array([True])
     assert operator.pow(b, 2).dtype == (b ** 2).dtype != np.power(b, 2).dtype
+
+
+def test_dot_by_a_zero_scale_with_a_symbolic_size():
+    """NumPy's axpy for more than one element, the plain product for one: decided at run
+    time when the size is a symbol."""
+    f = jit(lambda a, v: np.dot(a, v), signature="f64[], f64[n]")
+    for n in range(4):
+        v = np.array([-np.inf, np.nan, -1.0][:n] + [2.0] * max(0, n - 3))
+        with np.errstate(invalid="ignore"):
+            want = np.dot(np.array(0.0), v)
+        _bits_equal(f(np.array(0.0), v), want, f"n = {n}")
