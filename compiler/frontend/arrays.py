@@ -161,7 +161,8 @@ def oracle(ufunc: Callable[..., Any], operands: Sequence[Any], **kw: Any) -> np.
     if dtype not in DTYPES:
         raise Reject(UnsupportedError, f"{getattr(ufunc, '__name__', ufunc)} would give dtype "
                      f"{dtype}, which is not supported",
-                     "cast the operands to float32 or float64 first")
+                     "cast the bool operands to int32 first (x.astype(np.int32))" if dtype.kind in "iu"
+                     else "cast the operands to float32 or float64 first")
     if len(_ORACLE_CACHE) >= _ORACLE_CACHE_SIZE:
         _ORACLE_CACHE.clear()
     _ORACLE_CACHE[cache_key] = dtype

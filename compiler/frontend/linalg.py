@@ -17,8 +17,8 @@ from compiler.primitives import ops
 from compiler.errors import CompileError, OutParameterError, ShapeMismatchError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend.reductions import reduce
-from compiler.frontend.shapes import diagonal, normalize_axis, ravel, reshape
-from compiler.frontend.ufuncs import binary, unary
+from compiler.frontend.shapes import diagonal, normalize_axis, prod, ravel, reshape
+from compiler.frontend.ufuncs import binary, sqrt_of_squares, unary
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
 from compiler.ir.types import F64, is_float
@@ -47,11 +47,48 @@ def dot(b: Builder, x: Any, y: Any, out: Any = None) -> Staged:
     if out is not None:
         raise Reject(OutParameterError, "out= is not supported", "return the value instead")
     x, y = _promote(b, x, y)
+    if x.ndim > 2 or y.ndim > 2:
+        return _dot(b, x, y)
+    return _blas_scaled(b, x, y, _dot)
+
+
+def _dot(b: Builder, x: Staged, y: Staged) -> Staged:
     if x.ndim == 0 or y.ndim == 0:
         return binary(b, "multiply", x, y)
     ay = 0 if y.ndim == 1 else y.ndim - 2
     _not_aligned(x, y, x.ndim - 1, ay)
     return dot_general(b, x, y, ((x.ndim - 1,), (ay,)))
+
+
+def _one_element(v: Staged) -> bool:
+    return all(isinstance(d, int) and d == 1 for d in v.shape)
+
+
+def _blas_scaled(b: Builder, x: Staged, y: Staged, product: Any) -> Staged:
+    """``product(b, x, y)`` (np.dot, np.inner or np.tensordot, which NumPy computes with BLAS
+    for floats) when one operand has a single element (0-d, (1,), (1, 1), ...).
+
+    NumPy then scales the other operand with BLAS axpy into zeros, ``0 + a * v``, and axpy
+    does nothing for a == 0: the result is +0.0 everywhere then, even where v is inf or nan
+    (np.dot(0.0, [-inf, -1.0]) is [0, 0], not [nan, -0]); a one-element result is the plain
+    product. The derivative is the product's: v where a == 0 and v is finite."""
+    scale = next((v for v in (x, y) if _one_element(v)), None)
+    plain = product(b, x, y)
+    size = prod(plain.shape)
+    if scale is None or not is_float(x.dtype) or size == 1:
+        return plain
+    other = y if scale is x else x
+    a = A.broadcast_value(b, A.reshape_value(b, scale.value, ()), tuple(other.shape))
+    zero = ops.full_like(b, 0.0, other.value)
+    skipped = ops.and_(b, ops.eq(b, a, zero), ops.not_(b, ops.isfinite(b, other.value)))
+    safe = Staged(ops.select(b, skipped, zero, other.value))
+    axpy = product(b, safe, y) if other is x else product(b, x, safe)
+    axpy = Staged(ops.add(b, axpy.value, ops.full_like(b, 0.0, axpy.value)))     # 0 + a * v: -0 is +0
+    if isinstance(size, int):
+        return axpy
+    n = A.dim_value(b, size).value                  # a symbolic size: one element at run time?
+    one = A.broadcast_value(b, ops.eq(b, n, ops.full_like(b, 1, n)), tuple(plain.shape))
+    return Staged(ops.select(b, one, plain.value, axpy.value))
 
 
 def matmul(b: Builder, x: Any, y: Any) -> Staged:
@@ -82,6 +119,10 @@ def matmul(b: Builder, x: Any, y: Any) -> Staged:
 
 def inner(b: Builder, x: Any, y: Any) -> Staged:
     x, y = _promote(b, x, y)
+    return _inner(b, x, y) if x.ndim > 2 or y.ndim > 2 else _blas_scaled(b, x, y, _inner)
+
+
+def _inner(b: Builder, x: Staged, y: Staged) -> Staged:
     if x.ndim == 0 or y.ndim == 0:
         return binary(b, "multiply", x, y)
     _not_aligned(x, y, x.ndim - 1, y.ndim - 1)
@@ -111,7 +152,8 @@ def tensordot(b: Builder, x: Any, y: Any, axes: Any = 2) -> Staged:
         ay = tuple(normalize_axis(a, y.ndim) for a in (a1 if isinstance(a1, (list, tuple)) else [a1]))
     if len(ax) != len(ay) or any(x.shape[i] != y.shape[j] for i, j in zip(ax, ay)):
         raise Reject(ShapeMismatchError, "shape-mismatch for sum")
-    return dot_general(b, x, y, (ax, ay))
+    # NumPy reshapes both operands to matrices and calls np.dot
+    return _blas_scaled(b, x, y, lambda b, x, y: dot_general(b, x, y, (ax, ay)))
 
 
 def trace(b: Builder, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
@@ -132,8 +174,8 @@ def norm(b: Builder, x: Any, ord: Any = None, axis: Any = None, keepdims: bool =
                      "vector norms (ord None, 0, 1, 2, ±inf) and the Frobenius norm are supported")
     mag = unary(b, "absolute", x)
     if ord in (None, 2, "fro"):
-        return unary(b, "sqrt", reduce(b, "sum", binary(b, "multiply", x, x), axis,
-                                       keepdims=keepdims))
+        return sqrt_of_squares(b, reduce(b, "sum", binary(b, "multiply", x, x), axis,
+                                         keepdims=keepdims))
     if ord == 1:
         return reduce(b, "sum", mag, axis, keepdims=keepdims)
     if ord == 0:
@@ -205,15 +247,22 @@ def einsum(b: Builder, subscripts: str, *operands: Any, dtype: Any = None, optim
 
 
 def _broadcast_labels(b: Builder, terms: list[str], xs: list[Staged]) -> list[Staged]:
-    """Size-1 dims of a label stretch to the label's size in other operands (ellipsis dims)."""
+    """Size-1 dims of a label stretch to the label's size in other operands, as NumPy
+    broadcasts them (``np.einsum('ij,ij->i', ones((3, 1)), ones((3, 4)))``); a label repeated
+    within one operand must have one size there."""
     sizes: dict[str, Any] = {}
-    for t, x in zip(terms, xs):
+    for i, (t, x) in enumerate(zip(terms, xs)):
+        own: dict[str, Any] = {}
         for c, d in zip(t, x.shape):
+            if c in own and own[c] != d:
+                raise Reject(ShapeMismatchError, f"dimensions in operand {i} for collapsing index "
+                             f"'{c}' don't match ({own[c]} != {d})")
+            own[c] = d
             if d != 1 or c not in sizes:
                 sizes[c] = d
     out = []
     for t, x in zip(terms, xs):
-        target = tuple(sizes[c] if d == 1 and c.isupper() else d for c, d in zip(t, x.shape))
+        target = tuple(sizes[c] if d == 1 and c in sizes else d for c, d in zip(t, x.shape))
         out.append(Staged(A.broadcast_value(b, x.value, target)) if target != tuple(x.shape) else x)
     return out
 

@@ -39,6 +39,14 @@ def _ufunc_handler(name: str) -> Handler:
     return handler
 
 
+def _power(b: Builder, x1: Any, x2: Any, out: Any = None, dtype: Any = None) -> Staged:
+    if out is not None:
+        raise Reject(OutParameterError, "out= is not supported: compiled functions return "
+                     "their results", "return the value instead; the compiler fuses anyway")
+    res = U.power(b, x1, x2, operator=False)
+    return res if dtype is None else A.astype(b, res, dtype)
+
+
 def _cast_handler(dtype: Any) -> Handler:
     def handler(b: Builder, x: Any = 0) -> Staged:
         return A.astype(b, A.normalize_operand(b, x), dtype)
@@ -152,7 +160,7 @@ _FUNCTIONS_BY_NAME: dict[str, Handler] = {
     "where": _where, "clip": lambda b, a, a_min=None, a_max=None, out=None: (
         R._no_out(out), U.clip(b, a, a_min, a_max))[1],
     "round": _round, "around": _round, "divmod": lambda b, x1, x2: U.divmod_(b, x1, x2),
-    "power": _ufunc_handler("power"),
+    "power": _power,
     # reductions and scans
     "sum": _reduction("sum"), "prod": _reduction("prod"), "max": _minmax("max"),
     "amax": _minmax("max"), "min": _minmax("min"), "amin": _minmax("min"),

@@ -16,7 +16,7 @@ from compiler.primitives import ops
 from compiler.errors import CompileError, OutParameterError
 from compiler.frontend import arrays as A
 from compiler.frontend.shapes import normalize_axes, normalize_axis, prod, ravel
-from compiler.frontend.ufuncs import binary, unary
+from compiler.frontend.ufuncs import binary, sqrt_of_squares, unary
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
 from compiler.ir import dims
@@ -113,8 +113,7 @@ def var(b: Builder, x: Any, axis: Any = None, dtype: Any = None, out: Any = None
 
 def std(b: Builder, x: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
         keepdims: bool = False) -> Staged:
-    v = var(b, x, axis, dtype, out, ddof, keepdims)
-    return A.convert(b, unary(b, "sqrt", v), v.dtype)
+    return sqrt_of_squares(b, var(b, x, axis, dtype, out, ddof, keepdims))
 
 
 def ptp(b: Builder, x: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Staged:

@@ -375,8 +375,8 @@ def tile(b: Builder, x: Any, reps: Any) -> Staged:
 
 def repeat(b: Builder, x: Any, repeats: Any, axis: Any = None) -> Staged:
     x = A.lift(b, x)
-    if axis is None:
-        x, axis = ravel(b, x), 0
+    if axis is None or x.ndim == 0:         # NumPy repeats a 0-d array as a 1-d one
+        x, axis = ravel(b, x), 0 if axis is None else axis
     ax = normalize_axis(axis, x.ndim)
     if isinstance(repeats, Staged):
         raise Reject(DynamicShapeError, "np.repeat with repeat counts that are array values has a "

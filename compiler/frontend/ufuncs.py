@@ -58,15 +58,28 @@ def _fminmax(prim: Any) -> Any:
     return rule
 
 
-def _logaddexp(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
-    """NumPy's npy_logaddexp: max + log1p(exp(-|x - y|)), exact when x == y (infinities)."""
-    x, y = vs
-    big = ops.maximum(b, x, y)
-    diff = ops.abs_(b, ops.sub(b, x, y))
-    tail = ops.log1p(b, ops.exp(b, ops.neg(b, diff)))
-    general = ops.add(b, big, tail)
-    same = ops.add(b, x, ops.full_like(b, math.log(2.0), x))
-    return ops.select(b, ops.eq(b, x, y), same, general)
+def _logaddexp_rule(exp: Any, scale: float) -> Any:
+    """logaddexp (exp, scale 1) and logaddexp2 (exp2, scale 1/log 2), as NumPy computes them:
+    ``max + scale * log1p(exp(-|x - y|))``, which is ``x + log 2`` (``x + 1``) at a tie.
+
+    Written with selects on ``x >= y`` rather than ``maximum`` and ``abs`` so that every
+    derivative is right, ties included: each branch is a smooth closed form of the function
+    (``x + log1p(exp(y - x))``), so at a tie the gradient is (1/2, 1/2) and the Hessian that
+    of the function, where ``maximum`` (1/2 each) plus ``abs`` (sign(0) = 0) would give the
+    right gradient by accident and a zero Hessian. At a tie of infinities ``x - y`` is nan:
+    the gap is 0 there (the value is x, as in NumPy)."""
+    def rule(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+        x, y = vs
+        x_wins = ops.ge(b, x, y)
+        big = ops.select(b, x_wins, x, y)
+        gap = ops.select(b, x_wins, ops.sub(b, y, x), ops.sub(b, x, y))        # -|x - y|
+        infinite_tie = ops.and_(b, ops.eq(b, x, y), ops.isinf(b, x))
+        gap = ops.select(b, infinite_tie, ops.full_like(b, 0.0, gap), gap)
+        tail = ops.log1p(b, exp(b, gap))
+        if scale != 1.0:
+            tail = ops.mul(b, tail, ops.full_like(b, scale, tail))
+        return ops.add(b, big, tail)
+    return rule
 
 
 def _scale(factor: float) -> Any:
@@ -87,7 +100,8 @@ UFUNCS: dict[str, E] = {
     "power": E(np.power, P.pow_), "maximum": E(np.maximum, P.maximum),
     "minimum": E(np.minimum, P.minimum), "fmax": E(np.fmax, None, rule=_fminmax(P.maximum)),
     "fmin": E(np.fmin, None, rule=_fminmax(P.minimum)), "arctan2": E(np.arctan2, P.arctan2),
-    "hypot": E(np.hypot, P.hypot), "logaddexp": E(np.logaddexp, None, rule=_logaddexp),
+    "hypot": E(np.hypot, P.hypot), "logaddexp": E(np.logaddexp, None, rule=_logaddexp_rule(ops.exp, 1.0)),
+    "logaddexp2": E(np.logaddexp2, None, rule=_logaddexp_rule(ops.exp2, 1.0 / math.log(2.0))),
     "negative": E(np.negative, P.neg), "positive": E(np.positive, None, rule=_identity),
     "absolute": E(np.absolute, P.abs_, "abs"), "fabs": E(np.fabs, P.abs_),
     "sign": E(np.sign, P.sign), "square": E(np.square, None, rule=_square),
@@ -131,11 +145,19 @@ def unary(b: Builder, name: str, x: Any) -> Staged:
     return A.apply(b, UFUNCS[name], (x,))
 
 
-def power(b: Builder, x: Any, y: Any) -> Staged:
-    """x ** y with NumPy's fast paths for scalar exponents (2 -> square, 0.5 -> sqrt, ...)."""
+def power(b: Builder, x: Any, y: Any, operator: bool = True) -> Staged:
+    """x ** y (`operator`) or np.power(x, y), as NumPy computes them.
+
+    The dtype is NumPy's for the spelling: the operator squares a bool array for ``** 2``
+    (int8, refused like every int8 result). A scalar exponent (a Python number or a 0-d
+    array, or a size-1 array broadcast over a larger base) takes NumPy's scalar loops:
+    -1, 0, 0.5, 1 and 2 are 1/x, 1, sqrt(x), x and x*x (``(-inf) ** 0.5`` is nan and
+    ``(-0.0) ** 0.5`` is -0.0, where pow gives inf and 0); with a compile-time exponent
+    the choice is made while compiling, with a run-time one in the kernel."""
+    x, y = A.normalize_operand(b, x), A.normalize_operand(b, y)
+    dtype = A.oracle(_power_operator if operator else np.power, [x, y])
     if isinstance(x, Staged) and not x.weak and isinstance(y, (int, float)) \
             and not isinstance(y, bool):
-        dtype = A.oracle(np.power, [x, y])
         fast = {2: "square", 1: "positive"}.get(int(y)) if y in (1, 2) else None
         if is_float(dtype) and y == 0.5:
             fast = "sqrt"
@@ -143,7 +165,20 @@ def power(b: Builder, x: Any, y: Any) -> Staged:
             fast = "reciprocal"
         if fast is not None:
             return A.convert(b, unary(b, fast, A.convert(b, x, dtype)), dtype)
-    return binary(b, "power", x, y)
+    shape = A.broadcast_shapes(A.shape_of(x), A.shape_of(y))
+    y_shape = A.shape_of(y)
+    scalar = all(d == 1 for d in y_shape) and (not y_shape or tuple(y_shape) != tuple(shape))
+    if not (is_float(dtype) and scalar):
+        return A.convert(b, binary(b, "power", x, y), dtype)
+    out = ops.pow_(b, A.operand(b, x, dtype, shape), A.operand(b, y, dtype, shape), scalar_exponent=True)
+    return Staged(out, weak=A.all_weak([x, y]))
+
+
+def _power_operator(x: Any, y: Any) -> Any:
+    return x ** y
+
+
+_power_operator.__name__ = "the ** operator"          # for the oracle's messages
 
 
 def where(b: Builder, cond: Any, x: Any, y: Any) -> Staged:
@@ -159,7 +194,13 @@ def where(b: Builder, cond: Any, x: Any, y: Any) -> Staged:
 
 
 def clip(b: Builder, x: Any, a_min: Any = None, a_max: Any = None) -> Staged:
-    """np.clip: minimum(maximum(x, a_min), a_max) in the promoted dtype."""
+    """np.clip: minimum(maximum(x, a_min), a_max) in the promoted dtype. NumPy makes an
+    array of `x` first, so a Python number there is not weak: np.clip(0, -2, int32) is int64."""
+    x = A.normalize_operand(b, x)
+    if isinstance(x, A.PY_SCALARS):
+        x = np.asarray(x)
+    elif isinstance(x, Staged) and x.weak:          # a Python float argument
+        x = Staged(x.value)
     operands: Sequence[Any] = [v for v in (x, a_min, a_max) if v is not None]
     dtype = A.result_dtype(operands)
     out = A.convert(b, A.lift(b, A.normalize_operand(b, x)), dtype)
@@ -197,3 +238,18 @@ def _round_scaled(b: Builder, x: Staged, decimals: int) -> Staged:
 
 def divmod_(b: Builder, x: Any, y: Any) -> tuple[Staged, Staged]:
     return binary(b, "floor_divide", x, y), binary(b, "remainder", x, y)
+
+
+def sqrt_of_squares(b: Builder, v: Staged) -> Staged:
+    """sqrt(v) for a sum of squares v (std, the 2-norm), with derivative 0 where v == 0.
+
+    There the function (std of equal values, the norm of 0) is at its minimum and not
+    differentiable; 0 is its smallest subgradient, and the derivative of a single-element
+    std, which is constant, is exactly 0 (torch's convention; sqrt alone would give
+    inf * 0 = nan). The sqrt runs on 1 where v == 0, so no derivative order sees inf."""
+    if not is_float(v.dtype):
+        return A.convert(b, unary(b, "sqrt", v), v.dtype)
+    x = v.value
+    at_zero = ops.eq(b, x, ops.full_like(b, 0.0, x))
+    safe = ops.select(b, at_zero, ops.full_like(b, 1.0, x), x)
+    return Staged(ops.select(b, at_zero, ops.full_like(b, 0.0, x), ops.sqrt(b, safe)), weak=v.weak)

@@ -129,15 +129,22 @@ def _swap(d: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _pow_dx(b: Any, x: Any, y: Any, out: Any) -> Any:
-    """y * x**(y-1), and 0 where y == 0 (so d/dx 0**0 is 0 rather than nan)."""
-    dx = ops.mul(b, y, ops.pow_(b, x, ops.sub(b, y, _c(b, 1.0, y))))
-    return ops.select(b, ops.eq(b, y, _c(b, 0.0, y)), _c(b, 0.0, x), dx)
+    """y * x**(y-1), and 0 where y == 0 (so d/dx 0**0 is 0 rather than nan). The discarded
+    branch is evaluated at y = 1 there (x**0): its own derivatives stay finite, so the zero
+    cotangent a second derivative sends it does not turn into 0 * inf = nan."""
+    y_is_0 = ops.eq(b, y, _c(b, 0.0, y))
+    safe_y = ops.select(b, y_is_0, _c(b, 1.0, y), y)
+    dx = ops.mul(b, safe_y, ops.pow_(b, x, ops.sub(b, safe_y, _c(b, 1.0, y))))
+    return ops.select(b, y_is_0, _c(b, 0.0, x), dx)
 
 
 def _pow_dy(b: Any, x: Any, y: Any, out: Any) -> Any:
-    """log(x) * x**y, and 0 where x == 0 (the limit from the right)."""
-    dy = ops.mul(b, ops.log(b, x), out)
-    return ops.select(b, ops.eq(b, x, _c(b, 0.0, x)), _c(b, 0.0, x), dy)
+    """log(x) * x**y, and 0 where x == 0 (the limit from the right). The discarded branch is
+    evaluated at x = 1 there (log 1 = 0), for the same reason as in _pow_dx."""
+    x_is_0 = ops.eq(b, x, _c(b, 0.0, x))
+    safe_x = ops.select(b, x_is_0, _c(b, 1.0, x), x)
+    dy = ops.mul(b, ops.log(b, safe_x), out)
+    return ops.select(b, x_is_0, _c(b, 0.0, x), dy)
 
 
 def _hypot_d(b: Any, x: Any, y: Any, out: Any) -> Any:
@@ -182,7 +189,8 @@ def _lower_sign(cg: Any, op: Any, a: list[Any]) -> Any:
     (x,) = a
     b, zero = cg.b, x.type(0)
     if is_float(op.operands[0].dtype):
-        pos = b.select(b.fcmp_ordered(">", x, zero), x.type(1.0), x)   # nan and ±0 pass through
+        nan_or_zero = b.select(b.fcmp_ordered("==", x, zero), zero, x)   # sign(-0.0) is +0.0
+        pos = b.select(b.fcmp_ordered(">", x, zero), x.type(1.0), nan_or_zero)
         return b.select(b.fcmp_ordered("<", x, zero), x.type(-1.0), pos)
     gt = b.zext(b.icmp_signed(">", x, zero), x.type)
     lt = b.zext(b.icmp_signed("<", x, zero), x.type)
@@ -247,9 +255,16 @@ def _lower_divmod(which: int) -> Lower:
 
 
 def _lower_pow(cg: Any, op: Any, a: list[Any]) -> Any:
-    if is_float(op.operands[0].dtype):
-        return cg.vecmath("pow", a)
-    return cg.int_pow(*a)
+    if not is_float(op.operands[0].dtype):
+        return cg.int_pow(*a)
+    out = cg.vecmath("pow", a)
+    if op.params.get("scalar_exponent"):
+        x, y = a
+        fast = [(2.0, cg.b.fmul(x, x)), (0.5, cg.intrinsic("llvm.sqrt", [x])),
+                (-1.0, cg.b.fdiv(x.type(1.0), x)), (1.0, x), (0.0, x.type(1.0))]
+        for value, result in fast:
+            out = cg.b.select(cg.b.fcmp_ordered("==", y, y.type(value)), result, out)
+    return out
 
 
 def _ref_int_safe(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -261,8 +276,10 @@ def _ref_int_safe(fn: Callable[..., Any]) -> Callable[..., Any]:
     return ref
 
 
-def _ref_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x ** y (integer powers with negative exponents give 0 unless |x| == 1)."""
+def _ref_pow(x: np.ndarray, y: np.ndarray, scalar_exponent: bool = False) -> np.ndarray:
+    """x ** y (integer powers with negative exponents give 0 unless |x| == 1).
+
+    With ``scalar_exponent``, NumPy's loops for a broadcast exponent: x ** 0.5 is sqrt(x)."""
     if is_int(np.asarray(x).dtype):
         y = np.asarray(y)
         neg = y < 0
@@ -270,7 +287,15 @@ def _ref_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         inv = np.where(np.abs(x) == 1, np.power(x, np.abs(y) % 2), 0)
         return np.where(neg, inv, safe)
     with np.errstate(all="ignore"):
-        return np.power(x, y)
+        if not scalar_exponent:
+            return np.power(x, y)
+        # one exponent value at a time: each takes NumPy's loop for that scalar exponent
+        out = np.empty(np.broadcast_shapes(np.shape(x), np.shape(y)), np.result_type(x, y))
+        x, y = np.broadcast_arrays(x, y)
+        for v in np.unique(y):
+            at = (y == v) | (np.isnan(y) & np.isnan(v))
+            out[at] = np.power(x[at], v)
+        return out
 
 
 neg = elementwise(ops.neg_p, np.negative, _lower_neg, _numeric, d=(_minus_one,))

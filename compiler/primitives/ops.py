@@ -84,7 +84,16 @@ mul_p, mul = _binary("mul")
 div_p, div = _binary("div")
 floordiv_p, floordiv = _binary("floordiv")
 mod_p, mod = _binary("mod")
-pow_p, pow_ = _binary("pow")
+pow_p, _pow = _binary("pow")
+
+
+def pow_(b: Builder, x: Value, y: Value, scalar_exponent: bool = False) -> Value:
+    """x ** y. ``scalar_exponent``: NumPy's float loops for an exponent broadcast over the whole
+    base (a Python number, a 0-d array), where the exponents -1, 0, 0.5, 1 and 2 give 1/x, 1,
+    sqrt(x), x and x*x: sqrt(-inf) is nan and sqrt(-0.0) is -0.0 where pow gives inf and 0."""
+    return b.emit1(pow_p, [x, y], {"scalar_exponent": True}) if scalar_exponent else _pow(b, x, y)
+
+
 maximum_p, maximum = _binary("max")
 minimum_p, minimum = _binary("min")
 arctan2_p, arctan2 = _binary("arctan2")

@@ -12,6 +12,7 @@ import ctypes
 import functools
 
 import llvmlite.ir as ir
+import mpmath
 import numpy as np
 
 from compiler.backend import jit, passes, target, vecmath
@@ -101,6 +102,49 @@ def reference(name: str, *args: np.ndarray) -> np.ndarray:
     wide = _LD if args[0].dtype == np.float64 else np.float64
     with np.errstate(all="ignore"):
         return _REF[name](*[a.astype(wide) for a in args])
+
+
+_MP = {
+    "exp": lambda x: mpmath.exp(x), "exp2": lambda x: mpmath.power(2, x),
+    "expm1": lambda x: mpmath.expm1(x), "log": lambda x: mpmath.log(x),
+    "log2": lambda x: mpmath.log(x, 2), "log10": lambda x: mpmath.log10(x),
+    "log1p": lambda x: mpmath.log1p(x), "sin": lambda x: mpmath.sin(x),
+    "cos": lambda x: mpmath.cos(x), "tan": lambda x: mpmath.tan(x), "tanh": lambda x: mpmath.tanh(x),
+    "sinh": lambda x: mpmath.sinh(x), "cosh": lambda x: mpmath.cosh(x),
+    "arcsin": lambda x: mpmath.asin(x), "arccos": lambda x: mpmath.acos(x),
+    "arctan": lambda x: mpmath.atan(x), "arctan2": lambda y, x: mpmath.atan2(y, x),
+    "pow": lambda x, y: mpmath.power(x, y), "hypot": lambda x, y: mpmath.hypot(x, y),
+    "cbrt": lambda x: mpmath.cbrt(x) if x >= 0 else -mpmath.cbrt(-x),
+}
+
+
+def correctly_rounded(name: str, args: tuple, dtype) -> float | None:
+    """``name(*args)`` computed with mpmath (300 bits) and rounded once, to nearest even, to
+    `dtype`, subnormals and overflow included: the answer a correctly rounded library gives.
+
+    None where there is no such independent answer: non-finite arguments, or an exact zero
+    (IEEE fixes its sign case by case); nan for a result outside the real domain."""
+    if not all(np.isfinite(a) for a in args):
+        return None
+    fi = np.finfo(dtype)
+    with mpmath.workprec(300):
+        try:
+            v = _MP[name](*[mpmath.mpf(float(a)) for a in args])
+        except (ValueError, ZeroDivisionError):
+            return float("nan")
+        if isinstance(v, mpmath.mpc):
+            if v.imag != 0:
+                return float("nan")
+            v = v.real
+        if v == 0 or not mpmath.isfinite(v):
+            return None
+        e = int(mpmath.floor(mpmath.log(abs(v), 2)))
+        quantum = mpmath.ldexp(1, max(e, fi.minexp) - fi.nmant)     # the spacing at |v|
+        r = mpmath.nint(v / quantum) * quantum                       # ties to even
+        if abs(r) > mpmath.mpf(float(fi.max)):
+            return float("inf") if v > 0 else float("-inf")
+        out = float(r)
+        return out if out != 0 else (-0.0 if v < 0 else 0.0)
 
 
 def ulp_error(got: np.ndarray, exact: np.ndarray) -> np.ndarray:

@@ -378,6 +378,30 @@ def _pow_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleIn
 
 op("pow", lambda x, y: x ** y, _pow_samples, dtypes=NUMERIC, tol=TRANSCENDENTAL,
    edge_values=FLOAT_EDGES, edge_arity=2)
+
+#: the exponents NumPy's float loops compute without pow when the exponent is a scalar
+_FAST_EXPONENTS = (0.5, 2.0, -1.0, 1.0, 0.0)
+
+
+def _scalar_exponent_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for p in _FAST_EXPONENTS:
+        yield SampleInput((make((3, 4), dtype, rng, 0.1, 3.0), p), desc=f"run-time python float {p}")
+    edges = np.array([-INF, -0.0, 0.0, INF, NAN, -4.0, 4.0, 1e-30, -1e-30, 1e30, 2.5], dtype)
+    for p in _FAST_EXPONENTS:
+        yield SampleInput((edges, p), desc=f"edges ** {p}")
+        yield SampleInput((edges, np.array(p, dtype)), desc=f"edges ** 0-d {p}")
+    yield SampleInput((np.stack([edges, -edges]), np.array([0.5], dtype)), desc="size-1 exponent broadcast")
+    yield SampleInput((np.array([-INF], dtype), np.array([0.5], dtype)), desc="(1,) ** (1,): pow, not sqrt")
+    yield SampleInput((edges, 0.5), {"np": True}, desc="np.power(edges, 0.5)")
+
+
+op("pow.scalar_exponent", lambda x, y, np_=False: np.power(x, y) if np_ else x ** y,
+   lambda dt, rng: (SampleInput(s.args, {"np_": True} if s.kwargs else {}, s.desc)
+                    for s in _scalar_exponent_samples(dt, rng)),
+   dtypes=FLOATS, tol=Tol(ulps=2, signed_zeros=True),
+   notes="NumPy's scalar-exponent loops: x ** 0.5 is sqrt(x) (nan at -inf, -0.0 at -0.0), "
+         "** 2, ** -1, ** 1, ** 0 are x*x, 1/x, x, 1 (bit for bit: tests/frontend/test_numpy_"
+         "divergences.py); vmap batches other exponents, which pow computes within 2 ULP")
 op("neg", lambda x: -x, unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES,
    int_edges=True)
 op("np.negative", lambda x: np.negative(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, thin=3, alias_of="neg")
@@ -386,7 +410,7 @@ op("abs", lambda x: abs(x), unary_samples(), dtypes=NUMERIC + (BOOL,), tol=IEEE,
    edge_values=FLOAT_EDGES, int_edges=True)
 op("np.abs", lambda x: np.abs(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES, thin=3,
    alias_of="abs")
-op("sign", lambda x: np.sign(x), unary_samples(), dtypes=NUMERIC, tol=EXACT, edge_values=FLOAT_EDGES,
+op("sign", lambda x: np.sign(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES,
    int_edges=True, differentiable=False)
 op("square", lambda x: np.square(x), unary_samples(), dtypes=NUMERIC, tol=IEEE, edge_values=FLOAT_EDGES)
 op("reciprocal", lambda x: np.reciprocal(x), unary_samples(0.25, 4.0), tol=IEEE,
@@ -500,7 +524,15 @@ def _clip_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleI
         yield SampleInput((make((5,), dtype, rng, -3, 3), 0.5, 2.5), desc="float bounds on ints")
 
 
-op("clip", lambda x, lo, hi: np.clip(x, lo, hi), _clip_samples, dtypes=NUMERIC)
+def _clip_function_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    yield from _clip_samples(dtype, rng)
+    # NumPy makes an array of a Python number `a`: it is not weak (np.clip(0, -2, int32) is int64)
+    yield SampleInput((0, -2, make((4,), dtype, rng, -3, 3)), desc="python int a, array bound")
+    yield SampleInput((0.5, make((4,), dtype, rng, -3, 0), 2), desc="python float a, array bound")
+    yield SampleInput((True, 0, make((4,), dtype, rng, -3, 3)), desc="python bool a, array bound")
+
+
+op("clip", lambda x, lo, hi: np.clip(x, lo, hi), _clip_function_samples, dtypes=NUMERIC)
 op("clip.method", lambda x, lo, hi: x.clip(lo, hi), _clip_samples, dtypes=NUMERIC, thin=3, alias_of="clip")
 
 
@@ -554,7 +586,16 @@ op("arctan2", lambda y, x: np.arctan2(y, x), _atan2_samples, dtypes=FLOATS + (I3
    tol=Tol(TRANSCENDENTAL.f32, TRANSCENDENTAL.f64, 4, signed_zeros=True), edge_values=FLOAT_EDGES, edge_arity=2)
 op("hypot", lambda x, y: np.hypot(x, y), binary_samples(-1e3, 1e3, scalars=(3.0, 4), partners=False),
    dtypes=FLOATS, tol=TRANSCENDENTAL, edge_values=FLOAT_EDGES, edge_arity=2)
-op("logaddexp", lambda x, y: np.logaddexp(x, y), few_binary_samples(-5, 5), dtypes=FLOATS, tol=TRANSCENDENTAL,
+def _logaddexp_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    yield from few_binary_samples(-5, 5)(dtype, rng)
+    x = make((6,), dtype, rng, -5, 5)
+    yield SampleInput((x, x.copy()), desc="ties (x == y: smooth, derivative 1/2 each)")
+    yield SampleInput((np.zeros(3, dtype), make((3,), dtype, rng, -1, 1)), desc="softplus: logaddexp(0, x)")
+
+
+op("logaddexp", lambda x, y: np.logaddexp(x, y), _logaddexp_samples, dtypes=FLOATS, tol=TRANSCENDENTAL,
+   edge_values=FLOAT_EDGES, edge_arity=2)
+op("logaddexp2", lambda x, y: np.logaddexp2(x, y), _logaddexp_samples, dtypes=FLOATS, tol=TRANSCENDENTAL,
    edge_values=FLOAT_EDGES, edge_arity=2)
 
 _ROUNDING_EDGES = FLOAT_EDGES + (0.5, 1.5, 2.5, -0.5, -1.5, 0.49999999999999994, 4503599627370497.0, -2.5000001)
@@ -797,6 +838,61 @@ op("dot", lambda a, b: np.dot(a, b),
    _pairs([((3,), (3,)), ((2, 3), (3,)), ((2, 3), (3, 4)), ((3,), (3, 4)), ((), (3,)), ((2, 3), ()),
            ((2, 3, 4), (4, 5)), ((2, 3, 4), (5, 4, 6)), ((1,), (1,)), ((2, 2, 3), (3,))]), dtypes=NUMERIC,
    tol=REDUCTION)
+
+
+def _dot_one_element_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    """np.dot with a one-element operand (0-d, (1,), (1, 1)): NumPy's BLAS path is axpy into
+    zeros, which skips a zero scale: np.dot(0.0, [-inf, -1.0]) is [0, 0], not [nan, -0]."""
+    v = make((3,), dtype, rng)
+    yield SampleInput((np.array(0.0, dtype), v), desc="0.0 * finite vector")
+    yield SampleInput((make((1,), dtype, rng), make((1, 4), dtype, rng)), desc="(1,) . (1, 4)")
+    yield SampleInput((make((3, 1), dtype, rng), make((1,), dtype, rng)), desc="(3, 1) . (1,)")
+    yield SampleInput((make((2, 3), dtype, rng), np.array(0.0, dtype)), desc="matrix . 0.0")
+    if dtype.kind != "f":
+        yield SampleInput((np.array(False), make((2,), dtype, rng)), desc="0-d False . ints")
+        return
+    e = np.array([-INF, -1.0, -0.0, 0.0, NAN, INF, 2.5], dtype)
+    for a in (np.array(False), np.array(0.0, dtype), np.array(-0.0, dtype), np.array(2.0, dtype),
+              np.array(NAN, dtype)):
+        yield SampleInput((a, e), desc=f"{describe([a])}={a.ravel()[0]} . edges")
+        yield SampleInput((e, a), desc=f"edges . {describe([a])}={a.ravel()[0]}")
+    yield SampleInput((np.array([0.0], dtype), e[None, :]), desc="(1,) . (1, n) edges")
+    yield SampleInput((e[:, None], np.array([[0.0]], dtype)), desc="(n, 1) . (1, 1) edges")
+    yield SampleInput((np.array([[0.0]], dtype), np.stack([e, e[::-1]])[:1]), desc="(1, 1) . (1, n) edges")
+    yield SampleInput((np.array([0.0], dtype), np.array([-INF], dtype)), desc="one element: the product")
+    yield SampleInput((np.array(0.0, dtype), np.full((2, 2, 2), -INF, dtype)), desc="3-d: the product")
+
+
+op("dot.one_element", lambda a, b: np.dot(a, b), _dot_one_element_samples, dtypes=NUMERIC, tol=IEEE,
+   notes="NumPy's axpy: a zero scale gives +0.0 even where the other operand is inf or nan")
+
+
+def _blas_one_element_samples(kind: str) -> SampleFn:
+    """np.inner and np.tensordot with a one-element operand: NumPy computes them with np.dot's
+    BLAS path (tensordot reshapes to matrices), so a zero scale gives +0.0 there too."""
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        yield SampleInput((np.array(0.0, dtype), make((3,), dtype, rng)) + ((0,) if kind == "tensordot" else ()),
+                          desc="0.0 * finite vector")
+        if dtype.kind != "f":
+            return
+        e = np.array([-INF, -1.0, -0.0, 0.0, NAN, INF, 2.5], dtype)
+        extra = (0,) if kind == "tensordot" else ()
+        for a in (np.array(False), np.array(0.0, dtype), np.array(-0.0, dtype), np.array(2.0, dtype)):
+            yield SampleInput((a, e) + extra, desc=f"{a.ravel()[0]} . edges")
+            yield SampleInput((e, a) + extra, desc=f"edges . {a.ravel()[0]}")
+        if kind == "inner":
+            yield SampleInput((np.array([0.0], dtype), e[:, None]), desc="(1,) . (n, 1) edges")
+            yield SampleInput((np.array([[0.0]], dtype), np.stack([e, e])[:, :1]), desc="(1, 1) . (2, 1)")
+        else:
+            yield SampleInput((np.array([0.0], dtype), e[None, :], 1), desc="axes=1, (1,) . (1, n) edges")
+            yield SampleInput((np.array([[0.0]], dtype), e[None, None, :], 2), desc="axes=2, one element")
+    return gen
+
+
+op("inner.one_element", lambda a, b: np.inner(a, b), _blas_one_element_samples("inner"), dtypes=NUMERIC,
+   tol=IEEE, notes="as dot.one_element: NumPy computes inner with dot's BLAS path")
+op("tensordot.one_element", lambda a, b, axes: np.tensordot(a, b, axes=axes), _blas_one_element_samples("tensordot"),
+   dtypes=NUMERIC, tol=IEEE, notes="as dot.one_element: NumPy's tensordot calls np.dot on matrices")
 op("dot.method", lambda a, b: a.dot(b), _pairs([((2, 3), (3, 4)), ((3,), (3,))]), dtypes=FLOATS, tol=REDUCTION)
 op("outer", lambda a, b: np.outer(a, b), _pairs([((3,), (4,)), ((2, 3), (4,)), ((1,), (5,)), ((), (3,))]),
    dtypes=NUMERIC, tol=IEEE)
@@ -826,7 +922,10 @@ def _einsum_samples(arity: int) -> SampleFn:
               ("ij,jk", [(2, 3), (3, 4)]), ("i,i", [(4,), (4,)]), ("ij,ij->ij", [(2, 3), (2, 3)]),
               ("ba,ab->", [(2, 3), (3, 2)]), ("ijk,ikl->ijl", [(2, 3, 2), (2, 2, 3)]),
               ("...ij,...jk->...ik", [(2, 2, 3), (3, 4)]), ("i...,i...", [(3, 2), (3, 1)]),
-              ("...i,...i", [(2, 3), (3,)])]
+              ("...i,...i", [(2, 3), (3,)]),
+              # NumPy broadcasts a label's size-1 dim against the other operands
+              ("...i,...i->...", [(3, 1), (3, 4)]), ("ij,ij->i", [(3, 1), (3, 4)]), ("i,i->i", [(1,), (4,)]),
+              ("ij,jk", [(2, 1), (3, 2)])]
     ternary = [("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]), ("i,ij,j->", [(2,), (2, 3), (3,)])]
 
     def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
@@ -1026,7 +1125,8 @@ op("tile", lambda x, reps: np.tile(x, reps), _tile_samples, dtypes=ALL_DTYPES)
 
 def _repeat_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
     for shape, reps, axis in [((3,), 2, None), ((2, 3), 2, None), ((2, 3), 2, 0), ((2, 3), 3, 1), ((2, 3), 2, -1),
-                              ((3,), (1, 0, 2), 0), ((2, 3), [2, 1], 0), ((), 3, None)]:
+                              ((3,), (1, 0, 2), 0), ((2, 3), [2, 1], 0), ((), 3, None), ((), 3, 0),
+                              ((), 2, -1), ((), [2], 0)]:
         yield SampleInput((make(shape, dtype, rng), reps, axis), desc=f"{shape},repeats={reps},axis={axis}")
 
 
