@@ -168,6 +168,10 @@ def power(b: Builder, x: Any, y: Any, operator: bool = True) -> Staged:
     shape = A.broadcast_shapes(A.shape_of(x), A.shape_of(y))
     y_shape = A.shape_of(y)
     scalar = all(d == 1 for d in y_shape) and (not y_shape or tuple(y_shape) != tuple(shape))
+    if np.dtype(dtype).kind == "i" and isinstance(y, Staged) and np.dtype(y.dtype).kind == "i":
+        yv = y.value          # NumPy refuses a negative exponent of an integer power at run time
+        ops.check(b, ops.ge(b, yv, ops.full_like(b, 0, yv)), "ValueError",
+                  "Integers to negative integer powers are not allowed.")
     if not (is_float(dtype) and scalar):
         return A.convert(b, binary(b, "power", x, y), dtype)
     out = ops.pow_(b, A.operand(b, x, dtype, shape), A.operand(b, y, dtype, shape), scalar_exponent=True)

@@ -9,8 +9,7 @@
   -0.0) and ``** 2``, ``** -1``, ``** 1``, ``** 0`` as ``x*x``, ``1/x``, ``x``, ``1``; compiled
   code gives the same bits, with the exponent known at compile time or only at run time.
 * Integers to negative integer powers: a compile-time exponent is NumPy's ValueError at
-  compile time, at the user's line; a run-time one gives the documented value (0 unless
-  |x| == 1), checked against a Python loop.
+  compile time, at the user's line; a run-time one raises it from the kernel.
 """
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ import warnings
 import numpy as np
 import pytest
 
-from compiler import errors, jit
+from compiler import errors, jit, vmap
 
 OPERATORS = ["+", "-", "*", "/", "//", "%", "**", "&", "|", "^", "<<", ">>",
              "==", "!=", "<", "<=", ">", ">="]
@@ -148,14 +147,28 @@ def test_integer_negative_power_with_a_compile_time_exponent_is_numpys_error():
         assert info.value.lineno == fn.__code__.co_firstlineno
 
 
-def test_integer_negative_power_at_run_time_gives_the_documented_value():
-    """NumPy raises ValueError; a kernel cannot yet raise from compiled code, so it returns
-    0 unless |x| == 1 (docs/guide.md, Current limitations). Oracle: a Python loop."""
+def test_integer_negative_power_at_run_time_is_numpys_error():
+    """A run-time negative exponent raises NumPy's ValueError from the kernel (also under
+    vmap, for any element); non-negative exponents agree with NumPy."""
     x = np.array([-3, -2, -1, 0, 1, 2, 3, 7], np.int64)
-    for y in (-1, -2, -3):
-        got = jit(lambda a, e: a ** e)(x, np.full(x.shape, y, np.int64))
-        want = [1 if v == 1 else (-1) ** (-y) if v == -1 else 0 for v in x.tolist()]
-        np.testing.assert_array_equal(got, want)
+    f = jit(lambda a, e: a ** e)
+    for y in (0, 1, 2, 5):
+        e = np.full(x.shape, y, np.int64)
+        np.testing.assert_array_equal(f(x, e), x ** e)
+    for y in (-1, -2):
+        e = np.full(x.shape, 2, np.int64)
+        e[3] = y
+        with pytest.raises(ValueError, match="negative integer powers"):
+            x ** e
+        with pytest.raises(ValueError, match="Integers to negative integer powers are not allowed"):
+            f(x, e)
+    g = vmap(lambda a, e: np.power(a, e))
+    xs = np.tile(x, (3, 1))
+    es = np.full(xs.shape, 3, np.int64)
+    np.testing.assert_array_equal(g(xs, es), np.power(xs, es))
+    es[2, 5] = -1
+    with pytest.raises(ValueError, match="Integers to negative integer powers are not allowed"):
+        g(xs, es)
 
 
 def test_sign_of_negative_zero_and_clip_of_a_python_number():
