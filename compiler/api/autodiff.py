@@ -61,6 +61,7 @@ def jacfwd(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False, *,
 
 def hessian(func: Callable[..., Any], argnums: Any = 0, *, chunk_size: int | None = None) -> Kernel:
     """jacfwd(jacrev(func)): the Hessian of a scalar function."""
+    check_chunk_size("hessian", chunk_size)
     return jacfwd(jacrev(func, argnums, chunk_size=chunk_size), argnums, chunk_size=chunk_size)
 
 
@@ -207,7 +208,7 @@ def normalize_argnums(argnums: Any, n_args: int, who: str) -> tuple[tuple[int, .
     norm = tuple(i % n_args if -n_args <= i < n_args else None for i in nums)
     if None in norm:
         raise ValueError(f"{who}: argnums={argnums!r} is out of range for a function of {n_args} "
-                         f"positional arguments")
+                         f"positional argument{'' if n_args == 1 else 's'}")
     return norm, not isinstance(argnums, int)  # type: ignore[return-value]
 
 

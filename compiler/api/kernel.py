@@ -36,7 +36,7 @@ from compiler.ir.printer import format_function
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
 from runtime.abi import ArgSpec, parse_spec
-from runtime.loader import KERNEL_CFUNC, NativeKernel
+from runtime.loader import KERNEL_CFUNC, NativeKernel, check_array_class
 
 
 @dataclass
@@ -249,8 +249,9 @@ class Kernel:
         abstract_args: list[Any] = []
         dynamic: list[Any] = []
         for i, value in enumerate(args):
-            abstract_args.append(value if i in self.static_argnums else _abstract_leafwise(value, dynamic))
-        abstract_kwargs = {k: _abstract_leafwise(kwargs[k], dynamic) for k in sorted(kwargs)}
+            abstract_args.append(value if i in self.static_argnums
+                                 else _abstract_leafwise(self.arg_name(i), value, dynamic))
+        abstract_kwargs = {k: _abstract_leafwise(k, kwargs[k], dynamic) for k in sorted(kwargs)}
         key = pytrees.flatten((tuple(abstract_args), abstract_kwargs))
         return _hashable_key(key), tuple(abstract_args), abstract_kwargs, dynamic
 
@@ -332,14 +333,15 @@ def _signature_of(fn: Callable[..., Any]) -> inspect.Signature:
                                   inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
 
 
-def _abstract_leafwise(value: Any, dynamic: list[Any]) -> Any:
-    """Replace array leaves by their types (collecting the arrays in `dynamic`)."""
+def _abstract_leafwise(name: str, value: Any, dynamic: list[Any]) -> Any:
+    """Replace array leaves by their types (collecting the arrays in `dynamic`); `name` is
+    the argument's, for errors."""
     leaves, tree = pytrees.flatten(value)
     out: list[Any] = []
-    for leaf in leaves:
-        kind = _leaf_kind(leaf)
+    for i, leaf in enumerate(leaves):
+        kind = _leaf_kind(leaf, lambda: _leaf_path(name, value, i))
         if kind == "array":
-            arr = np.asarray(leaf)
+            arr = _native_order(np.asarray(leaf))
             out.append(TensorType(canonical_dtype(arr.dtype), tuple(arr.shape)))
             dynamic.append(arr)
         elif kind == "weak":
@@ -350,15 +352,52 @@ def _abstract_leafwise(value: Any, dynamic: list[Any]) -> Any:
     return pytrees.unflatten(tree, out)
 
 
-def _leaf_kind(leaf: Any) -> str:
+SUPPORTED_DTYPES = "float32, float64, int32, int64 or bool"
+
+
+def _leaf_kind(leaf: Any, name: Callable[[], str]) -> str:
+    """'array' (a dynamic input), 'weak' (a Python float) or 'static' (a compile-time value);
+    an argument a kernel cannot take is a TypeError naming it."""
     if isinstance(leaf, (np.ndarray, np.generic)):
-        if leaf.dtype.kind not in "fib" or leaf.dtype not in (np.float32, np.float64, np.int32, np.int64, np.bool_):
-            raise TypeError(f"arrays of dtype {leaf.dtype} are not supported "
-                            f"(use float32, float64, int32, int64 or bool)")
+        check_array_class(name(), leaf)
+        dtype = leaf.dtype.newbyteorder("=") if leaf.dtype.byteorder not in "=|" else leaf.dtype
+        if dtype not in (np.float32, np.float64, np.int32, np.int64, np.bool_) or dtype.names:
+            raise TypeError(f"argument '{name()}': arrays of dtype {leaf.dtype} are not supported "
+                            f"(supported: {SUPPORTED_DTYPES}){_dtype_hint(leaf.dtype, name())}")
         return "array"
     if isinstance(leaf, float):
         return "weak"
     return "static"
+
+
+def _dtype_hint(dtype: np.dtype, name: str) -> str:
+    target = {"f": "float32" if dtype.itemsize <= 4 else "float64", "u": "int64", "i": "int64",
+              "b": "bool"}.get(dtype.kind)
+    return f"; convert with {name}.astype(np.{target})" if target else ""
+
+
+def _native_order(arr: np.ndarray) -> np.ndarray:
+    """A big-endian array in native byte order (same values: NumPy converts implicitly)."""
+    if arr.dtype.byteorder in "=|":
+        return arr
+    return arr.astype(arr.dtype.newbyteorder("="))
+
+
+def _leaf_path(name: str, tree: Any, index: int) -> str:
+    """How a user spells leaf `index` of argument `name` (``x``, ``x[1]``, ``x['w']``)."""
+    return _paths(pytrees.flatten(tree)[1], name)[index]
+
+
+def _paths(td: pytrees.PyTreeDef, prefix: str) -> list[str]:
+    if td.kind == pytrees.LEAF:
+        return [prefix]
+    if td.kind == pytrees.DICT:
+        keys = [f"[{k!r}]" for k in td.aux]
+    elif td.kind == pytrees.NAMEDTUPLE:
+        keys = [f".{f}" for f in td.aux._fields]
+    else:
+        keys = [f"[{i}]" for i in range(len(td.children))]
+    return [p for key, child in zip(keys, td.children) for p in _paths(child, prefix + key)]
 
 
 def _hashable_key(key: Any) -> Any:

@@ -197,9 +197,13 @@ def _strip(leaf: Any, d: Any, name: str) -> tuple[Any, Any, Any]:
         raise ValueError(f"vmap: argument '{name}' is a Python scalar; use in_dims=None for it "
                          f"or pass an array")
     ndim = leaf.ndim
+    if ndim == 0:
+        raise ValueError(f"vmap: in_dim={d} for argument '{name}', but it is 0-d (type {leaf}): "
+                         f"a 0-d array has no dimension to map over; use in_dims=None for it "
+                         f"(the same value for every batch element) or pass a batch of values")
     if not -ndim <= d < ndim:
         raise ValueError(f"vmap: in_dim={d} is out of range for argument '{name}' of type {leaf} "
-                         f"({ndim} dims): expected -{ndim} <= in_dim < {ndim}")
+                         f"({ndim}-d): expected {-ndim} <= in_dim < {ndim}")
     d = d % ndim
     shape = list(leaf.shape)
     n = shape.pop(d)
