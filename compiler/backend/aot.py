@@ -213,7 +213,8 @@ def _header_preamble(lib: Library, guard: str) -> list[str]:
         " * inputs/outputs: pointers to contiguous row-major (C order) buffers, allocated by",
         " * the caller, outputs sized from the symbols; symbols: the values of the symbolic",
         " * dims in the order listed. The kernel does not check shapes. Returns AOTX_OK (0),",
-        " * or AOTX_ERR_NOMEM if it could not allocate its temporaries.",
+        " * AOTX_ERR_NOMEM if it could not allocate its temporaries, or AOTX_ERR_TOO_BIG when",
+        " * an array of the computation would not fit in int64_t bytes for these symbols.",
         " */",
         f"#ifndef {guard}",
         f"#define {guard}",
@@ -229,6 +230,7 @@ def _header_preamble(lib: Library, guard: str) -> list[str]:
         "#define AOTX_OK 0",
         "#define AOTX_ERR_NOMEM 1",
         "#define AOTX_ERR_CALLBACK 2",
+        "#define AOTX_ERR_TOO_BIG 3",
         "#endif",
         "",
     ]
