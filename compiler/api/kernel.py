@@ -25,11 +25,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from compiler import cache, pipeline
+from compiler import cache, config, pipeline
 from compiler.backend import jit as native_jit
 from compiler.backend import target as targets
 from compiler.function.trampoline import raise_pending
-from compiler.errors import UnsupportedError
+from compiler.errors import CompileError, InternalCompilerError, UnsupportedError, user_facing
 from compiler.frontend import pytrees
 from compiler.frontend.values import Closure, Reject, Weak
 from compiler.ir.printer import format_function
@@ -206,7 +206,12 @@ class Kernel:
         self.signature = signature
         self._fixed: Specialization | None = None
         if signature is not None:
-            self._fixed = self._compile_signature(signature)
+            try:
+                self._fixed = self._compile_signature(signature)
+            except (CompileError, InternalCompilerError) as e:
+                if config.frontend_debug():
+                    raise
+                raise user_facing(e) from None
 
     # ---- specialization ------------------------------------------------------------------
     def trace(self, abstract_args: tuple, abstract_kwargs: dict) -> pipeline.Program:
@@ -261,34 +266,49 @@ class Kernel:
         key, a_args, a_kwargs, _ = self._abstract(args, kwargs)
         spec = self._specializations.get(key)
         if spec is None:
-            spec = self._specializations[key] = Specialization(self, a_args, a_kwargs)
+            try:
+                spec = self._specializations[key] = Specialization(self, a_args, a_kwargs)
+            except (CompileError, InternalCompilerError) as e:
+                if config.frontend_debug():
+                    raise
+                raise user_facing(e) from None
         return spec
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._fixed is not None:
-            if kwargs:
-                args = tuple(self._bind(args, kwargs).args)
-            return self._fixed.call(args)
-        fast_key = None
-        if not kwargs and not self.static_argnums and all(type(a) is np.ndarray for a in args):
-            fast_key = tuple((a.dtype, a.shape) for a in args)
-            spec = self._fast.get(fast_key)
-            if spec is not None:
-                return spec.call_fast(args)
-        key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs)
-        spec = self._specializations.get(key)
-        if spec is None:
-            spec = self._specializations[key] = Specialization(self, a_args, a_kwargs)
-        if fast_key is not None and len(dynamic) == len(args):
-            self._fast[fast_key] = spec
-        return spec.call(dynamic)
+        try:
+            if self._fixed is not None:
+                if kwargs:
+                    args = tuple(self._bind(args, kwargs).args)
+                return self._fixed.call(args)
+            fast_key = None
+            if not kwargs and not self.static_argnums and all(type(a) is np.ndarray for a in args):
+                fast_key = tuple((a.dtype, a.shape) for a in args)
+                spec = self._fast.get(fast_key)
+                if spec is not None:
+                    return spec.call_fast(args)
+            key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs)
+            spec = self._specializations.get(key)
+            if spec is None:
+                spec = self._specializations[key] = Specialization(self, a_args, a_kwargs)
+            if fast_key is not None and len(dynamic) == len(args):
+                self._fast[fast_key] = spec
+            return spec.call(dynamic)
+        except (CompileError, InternalCompilerError) as e:
+            if config.frontend_debug():
+                raise
+            raise user_facing(e) from None   # the message points at your code; see below
 
     # ---- inspection ---------------------------------------------------------------------
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """The IR, optimized IR, LLVM IR and assembly for these arguments (or a signature string)."""
-        if len(args) == 1 and isinstance(args[0], str) and not kwargs:
-            return Specialization(self, tuple(parse_signature(args[0])[0]), {}).lowered()
-        return self.specialize(*args, **kwargs).lowered()
+        try:
+            if len(args) == 1 and isinstance(args[0], str) and not kwargs:
+                return Specialization(self, tuple(parse_signature(args[0])[0]), {}).lowered()
+            return self.specialize(*args, **kwargs).lowered()
+        except (CompileError, InternalCompilerError) as e:
+            if config.frontend_debug():
+                raise
+            raise user_facing(e) from None
 
     def _for_signature(self, signature: str | None) -> Specialization:
         if signature is None:
@@ -299,7 +319,12 @@ class Kernel:
             return self._fixed
         key = ("signature", signature)
         if key not in self._specializations:
-            self._specializations[key] = self._compile_signature(signature)
+            try:
+                self._specializations[key] = self._compile_signature(signature)
+            except (CompileError, InternalCompilerError) as e:
+                if config.frontend_debug():
+                    raise
+                raise user_facing(e) from None
         return self._specializations[key]
 
     def address(self, signature: str | None = None) -> int:
