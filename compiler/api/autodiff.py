@@ -271,10 +271,16 @@ class ADTracer:
         ranges = leaf_ranges(a_args)
         active = [False] * len(fn.in_types)
         for k in argnums:
+            name = self.inner.arg_name(k)
+            if not ranges[k]:
+                raise TypeError(f"{self.who}: argument '{name}' (argnums={k}) is "
+                                f"{type(a_args[k]).__name__} {a_args[k]!r:.40}, a compile-time constant "
+                                f"with nothing to differentiate; pass a float or a float array")
             for i in ranges[k]:
                 if not is_float(fn.in_types[i].dtype):
-                    raise TypeError(f"{self.who}: argument {k} has dtype {fn.in_types[i].dtype}; only "
-                                    f"floating-point inputs can be differentiated")
+                    raise TypeError(f"{self.who}: argument '{name}' (argnums={k}) has dtype "
+                                    f"{fn.in_types[i].dtype}; only floating-point inputs can be "
+                                    f"differentiated")
                 active[i] = True
         main, example = split_aux(program, self.has_aux, self.who)
         return Traced(program, argnums, tupled, ranges, active, main, example)
