@@ -58,7 +58,7 @@ def convert_argument(name: str, value: Any, spec: ArgSpec) -> np.ndarray:
 
     Conversions NumPy would do implicitly ('safe' casting: int32 -> float64,
     float32 -> float64, bool -> any, byte order; Python scalars and lists) are
-    done; others are errors (see docs/guide.md, "Arguments"). Non-contiguous
+    done; others are errors (docs/guide.md, "Argument checking and implicit conversions"). Non-contiguous
     arrays are copied. ndarray subclasses other than np.memmap are refused
     (:func:`check_array_class`).
     """
