@@ -16,6 +16,7 @@ it is, so a Program keeps the frontend's IR next to the transformed one.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import tempfile
@@ -65,7 +66,14 @@ def run(stage: Callable[..., Any], value: Any, *args: Any, name: str) -> Any:
     start = time.perf_counter()
     try:
         result = stage(value, *args)
-    except (CompileError, InternalCompilerError, TransformArgumentError):
+    except InternalCompilerError as e:
+        if e.dump_path is not None or config.frontend_debug():
+            raise
+        path = dump_stage_input(name, value, e.__cause__ or e)     # e.g. the frontend's own
+        where = f"the input of the stage and the compiler traceback were written to {path}" if path \
+            else "the input of the stage could not be written to a file"
+        raise InternalCompilerError(f"{e}\n{where}", name, path) from e.__cause__
+    except (CompileError, TransformArgumentError):
         raise
     except Exception as e:
         if config.frontend_debug():
@@ -93,7 +101,12 @@ def dump_stage_input(name: str, value: Any, error: BaseException) -> str | None:
     """Write what stage `name` was given (IR with source locations, or LLVM IR) and the
     compiler traceback of `error` to a new file in the temp dir; its path, or None."""
     try:
-        text = format_function(value, with_locs=True) if isinstance(value, Function) else _as_text(value)
+        if isinstance(value, Function):
+            text = format_function(value, with_locs=True)
+        elif callable(value):                 # the frontend's input: the user's function
+            text = inspect.getsource(value)
+        else:
+            text = _as_text(value)
     except Exception as e:  # noqa: BLE001 - a dump must not hide the error it reports
         text = f"<the input could not be printed: {type(e).__name__}: {e}>"
     trace = "".join(traceback.format_exception(error))

@@ -58,9 +58,9 @@ def convert_argument(name: str, value: Any, spec: ArgSpec) -> np.ndarray:
 
     Conversions NumPy would do implicitly ('safe' casting: int32 -> float64,
     float32 -> float64, bool -> any, byte order; Python scalars and lists) are
-    done; others are errors (docs/guide.md, "Argument checking and implicit conversions"). Non-contiguous
-    arrays are copied. ndarray subclasses other than np.memmap are refused
-    (:func:`check_array_class`).
+    done; others are errors (docs/guide.md, "Argument checking and implicit
+    conversions"). Non-contiguous arrays are copied. ndarray subclasses other
+    than np.memmap are refused (:func:`check_array_class`).
     """
     if value is None:
         raise TypeError(f"argument '{name}': expected an array of type {spec.type_text}, got None")

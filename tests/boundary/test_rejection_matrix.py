@@ -278,3 +278,17 @@ def test_internal_error_in_a_transform_and_in_codegen(monkeypatch, tmp_path):
 def test_user_errors_from_transform_options_are_not_internal():
     with pytest.raises(ValueError, match="out_dim=5 is out of range"):
         vmap(_ice_victim, out_dims=5)(np.ones((2, 3)))
+
+
+def test_internal_error_in_the_frontend_names_its_dump(monkeypatch, tmp_path):
+    from compiler.errors import InternalCompilerError
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr(sys.modules["compiler.frontend.ufuncs"], "binary", _broken)
+    with pytest.raises(InternalCompilerError) as info:
+        jit(_ice_victim, cache=False)(np.ones(3))
+    text = str(info.value)
+    assert "internal compiler error" in text and "report" in text and "np.sin(x) * 2.0" in text
+    assert info.value.stage == "frontend" and info.value.dump_path in text
+    dump = open(info.value.dump_path).read()
+    assert "def _ice_victim" in dump and "injected failure" in dump
+    assert len(_compiler_frames(info.value)) <= 1
