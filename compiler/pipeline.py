@@ -75,6 +75,8 @@ def run(stage: Callable[..., Any], value: Any, *args: Any, name: str) -> Any:
         raise InternalCompilerError(f"{e}\n{where}", name, path) from e.__cause__
     except (CompileError, TransformArgumentError):
         raise
+    except MemoryError:
+        raise
     except Exception as e:
         if config.frontend_debug():
             raise
