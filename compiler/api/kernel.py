@@ -209,9 +209,7 @@ class Kernel:
             try:
                 self._fixed = self._compile_signature(signature)
             except (CompileError, InternalCompilerError) as e:
-                if config.frontend_debug():
-                    raise
-                raise user_facing(e) from None
+                raise _boundary(e)
 
     # ---- specialization ------------------------------------------------------------------
     def trace(self, abstract_args: tuple, abstract_kwargs: dict) -> pipeline.Program:
@@ -269,9 +267,7 @@ class Kernel:
             try:
                 spec = self._specializations[key] = Specialization(self, a_args, a_kwargs)
             except (CompileError, InternalCompilerError) as e:
-                if config.frontend_debug():
-                    raise
-                raise user_facing(e) from None
+                raise _boundary(e)
         return spec
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -294,9 +290,7 @@ class Kernel:
                 self._fast[fast_key] = spec
             return spec.call(dynamic)
         except (CompileError, InternalCompilerError) as e:
-            if config.frontend_debug():
-                raise
-            raise user_facing(e) from None   # the message points at your code; see below
+            raise _boundary(e)   # the message points at your code; see below
 
     # ---- inspection ---------------------------------------------------------------------
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
@@ -306,9 +300,7 @@ class Kernel:
                 return Specialization(self, tuple(parse_signature(args[0])[0]), {}).lowered()
             return self.specialize(*args, **kwargs).lowered()
         except (CompileError, InternalCompilerError) as e:
-            if config.frontend_debug():
-                raise
-            raise user_facing(e) from None
+            raise _boundary(e)
 
     def _for_signature(self, signature: str | None) -> Specialization:
         if signature is None:
@@ -322,9 +314,7 @@ class Kernel:
             try:
                 self._specializations[key] = self._compile_signature(signature)
             except (CompileError, InternalCompilerError) as e:
-                if config.frontend_debug():
-                    raise
-                raise user_facing(e) from None
+                raise _boundary(e)
         return self._specializations[key]
 
     def address(self, signature: str | None = None) -> int:
@@ -348,6 +338,13 @@ class Kernel:
     def __repr__(self) -> str:
         sig = f", signature={self.signature!r}" if self.signature else ""
         return f"<aotx.Kernel {self.__name__}{sig}>"
+
+
+def _boundary(error: CompileError | InternalCompilerError) -> BaseException:
+    """What a public entry point re-raises for a compile error: the error without the
+    compiler's frames and causes (its message points at the user's code, or at the dump of
+    an internal error), or all of it with AOTX_FRONTEND_DEBUG=1."""
+    return error if config.frontend_debug() else user_facing(error)
 
 
 def _signature_of(fn: Callable[..., Any]) -> inspect.Signature:
