@@ -98,3 +98,12 @@ def test_grad_of_a_static_argument():
         grad(lambda a, b: np.sum(a * b))(2, np.ones(3))
     with pytest.raises(TypeError, match=r"grad: argument 'b' \(argnums=1\) has dtype int64"):
         grad(lambda a, b: np.sum(a * b), argnums=1)(np.ones(3), np.arange(3))
+
+
+def test_big_endian_arrays_on_the_lazy_fast_path():
+    k = jit(product)
+    a, b = np.arange(4.0).astype(">f8"), np.linspace(0, 1, 4).astype(">f8")
+    for _ in range(3):                      # the second call takes the fast path's key
+        got = k(a, b)
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, a * b)

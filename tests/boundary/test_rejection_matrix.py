@@ -58,6 +58,8 @@ CONSTRUCTS = [
               OK, DDOP, DDOP, "np.where"),
     Construct("int_of", "return np.sum(x) * int(x.sum())  # MARK", "np.sum(v) * int(v.sum())",
               OK, DDOP, DDOP, "np.where"),
+    Construct("bool_of", "return np.sum(x) * bool(x.sum() > 0)  # MARK",
+              "np.sum(v) * bool(v.sum() > 0)", OK, DDOP, OK, "np.where"),
     Construct("nonzero", "return np.sum(x) + np.nonzero(x > 0)[0].sum()  # MARK",
               "np.sum(v) + np.nonzero(v > 0)[0].sum()", DynamicShapeError, DynamicShapeError,
               DynamicShapeError, "np.where"),
@@ -84,14 +86,18 @@ CONSTRUCTS = [
               SideEffectError, SideEffectError, SideEffectError, "return"),
     Construct("arg_write", "x[0] = 1.0  # MARK\nreturn np.sum(x)", None,
               None, SideEffectError, SideEffectError, "copy"),
+    Construct("arg_slice_write", "x[:] = 0.0  # MARK\nreturn np.sum(x)", None,
+              None, SideEffectError, SideEffectError, "copy"),
     Construct("unknown_call", "return np.sum(x) * os.getpid()  # MARK", "np.sum(v) * os.getpid()",
               UnsupportedError, UnsupportedError, UnsupportedError, "compiler.Function"),
     Construct("np_random", "return np.sum(x + np.random.normal(size=3))  # MARK",
               "np.sum(v + np.random.normal(size=3))", UnsupportedError, UnsupportedError,
               UnsupportedError, "compiler.random"),
 ]
-# arg_write under plain jit: API.md documents NumPy's in-place semantics there, which the
-# frontend does not implement yet (it raises SideEffectError); that cell is left out.
+# arg_write and arg_slice_write under plain jit: API.md documents NumPy's in-place semantics
+# there, which the frontend does not implement yet (it raises SideEffectError); those cells
+# are left out. bool() of a comparison under AD is compiled: a comparison carries no
+# derivative, so nothing is cut.
 
 PLACEMENTS = ("direct", "helper", "lambda")
 STAGES = ("jit", "vmap", "grad")
