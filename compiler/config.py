@@ -5,7 +5,8 @@
 | AOTX_DEBUG=1..5      | 1 stage timings, 3 IR after every stage                         |
 | AOTX_PRINT_AFTER=a,b | print the IR after the named stages (frontend, simplify, ...)   |
 | AOTX_VERIFY=1        | run the IR verifier after every stage (on in the test suite)    |
-| AOTX_FRONTEND_DEBUG=1| re-raise internal frontend errors with their Python traceback   |
+| AOTX_FRONTEND_DEBUG=1| internal errors of any stage raised as they are; compile errors  |
+|                      | keep the compiler's frames in their traceback                   |
 | AOTX_CACHE_DIR=path  | on-disk kernel cache (default: the user cache dir + /aotx)      |
 | AOTX_DISABLE_CACHE=1 | neither read nor write the on-disk kernel cache                 |
 | AOTX_BOUNDSCHECK=1   | run-time indices out of range raise IndexError (default: clamp) |

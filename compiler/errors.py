@@ -9,7 +9,9 @@ file, line and column of the user's code and a hint. Its message reads::
     hint: use np.where(cond, a, b) or compiler.cond
     see docs/errors.md#datadependentcontrolflowerror
 
-Internal invariant failures are :class:`InternalCompilerError`.
+Internal invariant failures are :class:`InternalCompilerError`: every stage of
+the pipeline runs through one hook (``compiler.pipeline.run``) that turns an
+unexpected exception into one, with the stage's input written to a file.
 """
 from __future__ import annotations
 
@@ -116,5 +118,37 @@ class AxisError(CompileError, ValueError, IndexError):
     """An axis out of range for the array (NumPy's AxisError), found at compile time."""
 
 
+class TransformArgumentError(ValueError):
+    """A transform's option that does not fit the function (an ``out_dims`` out of range),
+    found while the transform runs: torch.func raises ValueError for the same call."""
+
+
 class InternalCompilerError(RuntimeError):
-    """A bug in aotx, not in the user's code: please report it with the function."""
+    """A bug in aotx, not in the user's code: please report it with the function.
+
+    ``.stage`` names the pipeline stage that failed and ``.dump_path`` the file
+    holding what that stage was given (IR or LLVM IR) and the compiler's
+    traceback (None when the error was raised before any stage ran)."""
+
+    def __init__(self, message: str, stage: str | None = None, dump_path: str | None = None) -> None:
+        self.stage = stage
+        self.dump_path = dump_path
+        super().__init__(message)
+
+
+def internal_error_message(stage: str, exc: BaseException, dump_path: str | None) -> str:
+    """The text of an InternalCompilerError raised for an unexpected exception in `stage`."""
+    where = (f"the input of the stage and the compiler traceback were written to {dump_path}"
+             if dump_path else "the input of the stage could not be written to a file")
+    return (f"internal compiler error in stage '{stage}': {type(exc).__name__}: {exc}\n"
+            f"This is a bug in aotx, not in your code; {where}.\n"
+            "Please report it with that file and the function being compiled "
+            "(AOTX_FRONTEND_DEBUG=1 re-raises the original exception).")
+
+
+def user_facing(error: CompileError | InternalCompilerError) -> CompileError | InternalCompilerError:
+    """`error` without the compiler's frames: a CompileError's message points at the user's
+    line, an InternalCompilerError's at the file holding the compiler traceback."""
+    error.__cause__ = None
+    error.__suppress_context__ = True
+    return error.with_traceback(None)

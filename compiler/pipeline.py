@@ -16,17 +16,24 @@ it is, so a Program keeps the frontend's IR next to the transformed one.
 """
 from __future__ import annotations
 
+import inspect
+import os
 import sys
+import tempfile
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from compiler import config, frontend
 from compiler.backend import jit as native, kernel, passes
 from compiler.backend.target import Target
+from compiler.errors import (CompileError, InternalCompilerError, TransformArgumentError,
+                             internal_error_message)
 from compiler.frontend.pytrees import PyTreeDef
 from compiler.ir.core import Function
+from compiler.ir.printer import format_function
 from compiler.ir.verify import verify
 from compiler.transforms.canonicalize import canonicalize
 from compiler.transforms.simplify import simplify
@@ -56,17 +63,59 @@ class Pass:
 
 
 def run(stage: Callable[..., Any], value: Any, *args: Any, name: str) -> Any:
-    """Run one stage with the debug hooks."""
+    """Run one stage with the debug hooks. An exception that is not a user error (a
+    CompileError, or a transform option that does not fit) is a bug in the stage: it
+    becomes an InternalCompilerError naming the file where the stage's input is dumped."""
     start = time.perf_counter()
-    result = stage(value, *args)
+    try:
+        result = stage(value, *args)
+    except InternalCompilerError as e:
+        if e.dump_path is not None or config.frontend_debug():
+            raise
+        path = dump_stage_input(name, value, e.__cause__ or e)     # e.g. the frontend's own
+        where = f"the input of the stage and the compiler traceback were written to {path}" if path \
+            else "the input of the stage could not be written to a file"
+        raise InternalCompilerError(f"{e}\n{where}", name, path) from e.__cause__
+    except (CompileError, TransformArgumentError):
+        raise
+    except MemoryError:
+        raise
+    except Exception as e:
+        if config.frontend_debug():
+            raise
+        path = dump_stage_input(name, value, e)
+        raise InternalCompilerError(internal_error_message(name, e, path), name, path) from e
     if config.debug_level() >= 1:
         print(f"[aotx] {name}: {1e3 * (time.perf_counter() - start):.2f} ms", file=sys.stderr)
     output = result.function if isinstance(result, Program) else result
     if name in config.print_after() or config.debug_level() >= 3:
         print(f"[aotx] after {name}:\n{_as_text(output)}", file=sys.stderr)
     if isinstance(output, Function) and config.verify_enabled():
-        verify(output)
+        verify(output)                      # a VerifyError names the broken invariant itself
     return result
+
+
+def dump_stage_input(name: str, value: Any, error: BaseException) -> str | None:
+    """Write what stage `name` was given (IR with source locations, or LLVM IR) and the
+    compiler traceback of `error` to a new file in the temp dir; its path, or None."""
+    try:
+        if isinstance(value, Function):
+            text = format_function(value, with_locs=True)
+        elif callable(value):                 # the frontend's input: the user's function
+            text = inspect.getsource(value)
+        else:
+            text = _as_text(value)
+    except Exception as e:  # noqa: BLE001 - a dump must not hide the error it reports
+        text = f"<the input could not be printed: {type(e).__name__}: {e}>"
+    trace = "".join(traceback.format_exception(error))
+    try:
+        fd, path = tempfile.mkstemp(prefix=f"aotx-ice-{name}-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(f"# aotx internal compiler error in stage '{name}'\n# input of the stage:\n"
+                    f"{text}\n\n# compiler traceback:\n{trace}")
+    except OSError:
+        return None
+    return path
 
 
 def _as_text(output: Any) -> str:

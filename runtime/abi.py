@@ -26,7 +26,10 @@ DTYPES: dict[str, np.dtype] = {"f32": np.dtype(np.float32), "f64": np.dtype(np.f
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 
 ERRORS = {1: (MemoryError, "the kernel could not allocate its temporaries"),
-          2: (RuntimeError, "a host callback raised an exception")}
+          2: (RuntimeError, "a host callback raised an exception"),
+          3: (ValueError, "array is too big; `arr.size * arr.dtype.itemsize` is larger than the "
+                          "maximum possible size (an array of the computation, for these argument "
+                          "sizes)")}
 
 #: statuses from ERROR_BASE up name a kernel's error sites (ErrorSite), in order
 ERROR_BASE = 16

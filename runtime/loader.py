@@ -14,18 +14,65 @@ KERNEL_CFUNC = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p),
                                 ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64))
 
 
+def check_array_class(name: str, value: Any) -> None:
+    """Refuse ndarray subclasses whose operators or reductions mean something else.
+
+    A kernel computes with plain ndarray semantics, so an argument whose class
+    redefines them would silently get another answer than the uncompiled
+    function: ``np.matrix`` (``*`` is a matrix product, results stay 2-d),
+    ``np.ma.MaskedArray`` (masked elements are skipped) and any other subclass.
+    Accepted: exact ``np.ndarray``, ``np.memmap`` (storage only, same semantics)
+    and NumPy scalars. Anything else is a TypeError naming the argument.
+    """
+    if not isinstance(value, np.ndarray) or type(value) is np.ndarray or isinstance(value, np.memmap):
+        return
+    if isinstance(value, np.matrix):
+        why = "np.matrix has other semantics (* is a matrix product, results stay 2-d)"
+        fix = f"np.asarray({name}) for elementwise semantics"
+    elif isinstance(value, np.ma.MaskedArray):
+        why = "np.ma.MaskedArray has other semantics (masked elements are skipped)"
+        fix = f"{name}.filled(fill_value) (or np.ma.getdata({name}) to use the data under the mask)"
+    else:
+        cls = type(value)
+        why = (f"{cls.__module__}.{cls.__qualname__} is an ndarray subclass, whose operations may "
+               f"differ from ndarray's")
+        fix = f"np.asarray({name})"
+    raise TypeError(f"argument '{name}': {why}; compiled kernels take plain arrays: pass {fix}")
+
+
+def as_array(name: str, value: Any) -> np.ndarray:
+    """`value` as an ndarray (NumPy's implicit conversion), or an error naming `name`."""
+    if isinstance(value, np.ndarray):
+        check_array_class(name, value)
+        return value
+    if value is None:
+        raise TypeError(f"argument '{name}': expected an array, got None")
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise type(e)(f"argument '{name}': cannot convert {type(value).__name__} to an array: {e}") from None
+
+
 def convert_argument(name: str, value: Any, spec: ArgSpec) -> np.ndarray:
     """`value` as a contiguous array of spec's dtype, or TypeError/ValueError naming `name`.
 
     Conversions NumPy would do implicitly ('safe' casting: int32 -> float64,
-    float32 -> float64, bool -> any; Python scalars and lists) are done; others
-    are errors. Non-contiguous arrays are copied.
+    float32 -> float64, bool -> any, byte order; Python scalars and lists) are
+    done; others are errors (docs/guide.md, "Argument checking and implicit
+    conversions"). Non-contiguous arrays are copied. ndarray subclasses other
+    than np.memmap are refused (:func:`check_array_class`).
     """
-    arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if value is None:
+        raise TypeError(f"argument '{name}': expected an array of type {spec.type_text}, got None")
+    arr = as_array(name, value)
     if arr.dtype != spec.dtype:
         if isinstance(value, (int, float, bool)) and not isinstance(value, np.generic) and \
                 np.can_cast(type(value), spec.dtype, "same_kind"):
-            arr = np.asarray(value, dtype=spec.dtype)     # Python scalars are weak (NEP 50)
+            try:
+                arr = np.asarray(value, dtype=spec.dtype)     # Python scalars are weak (NEP 50)
+            except OverflowError:
+                raise OverflowError(f"argument '{name}': Python integer {value} out of bounds for "
+                                    f"{spec.dtype}") from None
         elif np.can_cast(arr.dtype, spec.dtype, "safe"):
             arr = arr.astype(spec.dtype)
         else:

@@ -61,6 +61,7 @@ def jacfwd(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False, *,
 
 def hessian(func: Callable[..., Any], argnums: Any = 0, *, chunk_size: int | None = None) -> Kernel:
     """jacfwd(jacrev(func)): the Hessian of a scalar function."""
+    check_chunk_size("hessian", chunk_size)
     return jacfwd(jacrev(func, argnums, chunk_size=chunk_size), argnums, chunk_size=chunk_size)
 
 
@@ -207,7 +208,7 @@ def normalize_argnums(argnums: Any, n_args: int, who: str) -> tuple[tuple[int, .
     norm = tuple(i % n_args if -n_args <= i < n_args else None for i in nums)
     if None in norm:
         raise ValueError(f"{who}: argnums={argnums!r} is out of range for a function of {n_args} "
-                         f"positional arguments")
+                         f"positional argument{'' if n_args == 1 else 's'}")
     return norm, not isinstance(argnums, int)  # type: ignore[return-value]
 
 
@@ -270,10 +271,16 @@ class ADTracer:
         ranges = leaf_ranges(a_args)
         active = [False] * len(fn.in_types)
         for k in argnums:
+            name = self.inner.arg_name(k)
+            if not ranges[k]:
+                raise TypeError(f"{self.who}: argument '{name}' (argnums={k}) is "
+                                f"{type(a_args[k]).__name__} {a_args[k]!r:.40}, a compile-time constant "
+                                f"with nothing to differentiate; pass a float or a float array")
             for i in ranges[k]:
                 if not is_float(fn.in_types[i].dtype):
-                    raise TypeError(f"{self.who}: argument {k} has dtype {fn.in_types[i].dtype}; only "
-                                    f"floating-point inputs can be differentiated")
+                    raise TypeError(f"{self.who}: argument '{name}' (argnums={k}) has dtype "
+                                    f"{fn.in_types[i].dtype}; only floating-point inputs can be "
+                                    f"differentiated")
                 active[i] = True
         main, example = split_aux(program, self.has_aux, self.who)
         return Traced(program, argnums, tupled, ranges, active, main, example)

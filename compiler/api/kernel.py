@@ -31,14 +31,14 @@ from compiler import cache, config, pipeline
 from compiler.backend import target as targets
 from compiler.function import trampoline
 from compiler.function.trampoline import raise_pending
-from compiler.errors import UnsupportedError
+from compiler.errors import CompileError, InternalCompilerError, UnsupportedError, user_facing
 from compiler.frontend import pytrees
 from compiler.frontend.values import Closure, Reject, Weak
 from compiler.ir.printer import format_function
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
 from runtime.abi import ERROR_BASE, kernel_error, parse_spec
-from runtime.loader import KERNEL_CFUNC, NativeKernel
+from runtime.loader import KERNEL_CFUNC, NativeKernel, check_array_class
 
 
 @dataclass
@@ -220,7 +220,10 @@ class Kernel:
         self.signature = signature
         self._fixed: Specialization | None = None
         if signature is not None:
-            self._fixed = self._compile_signature(signature)
+            try:
+                self._fixed = self._compile_signature(signature)
+            except (CompileError, InternalCompilerError) as e:
+                raise _boundary(e)
 
     # ---- specialization ------------------------------------------------------------------
     def trace(self, abstract_args: tuple, abstract_kwargs: dict) -> pipeline.Program:
@@ -264,8 +267,9 @@ class Kernel:
         abstract_args: list[Any] = []
         dynamic: list[Any] = []
         for i, value in enumerate(args):
-            abstract_args.append(value if i in self.static_argnums else _abstract_leafwise(value, dynamic))
-        abstract_kwargs = {k: _abstract_leafwise(kwargs[k], dynamic) for k in sorted(kwargs)}
+            abstract_args.append(value if i in self.static_argnums
+                                 else _abstract_leafwise(self.arg_name(i), value, dynamic))
+        abstract_kwargs = {k: _abstract_leafwise(k, kwargs[k], dynamic) for k in sorted(kwargs)}
         key = pytrees.flatten((tuple(abstract_args), abstract_kwargs))
         return _hashable_key(key), tuple(abstract_args), abstract_kwargs, dynamic
 
@@ -292,33 +296,42 @@ class Kernel:
         if self._fixed is not None:
             return self._fixed
         key, a_args, a_kwargs, _ = self._abstract(args, kwargs)
-        return self._specialization(key, lambda: Specialization(self, a_args, a_kwargs))
+        try:
+            return self._specialization(key, lambda: Specialization(self, a_args, a_kwargs))
+        except (CompileError, InternalCompilerError) as e:
+            raise _boundary(e)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._fixed is not None:
-            if kwargs:
-                args = tuple(self._bind(args, kwargs).args)
-            return self._fixed.call(args)
-        fast_key = None
-        if not kwargs and not self.static_argnums and all(type(a) is np.ndarray for a in args):
-            fast_key = tuple((a.dtype, a.shape) for a in args)
-            spec = self._fast.get(fast_key)
-            if spec is not None:
-                return spec.call_fast(args)
-        key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs)
-        spec = self._specializations.get(key)
-        if spec is None:
-            spec = self._specialization(key, lambda: Specialization(self, a_args, a_kwargs))
-        if fast_key is not None and len(dynamic) == len(args):
-            self._fast[fast_key] = spec
-        return spec.call(dynamic)
+        try:
+            if self._fixed is not None:
+                if kwargs:
+                    args = tuple(self._bind(args, kwargs).args)
+                return self._fixed.call(args)
+            fast_key = None
+            if not kwargs and not self.static_argnums and all(type(a) is np.ndarray for a in args):
+                fast_key = tuple((a.dtype, a.shape) for a in args)
+                spec = self._fast.get(fast_key)
+                if spec is not None:
+                    return spec.call_fast(args)
+            key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs)
+            spec = self._specializations.get(key)
+            if spec is None:
+                spec = self._specialization(key, lambda: Specialization(self, a_args, a_kwargs))
+            if fast_key is not None and len(dynamic) == len(args):
+                self._fast[fast_key] = spec
+            return spec.call(dynamic)
+        except (CompileError, InternalCompilerError) as e:
+            raise _boundary(e)   # the message points at your code; see below
 
     # ---- inspection ---------------------------------------------------------------------
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """The IR, optimized IR, LLVM IR and assembly for these arguments (or a signature string)."""
-        if len(args) == 1 and isinstance(args[0], str) and not kwargs:
-            return Specialization(self, tuple(parse_signature(args[0])[0]), {}).lowered()
-        return self.specialize(*args, **kwargs).lowered()
+        try:
+            if len(args) == 1 and isinstance(args[0], str) and not kwargs:
+                return Specialization(self, tuple(parse_signature(args[0])[0]), {}).lowered()
+            return self.specialize(*args, **kwargs).lowered()
+        except (CompileError, InternalCompilerError) as e:
+            raise _boundary(e)
 
     def _for_signature(self, signature: str | None) -> Specialization:
         if signature is None:
@@ -327,7 +340,10 @@ class Kernel:
             return self._fixed
         if signature == self.signature and self._fixed is not None:
             return self._fixed
-        return self._specialization(("signature", signature), lambda: self._compile_signature(signature))
+        try:
+            return self._specialization(("signature", signature), lambda: self._compile_signature(signature))
+        except (CompileError, InternalCompilerError) as e:
+            raise _boundary(e)
 
     def address(self, signature: str | None = None) -> int:
         """Address of the C entry point ``int32_t f(void**, void**, const int64_t*)``."""
@@ -381,6 +397,13 @@ def _static_argnums(signature: inspect.Signature, nums: Any, name: str) -> tuple
     return tuple(out)
 
 
+def _boundary(error: CompileError | InternalCompilerError) -> BaseException:
+    """What a public entry point re-raises for a compile error: the error without the
+    compiler's frames and causes (its message points at the user's code, or at the dump of
+    an internal error), or all of it with AOTX_FRONTEND_DEBUG=1."""
+    return error if config.frontend_debug() else user_facing(error)
+
+
 def _signature_of(fn: Callable[..., Any]) -> inspect.Signature:
     try:
         return inspect.signature(fn)
@@ -389,14 +412,15 @@ def _signature_of(fn: Callable[..., Any]) -> inspect.Signature:
                                   inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
 
 
-def _abstract_leafwise(value: Any, dynamic: list[Any]) -> Any:
-    """Replace array leaves by their types (collecting the arrays in `dynamic`)."""
+def _abstract_leafwise(name: str, value: Any, dynamic: list[Any]) -> Any:
+    """Replace array leaves by their types (collecting the arrays in `dynamic`); `name` is
+    the argument's, for errors."""
     leaves, tree = pytrees.flatten(value)
     out: list[Any] = []
-    for leaf in leaves:
-        kind = _leaf_kind(leaf)
+    for i, leaf in enumerate(leaves):
+        kind = _leaf_kind(leaf, lambda: _leaf_path(name, value, i))
         if kind == "array":
-            arr = np.asarray(leaf)
+            arr = _native_order(np.asarray(leaf))
             out.append(TensorType(canonical_dtype(arr.dtype), tuple(arr.shape)))
             dynamic.append(arr)
         elif kind == "weak":
@@ -407,15 +431,52 @@ def _abstract_leafwise(value: Any, dynamic: list[Any]) -> Any:
     return pytrees.unflatten(tree, out)
 
 
-def _leaf_kind(leaf: Any) -> str:
+SUPPORTED_DTYPES = "float32, float64, int32, int64 or bool"
+
+
+def _leaf_kind(leaf: Any, name: Callable[[], str]) -> str:
+    """'array' (a dynamic input), 'weak' (a Python float) or 'static' (a compile-time value);
+    an argument a kernel cannot take is a TypeError naming it."""
     if isinstance(leaf, (np.ndarray, np.generic)):
-        if leaf.dtype.kind not in "fib" or leaf.dtype not in (np.float32, np.float64, np.int32, np.int64, np.bool_):
-            raise TypeError(f"arrays of dtype {leaf.dtype} are not supported "
-                            f"(use float32, float64, int32, int64 or bool)")
+        check_array_class(name(), leaf)
+        dtype = leaf.dtype.newbyteorder("=") if leaf.dtype.byteorder not in "=|" else leaf.dtype
+        if dtype not in (np.float32, np.float64, np.int32, np.int64, np.bool_) or dtype.names:
+            raise TypeError(f"argument '{name()}': arrays of dtype {leaf.dtype} are not supported "
+                            f"(supported: {SUPPORTED_DTYPES}){_dtype_hint(leaf.dtype, name())}")
         return "array"
     if isinstance(leaf, float):
         return "weak"
     return "static"
+
+
+def _dtype_hint(dtype: np.dtype, name: str) -> str:
+    target = {"f": "float32" if dtype.itemsize <= 4 else "float64", "u": "int64", "i": "int64",
+              "b": "bool"}.get(dtype.kind)
+    return f"; convert with {name}.astype(np.{target})" if target else ""
+
+
+def _native_order(arr: np.ndarray) -> np.ndarray:
+    """A big-endian array in native byte order (same values: NumPy converts implicitly)."""
+    if arr.dtype.byteorder in "=|":
+        return arr
+    return arr.astype(arr.dtype.newbyteorder("="))
+
+
+def _leaf_path(name: str, tree: Any, index: int) -> str:
+    """How a user spells leaf `index` of argument `name` (``x``, ``x[1]``, ``x['w']``)."""
+    return _paths(pytrees.flatten(tree)[1], name)[index]
+
+
+def _paths(td: pytrees.PyTreeDef, prefix: str) -> list[str]:
+    if td.kind == pytrees.LEAF:
+        return [prefix]
+    if td.kind == pytrees.DICT:
+        keys = [f"[{k!r}]" for k in td.aux]
+    elif td.kind == pytrees.NAMEDTUPLE:
+        keys = [f".{f}" for f in td.aux._fields]
+    else:
+        keys = [f"[{i}]" for i in range(len(td.children))]
+    return [p for key, child in zip(keys, td.children) for p in _paths(child, prefix + key)]
 
 
 def _hashable_key(key: Any) -> Any:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 
 from compiler import pipeline
 from compiler.api.kernel import Kernel, as_kernel
+from compiler.errors import TransformArgumentError
 from compiler.frontend.pytrees import flatten, flatten_static, unflatten
 from compiler.frontend.values import Weak
 from compiler.ir.core import Function
@@ -142,8 +143,8 @@ def _check_unbatched_outputs(fn: Function, in_dims: Sequence[Any], out_dims: Seq
     _, got = vmap_block(fn.body, in_dims, size)
     for i, (want, have) in enumerate(zip(out_dims, got)):
         if want is None and have is not None:
-            raise ValueError(f"vmap: out_dims is None for output {i}, but that output depends on a "
-                             f"batched input; give it an out_dim")
+            raise TransformArgumentError(f"vmap: out_dims is None for output {i}, but that output "
+                                         f"depends on a batched input; give it an out_dim")
 
 
 def prefix_leaves(spec: Any, tree: Any, what: str, where: str) -> list[Any]:
@@ -197,9 +198,13 @@ def _strip(leaf: Any, d: Any, name: str) -> tuple[Any, Any, Any]:
         raise ValueError(f"vmap: argument '{name}' is a Python scalar; use in_dims=None for it "
                          f"or pass an array")
     ndim = leaf.ndim
+    if ndim == 0:
+        raise ValueError(f"vmap: in_dim={d} for argument '{name}', but it is 0-d (type {leaf}): "
+                         f"a 0-d array has no dimension to map over; use in_dims=None for it "
+                         f"(the same value for every batch element) or pass a batch of values")
     if not -ndim <= d < ndim:
         raise ValueError(f"vmap: in_dim={d} is out of range for argument '{name}' of type {leaf} "
-                         f"({ndim} dims): expected -{ndim} <= in_dim < {ndim}")
+                         f"({ndim}-d): expected {-ndim} <= in_dim < {ndim}")
     d = d % ndim
     shape = list(leaf.shape)
     n = shape.pop(d)

@@ -44,6 +44,7 @@ class Codegen:
         self.mallocs: list[ll.Value] = []
         self.error_exits: dict[int, ll.Block] = {}   # status -> exit block (see error_exit)
         self.checks: dict[Op, int] = {}              # check op -> its status (kernel.error_sites)
+        self.too_big: ll.Value | None = None           # i1: an array's byte count overflows
         self.math_calls = 0          # vector-math calls emitted so far (see loop())
         self._loop_ids = 0
 
@@ -267,13 +268,62 @@ class Codegen:
             slot = self.alloca_builder.alloca(elem, count)
             slot.align = 32
             return Buffer(slot, t.dtype, t.shape)
-        nbytes = self.alloca_builder.mul(self._entry_dim(t.size), ll.Constant(I64T, _itemsize(t.dtype)))
-        nbytes = self.alloca_builder.add(nbytes, ll.Constant(I64T, 64))
+        nbytes = self._byte_count(t.shape, t.dtype)
         malloc = _declare(self.module, "malloc", ll.FunctionType(PTR, [I64T]))
         raw = self.alloca_builder.call(malloc, [nbytes])
         self.mallocs.append(raw)
         ptr = self.alloca_builder.bitcast(raw, ll.PointerType(elem))
         return Buffer(ptr, t.dtype, t.shape)
+
+    def _byte_count(self, shape: Sequence[dims.Dim], dtype: np.dtype) -> ll.Value:
+        """64 + the byte count of an array of `shape`, or all ones (malloc then fails) when
+        it overflows int64: a size must never wrap around to a small allocation."""
+        if all(isinstance(d, int) for d in shape):
+            n = _static_size(shape) * _itemsize(dtype) + 64
+            return ll.Constant(I64T, n if n < 2**63 else -1)
+        total, over = self._checked_product(shape, _itemsize(dtype))
+        total = self.alloca_builder.add(total, ll.Constant(I64T, 64))
+        return self.alloca_builder.select(over, ll.Constant(I64T, -1), total)
+
+    def _checked_product(self, shape: Sequence[dims.Dim], itemsize: int) -> tuple[ll.Value, ll.Value]:
+        """(itemsize * prod(shape), whether it exceeds INT64_MAX), in the entry block. A
+        negative dim counts as 0 here (it is not a size overflow)."""
+        b = self.alloca_builder
+        mul = _declare(self.module, "llvm.umul.with.overflow.i64",
+                       ll.FunctionType(ll.LiteralStructType([I64T, I1T]), [I64T, I64T]))
+        total: ll.Value = ll.Constant(I64T, itemsize)
+        over: ll.Value = ll.Constant(I1T, 0)
+        zero = ll.Constant(I64T, 0)
+        for d in shape:
+            v = self._entry_dim(d)
+            v = b.select(b.icmp_signed("<", v, zero), zero, v)
+            pair = b.call(mul, [total, v])
+            total = b.extract_value(pair, 0)
+            over = b.or_(over, b.extract_value(pair, 1))
+        return total, b.or_(over, b.icmp_signed("<", total, zero))
+
+    def check_sizes(self, block: Block) -> None:
+        """At entry: the status 3 exit (NumPy's "array is too big") when the byte count of any
+        array of `block` (nested regions included) overflows int64 for these symbol values.
+        Without it such a size would wrap around in allocations and loop bounds."""
+        shapes: dict[tuple[Any, ...], int] = {}
+        values = list(block.args) + [r for op in block.walk() for r in op.results] + \
+            [a for op in block.walk() for region in op.regions for a in region.args]
+        for v in values:
+            key = tuple(v.type.shape)
+            shapes[key] = max(shapes.get(key, 0), _itemsize(v.type.dtype))
+        flags: list[ll.Value] = []
+        for shape, itemsize in shapes.items():
+            if all(isinstance(d, int) for d in shape):
+                if _static_size(shape) * itemsize >= 2**63:
+                    flags.append(ll.Constant(I1T, 1))
+            else:
+                flags.append(self._checked_product(shape, itemsize)[1])
+        if flags:
+            flag = flags[0]
+            for f in flags[1:]:
+                flag = self.alloca_builder.or_(flag, f)
+            self.too_big = flag
 
     def _entry_dim(self, d: dims.Dim) -> ll.Value:
         saved = self.b
@@ -338,6 +388,8 @@ class Codegen:
     def finish(self) -> None:
         """Free temporaries and return 0; if any allocation failed, return 1 up front."""
         free = _declare(self.module, "free", ll.FunctionType(ll.VoidType(), [PTR]))
+        if self.too_big is not None:
+            self.error_exit(3)
         for status, block in self.error_exits.items():
             eb = ll.IRBuilder(block)
             for raw in self.mallocs:
@@ -347,10 +399,14 @@ class Codegen:
             self.b.call(free, [raw])
         self.b.ret(ll.Constant(ll.IntType(32), 0))
         body = self.fn.blocks[1]
-        if not self.mallocs:
-            self.alloca_builder.branch(body)
-            return
         entry = self.alloca_builder
+        if self.too_big is not None:
+            sizes_ok = self.fn.append_basic_block("sizes_ok")
+            entry.cbranch(self.too_big, self.error_exits[3], sizes_ok)
+            entry = ll.IRBuilder(sizes_ok)
+        if not self.mallocs:
+            entry.branch(body)
+            return
         failed = entry.icmp_unsigned("==", self.mallocs[0], ll.Constant(PTR, None))
         for raw in self.mallocs[1:]:
             failed = entry.or_(failed, entry.icmp_unsigned("==", raw, ll.Constant(PTR, None)))

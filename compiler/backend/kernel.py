@@ -59,6 +59,7 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
 
     ins = [buffer(a, t) for a, t in zip(impl.args[:n_in], fn.in_types)]
     outs = [buffer(a, t) for a, t in zip(impl.args[n_in:n_in + n_out], fn.out_types)]
+    cg.check_sizes(fn.body)
     cg.lower_block(fn.body, ins, outs)
     cg.finish()
     _emit_entry(module, impl, name, n_in, n_out, len(syms))

@@ -150,10 +150,10 @@ def _outputs(stager: Stager, out: Any, loc: SourceLoc) -> tuple[list[Any], PyTre
                 try:
                     values.append(A.lift(stager.b, leaf).value)
                 except Reject as r:
-                    raise r.cls(r.message, loc, r.hint) from None
+                    raise r.cls(r.message, stager.return_loc or loc, r.hint) from None
             else:
                 raise CompileError(f"the function returns {type(leaf).__name__} {leaf!r:.60}, which "
-                                   "is not an array or a number", loc,
+                                   "is not an array or a number", stager.return_loc or loc,
                                    "return arrays, numbers, or tuples/lists/dicts of them")
     return values, out_tree
 

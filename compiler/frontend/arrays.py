@@ -54,10 +54,19 @@ def supported_dtype(dtype: Any) -> np.dtype:
 
 def constant(b: Builder, value: Any, dtype: np.dtype | None = None, weak: bool = False) -> Staged:
     """A staged constant for a static value (kept as its own dtype unless `dtype` is given)."""
+    if dtype is None:
+        check_int64(value)
     with np.errstate(all="ignore"):
         arr = np.asarray(value) if dtype is None else _cast_static(value, dtype)
     arr = np.array(arr.astype(supported_dtype(arr.dtype), copy=False), order="C")
     return Staged(b.emit1(P.constant, [], {"value": arr}), weak=weak)
+
+
+def check_int64(value: Any) -> None:
+    """A Python int beyond int64 (NumPy would make an object array of it) is refused."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
+        raise Reject(CompileError, f"Python integer {value} out of bounds for int64 (NumPy would "
+                     "keep it as a Python object)", f"use float({value}) for a float value")
 
 
 def _cast_static(value: Any, dtype: np.dtype) -> np.ndarray:
@@ -89,6 +98,7 @@ def lift(b: Builder, x: Any, dtype: np.dtype | None = None) -> Staged:
         return s if dtype is None else convert(b, s, dtype)
     weak = isinstance(x, PY_SCALARS)
     if dtype is None and isinstance(x, PY_SCALARS):
+        check_int64(x)
         dtype = result_dtype([x])
     return constant(b, x, dtype, weak=weak)
 
@@ -155,7 +165,11 @@ def oracle(ufunc: Callable[..., Any], operands: Sequence[Any], **kw: Any) -> np.
     try:
         with np.errstate(all="ignore"):
             out = ufunc(*ins, **kw)
-    except (TypeError, ValueError, OverflowError) as e:
+    except OverflowError as e:
+        big = [x for x in ins if isinstance(x, int) and not -2**63 <= x < 2**63]
+        raise Reject(CompileError, f"Python integer {big[0]} out of bounds for int64" if big else str(e),
+                     f"use float({big[0]}) for a float value" if big else None) from None
+    except (TypeError, ValueError) as e:
         raise Reject(CompileError, str(e)) from None
     dtype = np.asarray(out[0] if isinstance(out, tuple) else out).dtype
     if dtype not in DTYPES:

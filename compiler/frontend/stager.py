@@ -77,6 +77,7 @@ class Stager(CallMixin, ast.NodeVisitor):
         self.conts: list[Frame] = []
         self.depth = 0                          # nesting of data-dependent regions
         self.local_objects: dict[int, tuple[Any, int]] = {}
+        self.return_loc: SourceLoc | None = None   # the last `return` staged (errors about results)
 
     # ---- dispatch and errors -------------------------------------------------------------
 
@@ -228,6 +229,7 @@ class Stager(CallMixin, ast.NodeVisitor):
         return None
 
     def visit_Return(self, node: ast.Return) -> None:
+        self.return_loc = self.loc(node.value if node.value is not None else node)
         raise ReturnSignal(None if node.value is None else self.visit(node.value))
 
     def visit_Break(self, node: ast.Break) -> None:

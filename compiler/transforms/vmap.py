@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any, Sequence
 
-from compiler.errors import UnsupportedError
+from compiler.errors import TransformArgumentError, UnsupportedError
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Block, Function, Value
 from compiler.ir.dims import Dim
@@ -77,7 +77,7 @@ def vmap_block(block: Block, in_bdims: Sequence[int | None], size: Dim,
         return new, [d for _, d in outs]
     for w, r in zip(out_bdims, block.results):
         if w is not None and not -(r.type.ndim + 1) <= w <= r.type.ndim:
-            raise ValueError(f"vmap: out_dim={w} is out of range for an output with {r.type.ndim} dims "
+            raise TransformArgumentError(f"vmap: out_dim={w} is out of range for an output with {r.type.ndim} dims "
                              f"(batched: {r.type.ndim + 1}); expected {-(r.type.ndim + 1)} <= out_dim "
                              f"<= {r.type.ndim}")
     wants = [None if w is None else w % (r.type.ndim + 1) for w, r in zip(out_bdims, block.results)]

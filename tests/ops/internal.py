@@ -73,8 +73,8 @@ def stage(fn: Callable[..., Any], args: tuple, kwargs: dict, signature: str | No
         return _frontend.stage(fn, tuple(_parse_signature(signature)[0]), {}, name="staged").function
     bound = inspect.signature(fn).bind(*args, **kwargs)
     scratch: list[Any] = []
-    a_args = tuple(_abstract_leafwise(v, scratch) for v in bound.args)
-    a_kwargs = {k: _abstract_leafwise(v, scratch) for k, v in bound.kwargs.items()}
+    a_args = tuple(_abstract_leafwise(f"arg{i}", v, scratch) for i, v in enumerate(bound.args))
+    a_kwargs = {k: _abstract_leafwise(k, v, scratch) for k, v in bound.kwargs.items()}
     return _frontend.stage(fn, a_args, a_kwargs, name="staged").function
 
 
