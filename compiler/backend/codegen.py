@@ -15,7 +15,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 from llvmlite import ir as ll
 
-from compiler.backend import casts, control, mathlib
+from compiler.backend import casts, control, mathlib, pairwise
 from compiler.backend.buffers import I1T, I8T, I64T, PTR, Buffer, memory_type, scalar_type
 from compiler.backend.fusion import Schedule, schedule
 from compiler.ir import dims
@@ -27,12 +27,13 @@ class Codegen:
     """The lowering context handed to every primitive's ``lower``."""
 
     def __init__(self, module: ll.Module, fn: ll.Function, symbols: dict[str, ll.Value],
-                 *, fastmath: bool, has_fma: bool) -> None:
+                 *, fastmath: bool, has_fma: bool, vector_bits: int = 256) -> None:
         self.module = module
         self.fn = fn
         self.symbols = symbols
         self.fastmath = fastmath
         self.has_fma = has_fma
+        self.vector_bits = vector_bits   # the widest vector register: sizes pairwise chunks
         self.entry = fn.append_basic_block("entry")
         self.alloca_builder = ll.IRBuilder(self.entry)
         body = fn.append_basic_block("body")
@@ -217,6 +218,28 @@ class Codegen:
                 self.b.store(v, s)
         return [self.b.load(s) for s in slots]
 
+    def reduce_pairwise(self, shape: Sequence[dims.Dim], axes: Sequence[int],
+                        out_idx: Sequence[ll.Value], init: ll.Value, combine: Any,
+                        element: Any) -> ll.Value:
+        """Like `reduce` for one associative float op (``combine(a, b)``) of
+        ``element(full_idx)``, with blocked pairwise summation (pairwise.py): the rounding
+        error grows with log2 of the count."""
+        if not pairwise.needed(shape, axes, pairwise.chunk_size(self, init.type)):
+            return self.reduce(shape, axes, out_idx, [init], lambda acc, full: [
+                self.reassoc(combine(acc[0], element(full)))])[0]
+        return pairwise.reduce(self, shape, axes, out_idx, init, combine, element)
+
+    def accumulate_pairwise(self, shape: Sequence[dims.Dim], axes: Sequence[int], out: Buffer,
+                            init: ll.Value, combine: Any, element: Any) -> None:
+        """Whole output rows (the last axis kept) with blocked pairwise summation."""
+        pairwise.accumulate(self, shape, axes, out, init, combine, element)
+
+    def scan_pairwise(self, n: ll.Value, init: ll.Value, combine: Any, element: Any,
+                      emit: Any) -> None:
+        """A running fold of element(k) for k < n, emit(k, prefix): blocked, with the
+        previous blocks combined pairwise (pairwise.py)."""
+        pairwise.scan(self, n, init, combine, element, emit)
+
     # ---- values -------------------------------------------------------------------------
     def read(self, v: Value, idx: Sequence[ll.Value]) -> ll.Value:
         """The element of `v` at `idx`: loaded if materialized, else computed here."""
@@ -272,6 +295,20 @@ class Codegen:
         self.mallocs.append(raw)
         ptr = self.alloca_builder.bitcast(raw, ll.PointerType(elem))
         return Buffer(ptr, t.dtype, t.shape)
+
+    def scratch(self, dtype: np.dtype, count: ll.Value) -> ll.Value:
+        """A pointer to `count` (computed in the entry block) elements of `dtype`, malloc'ed
+        at entry and freed at exit with the other temporaries."""
+        nbytes = self.alloca_builder.mul(count, ll.Constant(I64T, _itemsize(dtype)))
+        nbytes = self.alloca_builder.add(nbytes, ll.Constant(I64T, 64))
+        malloc = _declare(self.module, "malloc", ll.FunctionType(PTR, [I64T]))
+        raw = self.alloca_builder.call(malloc, [nbytes])
+        self.mallocs.append(raw)
+        return self.alloca_builder.bitcast(raw, ll.PointerType(memory_type(dtype)))
+
+    def entry_dim(self, d: dims.Dim) -> ll.Value:
+        """The value of `d` computed in the entry block (for sizes of temporaries)."""
+        return self._entry_dim(d)
 
     def _entry_dim(self, d: dims.Dim) -> ll.Value:
         saved = self.b

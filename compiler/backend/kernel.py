@@ -38,7 +38,8 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
     for arg in impl.args[:n_in + n_out]:
         arg.add_attribute("noalias")
     symbols = dict(zip(syms, impl.args[n_in + n_out:]))
-    cg = Codegen(module, impl, symbols, fastmath=fastmath, has_fma=target.has_fma)
+    cg = Codegen(module, impl, symbols, fastmath=fastmath, has_fma=target.has_fma,
+                 vector_bits=target.vector_bits)
 
     def buffer(arg: ll.Value, t) -> Buffer:
         return Buffer(cg.alloca_builder.bitcast(arg, ll.PointerType(memory_type(t.dtype))), t.dtype, t.shape)

@@ -60,10 +60,22 @@ def _combine(kind: str) -> Callable[..., Any]:
     return combine
 
 
+def _pairwise(kind: str, dtype: np.dtype) -> Callable[..., Any] | None:
+    """The plain (not reassociable) float op of a sum or product, which the backend
+    folds with blocked pairwise summation; None for the exact or order-free reductions."""
+    if kind not in ("sum", "prod") or not is_float(dtype):
+        return None
+    return lambda cg: (lambda a, v: cg.b.fadd(a, v) if kind == "sum" else cg.b.fmul(a, v))
+
+
 def _lower_reduce(kind: str) -> Callable[..., Any]:
     def lower(cg: Any, op: Any, idx: list[Any]) -> Any:
         x, axes = op.operands[0], op.params["axes"]
         dtype = x.dtype
+        pairwise = _pairwise(kind, dtype)
+        if pairwise is not None:
+            return cg.reduce_pairwise(x.shape, axes, idx, _init_value(cg, dtype, kind),
+                                      pairwise(cg), lambda full: cg.read(x, full))
 
         def body(acc: list[Any], full_idx: list[Any]) -> list[Any]:
             return [_combine(kind)(cg, dtype, acc[0], cg.read(x, full_idx))]
@@ -80,6 +92,11 @@ def _lower_accumulate(kind: str) -> Callable[..., bool]:
         if not axes or x.ndim - 1 in axes:
             return False
         dtype = x.dtype
+        pairwise = _pairwise(kind, dtype)
+        if pairwise is not None:
+            cg.accumulate_pairwise(x.shape, axes, out, _init_value(cg, dtype, kind),
+                                   pairwise(cg), lambda full: cg.read(x, full))
+            return True
         with cg.loop_nest(op.results[0].shape) as idx:
             cg.store(out, idx, _init_value(cg, dtype, kind))
         with cg.loop_nest(x.shape) as full:
@@ -187,6 +204,14 @@ def _lower_scan(kind: str) -> Callable[..., Any]:
     def lower(cg: Any, op: Any, outs: list[Any]) -> None:
         x, axis = op.operands[0], op.params["axis"]
         outer = tuple(d if i != axis else 1 for i, d in enumerate(x.shape))
+        pairwise = _pairwise(kind, x.dtype)
+        if pairwise is not None:
+            with cg.loop_nest(outer) as idx:
+                def at(k: Any) -> list[Any]:
+                    return [k if a == axis else i for a, i in enumerate(idx)]
+                cg.scan_pairwise(cg.dim(x.shape[axis]), _init_value(cg, x.dtype, kind), pairwise(cg),
+                                 lambda k: cg.read(x, at(k)), lambda k, v: cg.store(outs[0], at(k), v))
+            return
         with cg.loop_nest(outer) as idx:
             acc = cg.alloca_scalar(x.dtype, _init_value(cg, x.dtype, kind))
             with cg.loop(cg.dim(x.shape[axis])) as k:
