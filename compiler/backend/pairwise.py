@@ -1,5 +1,6 @@
-"""Blocked pairwise summation: float sums, products and running sums whose rounding
-error grows with log2(n), not n.
+"""Blocked pairwise summation: float sums and running sums whose rounding error grows
+with log2(n), not n. (Products gain nothing from it: a product's relative error is
+the sum of its n - 1 multiplications' errors in any order.)
 
 A plain loop ``acc += x[i]`` loses up to n/2 ulps on n like-signed terms, even
 vectorized (LLVM then keeps A = lanes x interleave accumulators, which only
@@ -33,7 +34,7 @@ output rows when the last axis is kept (column sums): the leaf is the output row
 itself, leaves are ROWS reduced positions, the stack is a scratch buffer of rows
 (freed at exit), and every loop over a row is unit-stride: d <= ROWS +
 ceil(log2(R / ROWS)) + 1 for R reduced positions (NumPy adds the rows one by one:
-d = R). :func:`scan` (cumsum, cumprod) runs the fold inside chunks of SCAN_BLOCK
+d = R). :func:`scan` (cumsum) runs the fold inside chunks of SCAN_BLOCK
 elements and adds the carry, the pairwise combination of the previous chunks'
 totals: d <= SCAN_BLOCK + log2(k / SCAN_BLOCK) + 2 for the k-th prefix (NumPy: k).
 """
@@ -50,7 +51,7 @@ TERMS = 16      # elements per vector accumulator in one chunk (NumPy's pairwise
 INTERLEAVE = 4  # vector accumulators LLVM keeps in a reassociated loop (its interleave count)
 ROWS = 64       # reduced positions per leaf when whole output rows are accumulated
 LEVELS = 64     # binary-counter levels of a scalar reduction: enough for 2**64 leaves
-SCAN_BLOCK = 64  # elements per chunk of a running sum or product
+SCAN_BLOCK = 64  # elements per chunk of a running sum
 
 Combine = Callable[[Any, Any], Any]
 Element = Callable[[list[Any]], Any]

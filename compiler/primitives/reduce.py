@@ -61,11 +61,13 @@ def _combine(kind: str) -> Callable[..., Any]:
 
 
 def _pairwise(kind: str, dtype: np.dtype) -> Callable[..., Any] | None:
-    """The plain (not reassociable) float op of a sum or product, which the backend
-    folds with blocked pairwise summation; None for the exact or order-free reductions."""
-    if kind not in ("sum", "prod") or not is_float(dtype):
+    """For a float sum, the plain (not reassociable) add, which the backend folds with
+    blocked pairwise summation; None otherwise: integer and boolean sums are exact, max
+    and min are order-free, and a product's rounding error is the sum of its n - 1
+    multiplications' relative errors in any order."""
+    if kind != "sum" or not is_float(dtype):
         return None
-    return lambda cg: (lambda a, v: cg.b.fadd(a, v) if kind == "sum" else cg.b.fmul(a, v))
+    return lambda cg: (lambda a, v: cg.b.fadd(a, v))
 
 
 def _lower_reduce(kind: str) -> Callable[..., Any]:
