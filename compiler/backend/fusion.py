@@ -8,7 +8,10 @@ A value is *materialized* (gets a buffer and its own loop nest) when
 * a consumer would read it more than once per element: a broadcast of it,
   an operand of dot_general, ... (recomputing a reduction for every element of
   a broadcast would turn O(n) into O(n^2));
-* its consumers sit in different loop nests (compute once, read twice).
+* its consumers sit in different loop nests (compute once, read twice);
+* its primitive computes it faster as a whole (``own_loop``): a reduction that
+  keeps the last axis accumulates contiguous rows into its buffer, where reading
+  it inside the consumer's loop would walk the reduced axes with a stride.
 
 Cheap values (constants, iota, and pure index remaps of materialized or cheap
 values, with casts) are never materialized: re-reading them costs a load.
@@ -107,7 +110,8 @@ def schedule(block: Block) -> Schedule:
             # read at several different indices per element: computing it inline would repeat
             # its whole expression per access (exponential in chains such as repeated stencils)
             repeated = len(patterns) > 1
-            if expanding or repeated or len(consumers) != 1 or None in consumers or "cheap" in consumers:
+            whole = op.prim.own_loop is not None and op.prim.own_loop(op)
+            if expanding or repeated or whole or len(consumers) != 1 or None in consumers or "cheap" in consumers:
                 mat.add(r)
                 group[r] = r
                 access[r] = frozenset({("root", id(r))})

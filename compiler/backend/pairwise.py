@@ -19,12 +19,15 @@ idea is laid out as loops that fuse with the producer of the reduced elements:
   0..t-1, t the number of trailing one bits of k, smallest first, and stored at
   level t. That is the pairwise tree over the leaves, built left to right with at
   most log2(#leaves) + 1 live partials; the last partial leaf and the levels are
-  combined at the end.
+  combined at the end. For float32 the leaves and the tree are float64 and the
+  result is rounded once: only the chunk loops round in float32.
 
 **Error bound.** Each element passes through a chain of at most d roundings, so
 |computed - exact| <= d u / (1 - d u) * sum|x_i| (u = eps / 2). With an innermost
 reduced axis of at least C elements, d <= TERMS + log2(A) + ceil(log2(n / C)) + 3
-<= log2(n) + 15 (C = TERMS x A, a leaf is at most two chunks). A short innermost axis adds up to C / m leaf
+<= log2(n) + 15 (C = TERMS x A, a leaf is at most two chunks); for float32 the
+float64 tree leaves d <= TERMS + log2(A) + 2 float32 roundings (about 24) plus
+float64 ones, so large float32 sums come out within about an ulp. A short innermost axis adds up to C / m leaf
 additions (m its length); a reduction known to be at most one chunk is a plain
 vectorized loop (d <= n / A + log2(A) + 1).
 
@@ -79,19 +82,24 @@ def reduce(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx: Seq
     by out_idx: chunks and leaves of chunk_size elements, leaves combined pairwise."""
     b = cg.b
     block = chunk_size(cg, init.type)
-    stack = _Stack(cg, init, combine)
-    leaf, filled, acc = _slot(cg, init), _slot(cg, cg.index(0)), _slot(cg, init)
+    # float32 chunk totals are combined in float64: the tree then adds no float32
+    # rounding, and the result is rounded once at the end
+    widen = isinstance(init.type, ll.FloatType)
+    wide_init = ll.Constant(ll.DoubleType(), init.constant) if widen else init
+    stack = _Stack(cg, wide_init, combine)
+    leaf, filled, acc = _slot(cg, wide_init), _slot(cg, cg.index(0)), _slot(cg, init)
 
     def chunk(full: Callable[[Any], list[Any]], m: Any) -> None:
         b.store(init, acc)
         with cg.loop(m) as t:
             b.store(cg.reassoc(combine(b.load(acc), element(full(t)))), acc)
-        b.store(combine(b.load(leaf), b.load(acc)), leaf)
+        total = b.fpext(b.load(acc), ll.DoubleType()) if widen else b.load(acc)
+        b.store(combine(b.load(leaf), total), leaf)
         n = b.add(b.load(filled), m)
         b.store(n, filled)
         with b.if_then(b.icmp_signed(">=", n, cg.index(block))):
             stack.push(b.load(leaf))
-            b.store(init, leaf)
+            b.store(wide_init, leaf)
             b.store(cg.index(0), filled)
 
     def place(red: list[Any]) -> list[Any]:
@@ -99,7 +107,8 @@ def reduce(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx: Seq
         return [next(it) if a in axes else next(rest) for a in range(len(shape))]
 
     _chunks(cg, [shape[a] for a in axes], block, place, chunk)
-    return stack.total(b.load(leaf))
+    result = stack.total(b.load(leaf))
+    return b.fptrunc(result, init.type) if widen else result
 
 
 def scan(cg: Any, n: Any, init: Any, combine: Combine, element: Callable[[Any], Any],

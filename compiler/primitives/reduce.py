@@ -85,13 +85,19 @@ def _lower_reduce(kind: str) -> Callable[..., Any]:
     return lower
 
 
+def _keeps_last_axis(op: Any) -> bool:
+    axes = op.params["axes"]
+    return bool(axes) and op.operands[0].type.ndim - 1 not in axes
+
+
 def _lower_accumulate(kind: str) -> Callable[..., bool]:
     """Into a buffer, when the last axis is kept: walk the operand in memory order and
-    fold each row into the output row, so the inner loop is contiguous and vectorizes."""
+    fold each row into the output row, so the inner loop is contiguous and vectorizes
+    (fusion gives such a reduction its buffer: ``own_loop``)."""
 
     def lower_root(cg: Any, op: Any, out: Any) -> bool:
         x, axes = op.operands[0], op.params["axes"]
-        if not axes or x.ndim - 1 in axes:
+        if not _keeps_last_axis(op):
             return False
         dtype = x.dtype
         pairwise = _pairwise(kind, dtype)
@@ -129,7 +135,8 @@ def _reduction(prim: Primitive, kind: str, ref: Callable[..., Any], **kw: Any) -
     def checked(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         return ref(x, axis=tuple(axes))
     return define(prim, shape_rule=_reduce_rule, numpy_ref=checked, lower=_lower_reduce(kind),
-                  lower_root=_lower_accumulate(kind), vmap_rule=_vmap_reduce, loops=True,
+                  lower_root=_lower_accumulate(kind), own_loop=_keeps_last_axis,
+                  vmap_rule=_vmap_reduce, loops=True,
                   doc=f"{ref.__name__} over `axes`", **kw)
 
 
