@@ -165,8 +165,10 @@ class Codegen:
 
     # ---- loops -----------------------------------------------------------------------
     @contextlib.contextmanager
-    def loop(self, extent: ll.Value) -> Iterator[ll.Value]:
-        """for (i = 0; i < extent; i++) { body }; the builder ends after the loop."""
+    def loop(self, extent: ll.Value, *, unroll: bool = True) -> Iterator[ll.Value]:
+        """for (i = 0; i < extent; i++) { body }; the builder ends after the loop.
+        unroll=False keeps LLVM from unrolling it (so that one copy of an inner loop
+        sees the whole address stream)."""
         b = self.b
         pre = b.block
         header = self.fn.append_basic_block("loop")
@@ -187,16 +189,18 @@ class Codegen:
         nxt = b.add(i, self.index(1), flags=("nsw", "nuw"))
         i.add_incoming(nxt, b.block)
         back = b.branch(header)
-        if self.math_calls > calls_before:
-            self._interleave(back)
+        hints = ("i" if self.math_calls > calls_before else "") + ("" if unroll else "u")
+        if hints:
+            self._loop_hints(back, hints)
         b.position_at_end(exit_)
 
-    def _interleave(self, back_edge: Any) -> None:
-        """Ask for two interleaved vector iterations in loops calling vector math: their
-        long dependency chains otherwise leave the FP units idle. The node is made a
-        distinct, self-referential loop ID when the module is printed (kernel.py)."""
+    def _loop_hints(self, back_edge: Any, hints: str) -> None:
+        """Loop metadata: "i" asks for two interleaved vector iterations in loops calling
+        vector math (their long dependency chains otherwise leave the FP units idle), "u"
+        disables unrolling. The node is made a distinct, self-referential loop ID when the
+        module is printed (kernel.py)."""
         self._loop_ids += 1
-        marker = ll.MetaDataString(self.module, f"aotx.loop.{self._loop_ids}")
+        marker = ll.MetaDataString(self.module, f"aotx.loop.{self._loop_ids}.{hints}")
         back_edge.set_metadata("llvm.loop", self.module.add_metadata([marker]))
 
     @contextlib.contextmanager

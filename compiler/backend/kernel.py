@@ -56,17 +56,20 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
 
 
 def _loop_ids(text: str) -> str:
-    """Turn the codegen's ``!N = !{!"aotx.loop.K"}`` markers into distinct loop IDs
-    asking for interleave count 2 (llvmlite cannot build self-referential metadata)."""
-    markers = re.findall(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+" ?\}$', text, flags=re.M)
+    """Turn the codegen's ``!N = !{!"aotx.loop.K.HINTS"}`` markers into distinct loop IDs
+    (llvmlite cannot build self-referential metadata): hint ``i`` asks for interleave
+    count 2, ``u`` disables unrolling."""
+    markers = re.findall(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+\.([iu]+)" ?\}$', text, flags=re.M)
     if not markers:
         return text
     ids = [int(m) for m in re.findall(r"^!(\d+) =", text, flags=re.M)]
-    hint = f"!{max(ids) + 1}"
-    for m in markers:
-        text = re.sub(rf'^{m} = !\{{ ?!"aotx\.loop\.\d+" ?\}}$', f"{m} = distinct !{{{m}, {hint}}}",
+    nodes = {"i": f"!{max(ids) + 1}", "u": f"!{max(ids) + 2}"}
+    for m, hints in markers:
+        refs = ", ".join(nodes[h] for h in hints)
+        text = re.sub(rf'^{m} = !\{{ ?!"aotx\.loop\.\d+\.[iu]+" ?\}}$', f"{m} = distinct !{{{m}, {refs}}}",
                       text, flags=re.M)
-    return text + f'\n{hint} = !{{!"llvm.loop.interleave.count", i32 2}}\n'
+    return (text + f'\n{nodes["i"]} = !{{!"llvm.loop.interleave.count", i32 2}}'
+            f'\n{nodes["u"]} = !{{!"llvm.loop.unroll.disable"}}\n')
 
 
 def _emit_entry(module: ll.Module, impl: ll.Function, name: str, n_in: int, n_out: int, n_sym: int) -> None:

@@ -248,16 +248,13 @@ def _chunks(cg: Any, extents: Sequence[dims.Dim], size: int,
     positions, full(t) being the index of its t-th position (through `place`)."""
     b = cg.b
     n = cg.dim(extents[-1])
-    whole = b.udiv(n, cg.index(size))
+    count = b.udiv(b.add(n, cg.index(size - 1)), cg.index(size))
     with cg.loop_nest(extents[:-1]) as outer:
-        def at(start: Any) -> Callable[[Any], list[Any]]:
-            return lambda t: place(list(outer) + [b.add(start, t, flags=("nsw", "nuw"))])
-        with cg.loop(whole) as c:      # full chunks: a constant trip count, no epilogue
-            chunk(at(b.mul(c, cg.index(size))), cg.index(size))
-        start = b.mul(whole, cg.index(size))
-        left = b.sub(n, start)
-        with b.if_then(b.icmp_signed(">", left, cg.index(0))):
-            chunk(at(start), left)
+        with cg.loop(count, unroll=False) as c:    # one copy of the chunk loop: its loads
+            start = b.mul(c, cg.index(size))       # walk one contiguous stream
+            left = b.sub(n, start)
+            m = b.select(b.icmp_signed("<", left, cg.index(size)), left, cg.index(size))
+            chunk(lambda t: place(list(outer) + [b.add(start, t, flags=("nsw", "nuw"))]), m)
 
 
 def _merge(ndim: int, batch_axes: list[int], bidx: Sequence[Any], axes: Sequence[int],
