@@ -234,9 +234,13 @@ class Codegen:
         return pairwise.reduce(self, shape, axes, out_idx, init, combine, element)
 
     def accumulate_pairwise(self, shape: Sequence[dims.Dim], axes: Sequence[int], out: Buffer,
-                            init: ll.Value, combine: Any, element: Any) -> None:
-        """Whole output rows (the last axis kept) with blocked pairwise summation."""
+                            init: ll.Value, combine: Any, element: Any) -> bool:
+        """Whole output rows (the last axis kept) with blocked pairwise summation; False
+        (nothing emitted) when the reduction is statically one leaf: a plain walk is as exact."""
+        if not pairwise.needed(shape, axes, pairwise.ROWS):
+            return False
         pairwise.accumulate(self, shape, axes, out, init, combine, element)
+        return True
 
     def scan_pairwise(self, n: ll.Value, init: ll.Value, combine: Any, element: Any,
                       emit: Any) -> None:

@@ -101,9 +101,8 @@ def _lower_accumulate(kind: str) -> Callable[..., bool]:
             return False
         dtype = x.dtype
         pairwise = _pairwise(kind, dtype)
-        if pairwise is not None:
-            cg.accumulate_pairwise(x.shape, axes, out, _init_value(cg, dtype, kind),
-                                   pairwise(cg), lambda full: cg.read(x, full))
+        if pairwise is not None and cg.accumulate_pairwise(
+                x.shape, axes, out, _init_value(cg, dtype, kind), pairwise(cg), lambda full: cg.read(x, full)):
             return True
         with cg.loop_nest(op.results[0].shape) as idx:
             cg.store(out, idx, _init_value(cg, dtype, kind))
