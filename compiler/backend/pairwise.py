@@ -115,25 +115,23 @@ def scan(cg: Any, n: Any, init: Any, combine: Combine, element: Callable[[Any], 
          emit: Callable[[Any, Any], None]) -> None:
     """emit(k, element(0) op ... op element(k)) for k < n: a running fold inside chunks of
     SCAN_BLOCK elements, each result combined with the carry, the pairwise combination
-    of the previous chunks' totals (so one extra op per element, log2 per chunk)."""
+    of the previous chunks' totals (one extra op per element, O(1) amortized per chunk:
+    _Stack.push_total)."""
     b = cg.b
-    stack = _Stack(cg, init, combine)
+    stack = _Stack(cg, init, combine, totals=True)
     carry, run = _slot(cg, init), _slot(cg, init)
 
-    def chunk(start: Any, m: Any) -> None:
+    count = b.udiv(b.add(n, cg.index(SCAN_BLOCK - 1)), cg.index(SCAN_BLOCK))
+    with cg.loop(count, unroll=False) as c:     # one copy of the element loop (see _chunks)
+        start = b.mul(c, cg.index(SCAN_BLOCK))
+        left = b.sub(n, start)
+        m = b.select(b.icmp_signed("<", left, cg.index(SCAN_BLOCK)), left, cg.index(SCAN_BLOCK))
         b.store(init, run)
         with cg.loop(m) as t:
             k = b.add(start, t, flags=("nsw", "nuw"))
             b.store(combine(b.load(run), element(k)), run)
             emit(k, combine(b.load(carry), b.load(run)))
-
-    whole = b.udiv(n, cg.index(SCAN_BLOCK))
-    with cg.loop(whole) as c:
-        chunk(b.mul(c, cg.index(SCAN_BLOCK)), cg.index(SCAN_BLOCK))
-        stack.push(b.load(run))
-        b.store(stack.total(init), carry)
-    start = b.mul(whole, cg.index(SCAN_BLOCK))
-    chunk(start, b.sub(n, start))
+        b.store(stack.push_total(b.load(run)), carry)
 
 
 def accumulate(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out: Buffer,
@@ -212,14 +210,16 @@ class _Stack:
     """The binary counter of a scalar reduction: level l holds the combination of 2**l
     leaves once bit l of the leaf count is set."""
 
-    def __init__(self, cg: Any, init: Any, combine: Combine) -> None:
-        self.cg, self.combine = cg, combine
+    def __init__(self, cg: Any, init: Any, combine: Combine, *, totals: bool = False) -> None:
+        self.cg, self.combine, self.init = cg, combine, init
         self.levels = cg.alloca_builder.alloca(init.type, LEVELS)
+        self.suffix = cg.alloca_builder.alloca(init.type, LEVELS + 1) if totals else None
         self.count = _slot(cg, cg.index(0))
 
-    def push(self, value: Any) -> None:
+    def push(self, value: Any) -> tuple[Any, Any, Any]:
         """Combine the leaf with the levels of the trailing one bits (smallest first),
-        store the result at the first zero bit."""
+        store the result at the first zero bit; returns (that level, its new value, the
+        count shifted right past it)."""
         cg, b = self.cg, self.cg.b
         k, s, lvl = _slot(cg, b.load(self.count)), _slot(cg, value), _slot(cg, cg.index(0))
         with _while(cg, lambda: _odd(cg, b.load(k))):
@@ -227,6 +227,23 @@ class _Stack:
             _shift(cg, k, lvl)
         b.store(b.load(s), b.gep(self.levels, [b.load(lvl)]))
         b.store(b.add(b.load(self.count), cg.index(1)), self.count)
+        return b.load(lvl), b.load(s), b.lshr(b.load(k), cg.index(1))
+
+    def push_total(self, value: Any) -> Any:
+        """push, then the combination of every live level (the running total of a scan) in
+        O(1) amortized: suffix[l] holds the combination of the live levels >= l; a push at
+        level t leaves the suffixes above t alone, and suffix[0..t] = level[t] op suffix[t+1]
+        (init when no level above t is live)."""
+        cg, b = self.cg, self.cg.b
+        assert self.suffix is not None, "a _Stack(totals=True) keeps the suffixes"
+        t, s, above = self.push(value)
+        up = b.add(t, cg.index(1))
+        older = b.select(b.icmp_unsigned("!=", above, cg.index(0)),
+                         b.load(b.gep(self.suffix, [up])), self.init)
+        total = self.combine(s, older)
+        with cg.loop(up) as l:
+            b.store(total, b.gep(self.suffix, [l]))
+        return total
 
     def total(self, first: Any) -> Any:
         """`first` combined with every live level, from the smallest partial up."""
