@@ -39,7 +39,7 @@ itself, leaves are ROWS reduced positions, the stack is a scratch buffer of rows
 ceil(log2(R / ROWS)) + 1 for R reduced positions (NumPy adds the rows one by one:
 d = R). :func:`scan` (cumsum) runs the fold inside chunks of SCAN_BLOCK
 elements and adds the carry, the pairwise combination of the previous chunks'
-totals: d <= SCAN_BLOCK + log2(k / SCAN_BLOCK) + 2 for the k-th prefix (NumPy: k).
+totals: d <= SCAN_BLOCK + 2 ceil(log2(k / SCAN_BLOCK)) + 2 for the k-th prefix (NumPy: k).
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ checked two ways:
 * against the bound documented in docs/guide.md ("Accuracy of reductions"):
   |err| <= d * u * sum|x| (u = eps / 2) with d = log2(n) + 15 for a scalar
   reduction, ROWS + ceil(log2(R / ROWS)) + 1 for R rows accumulated at once (column
-  sums), SCAN + ceil(log2(k / SCAN)) + 2 for the k-th prefix of a cumsum.
+  sums), SCAN + 2 ceil(log2(k / SCAN)) + 2 for the k-th prefix of a cumsum.
 
 The data are adversarial for a running sum: all positive, a large mean with small
 noise, alternating magnitudes, and normal (cancelling). Kernels are compiled once
@@ -202,7 +202,7 @@ def test_cumsum_prefixes(dtype: type) -> None:
     x = data("mean1e4", 1_000_000, dtype, seed=2)
     got, ref = kernels(dtype)["cumsum"](x), np.cumsum(x)
     for k in (0, 1, SCAN - 1, SCAN, SCAN + 1, 1000, 65_535, 400_001, x.size - 1):
-        depth = SCAN + math.ceil(math.log2(max(k + 1, SCAN) / SCAN)) + 2
+        depth = SCAN + 2 * math.ceil(math.log2(max(k + 1, SCAN) / SCAN)) + 2
         check_sum(got[k], ref[k], x[:k + 1], depth)
 
 
