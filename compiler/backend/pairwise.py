@@ -25,11 +25,12 @@ idea is laid out as loops that fuse with the producer of the reduced elements:
 **Error bound.** Each element passes through a chain of at most d roundings, so
 |computed - exact| <= d u / (1 - d u) * sum|x_i| (u = eps / 2). With an innermost
 reduced axis of at least C elements, d <= TERMS + log2(A) + ceil(log2(n / C)) + 3
-<= log2(n) + 15 (C = TERMS x A, a leaf is at most two chunks); for float32 the
-float64 tree leaves d <= TERMS + log2(A) + 2 float32 roundings (about 24) plus
-float64 ones, so large float32 sums come out within about an ulp. A short innermost axis adds up to C / m leaf
-additions (m its length); a reduction known to be at most one chunk is a plain
-vectorized loop (d <= n / A + log2(A) + 1).
+<= log2(n) + 15 (C = TERMS x A, a leaf is at most two chunks; a loop calling vector
+math interleaves 2, not 4, so its accumulators take 2 x TERMS terms, same bound). For
+float32 the float64 tree leaves d <= TERMS + log2(A) + 2 float32 roundings (about
+24) plus float64 ones, so large float32 sums come out within about an ulp. A short
+innermost axis adds up to C / m leaf additions (m its length); a reduction known to
+be at most one chunk is a plain vectorized loop (d <= n / A + log2(A) + 1).
 
 :func:`reduce` computes one output element (the reduction is read inside its
 consumer's loop: full reductions, row sums). :func:`accumulate` writes whole

@@ -217,7 +217,9 @@ def _lower_scan(kind: str) -> Callable[..., Any]:
             with cg.loop_nest(outer) as idx:
                 def at(k: Any) -> list[Any]:
                     return [k if a == axis else i for a, i in enumerate(idx)]
-                cg.scan_pairwise(cg.dim(x.shape[axis]), _init_value(cg, x.dtype, kind), pairwise(cg),
+                # -0.0, the exact identity of +: a running sum starts at its first element,
+                # so cumsum([-0.0]) is -0.0 as in NumPy (no empty prefix to make +0.0)
+                cg.scan_pairwise(cg.dim(x.shape[axis]), cg.const(x.dtype, -0.0), pairwise(cg),
                                  lambda k: cg.read(x, at(k)), lambda k, v: cg.store(outs[0], at(k), v))
             return
         with cg.loop_nest(outer) as idx:

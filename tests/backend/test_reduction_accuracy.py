@@ -313,3 +313,10 @@ def test_fused_reductions_stay_vectorized() -> None:
     for kernel in (f, g):
         text = kernel.lower(a).llvm_optimized
         assert "x float>" in text and ("fadd reassoc <" in text or "fadd <" in text), text[:2000]
+
+
+def test_cumsum_keeps_the_sign_of_zero(exact_kernels: dict) -> None:
+    """A running sum starts at its first element: cumsum([-0.0, -0.0]) is [-0.0, -0.0]."""
+    x = np.array([-0.0] * 70, np.float32)
+    got, ref = exact_kernels["cumsum"](x), np.cumsum(x)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))
