@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 from compiler import jit
+from compiler.backend.fusion import schedule
 
 ROWS = 64        # reduced positions per leaf of a column sum (docs/guide.md)
 SCAN = 64        # elements per chunk of a cumsum (docs/guide.md)
@@ -320,3 +321,27 @@ def test_cumsum_keeps_the_sign_of_zero(exact_kernels: dict) -> None:
     x = np.array([-0.0] * 70, np.float32)
     got, ref = exact_kernels["cumsum"](x), np.cumsum(x)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))
+
+
+def _materialized_reductions(kernel: object, x: np.ndarray) -> tuple[int, int]:
+    """(reduce_sum values with a buffer, reduce_sum values) in the kernel's schedule."""
+    fn = kernel.specialize(x).artifacts.ir_optimized
+    sched = schedule(fn.body)
+    sums = [op.results[0] for op in fn.body.ops if op.prim.name == "reduce_sum"]
+    return sum(sched.is_materialized(v) for v in sums), len(sums)
+
+
+def test_column_reductions_read_whole_get_their_own_loop() -> None:
+    """mean/var over axis 0 accumulate rows into a buffer (own_loop) instead of walking
+    each column inside the division's loop; a slice of column sums stays fused, reading
+    only the columns it keeps."""
+    x = data("mean1e4", 3000, np.float64).reshape(60, 50)
+    mean0 = jit(lambda a: np.mean(a, axis=0))
+    var0 = jit(lambda a: np.var(a, axis=0))
+    part = jit(lambda a: np.sum(a, axis=0)[:2] * 2.0)
+    assert _materialized_reductions(mean0, x) == (1, 1)
+    assert _materialized_reductions(var0, x) == (2, 2)
+    assert _materialized_reductions(part, x) == (0, 1)
+    np.testing.assert_allclose(mean0(x), np.mean(x, axis=0), rtol=1e-14)
+    np.testing.assert_allclose(var0(x), np.var(x, axis=0), rtol=1e-10)
+    np.testing.assert_allclose(part(x), np.sum(x, axis=0)[:2] * 2.0, rtol=1e-14)
