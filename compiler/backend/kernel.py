@@ -58,17 +58,18 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
 def _loop_ids(text: str) -> str:
     """Turn the codegen's ``!N = !{!"aotx.loop.K.HINTS"}`` markers into distinct loop IDs
     (llvmlite cannot build self-referential metadata): hint ``i`` asks for interleave
-    count 2, ``u`` disables unrolling."""
-    markers = re.findall(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+\.([iu]+)" ?\}$', text, flags=re.M)
+    count 2, ``f`` for 4, ``u`` disables unrolling."""
+    markers = re.findall(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+\.([ifu]+)" ?\}$', text, flags=re.M)
     if not markers:
         return text
-    ids = [int(m) for m in re.findall(r"^!(\d+) =", text, flags=re.M)]
-    nodes = {"i": f"!{max(ids) + 1}", "u": f"!{max(ids) + 2}"}
+    top = max(int(m) for m in re.findall(r"^!(\d+) =", text, flags=re.M))
+    nodes = {"i": f"!{top + 1}", "f": f"!{top + 2}", "u": f"!{top + 3}"}
     for m, hints in markers:
         refs = ", ".join(nodes[h] for h in hints)
-        text = re.sub(rf'^{m} = !\{{ ?!"aotx\.loop\.\d+\.[iu]+" ?\}}$', f"{m} = distinct !{{{m}, {refs}}}",
+        text = re.sub(rf'^{m} = !\{{ ?!"aotx\.loop\.\d+\.[ifu]+" ?\}}$', f"{m} = distinct !{{{m}, {refs}}}",
                       text, flags=re.M)
     return (text + f'\n{nodes["i"]} = !{{!"llvm.loop.interleave.count", i32 2}}'
+            f'\n{nodes["f"]} = !{{!"llvm.loop.interleave.count", i32 4}}'
             f'\n{nodes["u"]} = !{{!"llvm.loop.unroll.disable"}}\n')
 
 

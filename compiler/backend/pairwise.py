@@ -25,8 +25,10 @@ idea is laid out as loops that fuse with the producer of the reduced elements:
 **Error bound.** Each element passes through a chain of at most d roundings, so
 |computed - exact| <= d u / (1 - d u) * sum|x_i| (u = eps / 2). With an innermost
 reduced axis of at least C elements, d <= TERMS + log2(A) + ceil(log2(n / C)) + 3
-<= log2(n) + 15 (C = TERMS x A, a leaf is at most two chunks; a loop calling vector
-math interleaves 2, not 4, so its accumulators take 2 x TERMS terms, same bound). For
+<= log2(n) + 15 (C = TERMS x A, A = 4 x lanes: the chunk loop asks for interleave 4;
+a leaf is at most two chunks). A chunk loop calling vector math interleaves 2, so
+its accumulators take 2 x TERMS terms: d <= log2(n) + 30 (or 4 x TERMS terms if LLVM
+does not interleave at all). For
 float32 the float64 tree leaves d <= TERMS + log2(A) + 2 float32 roundings (about
 24) plus float64 ones, so large float32 sums come out within about an ulp. A short
 innermost axis adds up to C / m leaf additions (m its length); a reduction known to
@@ -92,7 +94,7 @@ def reduce(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx: Seq
 
     def chunk(full: Callable[[Any], list[Any]], m: Any) -> None:
         b.store(init, acc)
-        with cg.loop(m) as t:
+        with cg.loop(m, interleave4=True) as t:     # A = 4 x lanes accumulators
             b.store(cg.reassoc(combine(b.load(acc), element(full(t)))), acc)
         total = b.fpext(b.load(acc), ll.DoubleType()) if widen else b.load(acc)
         b.store(combine(b.load(leaf), total), leaf)
