@@ -15,7 +15,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 from llvmlite import ir as ll
 
-from compiler.backend import casts, control, mathlib
+from compiler.backend import casts, control, mathlib, pairwise
 from compiler.backend.buffers import I1T, I8T, I64T, PTR, Buffer, memory_type, scalar_type
 from compiler.backend.fusion import Schedule, schedule
 from compiler.ir import dims
@@ -27,12 +27,13 @@ class Codegen:
     """The lowering context handed to every primitive's ``lower``."""
 
     def __init__(self, module: ll.Module, fn: ll.Function, symbols: dict[str, ll.Value],
-                 *, fastmath: bool, has_fma: bool) -> None:
+                 *, fastmath: bool, has_fma: bool, vector_bits: int = 256) -> None:
         self.module = module
         self.fn = fn
         self.symbols = symbols
         self.fastmath = fastmath
         self.has_fma = has_fma
+        self.vector_bits = vector_bits   # the widest vector register: sizes pairwise chunks
         self.entry = fn.append_basic_block("entry")
         self.alloca_builder = ll.IRBuilder(self.entry)
         body = fn.append_basic_block("body")
@@ -167,8 +168,13 @@ class Codegen:
 
     # ---- loops -----------------------------------------------------------------------
     @contextlib.contextmanager
-    def loop(self, extent: ll.Value) -> Iterator[ll.Value]:
-        """for (i = 0; i < extent; i++) { body }; the builder ends after the loop."""
+    def loop(self, extent: ll.Value, *, unroll: bool = True, interleave4: bool = False
+             ) -> Iterator[ll.Value]:
+        """for (i = 0; i < extent; i++) { body }; the builder ends after the loop.
+        unroll=False keeps LLVM from unrolling it (so that one copy of an inner loop
+        sees the whole address stream); interleave4 asks for 4 interleaved vector
+        iterations (the accumulators of a pairwise chunk) unless the body calls vector
+        math, which always asks for 2."""
         b = self.b
         pre = b.block
         header = self.fn.append_basic_block("loop")
@@ -189,16 +195,19 @@ class Codegen:
         nxt = b.add(i, self.index(1), flags=("nsw", "nuw"))
         i.add_incoming(nxt, b.block)
         back = b.branch(header)
-        if self.math_calls > calls_before:
-            self._interleave(back)
+        math = self.math_calls > calls_before
+        hints = ("i" if math else "f" if interleave4 else "") + ("" if unroll else "u")
+        if hints:
+            self._loop_hints(back, hints)
         b.position_at_end(exit_)
 
-    def _interleave(self, back_edge: Any) -> None:
-        """Ask for two interleaved vector iterations in loops calling vector math: their
-        long dependency chains otherwise leave the FP units idle. The node is made a
-        distinct, self-referential loop ID when the module is printed (kernel.py)."""
+    def _loop_hints(self, back_edge: Any, hints: str) -> None:
+        """Loop metadata: "i" asks for two interleaved vector iterations in loops calling
+        vector math (their long dependency chains otherwise leave the FP units idle), "f"
+        for four, "u" disables unrolling. The node is made a distinct, self-referential loop ID when the
+        module is printed (kernel.py)."""
         self._loop_ids += 1
-        marker = ll.MetaDataString(self.module, f"aotx.loop.{self._loop_ids}")
+        marker = ll.MetaDataString(self.module, f"aotx.loop.{self._loop_ids}.{hints}")
         back_edge.set_metadata("llvm.loop", self.module.add_metadata([marker]))
 
     @contextlib.contextmanager
@@ -219,6 +228,32 @@ class Codegen:
             for s, v in zip(slots, new):
                 self.b.store(v, s)
         return [self.b.load(s) for s in slots]
+
+    def reduce_pairwise(self, shape: Sequence[dims.Dim], axes: Sequence[int],
+                        out_idx: Sequence[ll.Value], init: ll.Value, combine: Any,
+                        element: Any) -> ll.Value:
+        """Like `reduce` for one associative float op (``combine(a, b)``) of
+        ``element(full_idx)``, with blocked pairwise summation (pairwise.py): the rounding
+        error grows with log2 of the count."""
+        if not pairwise.needed(shape, axes, pairwise.chunk_size(self, init.type)):
+            return self.reduce(shape, axes, out_idx, [init], lambda acc, full: [
+                self.reassoc(combine(acc[0], element(full)))])[0]
+        return pairwise.reduce(self, shape, axes, out_idx, init, combine, element)
+
+    def accumulate_pairwise(self, shape: Sequence[dims.Dim], axes: Sequence[int], out: Buffer,
+                            init: ll.Value, combine: Any, element: Any) -> bool:
+        """Whole output rows (the last axis kept) with blocked pairwise summation; False
+        (nothing emitted) when the reduction is statically one leaf: a plain walk is as exact."""
+        if not pairwise.needed(shape, axes, pairwise.ROWS):
+            return False
+        pairwise.accumulate(self, shape, axes, out, init, combine, element)
+        return True
+
+    def scan_pairwise(self, n: ll.Value, init: ll.Value, combine: Any, element: Any,
+                      emit: Any) -> None:
+        """A running fold of element(k) for k < n, emit(k, prefix): blocked, with the
+        previous blocks combined pairwise (pairwise.py)."""
+        pairwise.scan(self, n, init, combine, element, emit)
 
     # ---- values -------------------------------------------------------------------------
     def read(self, v: Value, idx: Sequence[ll.Value]) -> ll.Value:
@@ -324,6 +359,20 @@ class Codegen:
             for f in flags[1:]:
                 flag = self.alloca_builder.or_(flag, f)
             self.too_big = flag
+
+    def scratch(self, dtype: np.dtype, count: ll.Value) -> ll.Value:
+        """A pointer to `count` (computed in the entry block) elements of `dtype`, malloc'ed
+        at entry and freed at exit with the other temporaries."""
+        nbytes = self.alloca_builder.mul(count, ll.Constant(I64T, _itemsize(dtype)))
+        nbytes = self.alloca_builder.add(nbytes, ll.Constant(I64T, 64))
+        malloc = _declare(self.module, "malloc", ll.FunctionType(PTR, [I64T]))
+        raw = self.alloca_builder.call(malloc, [nbytes])
+        self.mallocs.append(raw)
+        return self.alloca_builder.bitcast(raw, ll.PointerType(memory_type(dtype)))
+
+    def entry_dim(self, d: dims.Dim) -> ll.Value:
+        """The value of `d` computed in the entry block (for sizes of temporaries)."""
+        return self._entry_dim(d)
 
     def _entry_dim(self, d: dims.Dim) -> ll.Value:
         saved = self.b

@@ -8,7 +8,11 @@ A value is *materialized* (gets a buffer and its own loop nest) when
 * a consumer would read it more than once per element: a broadcast of it,
   an operand of dot_general, ... (recomputing a reduction for every element of
   a broadcast would turn O(n) into O(n^2));
-* its consumers sit in different loop nests (compute once, read twice).
+* its consumers sit in different loop nests (compute once, read twice);
+* its primitive computes it faster as a whole (``own_loop``) and its consumers read
+  all of it: a reduction that keeps the last axis accumulates contiguous rows into
+  its buffer, where reading it inside the consumer's loop would walk the reduced
+  axes with a stride (a slice of it still reads just the elements it keeps).
 
 Cheap values (constants, iota, and pure index remaps of materialized or cheap
 values, with casts) are never materialized: re-reading them costs a load.
@@ -51,6 +55,18 @@ def _expanding(op: Op, operand: Value) -> bool:
     if kind == ELEMENTWISE or op.prim.expands is None:
         return False
     return op.prim.expands(op)
+
+
+def _reads_all(user: Op, v: Value) -> bool:
+    """Does `user` read (at least) every element of `v`? Elementwise ops and reductions
+    do; an index op does when its result is no smaller (reshape, transpose), not a
+    slice, which reads just the elements it keeps."""
+    if user.prim.kind == ELEMENTWISE or user.prim.loops:
+        return True
+    got, have = user.results[0].type.size, v.type.size
+    if isinstance(got, int) and isinstance(have, int):
+        return got >= have
+    return bool(got == have)
 
 
 def schedule(block: Block) -> Schedule:
@@ -107,7 +123,9 @@ def schedule(block: Block) -> Schedule:
             # read at several different indices per element: computing it inline would repeat
             # its whole expression per access (exponential in chains such as repeated stencils)
             repeated = len(patterns) > 1
-            if expanding or repeated or len(consumers) != 1 or None in consumers or "cheap" in consumers:
+            whole = (op.prim.own_loop is not None and op.prim.own_loop(op)
+                     and all(_reads_all(user, r) for user in users[r]))
+            if expanding or repeated or whole or len(consumers) != 1 or None in consumers or "cheap" in consumers:
                 mat.add(r)
                 group[r] = r
                 access[r] = frozenset({("root", id(r))})

@@ -51,7 +51,8 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
     for arg in impl.args[:n_in + n_out]:
         arg.add_attribute("noalias")
     symbols = dict(zip(syms, impl.args[n_in + n_out:]))
-    cg = Codegen(module, impl, symbols, fastmath=fastmath, has_fma=target.has_fma)
+    cg = Codegen(module, impl, symbols, fastmath=fastmath, has_fma=target.has_fma,
+                 vector_bits=target.vector_bits)
     cg.checks = {op: ERROR_BASE + i for i, op in enumerate(check_ops(fn))}
 
     def buffer(arg: ll.Value, t) -> Buffer:
@@ -70,17 +71,21 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
 
 
 def _loop_ids(text: str) -> str:
-    """Turn the codegen's ``!N = !{!"aotx.loop.K"}`` markers into distinct loop IDs
-    asking for interleave count 2 (llvmlite cannot build self-referential metadata)."""
-    markers = re.findall(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+" ?\}$', text, flags=re.M)
+    """Turn the codegen's ``!N = !{!"aotx.loop.K.HINTS"}`` markers into distinct loop IDs
+    (llvmlite cannot build self-referential metadata): hint ``i`` asks for interleave
+    count 2, ``f`` for 4, ``u`` disables unrolling."""
+    markers = re.findall(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+\.([ifu]+)" ?\}$', text, flags=re.M)
     if not markers:
         return text
-    ids = [int(m) for m in re.findall(r"^!(\d+) =", text, flags=re.M)]
-    hint = f"!{max(ids) + 1}"
-    for m in markers:
-        text = re.sub(rf'^{m} = !\{{ ?!"aotx\.loop\.\d+" ?\}}$', f"{m} = distinct !{{{m}, {hint}}}",
+    top = max(int(m) for m in re.findall(r"^!(\d+) =", text, flags=re.M))
+    nodes = {"i": f"!{top + 1}", "f": f"!{top + 2}", "u": f"!{top + 3}"}
+    for m, hints in markers:
+        refs = ", ".join(nodes[h] for h in hints)
+        text = re.sub(rf'^{m} = !\{{ ?!"aotx\.loop\.\d+\.[ifu]+" ?\}}$', f"{m} = distinct !{{{m}, {refs}}}",
                       text, flags=re.M)
-    return text + f'\n{hint} = !{{!"llvm.loop.interleave.count", i32 2}}\n'
+    return (text + f'\n{nodes["i"]} = !{{!"llvm.loop.interleave.count", i32 2}}'
+            f'\n{nodes["f"]} = !{{!"llvm.loop.interleave.count", i32 4}}'
+            f'\n{nodes["u"]} = !{{!"llvm.loop.unroll.disable"}}\n')
 
 
 def _emit_entry(module: ll.Module, impl: ll.Function, name: str, n_in: int, n_out: int, n_sym: int) -> None:

@@ -56,6 +56,8 @@ class Primitive:
     streams_operands: bool = True   # OPAQUE ops: reads each operand element about once
     expands: Callable[..., bool] | None = None   # INDEX ops: (op) -> reads an element many times?
     lower_root: Callable[..., bool] | None = None  # INDEX ops with a buffer: (cg, op, out) -> handled?
+    own_loop: Callable[..., bool] | None = None   # INDEX ops: (op) -> faster into a buffer (lower_root)
+                                                  # than read inside a consumer's loop?
     loops: bool = False             # INDEX ops whose lowering runs a loop per element (reductions)
     cheap: bool = False             # ELEMENTWISE ops worth recomputing rather than storing (casts)
     effects: frozenset[str] = field(default_factory=frozenset)

@@ -60,10 +60,24 @@ def _combine(kind: str) -> Callable[..., Any]:
     return combine
 
 
+def _pairwise(kind: str, dtype: np.dtype) -> Callable[..., Any] | None:
+    """For a float sum, the plain (not reassociable) add, which the backend folds with
+    blocked pairwise summation; None otherwise: integer and boolean sums are exact, max
+    and min are order-free, and a product's rounding error is the sum of its n - 1
+    multiplications' relative errors in any order."""
+    if kind != "sum" or not is_float(dtype):
+        return None
+    return lambda cg: (lambda a, v: cg.b.fadd(a, v))
+
+
 def _lower_reduce(kind: str) -> Callable[..., Any]:
     def lower(cg: Any, op: Any, idx: list[Any]) -> Any:
         x, axes = op.operands[0], op.params["axes"]
         dtype = x.dtype
+        pairwise = _pairwise(kind, dtype)
+        if pairwise is not None:
+            return cg.reduce_pairwise(x.shape, axes, idx, _init_value(cg, dtype, kind),
+                                      pairwise(cg), lambda full: cg.read(x, full))
 
         def body(acc: list[Any], full_idx: list[Any]) -> list[Any]:
             return [_combine(kind)(cg, dtype, acc[0], cg.read(x, full_idx))]
@@ -71,15 +85,25 @@ def _lower_reduce(kind: str) -> Callable[..., Any]:
     return lower
 
 
+def _keeps_last_axis(op: Any) -> bool:
+    axes = op.params["axes"]
+    return bool(axes) and op.operands[0].type.ndim - 1 not in axes
+
+
 def _lower_accumulate(kind: str) -> Callable[..., bool]:
     """Into a buffer, when the last axis is kept: walk the operand in memory order and
-    fold each row into the output row, so the inner loop is contiguous and vectorizes."""
+    fold each row into the output row, so the inner loop is contiguous and vectorizes
+    (fusion gives such a reduction its buffer: ``own_loop``)."""
 
     def lower_root(cg: Any, op: Any, out: Any) -> bool:
         x, axes = op.operands[0], op.params["axes"]
-        if not axes or x.ndim - 1 in axes:
+        if not _keeps_last_axis(op):
             return False
         dtype = x.dtype
+        pairwise = _pairwise(kind, dtype)
+        if pairwise is not None and cg.accumulate_pairwise(
+                x.shape, axes, out, _init_value(cg, dtype, kind), pairwise(cg), lambda full: cg.read(x, full)):
+            return True
         with cg.loop_nest(op.results[0].shape) as idx:
             cg.store(out, idx, _init_value(cg, dtype, kind))
         with cg.loop_nest(x.shape) as full:
@@ -110,7 +134,8 @@ def _reduction(prim: Primitive, kind: str, ref: Callable[..., Any], **kw: Any) -
     def checked(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         return ref(x, axis=tuple(axes))
     return define(prim, shape_rule=_reduce_rule, numpy_ref=checked, lower=_lower_reduce(kind),
-                  lower_root=_lower_accumulate(kind), vmap_rule=_vmap_reduce, loops=True,
+                  lower_root=_lower_accumulate(kind), own_loop=_keeps_last_axis,
+                  vmap_rule=_vmap_reduce, loops=True,
                   doc=f"{ref.__name__} over `axes`", **kw)
 
 
@@ -187,6 +212,16 @@ def _lower_scan(kind: str) -> Callable[..., Any]:
     def lower(cg: Any, op: Any, outs: list[Any]) -> None:
         x, axis = op.operands[0], op.params["axis"]
         outer = tuple(d if i != axis else 1 for i, d in enumerate(x.shape))
+        pairwise = _pairwise(kind, x.dtype)
+        if pairwise is not None:
+            with cg.loop_nest(outer) as idx:
+                def at(k: Any) -> list[Any]:
+                    return [k if a == axis else i for a, i in enumerate(idx)]
+                # -0.0, the exact identity of +: a running sum starts at its first element,
+                # so cumsum([-0.0]) is -0.0 as in NumPy (no empty prefix to make +0.0)
+                cg.scan_pairwise(cg.dim(x.shape[axis]), cg.const(x.dtype, -0.0), pairwise(cg),
+                                 lambda k: cg.read(x, at(k)), lambda k, v: cg.store(outs[0], at(k), v))
+            return
         with cg.loop_nest(outer) as idx:
             acc = cg.alloca_scalar(x.dtype, _init_value(cg, x.dtype, kind))
             with cg.loop(cg.dim(x.shape[axis])) as k:
