@@ -1135,7 +1135,8 @@ STATIC_INDICES = [
     (0,), (-1,), (4,), (1, 2), (-1, -2), (_s(1, 3),), (_s(None, None, 2),), (_s(None, None, -1),), (_s(-2),),
     (_s(None, -2),), (_s(4, 1, -1),), (_s(None, None, -2),), (_s(3, 3),), (_s(10, 20),), (_s(-10, 2),),
     (_s(), 1), ("...", 0), (0, "..."), (_s(1, 4, 2), _s(None, None, -3)), (None, 0), (_s(), None), ("...", None),
-    (1, _s(), None), (_s(4, None, -2), 2), (), (_s(1, 3), _s(None, None, 2)), ("...", _s(1)), (_s(), -1)]
+    (1, _s(), None), (_s(4, None, -2), 2), (), (_s(1, 3), _s(None, None, 2)), ("...", _s(1)), (_s(), -1),
+    (0, None, _s(1)), (-1, None), (_s(1, 3), 2, None)]
 #: advanced indices of a (5, 4) and a (3, 4, 5) array (NumPy's placement of the advanced dims)
 ADVANCED_INDICES = [
     ((5, 4), (("list", (0, 2)),)), ((5, 4), (("list", (4, -1, 0)),)), ((5, 4), (("array", (1, 1, 3)),)),
@@ -1300,7 +1301,7 @@ def _set_static(x, spec, v):
 
 #: y[index] = v for a (5, 4) array
 SETITEM_INDICES = [(0,), (-1,), (1, 2), (_s(1, 4),), (_s(None, None, 2),), (_s(None, None, -1),), (_s(), 0),
-                   ("...", -1), (_s(4, 0, -2), _s(1, 3))]
+                   ("...", -1), (_s(4, 0, -2), _s(1, 3)), (2, None, _s(1, 3))]
 
 
 def _set_static_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
