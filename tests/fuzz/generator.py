@@ -83,12 +83,14 @@ class Layer:
     out_dims: int = 0
     argnums: int | tuple[int, ...] = 0
     wrap_raw: bool = False     # the innermost layer transforms `f` itself instead of `k0`
+    chunk_size: int | None = None
 
     def render(self, inner: str) -> str:
+        chunk = f", chunk_size={self.chunk_size}" if self.chunk_size else ""
         if self.kind == "vmap":
             extra = f", out_dims={self.out_dims}" if self.out_dims else ""
-            return f"vmap({inner}, in_dims={self.in_dims!r}{extra})"
-        return f"{self.kind}({inner}, argnums={self.argnums!r})"
+            return f"vmap({inner}, in_dims={self.in_dims!r}{extra}{chunk})"
+        return f"{self.kind}({inner}, argnums={self.argnums!r}{chunk})"
 
 
 @dataclass
@@ -140,7 +142,7 @@ class Program:
         return lines
 
     def source(self) -> str:
-        return ("import numpy as np\n\nfrom compiler import grad, jacfwd, jacrev, jit, vmap\n\n\n"
+        return ("import numpy as np\n\nfrom compiler import grad, grad_and_value, hessian, jacfwd, jacrev, jit, vmap\n\n\n"
                 + self.function_source() + "\n\n" + "\n".join(self.kernel_lines()) + "\n")
 
     def describe(self) -> str:
@@ -204,7 +206,7 @@ N_BINARY = ["{a} + {b}", "{a} - {b}", "{a} * {b}", "np.maximum({a}, {b})", "np.m
             "np.where({a} > {b}, {a}, {b})", "{a} / (1 + {b} * {b})", "np.add({a}, {b})",
             "({a} - {b}) * 0.25"]
 F_BINARY = ["np.hypot({a}, {b})", "np.arctan2({a}, {b})", "np.logaddexp({a}, {b})",
-            "np.power(np.abs({a}) + 0.5, np.tanh({b}))", 
+            "np.power(np.abs({a}) + 0.5, np.tanh({b} * 1.0))", 
             "np.fmax({a}, {b})", "np.fmin({a}, {b})"]
 I_BINARY = ["{a} // (np.abs({b}) + 1)", "{a} % (np.abs({b}) + 1)", "{a} & {b}", "{a} | {b}", "{a} ^ {b}"]
 B_BINARY = ["{a} & {b}", "{a} | {b}", "{a} ^ {b}", "np.logical_and({a}, {b})", "np.logical_or({a}, {b})",
@@ -639,16 +641,22 @@ class Generator:
         layers: list[Layer] = []
         for k in range(depth):
             if ad and k == 0:
-                kind = r.choice(["grad", "grad", "jacrev", "jacfwd"])
+                kind = r.choice(["grad", "grad", "grad_and_value", "hessian", "jacrev", "jacfwd"])
             elif ad:
                 kind = r.choice(["vmap", "vmap", "jacrev", "jacfwd"])
             else:
                 kind = "vmap"
             layers.append(Layer(kind))
-        if ad and layers[0].kind != "grad" and r.random() < 0.3:
+        if ad and layers[0].kind in ("jacrev", "jacfwd") and r.random() < 0.3:
             layers.insert(0, Layer("vmap"))
             layers = layers[:3]
         layers[0:1] = [replace(layers[0], wrap_raw=r.random() < 0.5)] if layers else []
+        for k, layer in enumerate(layers):
+            reverse_above = any(lay.kind != "vmap" for lay in layers[k + 1:])   # refused: documented
+            if layer.kind in ("vmap", "jacrev", "jacfwd", "hessian") and r.random() < 0.2 and not reverse_above:
+                layer.chunk_size = r.choice([1, 2])
+            if layer.kind == "vmap" and r.random() < 0.2:
+                layer.out_dims = -1
         return base, layers
 
     def generate(self) -> Program:
@@ -711,7 +719,7 @@ class Generator:
         self.stmts: list[Stmt] = []
         self.counter = 0
         self.has_f32 = any(dt == "f32" for dt, _ in arg_types)
-        n_stmts = r.randint(1, 8)
+        n_stmts = r.randint(1, 12)
         kinds, weights = zip(*self.KINDS)
         tries = 0
         while len(self.stmts) < n_stmts and tries < 200:
@@ -743,15 +751,16 @@ class Generator:
             name = self.new_name()
             self.add([f"{name} = {v.name}.astype(np.float64)"], name, [v])
             v = self.vars[-1]
-        if first_ad == "grad" or int(np.prod([max(d) for d in v.shape])) > 6:
+        scalar = first_ad in ("grad", "grad_and_value", "hessian")
+        if scalar or int(np.prod([max(d) for d in v.shape])) > 6:
             name = self.new_name()
             red = self.r.choice(["np.sum({a})", "np.sum({a} * {a})", "np.mean(np.sin({a}))"])
-            if first_ad != "grad" and v.rank >= 1:
+            if not scalar and v.rank >= 1:
                 red = self.r.choice(["np.sum({a}, axis=0)", "np.sum({a})"])
             if not self.add([f"{name} = " + red.format(a=v.name)], name, [v]):
                 self.add([f"{name} = np.sum({v.name})"], name, [v])
             v = self.vars[-1]
-            if first_ad == "grad" and v.rank > 0:
+            if scalar and v.rank > 0:
                 name = self.new_name()
                 self.add([f"{name} = np.sum({v.name})"], name, [v])
                 v = self.vars[-1]

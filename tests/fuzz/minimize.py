@@ -29,7 +29,7 @@ def same_failure(prog: Program, sig: tuple) -> bool:
     return out.status == "fail" and out.failure is not None and out.failure.signature() == sig
 
 
-def drop_layer(prog: Program, k: int) -> Program | None:
+def drop_layer(prog: Program, k: int) -> Program:
     layers = list(prog.layers)
     layer = layers.pop(k)
     if layers and k == 0 and layer.wrap_raw:
@@ -49,9 +49,7 @@ def drop_layer(prog: Program, k: int) -> Program | None:
 def candidates(prog: Program) -> list[Program]:
     out = []
     for k in range(len(prog.layers)):
-        c = drop_layer(prog, k)
-        if c is not None:
-            out.append(c)
+        out.append(drop_layer(prog, k))
     for idx in reversed(range(len(prog.stmts))):
         s = prog.stmts[idx]
         for alt in s.alts:
@@ -77,9 +75,10 @@ def minimize(prog: Program, failure: Failure, budget: int = 150,
     """The smallest program found (within `budget` checks) that fails like `failure`."""
     sig = failure.signature()
     best = dead_code_eliminate(prog)
-    best = replace(best, layers=best.layers[:failure.level],
-                   top=best.top if failure.level == len(prog.layers) and failure.oracle.startswith(("jvp", "vjp"))
-                   else [])
+    top = best.top if failure.level == len(prog.layers) and failure.oracle.startswith(("jvp", "vjp")) else []
+    while len(best.layers) > max(failure.level, 0):
+        best = drop_layer(best, len(best.layers) - 1)
+    best = replace(best, top=top)
     if not test(best, sig):
         best = prog
     tried = 0
