@@ -24,6 +24,7 @@ of one element under AD, unsorted ``argnums``.
 from __future__ import annotations
 
 import random
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -247,7 +248,8 @@ class Generator:
             ns = dict(env)
             ns["np"] = np
             try:
-                with np.errstate(all="raise"):
+                with np.errstate(all="raise"), warnings.catch_warnings():
+                    warnings.simplefilter("error")
                     exec(code, ns)
             except Exception:
                 return None
@@ -314,12 +316,14 @@ class Generator:
         else:                                   # symbolic: forward, unit step, non-negative start
             step = 1
             start = self.r.choice([None, self.r.randint(0, max(lo - 1, 0))])
-            stop = self.r.choice([None, self.r.randint(1, lo), -self.r.randint(1, max(lo - 1, 1))])
+            stop = self.r.choice([None, self.r.randint(1, max(lo, 1)), -self.r.randint(1, max(lo - 1, 1))])
         text = ("" if start is None else str(start)) + ":" + ("" if stop is None else str(stop))
         return text + ("" if step == 1 else f":{step}")
 
     def index_text(self, dim: Dim) -> str:
         da, db = dim
+        if min(da, db) == 0:
+            return ":"
         if da == db:
             return str(self.r.randint(-da, da - 1))
         return str(self.r.randint(0, min(da, db) - 1))
@@ -510,6 +514,8 @@ class Generator:
         name = self.new_name()
         c = self.r.random()
         d0 = a.shape[0]
+        if min(d0) == 0:
+            c = 0.0
         if c < 0.55:
             expr = f"{a.name}[{self.subscript(a)}]"
             ops = [a]
@@ -533,6 +539,8 @@ class Generator:
         name = self.new_name()
         c = self.r.random()
         i = None
+        if min(a.shape[0]) == 0:
+            c = 0.0
         if c < 0.4:
             idx = self.slice_text(a.shape[0])
         elif c < 0.7:

@@ -59,7 +59,11 @@ def worker(seeds: list[int], results: str, minimize_failures: bool, budget: int)
 
         for seed in seeds:
             t0 = time.time()
-            prog = generate(seed)
+            try:
+                prog = generate(seed)
+            except Exception as e:           # a bug of the generator, not of aotx: count it, go on
+                emit({"seed": seed, "status": "generator-error", "detail": f"{type(e).__name__}: {e}"})
+                continue
             outcome = check(prog)
             rec: dict = {"seed": seed, "status": outcome.status, "detail": outcome.detail[:2000],
                          "seconds": round(time.time() - t0, 3)}
@@ -155,7 +159,11 @@ def bisect_prefix(prefix: list[int]) -> list[int]:
 
 def crash_record(seed: int) -> dict:
     from tests.fuzz.generator import generate
-    return program_record(generate(seed))
+    try:
+        return program_record(generate(seed))
+    except Exception as e:
+        return {"describe": f"seed {seed}", "source": f"(generator error: {e})", "args": "", "call": "",
+                "args_env_b": "", "top": []}
 
 
 # ---- the report ----------------------------------------------------------------------------------------
@@ -186,7 +194,11 @@ def main_loop(minutes: float, seed: int, out: str, batch: int) -> None:
         while time.time() < deadline:
             seeds = list(range(next_seed, next_seed + batch))
             next_seed += batch
-            recs = run_batch(seeds)
+            try:
+                recs = run_batch(seeds, timeout=120 + 30 * len(seeds))
+            except Exception as e:           # the harness must outlive any batch
+                print(f"batch {seeds[0]}..{seeds[-1]} lost: {type(e).__name__}: {e}", flush=True)
+                continue
             mins = {r["seed"]: r for r in recs if r["status"] == "minimized"}
             for r in recs:
                 jf.write(json.dumps(r) + "\n")
