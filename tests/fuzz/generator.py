@@ -274,6 +274,8 @@ class Generator:
         vals = self.evaluate(lines, target)
         if vals is None:
             return False
+        if self.ad_active and self.singular(lines, operands, vals):
+            return False
         a, b = vals[0], vals[-1]
         if any(v.dtype != a.dtype for v in vals):
             return False
@@ -294,6 +296,20 @@ class Generator:
         if a.dtype == np.float32:
             self.has_f32 = True
         return True
+
+    def singular(self, lines: list[str], operands: list[Var], vals: list[np.ndarray]) -> bool:
+        """Under AD: a function whose derivative is infinite or undefined at a point the program
+        reaches exactly (cbrt, hypot and arctan2 at 0, std of a constant): the chain rule gives
+        inf * 0 = nan where the composition may be smooth; NumPy, JAX and torch agree on nan,
+        and finite differences cannot judge it."""
+        text = "\n".join(lines)
+        if any(f in text for f in ("np.cbrt(", "np.hypot(", "np.arctan2(")):
+            for o in operands:
+                if any(np.any(env[o.name] == 0) for env in self.envs):
+                    return True
+        if "std(" in text and any(np.any(v == 0) for v in vals):
+            return True
+        return False
 
     @staticmethod
     def shape_ok(shape: tuple[Dim, ...]) -> bool:

@@ -216,7 +216,7 @@ def numpy_reference(prog: Program, f: Callable, fp: Callable, args: list[np.ndar
 
 def fd_jacobian(prog: Program, g: Callable, args: list[np.ndarray], argnum: int) -> tuple[list[np.ndarray], list]:
     """d g(*args) / d args[argnum] per output leaf (shape out + in), and per leaf a mask of
-    elements where no stable estimate exists."""
+    elements that cannot be judged: no stable estimate, or a kink (see one_sided_disagree)."""
     f32 = prog.has_f32
     h = 1e-2 if f32 else 1e-5
     eps = eps_of(np.dtype(np.float32 if f32 else np.float64))
@@ -235,12 +235,36 @@ def fd_jacobian(prog: Program, g: Callable, args: list[np.ndarray], argnum: int)
             return g(*a)
 
         found = fd.stable(lambda hh: fd.derivative(phi, hh), h, rtol, lambda hh: 100 * eps * mag / hh, halvings=4)
+        kinks = one_sided_disagree(phi, out0, found[1] if found else h, eps * mag) if found else None
         for k in range(len(out0)):
-            if found is None:
+            if found is None or kinks is None or kinks[k] is None:
                 masks[k][(Ellipsis,) + idx] = True
-            else:
-                jacs[k][(Ellipsis,) + idx] = found[0][k]
+                continue
+            masks[k][(Ellipsis,) + idx] = kinks[k]
+            jacs[k][(Ellipsis,) + idx] = found[0][k]
     return jacs, masks
+
+
+def one_sided_disagree(phi: Callable[[float], Any], out0: list[np.ndarray], h: float, noise: float
+                       ) -> list[np.ndarray | None] | None:
+    """Per output leaf, the elements whose left and right difference quotients disagree: a kink
+    (max of equal operands, clip at its bound, a branch switching at the point). There the
+    central difference is the mean of the two one-sided slopes, a number that no derivative
+    convention has to match, so such elements are not judged."""
+    try:
+        right = [np.asarray(o, np.float64) for o in fd.evaluate(phi, h)]
+        left = [np.asarray(o, np.float64) for o in fd.evaluate(phi, -h)]
+    except Exception:
+        return None
+    out = []
+    for r, le, o in zip(right, left, out0):
+        if r.shape != o.shape or le.shape != o.shape:
+            out.append(None)
+            continue
+        fwd, bwd = (r - o) / h, (o - le) / h
+        out.append(~np.isfinite(fwd) | ~np.isfinite(bwd) |
+                   (np.abs(fwd - bwd) > 1e-2 * (1 + np.abs(fwd) + np.abs(bwd)) + 8 * noise / h))
+    return out
 
 
 def fd_tol(prog: Program, ref: np.ndarray) -> np.ndarray:
