@@ -31,8 +31,8 @@ the program computes in float32 anywhere, with a larger step).
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
-import itertools
 import os
 import re
 import sys
@@ -54,7 +54,7 @@ REFUSALS = (errors.DataDependentControlFlowError, errors.DataDependentOperationE
             errors.UnsupportedError, errors.SideEffectError, errors.RandomnessError, errors.OutParameterError)
 
 _MODULE_DIR = os.path.join(os.environ.get("AOTX_FUZZ_DIR") or tempfile.gettempdir(), f"aotx-fuzz-{os.getuid()}")
-_counter = itertools.count()
+_modules: dict[str, Any] = {}
 
 
 class Failure(Exception):
@@ -89,14 +89,23 @@ class Outcome:
 def load(prog: Program, source: str | None = None) -> Any:
     """Write the program's source to a module file and import it (the compiler reads the source)."""
     os.makedirs(_MODULE_DIR, exist_ok=True)
-    name = f"fuzz_{prog.seed}_{os.getpid()}_{next(_counter)}"
+    text = source if source is not None else prog.source()
+    # the file and module names depend on the text only, so that the on-disk kernel cache
+    # recognises a program it compiled in an earlier run (and this process, one it loaded)
+    name = f"fuzz_{prog.seed}_{hashlib.sha1(text.encode()).hexdigest()[:12]}"
+    if name in _modules:
+        return _modules[name]
     path = os.path.join(_MODULE_DIR, name + ".py")
-    with open(path, "w") as fh:
-        fh.write(source if source is not None else prog.source())
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    _modules[name] = module
     return module
 
 

@@ -79,16 +79,19 @@ def worker(seeds: list[int], results: str, minimize_failures: bool, budget: int)
 
 
 def run_batch(seeds: list[int], *, minimize_failures: bool = True, budget: int = 80,
-              timeout: float = 3600) -> list[dict]:
+              timeout: float = 3600, cache_dir: str | None = None) -> list[dict]:
     """Run `seeds` in a worker subprocess; returns the records, with crash records for
-    programs that killed the worker."""
+    programs that killed the worker. `cache_dir`: the worker's AOTX_CACHE_DIR."""
+    env = dict(os.environ)
+    if cache_dir is not None:
+        env["AOTX_CACHE_DIR"] = cache_dir
     fd, path = tempfile.mkstemp(prefix="aotx-fuzz-", suffix=".jsonl")
     os.close(fd)
     try:
         cmd = [sys.executable, "-m", "tests.fuzz", "--worker", ",".join(map(str, seeds)), "--results", path,
                "--budget", str(budget)] + ([] if minimize_failures else ["--no-minimize"])
         try:
-            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
             rc, err = proc.returncode, proc.stderr
         except subprocess.TimeoutExpired:
             rc, err = "timeout", ""
@@ -106,7 +109,8 @@ def run_batch(seeds: list[int], *, minimize_failures: bool = True, budget: int =
         # the worker died while minimizing: keep the unminimized failure, go on after it
         last = failed_unminimized[-1]
         if pending == [] or seeds.index(pending[0]) > seeds.index(last):
-            return recs + (run_batch(pending, minimize_failures=minimize_failures, budget=budget) if pending else [])
+            return recs + (run_batch(pending, minimize_failures=minimize_failures, budget=budget,
+                                     cache_dir=cache_dir) if pending else [])
     if not pending:
         return recs
     suspect = pending[0]
@@ -125,7 +129,8 @@ def run_batch(seeds: list[int], *, minimize_failures: bool = True, budget: int =
                        f"(it does not crash alone): " + " | ".join(tail)},
             "program": crash_record(suspect)})
     rest = pending[1:]
-    return recs + (run_batch(rest, minimize_failures=minimize_failures, budget=budget) if rest else [])
+    return recs + (run_batch(rest, minimize_failures=minimize_failures, budget=budget,
+                             cache_dir=cache_dir) if rest else [])
 
 
 def run_alone(seed: int) -> Any:
