@@ -15,6 +15,7 @@ sub-expressions.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Callable
 
@@ -56,6 +57,9 @@ def candidates(prog: Program) -> list[Program]:
             stmts = list(prog.stmts)
             stmts[idx] = Stmt(s.target, [f"{s.target} = {alt}"], (alt,), ())
             out.append(dead_code_eliminate(replace(prog, stmts=stmts)))
+    for idx, s in enumerate(prog.stmts):      # an alias `v3 = v1`: use v1 instead
+        if len(s.lines) == 1 and s.lines[0] == f"{s.target} = {s.uses[0] if s.uses else ''}" and s.uses:
+            out.append(inline_alias(prog, idx))
     if len(prog.results) > 1:
         for r in prog.results:
             out.append(dead_code_eliminate(replace(prog, results=[r])))
@@ -63,6 +67,17 @@ def candidates(prog: Program) -> list[Program]:
     if prog.layers and prog.layers[0].wrap_raw:
         out.append(replace(prog, layers=[replace(prog.layers[0], wrap_raw=False)] + prog.layers[1:]))
     return out
+
+
+def inline_alias(prog: Program, idx: int) -> Program:
+    s = prog.stmts[idx]
+    old, new = s.target, s.uses[0]
+    pat = re.compile(rf"\b{old}\b")
+    stmts = [Stmt(t.target, [pat.sub(new, line) for line in t.lines],
+                  tuple(new if u == old else u for u in t.uses), tuple(new if a == old else a for a in t.alts))
+             for t in prog.stmts[idx + 1:]]
+    results = [new if r == old else r for r in prog.results]
+    return replace(prog, stmts=prog.stmts[:idx] + stmts, results=results)
 
 
 def size(prog: Program) -> tuple[int, int, int, int]:
