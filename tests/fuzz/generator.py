@@ -501,10 +501,12 @@ class Generator:
                       f"np.swapaxes({a.name}, 0, -1)", f"np.moveaxis({a.name}, 0, -1)"]
         if r >= 1:
             ax = self.r.randint(-r, r - 1)
-            forms += [f"np.flip({a.name}, {ax})", f"np.roll({a.name}, {self.r.randint(-3, 3)}, axis={ax})",
-                      f"np.repeat({a.name}, 2, axis={ax})", f"{a.name}.ravel()",
+            forms += [f"np.flip({a.name}, {ax})", f"{a.name}.ravel()",
                       f"np.concatenate([{a.name}, {a.name}], axis={ax})", f"np.stack([{a.name}, {a.name}], axis={ax})",
-                      f"np.pad({a.name}, 1)", f"np.tile({a.name}, 2)", f"np.cumsum({a.name}, axis={ax})"]
+                      f"np.cumsum({a.name}, axis={ax})"]
+            if static:          # on symbolic dims these are refused ("needs a static size")
+                forms += [f"np.roll({a.name}, {self.r.randint(-3, 3)}, axis={ax})", f"np.repeat({a.name}, 2, axis={ax})",
+                          f"np.pad({a.name}, 1)", f"np.tile({a.name}, 2)"]
             ones = [k for k, d in enumerate(a.shape) if d == (1, 1)]
             if ones:
                 forms.append(f"np.squeeze({a.name}, axis={self.r.choice(ones)})")
@@ -519,7 +521,7 @@ class Generator:
             if r == 2:
                 forms += [f"np.tril({a.name})", f"np.triu({a.name}, 1)"]
         if r == 1:
-            forms += [f"np.diag({a.name})", f"np.sort({a.name})" if a.dtype.kind == "f" else f"np.flip({a.name})"]
+            forms += [f"np.diag({a.name})"]
         name = self.new_name()
         return self.add([f"{name} = {self.r.choice(forms)}"], name, [a])
 
