@@ -119,11 +119,11 @@ class Program:
     def body_lines(self, perturb: bool = False) -> list[str]:
         out = []
         if perturb:
-            out += [f"x{i} = _p(x{i})" for i in range(self.nargs)]
-        for s in self.stmts:
+            out += [f"x{i} = _p(x{i}, {i})" for i in range(self.nargs)]
+        for k, s in enumerate(self.stmts):
             out += s.lines
             if perturb:
-                out.append(f"{s.target} = _p({s.target})")
+                out.append(f"{s.target} = _p({s.target}, {self.nargs + k})")
         ret = self.results[0] if len(self.results) == 1 else "(" + ", ".join(self.results) + ")"
         out.append(f"return {ret}")
         return out

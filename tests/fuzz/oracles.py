@@ -191,33 +191,53 @@ def compare(level: int, oracle: str, got: Any, expected: Any, tol: list[np.ndarr
 
 def numpy_reference(prog: Program, f: Callable, fp: Callable, args: list[np.ndarray]
                     ) -> tuple[Any, list[np.ndarray | None], list[np.ndarray | None]]:
-    """f(*args) and, per leaf, the elementwise tolerance and the mask of unjudgeable elements."""
+    """f(*args) and, per leaf, the elementwise tolerance and the mask of unjudgeable elements.
+
+    The tolerance is a first-order bound of the rounding error: each step (each input and
+    each statement's value) in turn is multiplied by ``1 +- 16 eps`` (random signs per
+    element, two draws), and the output deviations of the steps are added up. Steps are
+    perturbed one at a time, so that the errors of different steps cannot cancel each other
+    as they may in a single all-steps perturbation."""
     rng = np.random.default_rng(prog.seed + 7)
+    state = {"step": -1}
 
-    def p(v: Any) -> Any:
-        if isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind == "f":
-            signs = rng.choice([-1.0, 1.0], np.shape(v))
-            return (np.asarray(v, np.float64) * (1 + 16 * eps_of(v.dtype) * signs)).astype(v.dtype)
-        return v
+    def p(v: Any, step: int) -> Any:
+        if step != state["step"] or not (isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind == "f"):
+            return v
+        signs = rng.choice([-1.0, 1.0], np.shape(v))
+        return (np.asarray(v, np.float64) * (1 + 16 * eps_of(v.dtype) * signs)).astype(v.dtype)
 
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         ref = f(*[a.copy() for a in args])
-        runs = [fp(*[a.copy() for a in args], p) for _ in range(2)]
+        runs = []
+        for step in range(prog.nargs + len(prog.stmts)):
+            state["step"] = step
+            runs.append([fp(*[a.copy() for a in args], p) for _ in range(2)])
     tols, skips = [], []
     for k, e in enumerate(leaves(ref)):
         e = np.asarray(e)
-        alts = [np.asarray(leaves(r)[k]) for r in runs]
+        per_step = [[np.asarray(leaves(r)[k]) for r in pair] for pair in runs]
+        if any(a.shape != e.shape for pair in per_step for a in pair):
+            tols.append(None)
+            skips.append(np.ones(e.shape, bool))      # a perturbation changed a shape: do not judge
+            continue
         if e.dtype.kind != "f":
             tols.append(None)
-            skips.append(np.any([a != e for a in alts], axis=0) if alts and all(a.shape == e.shape for a in alts)
-                         else None)
+            skips.append(np.any([a != e for pair in per_step for a in pair], axis=0) if per_step
+                         else np.zeros(e.shape, bool))
             continue
         e64 = e.astype(np.float64)
-        dev = np.max([np.where(np.isfinite(a) & np.isfinite(e), np.abs(a.astype(np.float64) - e64), 0)
-                      for a in alts], axis=0)
+        total = np.zeros(e.shape)
+        unstable = np.zeros(e.shape, bool)
+        for pair in per_step:
+            devs = [np.abs(a.astype(np.float64) - e64) for a in pair]
+            dev = np.max(devs, axis=0)
+            unstable |= ~np.isfinite(dev) & np.isfinite(e64)
+            total += np.where(np.isfinite(dev), dev, 0)
         scale = max(1.0, float(np.max(np.abs(e64[np.isfinite(e64)]), initial=0)))
-        tols.append(4 * dev + 64 * eps_of(e.dtype) * (np.abs(e64) + scale))
-        skips.append(None)
+        tols.append(4 * total + 64 * eps_of(e.dtype) * (np.abs(e64) + scale))
+        skips.append(unstable)
     return ref, tols, skips
 
 
