@@ -1750,5 +1750,7 @@ prims("update.fancy_set", lambda dt, rng: [
 prims("update.fancy_add", lambda dt, rng: [
     PrimSample("scatter", (make((5, 4), dt, rng), _i64([1, 3, 1]), make((3, 4), dt, rng)), {"axis": 0, "mode": "add"},
                desc="colliding indices"),
-    PrimSample("scatter", (make((5, 3), dt, rng), _i64([1, 3, 1]), make((3, 3), dt, rng)), {"axis": 0, "mode": "add"})],
+    PrimSample("scatter", (make((5, 3), dt, rng), _i64([1, 3, 1]), make((3, 3), dt, rng)), {"axis": 0, "mode": "add"}),
+    PrimSample("scatter", (make((4, 0), dt, rng), _i64([3, 0, 2]), make((3, 0), dt, rng)), {"axis": 0, "mode": "add"},
+               desc="size-0 rows (the vjp of a gather from an empty slice)")],
    dtypes=(F64,))
