@@ -301,9 +301,11 @@ class Generator:
         """Under AD: a function whose derivative is infinite or undefined at a point the program
         reaches exactly (cbrt, hypot and arctan2 at 0, std of a constant): the chain rule gives
         inf * 0 = nan where the composition may be smooth; NumPy, JAX and torch agree on nan,
-        and finite differences cannot judge it."""
+        and finite differences cannot judge it. Also prod and cumprod of exact zeros: cumprod's
+        derivative divides by x there (documented), and so do prod's second derivatives
+        (found by this fuzzer, reported, owned by the derivative rules)."""
         text = "\n".join(lines)
-        if any(f in text for f in ("np.cbrt(", "np.hypot(", "np.arctan2(")):
+        if any(f in text for f in ("np.cbrt(", "np.hypot(", "np.arctan2(", "prod(", "cumprod(")):
             for o in operands:
                 if any(np.any(env[o.name] == 0) for env in self.envs):
                     return True
