@@ -756,10 +756,12 @@ class Generator:
             getattr(self, f"st_{kind}")()
         self.finish(prog, layers)
         prog.stmts, prog.has_f32 = self.stmts, self.has_f32
+        chunked = any(layer.chunk_size for layer in layers)     # reverse mode refuses chunked vmap
+        tops = ["jvp"] if chunked else ["jvp", "vjp"]
         if ad and r.random() < 0.3:
-            prog.top.append(r.choice(["jvp", "vjp"]))
+            prog.top.append(r.choice(tops))
         elif not ad and all(dt == "f64" for dt, _ in arg_types) and r.random() < 0.25:
-            prog.top.append(r.choice(["jvp", "vjp"]))
+            prog.top.append(r.choice(tops))
         return prog
 
     def finish(self, prog: Program, layers: list[Layer]) -> None:
