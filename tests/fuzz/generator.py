@@ -270,7 +270,7 @@ class Generator:
         self.counter += 1
         return f"v{self.counter - 1}"
 
-    def add(self, lines: list[str], target: str, operands: list[Var], *, require_f64: bool = False) -> bool:
+    def add(self, lines: list[str], target: str, operands: list[Var]) -> bool:
         vals = self.evaluate(lines, target)
         if vals is None:
             return False
@@ -278,8 +278,6 @@ class Generator:
             return False
         a, b = vals[0], vals[-1]
         if any(v.dtype != a.dtype for v in vals):
-            return False
-        if require_f64 and a.dtype != np.float64:
             return False
         shape = tuple(zip(a.shape, b.shape))
         if a.ndim != b.ndim or any(np.shape(v) != a.shape for v in vals[:-1]):
@@ -596,8 +594,7 @@ class Generator:
 
     def predicate(self) -> Var | None:
         """A predicate operand: under vmap or AD only values the transform accepts."""
-        return self.pick(lambda v: not (v.deps & self.batched_args) and v.dtype.kind != "b" or
-                         (v.dtype.kind == "b" and not (v.deps & self.batched_args)))
+        return self.pick(lambda v: not (v.deps & self.batched_args))
 
     def st_cond(self) -> bool:
         p = self.predicate()

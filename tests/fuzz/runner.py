@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import ctypes
 import json
 import os
 import subprocess
@@ -64,6 +65,8 @@ def worker(seeds: list[int], results: str, minimize_failures: bool, budget: int)
             except Exception as e:           # a bug of the generator, not of aotx: count it, go on
                 emit({"seed": seed, "status": "generator-error", "detail": f"{type(e).__name__}: {e}"})
                 continue
+            if os.environ.get("AOTX_FUZZ_CRASH_SEED") == str(seed):   # tests the crash isolation
+                ctypes.string_at(0)
             outcome = check(prog)
             rec: dict = {"seed": seed, "status": outcome.status, "detail": outcome.detail[:2000],
                          "seconds": round(time.time() - t0, 3)}
@@ -101,36 +104,30 @@ def run_batch(seeds: list[int], *, minimize_failures: bool = True, budget: int =
         os.unlink(path)
     if rc == 0:
         return recs
-    done = {r["seed"] for r in recs if r["status"] != "minimized"}
-    failed_unminimized = [r["seed"] for r in recs if r["status"] == "fail"]
+    done = [r["seed"] for r in recs if r["status"] != "minimized"]
     minimized = {r["seed"] for r in recs if r["status"] == "minimized"}
-    pending = [s for s in seeds if s not in done]
-    if failed_unminimized and failed_unminimized[-1] not in minimized and (not pending or True):
-        # the worker died while minimizing: keep the unminimized failure, go on after it
-        last = failed_unminimized[-1]
-        if pending == [] or seeds.index(pending[0]) > seeds.index(last):
-            return recs + (run_batch(pending, minimize_failures=minimize_failures, budget=budget,
-                                     cache_dir=cache_dir) if pending else [])
+    pending = [s for s in seeds if s not in set(done)]
+    again = (lambda rest: run_batch(rest, minimize_failures=minimize_failures, budget=budget,
+                                    cache_dir=cache_dir) if rest else [])
+    last = next((r for r in reversed(recs) if r["status"] != "minimized"), None)
+    if last is not None and last["status"] == "fail" and last["seed"] not in minimized:
+        # the worker died minimizing this failure (a candidate crashed it): keep it unminimized
+        last["failure"]["message"] += f"\n(the worker died ({rc}) while minimizing this program)"
+        return recs + again(pending)
     if not pending:
         return recs
     suspect = pending[0]
     alone = run_alone(suspect)
     tail = err.strip().splitlines()[-3:] if isinstance(err, str) else []
     if alone is not None:
-        recs.append({"seed": suspect, "status": "fail", "failure": {
-            "kind": "crash", "oracle": "process", "level": -1, "exc_type": str(alone),
-            "message": f"the worker process died ({alone}) running this program alone: " + " | ".join(tail)},
-            "program": crash_record(suspect)})
+        message = f"the worker process died ({alone}) running this program alone: " + " | ".join(tail)
     else:
         prefix = seeds[:seeds.index(suspect) + 1]
-        recs.append({"seed": suspect, "status": "fail", "failure": {
-            "kind": "crash", "oracle": "process", "level": -1, "exc_type": str(rc),
-            "message": f"the worker died ({rc}) at this program after seeds {bisect_prefix(prefix)} "
-                       f"(it does not crash alone): " + " | ".join(tail)},
-            "program": crash_record(suspect)})
-    rest = pending[1:]
-    return recs + (run_batch(rest, minimize_failures=minimize_failures, budget=budget,
-                             cache_dir=cache_dir) if rest else [])
+        message = (f"the worker died ({rc}) at this program after seeds {bisect_prefix(prefix)} "
+                   f"(it does not crash alone): " + " | ".join(tail))
+    recs.append({"seed": suspect, "status": "fail", "program": crash_record(suspect), "failure": {
+        "kind": "crash", "oracle": "process", "level": -1, "exc_type": str(alone or rc), "message": message}})
+    return recs + again(pending[1:])
 
 
 def run_alone(seed: int) -> Any:

@@ -32,3 +32,17 @@ def test_fuzzed_programs_agree_with_their_oracles():
     assert counts["ok"] >= 0.8 * len(SEEDS), f"too few programs compiled and judged: {dict(counts)}"
     failures = [report_block(r, minimized.get(s)) for s, r in sorted(results.items()) if r["status"] == "fail"]
     assert not failures, f"{len(failures)} fuzzed programs disagree with their oracles:\n\n" + "\n".join(failures)
+
+
+def test_a_crashing_program_is_isolated_and_reported(monkeypatch):
+    """A segfault kills only the worker: the programs before and after it are still judged and
+    the crashing one is reported with its program (the worker crashes on purpose here)."""
+    monkeypatch.setenv("AOTX_FUZZ_CRASH_SEED", "3")
+    recs = run_batch([2, 3, 4], budget=0, timeout=600, cache_dir=CACHE)
+    by_seed = {r["seed"]: r for r in recs if r["status"] != "minimized"}
+    assert sorted(by_seed) == [2, 3, 4]
+    assert by_seed[2]["status"] != "fail" and by_seed[4]["status"] != "fail"
+    crash = by_seed[3]
+    assert crash["status"] == "fail" and crash["failure"]["kind"] == "crash"
+    assert "running this program alone" in crash["failure"]["message"]
+    assert "def f(" in crash["program"]["source"]
