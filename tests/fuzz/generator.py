@@ -619,7 +619,10 @@ class Generator:
         return self.add(lines, name, [p, a])
 
     def st_while(self) -> bool:
-        a = self.pick(lambda v: v.dtype.kind in "fi" and not (v.deps & (self.batched_args | self.diff_args)))
+        # reverse mode refuses a loop that changes a differentiated value (documented); forward
+        # mode differentiates through it
+        avoid = self.batched_args | (self.diff_args if self.reverse else frozenset())
+        a = self.pick(lambda v: v.dtype.kind in "fi" and not (v.deps & avoid))
         if a is None:
             return False
         name = self.new_name()
@@ -734,6 +737,7 @@ class Generator:
         self.diff_args = frozenset(a for layer in layers if layer.kind != "vmap"
                                    for a in (layer.argnums if isinstance(layer.argnums, tuple) else (layer.argnums,)))
         self.ad_active = ad
+        self.reverse = any(layer.kind in ("grad", "grad_and_value", "jacrev", "hessian") for layer in layers)
         prog = Program(self.seed, arg_types, [], [], base, layers)
         prog.data, prog.data_b = self.data, self.data_b
         self.envs = []
@@ -756,7 +760,7 @@ class Generator:
         chunked = any(layer.chunk_size for layer in layers)     # reverse mode refuses chunked vmap
         tops = ["jvp"] if chunked else ["jvp", "vjp"]
         if ad and r.random() < 0.3:
-            prog.top.append(r.choice(tops))
+            prog.top.append(r.choice(tops if self.reverse else ["jvp"]))
         elif not ad and all(dt == "f64" for dt, _ in arg_types) and r.random() < 0.25:
             prog.top.append(r.choice(tops))
         return prog
