@@ -50,6 +50,7 @@ Not generated (known issues with owners elsewhere):
 """
 
 Dim = tuple[int, int]          # (size in env A, size in env B)
+AD_KINDS = ("grad", "grad_and_value", "hessian", "jacrev", "jacfwd")
 
 
 @dataclass
@@ -78,7 +79,7 @@ class Stmt:
 
 @dataclass
 class Layer:
-    kind: str                  # vmap | grad | jacrev | jacfwd
+    kind: str                  # vmap | inline | one of AD_KINDS
     in_dims: tuple[int | None, ...] = ()
     size: int = 0
     out_dims: int = 0
@@ -137,9 +138,14 @@ class Program:
             lines = [f'k0 = jit(f, signature="{self.signature()}")']
         else:
             lines = ["k0 = jit(f)"]
+        params = ", ".join(f"x{i}" for i in range(self.nargs))
         for i, layer in enumerate(self.layers):
             inner = "f" if i == 0 and layer.wrap_raw else f"k{i}"
-            lines.append(f"k{i + 1} = {layer.render(inner)}")
+            if layer.kind == "inline":          # a kernel called from compiled code is inlined
+                lines += ["", "", f"def g{i + 1}({params}):", f"    return {inner}({params})", "", "",
+                          f"k{i + 1} = jit(g{i + 1})"]
+            else:
+                lines.append(f"k{i + 1} = {layer.render(inner)}")
         return lines
 
     def source(self) -> str:
@@ -679,8 +685,13 @@ class Generator:
             layers.insert(0, Layer("vmap"))
             layers = layers[:3]
         layers[0:1] = [replace(layers[0], wrap_raw=r.random() < 0.5)] if layers else []
+        if r.random() < 0.15:
+            pos = r.randint(0, len(layers))
+            if pos == 0 and layers:
+                layers[0] = replace(layers[0], wrap_raw=False)
+            layers.insert(pos, Layer("inline", wrap_raw=pos == 0 and r.random() < 0.5))
         for k, layer in enumerate(layers):
-            reverse_above = any(lay.kind != "vmap" for lay in layers[k + 1:])   # refused: documented
+            reverse_above = any(lay.kind in AD_KINDS for lay in layers[k + 1:])   # refused: documented
             if layer.kind in ("vmap", "jacrev", "jacfwd", "hessian") and r.random() < 0.2 and not reverse_above:
                 layer.chunk_size = r.choice([1, 2])
             if layer.kind == "vmap" and r.random() < 0.2:
@@ -691,7 +702,7 @@ class Generator:
         r = self.r
         base, layers = self.stack()
         nargs = r.randint(1, 3)
-        ad = any(layer.kind != "vmap" for layer in layers)
+        ad = any(layer.kind in AD_KINDS for layer in layers)
         arg_types = []
         for i in range(nargs):
             if ad and i == 0:
@@ -710,7 +721,7 @@ class Generator:
                 layer.in_dims = tuple(r.choice([None, 0, 0]) for _ in range(nargs))
                 if all(d is None for d in layer.in_dims):
                     layer.in_dims = (0,) + layer.in_dims[1:]
-            else:
+            elif layer.kind in AD_KINDS:
                 k = r.randint(1, len(float_args))
                 nums = tuple(sorted(r.sample(float_args, k)))
                 layer.argnums = nums[0] if len(nums) == 1 and r.random() < 0.6 else nums
@@ -734,7 +745,7 @@ class Generator:
             self.data.append(draw_array(self.np_rng, DTYPES[dt], batch + sa))
             self.data_b.append(draw_array(self.np_rng, DTYPES[dt], sb))
         self.batched_args = frozenset(i for layer in vm for i, d in enumerate(layer.in_dims) if d is not None)
-        self.diff_args = frozenset(a for layer in layers if layer.kind != "vmap"
+        self.diff_args = frozenset(a for layer in layers if layer.kind in AD_KINDS
                                    for a in (layer.argnums if isinstance(layer.argnums, tuple) else (layer.argnums,)))
         self.ad_active = ad
         self.reverse = any(layer.kind in ("grad", "grad_and_value", "jacrev", "hessian") for layer in layers)
@@ -768,7 +779,7 @@ class Generator:
     def finish(self, prog: Program, layers: list[Layer]) -> None:
         """The result: a scalar float64 for grad, a small float64 array for the Jacobians and the
         top-level jvp/vjp checks, one or two values otherwise."""
-        first_ad = next((layer.kind for layer in layers if layer.kind != "vmap"), None)
+        first_ad = next((layer.kind for layer in layers if layer.kind in AD_KINDS), None)
         floats = [v for v in self.vars if v.dtype == np.float64]
         if first_ad is None:
             outs = [self.vars[-1]]

@@ -354,6 +354,8 @@ def run_checks(prog: Program) -> None:
             inner = f if level == 1 else kernels[level - 1]
             if layer.kind == "vmap":
                 check_vmap(prog, level, layer, inner, fp if level == 1 else None, args, got)
+            elif layer.kind == "inline":
+                check_inline(prog, level, layer, inner, fp, args, got)
             else:
                 check_derivative(prog, level, layer, inner, kernels[level - 1], args, got)
         interp = guarded(level, "interpreter", lambda: stage_batched(k, tuple(a.copy() for a in args)))
@@ -393,6 +395,17 @@ def check_vmap(prog: Program, level: int, layer: Any, inner: Callable, fp: Calla
         compare(level, "vmap-loop(numpy)", got, expected, tol, skip)
     else:
         compare(level, "vmap-loop", got, expected, rel=1e4 * eps_of(np.float32 if prog.has_f32 else np.float64))
+
+
+def check_inline(prog: Program, level: int, layer: Any, inner: Callable, fp: Callable,
+                 args: list[np.ndarray], got: Any) -> None:
+    """A jit function that calls the inner kernel (inlined) computes what the kernel does."""
+    if level == 1 and layer.wrap_raw:
+        ref, tol, skip = numpy_reference(prog, inner, fp, args)
+        compare(level, "inline(numpy)", got, ref, tol, skip)
+        return
+    expected = guarded(level - 1, "call", lambda: inner(*[a.copy() for a in args]))
+    compare(level, "inline==kernel", got, expected, rel=1e4 * eps_of(np.float32 if prog.has_f32 else np.float64))
 
 
 def rebuild(tree: Any, flat: list) -> Any:
