@@ -38,6 +38,11 @@ NP_NAME = {"f64": "np.float64", "f32": "np.float32", "i32": "np.int32", "i64": "
 #: output dim's environment pair tells which symbol it follows)
 ENV_A = {"n": 3, "m": 2}
 ENV_B = {"n": 5, "m": 3}
+#: "big" programs (no AD, no float32): sizes past the vector width, with remainder loops
+BIG_ENV_A = {"n": 17, "m": 8}
+BIG_ENV_B = {"n": 19, "m": 9}
+BIG_DIMS = ["1", "3", "5", "7", "16", "n", "n", "m"]
+BIG_MAX_SIZE = 2048
 FLOAT_BOUND = 1e5
 INT_BOUND = 2 ** 24
 MAX_SIZE = 48
@@ -107,6 +112,7 @@ class Program:
     data: list[np.ndarray] = field(default_factory=list)    # per argument: batch axes + shape, env A
     data_b: list[np.ndarray] = field(default_factory=list)  # per argument, env B (no batch)
     has_f32: bool = False
+    big: bool = False                              # sizes past the vector width (see BIG_ENV_A)
 
     # ---- source ------------------------------------------------------------------------------
 
@@ -263,7 +269,7 @@ class Generator:
             if not isinstance(v, (np.ndarray, np.generic)):
                 return None
             v = np.asarray(v)
-            if v.dtype not in SIG_NAME.keys() or v.size > MAX_SIZE or v.ndim > 4:
+            if v.dtype not in SIG_NAME.keys() or v.size > self.max_size or v.ndim > 4:
                 return None
             if v.dtype.kind == "f" and (not np.all(np.isfinite(v)) or np.max(np.abs(v), initial=0) > FLOAT_BOUND):
                 return None
@@ -703,15 +709,18 @@ class Generator:
         base, layers = self.stack()
         nargs = r.randint(1, 3)
         ad = any(layer.kind in AD_KINDS for layer in layers)
+        big = not ad and r.random() < 0.35
+        env_a, env_b = (BIG_ENV_A, BIG_ENV_B) if big else (ENV_A, ENV_B)
+        self.max_size = BIG_MAX_SIZE if big else MAX_SIZE
         arg_types = []
         for i in range(nargs):
             if ad and i == 0:
                 dt = "f64"
             else:
-                dt = r.choice(["f64", "f64", "f64", "f32", "f32", "i32", "i64", "bool"] if not ad else
+                dt = r.choice(["f64", "f64", "f64", "f32", "f32", "i32", "i64", "bool"] if not (ad or big) else
                               ["f64", "f64", "f64", "i32", "i64", "bool"])
-            rank = r.choice([0, 1, 1, 2, 2, 3])
-            dims = tuple(r.choice(["1", "2", "3", "n", "n", "m"]) for _ in range(rank))
+            rank = r.choice([0, 1, 1, 2, 2, 3] if not big else [1, 1, 2, 2, 3])
+            dims = tuple(r.choice(BIG_DIMS if big else ["1", "2", "3", "n", "n", "m"]) for _ in range(rank))
             arg_types.append((dt, dims))
         float_args = [i for i, (dt, _) in enumerate(arg_types) if dt == "f64"]
         # batch layers: in_dims per argument of the stack's input
@@ -740,8 +749,8 @@ class Generator:
         self.data, self.data_b = [], []
         for i, (dt, dims) in enumerate(arg_types):
             batch = tuple(layer.size for layer in outer_first if layer.in_dims[i] is not None)
-            sa = tuple(ENV_A[d] if d in ENV_A else int(d) for d in dims)
-            sb = tuple(ENV_B[d] if d in ENV_B else int(d) for d in dims)
+            sa = tuple(env_a[d] if d in env_a else int(d) for d in dims)
+            sb = tuple(env_b[d] if d in env_b else int(d) for d in dims)
             self.data.append(draw_array(self.np_rng, DTYPES[dt], batch + sa))
             self.data_b.append(draw_array(self.np_rng, DTYPES[dt], sb))
         self.batched_args = frozenset(i for layer in vm for i, d in enumerate(layer.in_dims) if d is not None)
@@ -767,7 +776,7 @@ class Generator:
             kind = r.choices(kinds, weights)[0]
             getattr(self, f"st_{kind}")()
         self.finish(prog, layers)
-        prog.stmts, prog.has_f32 = self.stmts, self.has_f32
+        prog.stmts, prog.has_f32, prog.big = self.stmts, self.has_f32, big
         chunked = any(layer.chunk_size for layer in layers)     # reverse mode refuses chunked vmap
         tops = ["jvp"] if chunked else ["jvp", "vjp"]
         if ad and r.random() < 0.3:
