@@ -634,7 +634,8 @@ class Generator:
         # reverse mode refuses a loop that changes a differentiated value (documented); forward
         # mode differentiates through it
         avoid = self.batched_args | (self.diff_args if self.reverse else frozenset())
-        a = self.pick(lambda v: v.dtype.kind in "fi" and not (v.deps & avoid))
+        # non-empty: the sum of an empty array never grows, and the loop would never end
+        a = self.pick(lambda v: v.dtype.kind in "fi" and not (v.deps & avoid) and all(min(d) > 0 for d in v.shape))
         if a is None:
             return False
         name = self.new_name()

@@ -19,6 +19,7 @@ import collections
 import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,10 @@ import time
 from typing import Any
 
 import numpy as np
+
+from tests.fuzz.generator import generate
+from tests.fuzz.minimize import minimize
+from tests.fuzz.oracles import check, level_args
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -39,7 +44,6 @@ def format_args(args: list[np.ndarray]) -> str:
 
 
 def program_record(prog: Any) -> dict:
-    from tests.fuzz.oracles import level_args
     args = level_args(prog)[-1]
     call = f"k{len(prog.layers)}({', '.join(f'x{i}' for i in range(prog.nargs))})"
     return {"describe": prog.describe(), "source": prog.source(), "args": format_args(args), "call": call,
@@ -48,10 +52,12 @@ def program_record(prog: Any) -> dict:
 
 # ---- the worker --------------------------------------------------------------------------------------
 
+def _alarm(signum: int, frame: Any) -> None:
+    raise TimeoutError("the generator took more than 60 s")
+
+
 def worker(seeds: list[int], results: str, minimize_failures: bool, budget: int) -> None:
-    from tests.fuzz.generator import generate
-    from tests.fuzz.minimize import minimize
-    from tests.fuzz.oracles import check
+    signal.signal(signal.SIGALRM, _alarm)
 
     with open(results, "a") as out:
         def emit(rec: dict) -> None:
@@ -61,10 +67,13 @@ def worker(seeds: list[int], results: str, minimize_failures: bool, budget: int)
         for seed in seeds:
             t0 = time.time()
             try:
+                signal.alarm(60)             # a generator that loops is a bug of the generator
                 prog = generate(seed)
             except Exception as e:           # a bug of the generator, not of aotx: count it, go on
                 emit({"seed": seed, "status": "generator-error", "detail": f"{type(e).__name__}: {e}"})
                 continue
+            finally:
+                signal.alarm(0)
             if os.environ.get("AOTX_FUZZ_CRASH_SEED") == str(seed):   # tests the crash isolation
                 ctypes.string_at(0)
             outcome = check(prog)
@@ -160,7 +169,6 @@ def bisect_prefix(prefix: list[int]) -> list[int]:
 
 
 def crash_record(seed: int) -> dict:
-    from tests.fuzz.generator import generate
     try:
         return program_record(generate(seed))
     except Exception as e:
