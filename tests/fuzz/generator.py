@@ -695,6 +695,10 @@ class Generator:
             layers.insert(0, Layer("vmap"))
             layers = layers[:3]
         layers[0:1] = [replace(layers[0], wrap_raw=r.random() < 0.5)] if layers else []
+        # at most third derivatives: a fourth (hessian under jacrev under jacfwd) takes minutes to
+        # build its IR, which grows with every nested basis
+        while sum(2 if lay.kind == "hessian" else lay.kind in AD_KINDS for lay in layers) > 3:
+            layers.pop()
         if r.random() < 0.15:
             pos = r.randint(0, len(layers))
             if pos == 0 and layers:

@@ -143,7 +143,7 @@ def run_alone(seed: int) -> Any:
     """The return code when running `seed` alone kills the worker, else None."""
     cmd = [sys.executable, "-m", "tests.fuzz", "--worker", str(seed), "--results", os.devnull, "--no-minimize"]
     try:
-        rc = subprocess.run(cmd, cwd=ROOT, capture_output=True, timeout=600).returncode
+        rc = subprocess.run(cmd, cwd=ROOT, capture_output=True, timeout=300).returncode
     except subprocess.TimeoutExpired:
         return "timeout"
     return None if rc == 0 else rc
@@ -205,7 +205,7 @@ def main_loop(minutes: float, seed: int, out: str, batch: int) -> None:
             seeds = list(range(next_seed, next_seed + batch))
             next_seed += batch
             try:
-                recs = run_batch(seeds, timeout=120 + 30 * len(seeds))
+                recs = run_batch(seeds, timeout=120 + 10 * len(seeds))
             except Exception as e:           # the harness must outlive any batch
                 print(f"batch {seeds[0]}..{seeds[-1]} lost: {type(e).__name__}: {e}", flush=True)
                 continue
