@@ -88,8 +88,8 @@ class CallMixin:
         if obj is np.random or (isinstance(obj, types.ModuleType)
                                 and obj.__name__.startswith("numpy.random")):
             raise NP.unsupported_numpy(f"random.{attr}")
-        if isinstance(obj, np.ndarray) and attr in NP.METHODS:
-            return BoundMethod(obj, attr)
+        if isinstance(obj, (np.ndarray, np.generic)) and attr in NP.METHODS:
+            return BoundMethod(obj, attr)       # a NumPy value known at compile time
         if isinstance(obj, types.ModuleType) and obj.__name__.startswith("numpy") \
                 and not hasattr(obj, attr):
             sub = obj.__name__[len("numpy."):]
@@ -186,7 +186,7 @@ class CallMixin:
 
     def _call_method(self, method: BoundMethod, args: list[Any], kwargs: dict[str, Any]) -> Any:
         obj, name = method.self_value, method.name
-        if isinstance(obj, np.ndarray) and not _any_dynamic(args, kwargs):
+        if isinstance(obj, (np.ndarray, np.generic)) and not _any_dynamic(args, kwargs):
             if name in _NDARRAY_MUTATORS:
                 self.check_mutable(obj, f"ndarray.{name}()")  # type: ignore[attr-defined]
             result = self.static(lambda: getattr(obj, name)(*args, **kwargs))  # type: ignore[attr-defined]

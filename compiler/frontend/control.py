@@ -506,14 +506,16 @@ def _discover(st: Any, node: ast.While, names: list[str], objs: list[Staged]) ->
     for _ in range(4):
         saved = _Saved(st, carry)
         try:
-            def trial() -> tuple[list[Any], list[Any], Any]:
+            def trial() -> tuple[list[Any], list[Any], list[Any], Any]:
                 bound = _enter(st, Block(), carry)
                 bound_values = [_out_value(x) for x in bound]
                 _loop_test(st, node)
                 st.exec_block(node.body)
                 outs, out_td = _state(st, names, objs)
-                return bound_values, outs, out_td
-            bound_values, outs, out_td = run_region(st, trial)[1]
+                # read now: restoring the state puts the old values back into the arrays
+                # updated in place (the leaves that are `objs`)
+                return bound_values, outs, [_out_value(o) for o in outs], out_td
+            bound_values, outs, out_values, out_td = run_region(st, trial)[1]
         finally:
             saved.restore()
         if out_td != td:
@@ -522,8 +524,8 @@ def _discover(st: Any, node: ast.While, names: list[str], objs: list[Staged]) ->
         widened = _widen(carry.types, outs, inits, labels)
         if widened == carry.types:
             # leaves the body never changes need not be carried: the body reads them as captures
-            carry.types = [None if t is not None and _out_value(o) is bv else t
-                           for t, o, bv in zip(carry.types, outs, bound_values)]
+            carry.types = [None if t is not None and ov is bv else t
+                           for t, ov, bv in zip(carry.types, out_values, bound_values)]
             return carry
         carry.types = widened
     raise Reject(CompileError, "the types of the loop-carried values do not settle")

@@ -118,8 +118,8 @@ def plan(b: Builder, x: Staged, index: Any, for_write: bool = False) -> IndexPla
     p = IndexPlan()
     axis = 0
     for it in items:
-        if it is None:
-            p.new_axes.append(axis + len(p.new_axes))
+        if it is None:        # its position in the result: after the axes kept so far
+            p.new_axes.append(sum(not a.drop for a in p.axes) + len(p.new_axes))
             continue
         p.axes.append(_axis_plan(b, it, x.shape[axis], axis))
         axis += 1

@@ -222,9 +222,17 @@ def _jvp_while(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> tupl
 
 
 def _vjp_while(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
-    raise DataDependentControlFlowError(
-        "reverse-mode differentiation through a `while` loop whose trip count depends on data",
-        op.loc, "use a static loop (for i in range(n)) or forward mode (jvp, jacfwd)")
+    """Regions are isolated, so a loop carries every value it uses, loop invariants included:
+    a carried value the body passes through unchanged is the identity whatever the trip count,
+    and its cotangent goes straight through. A cotangent for a value the loop changes would have
+    to run backwards through a data-dependent number of iterations: refused."""
+    body = op.regions[1]
+    through = [res is arg for arg, res in zip(body.args, body.results)]
+    if any(c is not None and not t for c, t in zip(cts, through)):
+        raise DataDependentControlFlowError(
+            "reverse-mode differentiation through a `while` loop whose trip count depends on data",
+            op.loc, "use a static loop (for i in range(n)) or forward mode (jvp, jacfwd)")
+    return [c if t else None for c, t in zip(cts, through)]
 
 
 def _vjp_cond(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:

@@ -204,7 +204,8 @@ def _ref_scatter(x: np.ndarray, ind: np.ndarray, upd: np.ndarray, axis: int, mod
     out = x.copy()
     ind = _np_wrap_clamp(ind, x.shape[axis])
     moved_out = np.moveaxis(out, axis, 0)
-    moved_upd = np.moveaxis(upd.reshape(x.shape[:axis] + (-1,) + x.shape[axis + 1:]), axis, 0)
+    # the index dims flattened into one (its size spelled out: -1 is ambiguous for a size-0 update)
+    moved_upd = np.moveaxis(upd.reshape(x.shape[:axis] + (ind.size,) + x.shape[axis + 1:]), axis, 0)
     flat = ind.reshape(-1)
     if mode == "add":
         np.add.at(moved_out, flat, moved_upd)

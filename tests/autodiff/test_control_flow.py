@@ -164,6 +164,26 @@ def test_while_on_a_non_differentiated_value_is_not_the_rejected_case():
     assert_points_at(info.value, counted_loop, "while i < n:")
 
 
+def loop_beside_the_derivative(x, n):
+    c = np.abs(n) + 1
+    while np.sum(c) < 40:     # the trip count depends on n; x is only carried through unchanged
+        c = c * 3
+    return np.sum(x * x * c)
+
+
+def test_grad_of_a_value_a_while_only_carries_through():
+    """Regions are isolated, so the loop carries x although its body never touches it: the
+    derivative does not run through the loop, and reverse mode agrees with finite differences
+    (and with forward mode)."""
+    x, n = np.array([0.3, -0.7, 1.1]), np.array([1, 2, 3])
+    want = fd.jacobian(lambda v: loop_beside_the_derivative(v, n), (x,))
+    np.testing.assert_allclose(grad(loop_beside_the_derivative)(x, n), want, rtol=1e-7)
+    np.testing.assert_allclose(jacrev(loop_beside_the_derivative)(x, n), want, rtol=1e-7)
+    np.testing.assert_allclose(jacfwd(loop_beside_the_derivative)(x, n), want, rtol=1e-7)
+    _, vjp_fn = vjp(loop_beside_the_derivative, x, n)
+    np.testing.assert_allclose(vjp_fn(np.float64(1.0))[0], want, rtol=1e-7)
+
+
 # ---- item / float ---------------------------------------------------------------------------------------------
 
 def uses_float(x):

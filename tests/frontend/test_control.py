@@ -265,6 +265,19 @@ def test_while_with_in_place_update():
     check(while_updates_array, np.array([-2.0, 1.0]))
 
 
+def view_taken_before_a_while(x, s):
+    rev = x[::-1]                 # views of arrays the loop never writes stay valid
+    row = x[0]
+    c = np.abs(s) + 1.0
+    while np.max(c) < 10.0:
+        c = c * 2.0
+    return rev * c + row
+
+
+def test_views_taken_before_a_while_that_does_not_write_them():
+    check(view_taken_before_a_while, rand(3, 2), np.float64(0.5))
+
+
 def while_weak_widens(x):
     total = 0
     n = 0

@@ -131,6 +131,14 @@ def test_static_numpy_array_argument():
     check(lambda x, t: x * t + t.sum(), rand(3), table, static=(1,))
 
 
+def test_methods_of_numpy_scalars_known_at_compile_time():
+    def f(x):
+        total = np.sum(np.arange(3))            # a NumPy int64 computed at compile time
+        any_ = np.any(np.arange(3), axis=-1)    # a NumPy bool
+        return x * total.astype(np.float32) + any_.astype(np.int32) + np.float64(2.0).max()
+    check(f, rand(3))
+
+
 BUILTIN_CASES = {
     "len": lambda x: x * len(x),
     "range-sum": lambda x: sum(x[i] for i in range(len(x))),

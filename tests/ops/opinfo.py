@@ -1235,7 +1235,8 @@ STATIC_INDICES = [
     (0,), (-1,), (4,), (1, 2), (-1, -2), (_s(1, 3),), (_s(None, None, 2),), (_s(None, None, -1),), (_s(-2),),
     (_s(None, -2),), (_s(4, 1, -1),), (_s(None, None, -2),), (_s(3, 3),), (_s(10, 20),), (_s(-10, 2),),
     (_s(), 1), ("...", 0), (0, "..."), (_s(1, 4, 2), _s(None, None, -3)), (None, 0), (_s(), None), ("...", None),
-    (1, _s(), None), (_s(4, None, -2), 2), (), (_s(1, 3), _s(None, None, 2)), ("...", _s(1)), (_s(), -1)]
+    (1, _s(), None), (_s(4, None, -2), 2), (), (_s(1, 3), _s(None, None, 2)), ("...", _s(1)), (_s(), -1),
+    (0, None, _s(1)), (-1, None), (_s(1, 3), 2, None)]
 #: advanced indices of a (5, 4) and a (3, 4, 5) array (NumPy's placement of the advanced dims)
 ADVANCED_INDICES = [
     ((5, 4), (("list", (0, 2)),)), ((5, 4), (("list", (4, -1, 0)),)), ((5, 4), (("array", (1, 1, 3)),)),
@@ -1400,7 +1401,7 @@ def _set_static(x, spec, v):
 
 #: y[index] = v for a (5, 4) array
 SETITEM_INDICES = [(0,), (-1,), (1, 2), (_s(1, 4),), (_s(None, None, 2),), (_s(None, None, -1),), (_s(), 0),
-                   ("...", -1), (_s(4, 0, -2), _s(1, 3))]
+                   ("...", -1), (_s(4, 0, -2), _s(1, 3)), (2, None, _s(1, 3))]
 
 
 def _set_static_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
@@ -1862,5 +1863,7 @@ prims("symbolic.checked", lambda dt, rng: [
 prims("update.fancy_add", lambda dt, rng: [
     PrimSample("scatter", (make((5, 4), dt, rng), _i64([1, 3, 1]), make((3, 4), dt, rng)), {"axis": 0, "mode": "add"},
                desc="colliding indices"),
-    PrimSample("scatter", (make((5, 3), dt, rng), _i64([1, 3, 1]), make((3, 3), dt, rng)), {"axis": 0, "mode": "add"})],
+    PrimSample("scatter", (make((5, 3), dt, rng), _i64([1, 3, 1]), make((3, 3), dt, rng)), {"axis": 0, "mode": "add"}),
+    PrimSample("scatter", (make((4, 0), dt, rng), _i64([3, 0, 2]), make((3, 0), dt, rng)), {"axis": 0, "mode": "add"},
+               desc="size-0 rows (the vjp of a gather from an empty slice)")],
    dtypes=(F64,))
