@@ -41,6 +41,7 @@ import os
 import re
 import struct
 import sys
+import threading
 import time
 import types
 from dataclasses import dataclass
@@ -543,14 +544,17 @@ class DeferredNative:
     def __init__(self, compile_now: Any) -> None:
         self._compile_now = compile_now
         self._native: Any = None
+        self._lock = threading.Lock()        # concurrent first uses compile once
 
     def _get(self) -> Any:
         if self._native is None:
-            self._native = self._compile_now()
+            with self._lock:
+                if self._native is None:
+                    self._native = self._compile_now()
         return self._native
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_compile_now", "_native"):
+        if name.startswith("__") or name in ("_compile_now", "_native", "_lock"):
             raise AttributeError(name)
         return getattr(self._get(), name)
 

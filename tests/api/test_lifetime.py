@@ -12,13 +12,14 @@ import gc
 import subprocess
 import sys
 import threading
+import time
 import weakref
 
 import numpy as np
 import pytest
 
 import compiler
-from compiler import Function, grad, jit, vmap
+from compiler import Function, cache, grad, jit, vmap
 from compiler.errors import CompileError
 from tests.runtime.subproc import env_for, last_json
 
@@ -289,3 +290,30 @@ def test_different_kernels_compile_correctly_in_several_threads_at_once():
     before = compiler.diagnostics()["llvm_compilations"]
     assert _in_threads(4, work) == [0, 1, 2, 3]
     assert compiler.diagnostics()["llvm_compilations"] - before == 12
+
+
+def test_deferred_native_compiles_once_under_concurrent_first_uses():
+    """`aotx build`'s deferred kernels (compiled on first use) compile once when several
+    threads use one together; every thread gets the same native kernel."""
+    calls = []
+
+    def compile_now():
+        calls.append(threading.get_ident())
+        time.sleep(0.05)                     # widen the window in which others arrive
+        return lambda *args: sum(args)
+
+    deferred = cache.DeferredNative(compile_now)
+    barrier = threading.Barrier(8)
+    results = []
+
+    def use():
+        barrier.wait()
+        results.append(deferred(1, 2))
+
+    threads = [threading.Thread(target=use) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
+    assert results == [3] * 8
