@@ -481,8 +481,12 @@ def test_sigint_at_a_random_point_leaves_the_cache_consistent(tmp_path):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=300)
         assert proc.returncode in (0, -signal.SIGINT), (why, proc.returncode, err[-2000:])
+        finished = out.rstrip().endswith("}")           # the report printed: the work was done
         assert proc.returncode != 0 or last_json(out)["ok"], (why, out)   # finished before the signal
-        assert proc.returncode == 0 or "KeyboardInterrupt" in err, (why, err[-2000:])
+        assert not finished or last_json(out)["ok"], (why, out)
+        # interrupted mid-work: a KeyboardInterrupt; a signal during interpreter shutdown (after
+        # the report, once Python has restored SIGINT's default action) kills without a traceback
+        assert proc.returncode == 0 or "KeyboardInterrupt" in err or finished, (why, out[-500:], err[-2000:])
         assert_consistent(cache_dir, why)
     proc = start_long(tmp_path, cache_dir)                  # loads what is there, compiles the rest
     out, err = proc.communicate(timeout=300)
