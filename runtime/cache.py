@@ -502,18 +502,24 @@ class _Foreign(_Invalid):
     """An entry, or a file in it, that someone else owns or can write."""
 
 
+def _open(path: Path | str, flags: int, dir_fd: int | None, refused: tuple[int, ...], why: str) -> int:
+    """os.open; FileNotFoundError passes through, an errno in `refused` is _Invalid("path
+    `why`"), any other OSError _Invalid with its message."""
+    try:
+        return os.open(path, flags, dir_fd=dir_fd) if dir_fd is not None else os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        if e.errno in refused:
+            raise _Invalid(f"{os.fspath(path)} {why}") from None
+        raise _Invalid(f"{os.fspath(path)}: {e.strerror}") from None
+
+
 def read_regular(path: Path | str, limit: int, dir_fd: int | None = None) -> bytes:
     """At most `limit` bytes of the regular file at `path`, opened without following a
     symbolic link and without blocking (a FIFO or a device is refused, not read). Raises
     FileNotFoundError, or _Invalid when it is not a regular file of the user's or is larger."""
-    try:
-        fd = os.open(path, _O_READ, dir_fd=dir_fd) if dir_fd is not None else os.open(path, _O_READ)
-    except FileNotFoundError:
-        raise
-    except OSError as e:
-        if e.errno in (errno.ELOOP, errno.EMLINK):
-            raise _Invalid(f"{os.fspath(path)} is a symbolic link") from None
-        raise _Invalid(f"{os.fspath(path)}: {e.strerror}") from None
+    fd = _open(path, _O_READ, dir_fd, (errno.ELOOP, errno.EMLINK), "is a symbolic link")
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -566,14 +572,7 @@ class _EntryDir:
             if why:
                 raise _Foreign(f"the entry is {why}")
             return self
-        try:
-            self.fd = os.open(self.path, _O_DIR)
-        except FileNotFoundError:
-            raise
-        except OSError as e:
-            if e.errno in (errno.ENOTDIR, errno.ELOOP):
-                raise _Invalid(f"{self.path} is not a directory") from None
-            raise _Invalid(f"{self.path}: {e.strerror}") from None
+        self.fd = _open(self.path, _O_DIR, None, (errno.ENOTDIR, errno.ELOOP), "is not a directory")
         why = untrusted(os.fstat(self.fd))
         if why:
             os.close(self.fd)

@@ -46,6 +46,17 @@ def leaves(out: Any) -> list[np.ndarray]:
     return [np.asarray(out)]
 
 
+def like(out: Any, flat: Sequence[Any]) -> Any:
+    """`flat` in the structure of `out` (tuples and lists): the inverse of `leaves`."""
+    it = iter(flat)
+
+    def go(o: Any) -> Any:
+        if isinstance(o, (tuple, list)):
+            return type(o)(go(e) for e in o)
+        return next(it)
+    return go(out)
+
+
 def evaluate(f: Callable[..., Any], *args: Any) -> list[np.ndarray]:
     """The output leaves of ``f(*args)`` (arguments copied, floating-point warnings off)."""
     with np.errstate(all="ignore"), warnings.catch_warnings():

@@ -393,7 +393,7 @@ def check_vmap(prog: Program, level: int, layer: Any, inner: Callable, fp: Calla
         return np.stack([np.asarray(x) for x in items], axis=layer.out_dims)
 
     expected_leaves = [stack([leaves(r)[k] for r in rows]) for k in range(n_leaves)]
-    expected = rebuild(got, expected_leaves)
+    expected = fd.like(got, expected_leaves)
     if fp is not None:
         tol = [None if tols[0][k] is None else stack([t[k] for t in tols]) for k in range(n_leaves)]
         skip = [None if any(s[k] is None for s in skips) else stack([s[k] for s in skips]) for k in range(n_leaves)]
@@ -411,16 +411,6 @@ def check_inline(prog: Program, level: int, layer: Any, inner: Callable, fp: Cal
         return
     expected = guarded(level - 1, "call", lambda: inner(*[a.copy() for a in args]))
     compare(level, "inline==kernel", got, expected, rel=1e4 * eps_of(np.float32 if prog.has_f32 else np.float64))
-
-
-def rebuild(tree: Any, flat: list) -> Any:
-    it = iter(flat)
-
-    def go(t: Any) -> Any:
-        if isinstance(t, (tuple, list)):
-            return type(t)(go(x) for x in t)
-        return next(it)
-    return go(tree)
 
 
 def check_derivative(prog: Program, level: int, layer: Any, inner: Callable, inner_kernel: Any,
@@ -450,10 +440,10 @@ def check_derivative(prog: Program, level: int, layer: Any, inner: Callable, inn
                 masks.append(per_arg[j][1][k])
         per_out = [tuple(exp_leaves[k * len(nums):(k + 1) * len(nums)]) if isinstance(layer.argnums, tuple)
                    else exp_leaves[k] for k in range(n_out)]
-        exp_tree = rebuild(out_struct, per_out) if isinstance(out_struct, (tuple, list)) else per_out[0]
+        exp_tree = fd.like(out_struct, per_out) if isinstance(out_struct, (tuple, list)) else per_out[0]
     # derivatives of float64 arguments are float64 (the finite differences are float64 already)
     if structure(exp_tree) == structure(got):
-        exp_tree = rebuild(exp_tree, [np.asarray(e, np.asarray(g).dtype) if np.asarray(g).dtype.kind == "f" else e
+        exp_tree = fd.like(exp_tree, [np.asarray(e, np.asarray(g).dtype) if np.asarray(g).dtype.kind == "f" else e
                                       for e, g in zip(leaves(exp_tree), leaves(got))])
     tols = [None if np.asarray(e).dtype.kind != "f" else fd_tol(prog, np.asarray(e, np.float64))
             for e in leaves(exp_tree)]
@@ -501,14 +491,14 @@ def check_top(prog: Program, level: int, kind: str, k: Any, args: list[np.ndarra
         compare(level, "jvp(primal)", res[0], out, rel=1e4 * eps_of(np.float64))
         if found is not None:
             compare(level, "jvp-vs-finite-differences", res[1],
-                    rebuild(out, [np.asarray(d) for d in found[0]]),
+                    fd.like(out, [np.asarray(d) for d in found[0]]),
                     [fd_tol(prog, np.asarray(d)) for d in found[0]])
     else:
         cts = [rng.uniform(-1, 1, np.shape(o)) for o in leaves(out)]
 
         def call() -> Any:
             o, fn = vjp(k, *[a.copy() for a in args])
-            return o, fn(rebuild(out, cts) if isinstance(out, (tuple, list)) else cts[0])
+            return o, fn(fd.like(out, cts) if isinstance(out, (tuple, list)) else cts[0])
         o, grads = guarded(level, "vjp", call)
         compare(level, "vjp(primal)", o, out, rel=1e4 * eps_of(np.float64))
         if found is not None:

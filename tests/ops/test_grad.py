@@ -113,17 +113,6 @@ def flat_function(fn: Callable[..., Any], sample: SampleInput, label: str = "") 
     return g, leaves
 
 
-def like_tree(out: Any, leaves: list[Any]) -> Any:
-    """`leaves` in the structure of `out` (tuples and lists)."""
-    it = iter(leaves)
-
-    def go(o: Any) -> Any:
-        if isinstance(o, (tuple, list)):
-            return type(o)(go(e) for e in o)
-        return next(it)
-    return go(out)
-
-
 def is_edge(x: np.ndarray) -> bool:
     """nan, inf, huge or (nearly) subnormal values: not a point where derivatives are compared."""
     if x.dtype.kind != "f" or x.size == 0:
@@ -331,7 +320,7 @@ def test_derivatives(op: OpInfo, sample: SampleInput, dtype: np.dtype, mode: str
     primal_out, vjp_fn = vjp(g, *leaves)
     for o, e in zip(fd.leaves(primal_out), expected):
         assert_array_same(o, e, op.tol, what="vjp primal output vs NumPy: ")
-    back = vjp_fn(like_tree(primal_out, [c.reshape(np.shape(o)) for c, o in zip(cts, fd.leaves(primal_out))]))
+    back = vjp_fn(fd.like(primal_out, [c.reshape(np.shape(o)) for c, o in zip(cts, fd.leaves(primal_out))]))
     assert isinstance(back, tuple) and len(back) == len(leaves), "vjp_fn returns one cotangent per primal"
     for c, x in zip(back, leaves):
         if x.dtype.kind != "f":
