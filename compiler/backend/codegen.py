@@ -401,7 +401,8 @@ class Codegen:
         for op in block.ops:
             self._lower_op(op, sched)
         for r, buf in copies:
-            self.copy(self.buffers[r], buf)
+            if self.buffers[r] is not buf:          # a loop invariant yielded into its own buffer
+                self.copy(self.buffers[r], buf)
         self.sched = saved_sched
 
     def _lower_op(self, op: Op, sched: Schedule) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.backend.buffers import Buffer
+from compiler.backend.loops import lower_for
 from compiler.ir import dims
 from compiler.ir.core import Op
 from compiler.ir.types import BOOL
@@ -107,4 +108,5 @@ def _lower_while(cg: Any, op: Op) -> None:
     b.position_at_end(exit_bb)
 
 
-LOWERINGS = {ops.cond_p: _lower_cond, ops.while_p: _lower_while, ops.chunked_p: _lower_chunked}
+LOWERINGS = {ops.cond_p: _lower_cond, ops.while_p: _lower_while, ops.chunked_p: _lower_chunked,
+             ops.for_p: lower_for}

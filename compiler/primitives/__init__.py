@@ -9,6 +9,7 @@ from compiler.ir.primitive import REGISTRY, Primitive, undefined
 from compiler.primitives.base import ShapeError
 from compiler.primitives.checks import check_
 from compiler.primitives.control import chunked, cond, while_
+from compiler.primitives.loops import for_
 from compiler.primitives.elementwise import *  # noqa: F401,F403
 from compiler.primitives.elementwise import (abs_, add, and_, arccos, arcsin, arctan, arctan2, cbrt,
                                              ceil, convert, cos, cosh, div, eq, exp, exp2, expm1,

@@ -312,6 +312,14 @@ def scatter(b: Builder, x: Value, indices: Value, updates: Value, axis: int, mod
 cond_p = declare("cond", CONTROL)
 while_p = declare("while", CONTROL)
 chunked_p = declare("chunked", CONTROL)
+for_p = declare("for", CONTROL)          # compiler/primitives/loops.py
+
+
+def for_loop(b: Builder, start: Value, stop: Value, carried: Sequence[Value], body: Any,
+             step: int = 1, trip: Dim | None = None) -> tuple[Value, ...]:
+    """`body` (a Block: (i, *carried) -> carried) run for i in range(start, stop, step);
+    `trip` is the iteration count as a dim when it is known before the loop runs."""
+    return b.emit(for_p, [start, stop, *carried], {"step": step, "trip": trip}, [body])
 
 
 # ---- constants of a given type: the one place that builds them ---------------------

@@ -1,0 +1,233 @@
+"""Counted loops: the ``for`` primitive that Python loops, ``fori_loop`` and ``scan`` share.
+
+``for(start, stop, *carried) {step, trip}`` runs its body region
+``(i, *carried) -> carried`` for ``i`` in ``range(start, stop, step)``: ``start`` and
+``stop`` are int64 scalars (run-time values), ``step`` a static nonzero int. ``trip``
+is the number of iterations as a dim when it is known from static values and input
+shapes (``None`` when a bound is a run-time value): reverse mode needs it to size the
+tape of carried values before the loop starts.
+
+    %r = for(%lo, %hi, %acc, %x) {step=1, trip=n} {
+      ^(%i: i64[], %acc: f64[], %x: f64[n]):
+        %row = dynamic_slice(%x, %i) {sizes=(1,)} ...
+        yield %acc2, %x
+    }
+
+Regions are isolated: the body sees only its arguments, so loop invariants are
+carried and yielded unchanged (the backend neither copies nor tapes those).
+
+Transform rules:
+
+* vmap: unbatched bounds batch the body (a carried value batched after one step stays
+  batched); batched bounds turn the loop into a ``while`` on the index (each batch
+  element runs its own trip count) and batch that.
+* jvp: the body's jvp, carrying a tangent per float value.
+* vjp: a forward loop that writes the carried values each iteration reads into a
+  tape of ``trip`` rows (values the body only passes through are not taped), then a
+  loop running backwards over the tape with the body's vjp. A loop whose trip count
+  is a run-time value has no reverse mode (DataDependentControlFlowError).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from compiler.errors import DataDependentControlFlowError
+from compiler.ir import dims
+from compiler.ir.builder import Builder, new_block
+from compiler.ir.core import Block, Value
+from compiler.ir.dims import Dim
+from compiler.ir.primitive import define
+from compiler.ir.types import BOOL, I64, TensorType
+from compiler.primitives import ad, ops
+from compiler.primitives.base import check
+from compiler.primitives.batching import batched_at, inline_block, rule_by_decomposition
+from compiler.primitives.regions import drivers
+
+Types = tuple[TensorType, ...]
+INDEX_TYPE = TensorType(I64, ())
+
+
+def trip_count(start: Dim, stop: Dim, step: int) -> Dim:
+    """len(range(start, stop, step)) as a dim."""
+    if step > 0:
+        return dims.clamp0(dims.floordiv(dims.add(dims.add(stop, dims.mul(start, -1)), step - 1), step))
+    return dims.clamp0(dims.floordiv(dims.add(dims.add(start, dims.mul(stop, -1)), -step - 1), -step))
+
+
+def _rule(in_types: Types, params: dict[str, Any], regions: tuple[Any, ...]) -> Types:
+    check(len(regions) == 1, "for: needs one body region")
+    check(isinstance(params["step"], int) and params["step"] != 0, "for: step must be a nonzero int")
+    start, stop, *carried = in_types
+    check(start == INDEX_TYPE and stop == INDEX_TYPE, f"for: bounds must be i64 scalars, got {start}, {stop}")
+    (body,) = regions
+    args = [a.type for a in body.args]
+    check(args == [INDEX_TYPE, *carried], f"for: body arguments {args} must be (i64[], {carried})")
+    res = [r.type for r in body.results]
+    check(res == list(carried), f"for: the body must yield the carried types {carried}, got {res}")
+    return tuple(carried)
+
+
+def _interpret(interp: Any, op: Any, args: list[np.ndarray]) -> list[np.ndarray]:
+    start, stop, *values = args
+    for i in range(int(start), int(stop), op.params["step"]):
+        values = interp.run_block(op.regions[0], [np.int64(i), *values])
+    return values
+
+
+def pass_through(body: Block) -> list[bool]:
+    """Per carried value: does the body yield its argument unchanged (a loop invariant)?"""
+    return [res is arg for arg, res in zip(body.args[1:], body.results)]
+
+
+def _vmap(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
+    if bdims[0] is not None or bdims[1] is not None:
+        return rule_by_decomposition(_as_while)(b, op, args, bdims, size)
+    (body,) = op.regions
+    carried = [None if d is None else 0 for d in bdims[2:]]
+    while True:                                   # a value batched after one step stays batched
+        _, after = drivers().vmap_block(body, [None, *carried], size)
+        grown = [0 if c is not None or a is not None else None for c, a in zip(carried, after)]
+        if grown == carried:
+            break
+        carried = grown
+    region, _ = drivers().vmap_block(body, [None, *carried], size, carried)
+    init = [a if c is None else batched_at(b, a, d, 0, size)
+            for a, d, c in zip(args[2:], bdims[2:], carried)]
+    return list(b.emit(op.prim, [args[0], args[1], *init], op.params, [region])), carried
+
+
+def _as_while(b: Builder, op: Any, args: Sequence[Value]) -> list[Value]:
+    """The loop as a ``while`` over (i, stop, *carried): what batched bounds need."""
+    step = op.params["step"]
+    types = [INDEX_TYPE, INDEX_TYPE, *[a.type for a in args[2:]]]
+    test = new_block(types)
+    tb = Builder(test, op.loc)
+    less = ops.lt if step > 0 else ops.gt
+    test.results = [less(tb, test.args[0], test.args[1])]
+    body = new_block(types)
+    bb = Builder(body, op.loc)
+    carried = inline_block(bb, op.regions[0], [body.args[0], *body.args[2:]])
+    body.results = [ops.add(bb, body.args[0], ops.scalar(bb, step, I64)), body.args[1], *carried]
+    results = b.emit(ops.while_p, list(args), {"kind": "for"}, [test, body])
+    return list(results[2:])
+
+
+def _float(v: Any) -> bool:
+    return v.dtype.kind == "f"
+
+
+def _jvp(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> tuple:
+    carried = primals[2:]
+    active = [_float(v) for v in carried]
+    ts = [ad.instantiate(b, t, p) for t, p, on in zip(tangents[2:], carried, active) if on]
+    region, _ = drivers().jvp_block(op.regions[0], [False, *active])
+    results = b.emit(op.prim, [*primals, *ts], op.params, [region])
+    n = len(op.results)
+    rest = iter(results[n:])
+    return list(results[:n]), [next(rest) if on else None for on in active]
+
+
+def _vjp(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    """Tape the carried values the body changes, then run the body's vjp backwards."""
+    trip = op.params["trip"]
+    if trip is None:
+        raise DataDependentControlFlowError(
+            "reverse-mode differentiation of a loop whose trip count is a run-time value",
+            op.loc, "derive the loop bounds from static values or array shapes, or use forward "
+                    "mode (jvp, jacfwd)")
+    (body,) = op.regions
+    start, stop, *init = primals
+    step = op.params["step"]
+    through = pass_through(body)
+    taped = [j for j, t in enumerate(through) if not t]
+    tapes = _record(b, op, start, stop, init, taped, trip)
+    active = [_float(v) for v in init]
+    grad_body = drivers().vjp_block(body, [False, *active], with_primals=False)
+    ct_types = [init[j].type for j, on in enumerate(active) if on]
+    cts0 = [ad.instantiate(b, c, o) for c, o, on in zip(cts, outs, active) if on]
+    invariants = [init[j] for j, t in enumerate(through) if t]
+    # the backward loop carries (cotangents, tapes, invariants, start)
+    n_ct, n_tape, n_inv = len(ct_types), len(tapes), len(invariants)
+    back = new_block([INDEX_TYPE, *ct_types, *[t.type for t in tapes],
+                      *[v.type for v in invariants], INDEX_TYPE])
+    bb = Builder(back, op.loc)
+    k = back.args[0]
+    ct_in = back.args[1:1 + n_ct]
+    tape_in = back.args[1 + n_ct:1 + n_ct + n_tape]
+    inv_in = back.args[1 + n_ct + n_tape:1 + n_ct + n_tape + n_inv]
+    start_in = back.args[-1]
+    last = ops.sub(bb, _trip_value(bb, trip), ops.scalar(bb, 1, I64))
+    row = ops.sub(bb, last, k)                    # the backward loop runs the rows in reverse
+    i = ops.add(bb, start_in, ops.mul(bb, row, ops.scalar(bb, step, I64)))
+    state: list[Value] = []
+    tapes_it, inv_it = iter(tape_in), iter(inv_in)
+    for j, t in enumerate(through):
+        if t:
+            state.append(next(inv_it))
+        else:
+            tape = next(tapes_it)
+            zero = ops.scalar(bb, 0, I64)
+            piece = ops.dynamic_slice(bb, tape, [row] + [zero] * init[j].type.ndim,
+                                      (1,) + tuple(init[j].type.shape))
+            state.append(ops.reshape(bb, piece, init[j].type.shape))
+    float_res = [init[j] for j in range(len(init)) if _float(init[j])]
+    ct_res = iter(ct_in)
+    out_cts = [next(ct_res) if active[j] else None for j in range(len(init))]
+    given = [c for c in out_cts if c is not None]
+    assert len(given) == len(float_res)
+    new_cts = inline_block(bb, grad_body, [i, *state, *given])
+    back.results = [*new_cts, *tape_in, *inv_in, start_in]
+    zero, end = ops.scalar(b, 0, I64), _trip_value(b, trip)
+    results = b.emit(op.prim, [zero, end, *cts0, *tapes, *invariants, start],
+                     {"step": 1, "trip": trip}, [back])
+    final = iter(results[:n_ct])
+    return [None, None] + [next(final) if on else None for on in active]
+
+
+def _trip_value(b: Any, trip: Dim) -> Value:
+    return ops.scalar(b, trip, I64) if dims.is_static(trip) else ops.size_of(b, trip, I64)
+
+
+def _record(b: Any, op: Any, start: Value, stop: Value, init: list[Value], taped: list[int],
+            trip: Dim) -> list[Value]:
+    """Run the loop again, writing the value of each taped carry at the top of every
+    iteration into row (i - start) / step of a (trip, ...) tape."""
+    if not taped:
+        return []
+    (body,) = op.regions
+    step = op.params["step"]
+    tape_types = [init[j].type.with_shape((trip,) + tuple(init[j].type.shape)) for j in taped]
+    rec = new_block([INDEX_TYPE, *[v.type for v in init], *tape_types, INDEX_TYPE])
+    rb = Builder(rec, op.loc)
+    i, state = rec.args[0], rec.args[1:1 + len(init)]
+    tapes_in, start_in = rec.args[1 + len(init):-1], rec.args[-1]
+    row = ops.sub(rb, i, start_in)
+    if step != 1:
+        row = ops.floordiv(rb, row, ops.scalar(rb, step, I64))
+    new_tapes = []
+    for j, tape in zip(taped, tapes_in):
+        v = state[j]
+        piece = ops.reshape(rb, v, (1,) + tuple(v.type.shape))
+        zero = ops.scalar(rb, 0, I64)
+        new_tapes.append(ops.dynamic_update_slice(rb, tape, piece, [row] + [zero] * v.type.ndim))
+    nxt = inline_block(rb, body, [i, *state])
+    rec.results = [*nxt, *new_tapes, start_in]
+    empty = [ops.full(b, 0, t) for t in tape_types]
+    results = b.emit(op.prim, [start, stop, *init, *empty, start], op.params, [rec])
+    return list(results[len(init):len(init) + len(taped)])
+
+
+for_ = define(
+    ops.for_p,
+    shape_rule=_rule,
+    numpy_ref=None,
+    interpret=_interpret,
+    vmap_rule=_vmap,
+    jvp_rule=_jvp,
+    vjp_rule=_vjp,
+    doc="run the body for i in range(start, stop, step), carrying values",
+)
+
+_ = BOOL
