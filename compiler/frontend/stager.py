@@ -25,7 +25,7 @@ import numpy as np
 from compiler.errors import CompileError, InternalCompilerError, ShapeMismatchError, \
     SideEffectError, TruthValueError, UnsupportedError, source_excerpt
 from compiler.frontend import arrays as A
-from compiler.frontend import control, pytrees
+from compiler.frontend import control, loops, pytrees
 from compiler.frontend import indexing as I
 from compiler.frontend import numpy_api as NP
 from compiler.frontend.calls import CallMixin
@@ -280,7 +280,16 @@ class Stager(CallMixin, ast.NodeVisitor):
         self.exec_block(node.body if self.truth(test) else node.orelse)
 
     def visit_For(self, node: ast.For) -> None:
-        items = self.iterate(self.visit(node.iter))
+        how = loops.plan(self, node.iter)
+        if isinstance(how, loops.LoopPlan):
+            if loops.stage_loop(self, node, how):
+                return
+            if not isinstance(how.trip, int):
+                raise Reject(UnsupportedError, "this loop needs a static trip count",
+                             "derive the bounds from static values")
+            items = how.items(self)
+        else:
+            items = self.iterate(how.value)
         if len(items) > control.MAX_UNROLL:
             raise Reject(UnsupportedError, f"a loop of {len(items)} iterations is too long to unroll",
                          "vectorize it with array operations")

@@ -1,0 +1,376 @@
+"""Python ``for`` loops that stay loops: ``range``, rows of an array, ``enumerate``, ``zip``.
+
+A loop over ``range(a, b, s)`` (bounds static, symbolic sizes or run-time integers),
+over the rows of an array (``for row in x``), or over ``enumerate``/``zip`` of those,
+becomes one ``for`` op: the body is staged once with the index as an IR value, and
+every variable it rebinds and every array it updates in place is carried (found by a
+trial run, as a data-dependent ``while`` finds its state: compiler/frontend/control.py).
+
+A loop is unrolled instead (staged once per iteration, the index a Python int) when
+
+* it iterates over a static Python sequence (a list, a tuple, dict keys);
+* its trip count is static and at most ``SMALL_TRIP`` (straight-line code is faster);
+* its body contains ``break``, ``continue`` or ``return`` and the trip count is static;
+* staging the body with a run-time index fails and the trip count is static: the body
+  needs a static index (a list element, a shape) or changes a Python value or a
+  variable's shape from one iteration to the next.
+
+Otherwise the error of the loop attempt is the user's error.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+import compiler.primitives as P
+from compiler.errors import CompileError, UnsupportedError
+from compiler.frontend import arrays as A
+from compiler.frontend import indexing as I
+from compiler.frontend.control import (Carry, _enter, _initial_types, _out_value, _Saved, _state,
+                                       _widen, assigned_names, check_while_body, close_over,
+                                       materialize, run_region, state_labels, target_names)
+from compiler.frontend.control import _bind as bind_results
+from compiler.frontend.values import Reject, Staged, Undefined
+from compiler.ir import dims
+from compiler.ir.core import Block, Value
+from compiler.ir.dims import Dim, DimExpr
+from compiler.ir.types import I64, TensorType
+from compiler.primitives import ops
+from compiler.primitives.loops import trip_count
+
+SMALL_TRIP = 8
+INDEX_TYPE = TensorType(I64, ())
+
+Bound = Any   # int | DimExpr | Staged (an int64 scalar)
+
+
+@dataclass
+class Source:
+    """One iterable of a loop: item k of it, for k in range(trip)."""
+
+    trip: Dim | None             # None: a run-time value
+    item: Callable[[Any, Any], Any]     # (stager, k: int | Staged) -> the item
+    trip_value: Callable[[Any], Staged]  # the trip count as a run-time value
+
+
+@dataclass
+class LoopPlan:
+    """A loop that can be a ``for`` op: the index runs over range(start, stop, step)."""
+
+    start: Bound
+    stop: Bound
+    step: int
+    trip: Dim | None
+    target: Callable[[Any, Any], Any]    # (stager, index) -> what the loop target is bound to
+
+    def items(self, st: Any) -> list[Any]:
+        """The items for unrolling (a static trip count)."""
+        assert isinstance(self.trip, int)
+        first = self.start
+        return [self.target(st, first + k * self.step) for k in range(self.trip)]
+
+
+@dataclass
+class StaticIterable:
+    value: Any
+
+
+def _is_builtin(st: Any, node: ast.expr, fn: Any) -> bool:
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        return False
+    try:
+        return st.visit(node.func) is fn
+    except Reject:
+        return False
+
+
+def _bound(st: Any, value: Any, what: str) -> Bound:
+    if isinstance(value, (bool, np.bool_)) or isinstance(value, float):
+        raise Reject(CompileError, f"range() {what} must be an integer, got {type(value).__name__}")
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, DimExpr):
+        return value
+    if isinstance(value, Staged):
+        if value.ndim != 0 or value.dtype.kind not in "iu":
+            raise Reject(CompileError, f"range() {what} must be an integer scalar, got an array "
+                         f"of type {value.type}", "use int(...) of a one-element integer array")
+        return A.convert(st.b, value, I64)
+    raise Reject(CompileError, f"range() {what} must be an integer, got {type(value).__name__}")
+
+
+def _as_value(st: Any, x: Bound) -> Value:
+    if isinstance(x, Staged):
+        return x.value
+    return A.lift(st.b, x, I64).value
+
+
+def _dim_of(x: Bound) -> Dim | None:
+    return None if isinstance(x, Staged) else x
+
+
+def _range_source(st: Any, node: ast.Call) -> Source | LoopPlan:
+    if node.keywords or not 1 <= len(node.args) <= 3 or any(isinstance(a, ast.Starred) for a in node.args):
+        raise Reject(CompileError, "range() takes 1 to 3 positional arguments")
+    values = [st.visit(a) for a in node.args]
+    if len(values) == 1:
+        values = [0, values[0]]
+    start, stop = (_bound(st, v, w) for v, w in zip(values[:2], ("start", "stop")))
+    step = values[2] if len(values) == 3 else 1
+    if not isinstance(step, (int, np.integer)) or isinstance(step, bool):
+        raise Reject(UnsupportedError, "range() with a step that is not a static integer",
+                     "use a static step (a Python int), or loop over a computed count")
+    step = int(step)
+    if step == 0:
+        raise Reject(CompileError, "range() arg 3 must not be zero")
+    d0, d1 = _dim_of(start), _dim_of(stop)
+    trip = trip_count(d0, d1, step) if d0 is not None and d1 is not None else None
+
+    def target(st: Any, i: Any) -> Any:
+        return i
+    return LoopPlan(start, stop, step, trip, target)
+
+
+def _plan_of(plan: LoopPlan) -> Source:
+    """A range as a counted source: item k is start + k * step."""
+    def item(st: Any, k: Any) -> Any:
+        if isinstance(k, Staged) or isinstance(plan.start, Staged):
+            start = A.lift(st.b, plan.start, I64) if not isinstance(plan.start, Staged) else plan.start
+            kk = k if isinstance(k, Staged) else A.lift(st.b, k, I64)
+            return Staged(ops.add(st.b, start.value, ops.mul(st.b, kk.value, ops.scalar(st.b, plan.step, I64))),
+                          weak=True)
+        return plan.start + k * plan.step
+
+    def trip_value(st: Any) -> Staged:
+        if plan.trip is not None:
+            return A.lift(st.b, plan.trip, I64)
+        lo, hi = _as_value(st, plan.start), _as_value(st, plan.stop)
+        span = ops.sub(st.b, hi, lo) if plan.step > 0 else ops.sub(st.b, lo, hi)
+        k = abs(plan.step)
+        if k != 1:
+            span = ops.floordiv(st.b, ops.add(st.b, span, ops.scalar(st.b, k - 1, I64)),
+                                ops.scalar(st.b, k, I64))
+        return Staged(ops.maximum(st.b, span, ops.scalar(st.b, 0, I64)), weak=True)
+    return Source(plan.trip, item, trip_value)
+
+
+def _array_source(st: Any, x: Staged) -> Source:
+    if x.ndim == 0:
+        raise Reject(CompileError, "iteration over a 0-d array")
+    n = x.shape[0]
+
+    def item(st: Any, k: Any) -> Any:
+        return I.getitem(st.b, x, k)
+
+    def trip_value(st: Any) -> Staged:
+        return A.lift(st.b, n, I64)
+    return Source(n, item, trip_value)
+
+
+def _source(st: Any, node: ast.expr) -> Source | None:
+    """A counted source for an argument of enumerate/zip; None: a static iterable."""
+    if _is_builtin(st, node, range):
+        return _plan_of(_range_plan(st, node))
+    value = st.visit(node)
+    if isinstance(value, Staged):
+        return _array_source(st, value)
+    if isinstance(value, range):
+        return _plan_of(LoopPlan(value.start, value.stop, value.step, len(value), lambda st, i: i))
+    return None
+
+
+def _range_plan(st: Any, node: ast.expr) -> LoopPlan:
+    plan = _range_source(st, node)  # type: ignore[arg-type]
+    assert isinstance(plan, LoopPlan)
+    return plan
+
+
+def _counted(sources: list[Source], build: Callable[[Any, list[Any]], Any]) -> LoopPlan:
+    """A loop over k in range(min of the trips), the target built from each source's item k."""
+    trips = [s.trip for s in sources]
+    trip: Dim | None = None
+    if all(t is not None for t in trips):
+        trip = trips[0]
+        for t in trips[1:]:
+            trip = dims.minimum(trip, t)   # type: ignore[arg-type]
+
+    def stop_of(st: Any) -> Staged:
+        if trip is not None:
+            return A.lift(st.b, trip, I64)
+        values = [s.trip_value(st) for s in sources]
+        out = values[0].value
+        for v in values[1:]:
+            out = ops.minimum(st.b, out, v.value)
+        return Staged(out, weak=True)
+
+    def target(st: Any, k: Any) -> Any:
+        return build(st, [s.item(st, k) for s in sources] + [k])
+    plan = LoopPlan(0, None, 1, trip, target)
+    plan.stop = _LazyStop(stop_of)
+    return plan
+
+
+@dataclass
+class _LazyStop:
+    """The stop of a counted loop, emitted when the loop op is built."""
+
+    make: Callable[[Any], Staged]
+
+
+def plan(st: Any, node: ast.expr) -> LoopPlan | StaticIterable:
+    """How a ``for`` loop over `node` can run."""
+    if _is_builtin(st, node, range):
+        return _range_plan(st, node)
+    if _is_builtin(st, node, enumerate) and isinstance(node, ast.Call):
+        if not node.args or len(node.args) > 2 or any(k.arg != "start" for k in node.keywords):
+            return StaticIterable(st.visit(node))
+        src = _source(st, node.args[0])
+        start_node = node.args[1] if len(node.args) == 2 else \
+            next((k.value for k in node.keywords), None)
+        first = st.visit(start_node) if start_node is not None else 0
+        if src is None or not isinstance(first, int):
+            return StaticIterable(st.visit(node))
+        return _counted([src], lambda st, items: (_offset(st, items[-1], first), items[0]))
+    if _is_builtin(st, node, zip) and isinstance(node, ast.Call):
+        if node.keywords or not node.args:
+            return StaticIterable(st.visit(node))
+        srcs = [_source(st, a) for a in node.args]
+        if any(s is None for s in srcs):
+            return StaticIterable(st.visit(node))
+        return _counted([s for s in srcs if s is not None], lambda st, items: tuple(items[:-1]))
+    value = st.visit(node)
+    if isinstance(value, Staged):
+        return _counted([_array_source(st, value)], lambda st, items: items[0])
+    if isinstance(value, range):
+        return LoopPlan(value.start, value.stop, value.step, len(value), lambda st, i: i)
+    return StaticIterable(value)
+
+
+def _offset(st: Any, k: Any, first: int) -> Any:
+    if first == 0 or not isinstance(k, Staged):
+        return k + first if not isinstance(k, Staged) else k
+    return Staged(ops.add(st.b, k.value, ops.scalar(st.b, first, I64)), weak=True)
+
+
+class _Unroll(Exception):
+    """The body needs a static index: stage the loop unrolled."""
+
+
+def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> bool:
+    """Stage `node` as a ``for`` op; False when it must be unrolled instead."""
+    static = isinstance(lp.trip, int)
+    if static and lp.trip <= SMALL_TRIP:   # type: ignore[operator]
+        return False
+    exit_ = check_while_body(node)   # the same rule: return/break/continue leaving the body
+    if exit_ is not None:
+        if static:
+            return False
+        what = type(exit_).__name__.lower()
+        raise Reject(UnsupportedError, f"`{what}` inside a loop whose trip count is not static",
+                     "fold the exit into a while loop's condition (while i < n and not done:)")
+    env = st.scope.env
+    before = dict(env)
+    names = sorted(n for n in assigned_names(node.body) if n in env
+                   and not isinstance(env[n], Undefined))
+    held = {id(env[n]) for n in names}
+    objs = [o for o in st.reachable_staged() if id(o) not in held]
+    try:
+        try:
+            carry = _discover(st, node, lp, names, objs, static)
+            results = _build(st, node, lp, carry)
+        except _Unroll:
+            if static:
+                raise
+            raise Reject(UnsupportedError, "the body of this loop changes a Python value or "
+                         "the structure of a variable from one iteration to the next, which "
+                         "needs a static trip count", "keep loop-carried values arrays of one "
+                         "shape") from None
+    except (_Unroll, Reject, CompileError):
+        env.clear()
+        env.update(before)
+        if static and lp.trip <= MAX_TRIP_UNROLL:   # type: ignore[operator]
+            return False
+        raise
+    bind_results(st, carry, results)
+    for n in assigned_names(node.body) | set(target_names(node.target)):
+        if n not in before or n in target_names(node.target) and n not in carry.names:
+            env[n] = Undefined(n, "it is assigned inside a compiled loop (a loop op, not unrolled) "
+                               "and not before it; initialize it before the loop")
+    st.exec_block(node.orelse)
+    return True
+
+
+MAX_TRIP_UNROLL = 10_000
+
+
+def _bind_target(st: Any, node: ast.For, lp: LoopPlan, index: Value) -> None:
+    with st.b.at(st.loc(node.target)):
+        st.assign(node.target, lp.target(st, Staged(index, weak=True)))
+
+
+def _discover(st: Any, node: ast.For, lp: LoopPlan, names: list[str], objs: list[Staged],
+              static: bool) -> Carry:
+    """Trial runs of the body: which leaves change, and a fixed point of their types."""
+    inits, td = _state(st, names, objs)
+    carry = Carry(names, objs, td, inits, _initial_types(inits), len(inits) - len(objs))
+    labels = state_labels(st, {n: st.scope.env[n] for n in names}, objs)
+    for _ in range(4):
+        saved = _Saved(st, carry)
+        try:
+            def trial() -> tuple[list[Any], list[Any], list[Any], Any]:
+                block = Block()
+                block.args.append(Value(INDEX_TYPE, None, 0, "i"))
+                bound = _enter(st, block, carry)
+                bound_values = [_out_value(x) for x in bound]
+                _bind_target(st, node, lp, block.args[0])
+                st.exec_block(node.body)
+                outs, out_td = _state(st, names, objs)
+                return bound_values, outs, [_out_value(o) for o in outs], out_td
+            bound_values, outs, out_values, out_td = run_region(st, trial)[1]
+        finally:
+            saved.restore()
+        if out_td != td:
+            raise _Unroll()
+        for init, out, t in zip(inits, outs, carry.types):
+            if static and not isinstance(out, Staged) and not isinstance(init, Staged) \
+                    and out is not init and not (isinstance(out, Undefined) or t is None and init == out):
+                raise _Unroll()         # a Python value the body changes: needs a static index
+        widened = _widen(carry.types, outs, inits, labels)
+        if widened == carry.types:
+            carry.types = [None if t is not None and ov is bv else t
+                           for t, ov, bv in zip(carry.types, out_values, bound_values)]
+            return carry
+        carry.types = widened
+    raise Reject(CompileError, "the types of the loop-carried values do not settle")
+
+
+def _build(st: Any, node: ast.For, lp: LoopPlan, carry: Carry) -> list[Value]:
+    body = Block()
+    saved = _Saved(st, carry)
+    try:
+        with st.b.inside(body), st.region():
+            body.args.append(Value(INDEX_TYPE, None, 0, "i"))
+            bound = _enter(st, body, carry)
+            _bind_target(st, node, lp, body.args[0])
+            st.exec_block(node.body)
+            outs, _ = _state(st, carry.names, carry.objs)
+            carry.mutated = [isinstance(o, Staged) and o is b for o, b in zip(outs, bound)]
+            body.results = [materialize(st, o, t) for o, t in zip(outs, carry.types)
+                            if t is not None]
+    finally:
+        saved.restore()
+    init_values = [materialize(st, x, t) for x, t in zip(carry.inits, carry.types) if t is not None]
+    n = len(init_values)
+    outer = close_over([body])
+    body.results.extend(body.args[1 + n:])
+    with st.b.at(st.loc(node)):
+        start = _as_value(st, lp.start)
+        stop = lp.stop.make(st).value if isinstance(lp.stop, _LazyStop) else _as_value(st, lp.stop)
+        results = ops.for_loop(st.b, start, stop, [*init_values, *outer], body, lp.step, lp.trip)
+    return list(results[:n])
+
+
+_ = P
