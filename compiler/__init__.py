@@ -4,12 +4,12 @@ The public API (see docs/): ``jit`` and ``Kernel``; the error classes live in
 ``compiler.errors``.
 """
 from compiler import errors
-from compiler.api import (Kernel, grad, grad_and_value, hessian, jacfwd, jacrev, jit, jvp, linearize,
-                          vjp, vmap)
+from compiler.api import (Kernel, fori_loop, grad, grad_and_value, hessian, jacfwd, jacrev, jit, jvp,
+                          linearize, scan, vjp, vmap)
 from compiler.cache import diagnostics
 from compiler.function import Function
 from compiler.version import __version__
 
 __all__ = ["Kernel", "jit", "vmap", "grad", "grad_and_value", "jacrev", "jacfwd", "hessian",
-           "vjp", "jvp", "linearize", "Function",
+           "vjp", "jvp", "linearize", "Function", "fori_loop", "scan",
            "errors", "diagnostics", "__version__"]

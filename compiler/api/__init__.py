@@ -8,12 +8,13 @@ table at the end registers them with the frontend.
 """
 from compiler.api.autodiff import (LinearizedFn, VjpFn, grad, grad_and_value, hessian, jacfwd, jacrev,
                                    jvp, linearize, staged_jvp, staged_linearize, staged_vjp, vjp)
+from compiler.api.loops import fori_loop, scan
 from compiler.api.kernel import Kernel, Lowered, Specialization, jit, staged_constructor
 from compiler.api.vmap import vmap
 from compiler.frontend.calls import register_function
 
 __all__ = ["Kernel", "Lowered", "Specialization", "jit", "vmap", "grad", "grad_and_value", "jacrev",
-           "jacfwd", "hessian", "vjp", "jvp", "linearize", "VjpFn", "LinearizedFn"]
+           "jacfwd", "hessian", "vjp", "jvp", "linearize", "VjpFn", "LinearizedFn", "fori_loop", "scan"]
 
 for _transform in (jit, vmap, grad, grad_and_value, jacrev, jacfwd, hessian):
     register_function(_transform, staged_constructor(_transform))

@@ -29,9 +29,10 @@ import compiler.primitives as P
 from compiler.errors import CompileError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import indexing as I
+from compiler.frontend import pytrees
 from compiler.frontend.control import (Carry, _enter, _initial_types, _out_value, _Saved, _state,
                                        _widen, assigned_names, check_while_body, close_over,
-                                       materialize, run_region, state_labels, target_names)
+                                       leaf_labels, materialize, run_region, state_labels, target_names)
 from compiler.frontend.control import _bind as bind_results
 from compiler.frontend.values import Reject, Staged, Undefined
 from compiler.ir import dims
@@ -374,3 +375,132 @@ def _build(st: Any, node: ast.For, lp: LoopPlan, carry: Carry) -> list[Value]:
 
 
 _ = P
+
+
+# ---- compiler.fori_loop and compiler.scan inside compiled code --------------------------------
+
+
+def _leaves(tree: Any) -> tuple[list[Any], Any]:
+    return pytrees.flatten(tree, is_leaf=lambda x: isinstance(x, Staged))
+
+
+def _carry_in(st: Any, what: str, tree: Any) -> tuple[list[Staged], Any]:
+    leaves, td = _leaves(tree)
+    out = []
+    for label, x in zip(leaf_labels(tree) or [""] * len(leaves), leaves):
+        if x is None:
+            raise Reject(CompileError, f"{what}: the carry{label and ' ' + label} is None")
+        try:
+            out.append(A.lift(st.b, x))
+        except Reject:
+            raise Reject(CompileError, f"{what}: the carry{label and ' ' + label} is a "
+                         f"{type(x).__name__}, not an array or a number") from None
+    return out, td
+
+
+def _carry_out(st: Any, what: str, fn_name: str, out: Any, inits: list[Staged], td: Any
+               ) -> list[Value]:
+    """The body's returned carry as values of exactly the carry's types (weak numbers cast)."""
+    leaves, out_td = _leaves(out)
+    if out_td != td:
+        raise Reject(CompileError, f"{what}: {fn_name} must return a carry of the same structure "
+                     f"as the initial value: {td} became {out_td}")
+    labels = leaf_labels(pytrees.unflatten(td, inits)) or [""] * len(inits)
+    values = []
+    for label, x, init in zip(labels, leaves, inits):
+        s = A.lift(st.b, x)
+        name = f"carry{label and ' ' + label}"
+        if s.shape != init.shape:
+            raise Reject(CompileError, f"{what}: {name} has shape {A.fmt_shape(init.shape)} "
+                         f"before the loop and {A.fmt_shape(s.shape)} after {fn_name}",
+                         "keep the shape of every carried value")
+        if s.dtype != init.dtype and not s.weak:
+            raise Reject(CompileError, f"{what}: {name} has dtype {init.dtype} before the loop and "
+                         f"{s.dtype} after {fn_name}", f"start from a value of dtype {s.dtype} "
+                         f"(e.g. np.{s.dtype}(0) or x.astype(np.{s.dtype}))")
+        values.append(A.convert_value(st.b, s.value, init.dtype))
+    return values
+
+
+def _block_with(types: list[TensorType]) -> Block:
+    block = Block()
+    for t in types:
+        block.args.append(Value(t, None, len(block.args), ""))
+    return block
+
+
+def fori_loop(st: Any, lower: Any, upper: Any, body_fun: Any, init_val: Any) -> Any:
+    """compiler.fori_loop(lower, upper, body_fun, init_val) staged as a for op."""
+    start, stop = _bound(st, lower, "lower"), _bound(st, upper, "upper")
+    d0, d1 = _dim_of(start), _dim_of(stop)
+    trip = trip_count(d0, d1, 1) if d0 is not None and d1 is not None else None
+    inits, td = _carry_in(st, "fori_loop", init_val)
+    body = _block_with([INDEX_TYPE] + [x.type for x in inits])
+    with st.b.inside(body), st.region():
+        carry = pytrees.unflatten(td, [Staged(a, weak=x.weak) for a, x in zip(body.args[1:], inits)])
+        out = st.call(body_fun, [Staged(body.args[0], weak=True), carry], {})
+        body.results = _carry_out(st, "fori_loop", "body_fun", out, inits, td)
+    n = len(inits)
+    outer = close_over([body])
+    body.results.extend(body.args[1 + n:])
+    results = ops.for_loop(st.b, _as_value(st, start), _as_value(st, stop),
+                           [*[x.value for x in inits], *outer], body, 1, trip)
+    return pytrees.unflatten(td, [Staged(r, weak=x.weak) for r, x in zip(results, inits)])
+
+
+def scan(st: Any, f: Any, init: Any, xs: Any = None, length: Any = None,
+         reverse: bool = False) -> Any:
+    """compiler.scan(f, init, xs, length, reverse) staged as a for op: xs are read and ys
+    written a row per iteration (the rows of ys are the op's carried buffers)."""
+    if not isinstance(reverse, bool):
+        raise Reject(CompileError, "scan: reverse must be a static bool")
+    x_leaves, x_td = _leaves(xs)
+    x_vals = [A.lift(st.b, x) for x in x_leaves]
+    if any(x.ndim == 0 for x in x_vals):
+        raise Reject(CompileError, "scan: every leaf of xs needs a leading axis to scan over")
+    sizes = {x.shape[0] for x in x_vals}
+    if length is not None:
+        if not isinstance(length, int):
+            raise Reject(CompileError, "scan: length must be a static int")
+        sizes.add(length)
+    if len(sizes) != 1:
+        raise Reject(CompileError, f"scan: the leading axes of xs (and length) differ: "
+                     f"{sorted(map(str, sizes))}" if sizes else "scan: needs xs or length")
+    (trip,) = sizes
+    inits, td = _carry_in(st, "scan", init)
+    n, m = len(inits), len(x_vals)
+    body = _block_with([INDEX_TYPE] + [x.type for x in inits] + [x.type for x in x_vals])
+    with st.b.inside(body), st.region():
+        k = body.args[0]
+        row = k
+        if reverse:
+            last = ops.sub(st.b, A.lift(st.b, trip, I64).value, ops.scalar(st.b, 1, I64))
+            row = ops.sub(st.b, last, k)
+        carry = pytrees.unflatten(td, [Staged(a, weak=x.weak) for a, x in zip(body.args[1:], inits)])
+        x_rows = [I.getitem(st.b, Staged(a), Staged(row, weak=True))
+                  for a in body.args[1 + n:1 + n + m]]
+        out = st.call(f, [carry, pytrees.unflatten(x_td, x_rows) if x_leaves or xs is not None
+                          else None], {})
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise Reject(CompileError, "scan: f must return a pair (new carry, y)")
+        new_carry, y = out
+        results = _carry_out(st, "scan", "f", new_carry, inits, td)
+        y_leaves, y_td = _leaves(y)
+        ys = [A.lift(st.b, v) for v in y_leaves]
+        zero = ops.scalar(st.b, 0, I64)
+        for v in ys:
+            arg = Value(v.type.with_shape((trip,) + tuple(v.shape)), None, len(body.args), "ys")
+            body.args.append(arg)
+            piece = ops.reshape(st.b, v.value, (1,) + tuple(v.shape))
+            results.append(ops.dynamic_update_slice(st.b, arg, piece, [row] + [zero] * v.ndim))
+        body.results = results[:n] + list(body.args[1 + n:1 + n + m]) + results[n:]
+    n_ys = len(ys)
+    outer = close_over([body])
+    body.results.extend(body.args[1 + n + m + n_ys:])
+    empty = [ops.full(st.b, 0, a.type) for a in body.args[1 + n + m:1 + n + m + n_ys]]
+    res = ops.for_loop(st.b, A.lift(st.b, 0, I64).value, A.lift(st.b, trip, I64).value,
+                       [*[x.value for x in inits], *[x.value for x in x_vals], *empty, *outer],
+                       body, 1, trip)
+    final = pytrees.unflatten(td, [Staged(r, weak=x.weak) for r, x in zip(res, inits)])
+    stacked = pytrees.unflatten(y_td, [Staged(r) for r in res[n + m:n + m + n_ys]])
+    return final, stacked
