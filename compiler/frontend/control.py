@@ -356,7 +356,7 @@ def target_names(target: ast.AST) -> list[str]:
     return []
 
 
-def check_while_body(node: ast.While) -> ast.AST | None:
+def check_while_body(node: ast.While | ast.For) -> ast.AST | None:
     """The first return/break/continue that would leave a data-dependent while."""
     for stmt in node.body:
         walk = _walk_returns_only(stmt) if isinstance(stmt, (ast.For, ast.While)) \

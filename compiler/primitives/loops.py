@@ -81,6 +81,50 @@ def pass_through(body: Block) -> list[bool]:
     return [res is arg for arg, res in zip(body.args[1:], body.results)]
 
 
+_UPDATES = ("dynamic_update_slice", "update_slice", "scatter")
+
+
+def update_only(body: Block) -> list[bool]:
+    """Per carried value: is it only ever overwritten in part (``y[i] = v`` on the carried
+    array, a chain of dynamic_update_slice / update_slice / scatter whose end is yielded in
+    its place) and read nowhere else? Its value then never reaches the results except
+    through the windows that pass through, so its derivative does not depend on it: reverse
+    mode needs no tape of it."""
+    uses: dict[Value, int] = {}
+    for op in body.ops:
+        for v in op.operands:
+            uses[v] = uses.get(v, 0) + 1
+        for r in op.regions:
+            for inner in _free_in(r):
+                uses[inner] = uses.get(inner, 0) + 1
+    for v in body.results:
+        uses[v] = uses.get(v, 0) + 1
+    out: list[bool] = []
+    for arg, res in zip(body.args[1:], body.results):
+        v, ok = res, res is not arg
+        while ok and v is not arg:
+            producer = v.op
+            ok = producer is not None
+            if producer is None:
+                break
+            op = producer
+            ok = (op.prim.name in _UPDATES and uses.get(op.operands[0], 0) == 1
+                  and all(o is not op.operands[0] for o in op.operands[1:])
+                  and (op.prim.name != "scatter" or op.params.get("mode") == "set"))
+            v = op.operands[0] if ok else v
+        out.append(ok and uses.get(res, 0) == 1)
+    return out
+
+
+def _free_in(block: Block) -> list[Value]:
+    defined = set(block.args)
+    out: list[Value] = []
+    for op in block.ops:
+        out.extend(v for v in op.operands if v not in defined)
+        defined.update(op.results)
+    return out
+
+
 def _vmap(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
     if bdims[0] is not None or bdims[1] is not None:
         return rule_by_decomposition(_as_while)(b, op, args, bdims, size)
@@ -140,14 +184,16 @@ def _vjp(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -
     (body,) = op.regions
     start, stop, *init = primals
     step = op.params["step"]
-    through = pass_through(body)
+    # values the body passes through, or only overwrites in part, need no tape: the backward
+    # body reads their final value (an invariant's value; any value of an overwritten one)
+    through = [t or u for t, u in zip(pass_through(body), update_only(body))]
     taped = [j for j, t in enumerate(through) if not t]
     tapes = _record(b, op, start, stop, init, taped, trip)
     active = [_float(v) for v in init]
     grad_body = drivers().vjp_block(body, [False, *active], with_primals=False)
     ct_types = [init[j].type for j, on in enumerate(active) if on]
     cts0 = [ad.instantiate(b, c, o) for c, o, on in zip(cts, outs, active) if on]
-    invariants = [init[j] for j, t in enumerate(through) if t]
+    invariants = [outs[j] for j, t in enumerate(through) if t]
     # the backward loop carries (cotangents, tapes, invariants, start)
     n_ct, n_tape, n_inv = len(ct_types), len(tapes), len(invariants)
     back = new_block([INDEX_TYPE, *ct_types, *[t.type for t in tapes],

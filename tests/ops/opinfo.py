@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+import compiler
 from compiler import Function, errors
 from tests.ops.compare import EXACT, IEEE, REDUCTION, TRANSCENDENTAL, Tol
 
@@ -1603,6 +1604,47 @@ op("Function.compiled_forward", lambda x: _Cube.apply(x)[0] + 1.0, unary_samples
 op("Function.host_callback", lambda x: _MedianHost.apply(x) * 2.0,
    unary_samples(shapes=[(5,), (3, 4), (2, 3, 1)]), differentiable=False, supports_vmap=False,
    notes="custom_function around a host_call into NumPy")
+
+
+# ---- loops that stay loops: one `for` op (compiler/primitives/loops.py) --------------------------------
+
+def _loop_rows(x):
+    """A Python loop over the rows of x, with a carried accumulator and a row-dependent update."""
+    acc = np.zeros(x.shape[1:])
+    for i in range(x.shape[0]):
+        acc = np.sin(acc) * 0.5 + x[i] * (i + 1)
+    return acc
+
+
+def _loop_write_rows(x):
+    """Rows of an output written one by one from the previous row (a recurrence)."""
+    out = np.zeros_like(x)
+    out[0] = x[0]
+    for i in range(1, x.shape[0]):
+        out[i] = np.tanh(out[i - 1]) + x[i]
+    return out
+
+
+def _scan_cumulative(x):
+    def step(c, row):
+        c = c * 0.9 + np.cos(row)
+        return c, c * row
+    return compiler.scan(step, np.zeros(x.shape[1:], x.dtype), x)
+
+
+def _fori_power(x):
+    return compiler.fori_loop(0, 12, lambda i, c: c * np.tanh(x) + 0.1 * i, np.ones_like(x))
+
+
+_LOOP_SHAPES = [(9, 3), (12,), (10, 2, 2)]
+op("loop.for_rows", _loop_rows, unary_samples(shapes=_LOOP_SHAPES), tol=TRANSCENDENTAL,
+   notes="for i in range(n) over the rows: a for op with the index as a run-time value")
+op("loop.write_rows", _loop_write_rows, unary_samples(shapes=_LOOP_SHAPES), tol=TRANSCENDENTAL,
+   notes="out[i] = f(out[i - 1]) + x[i]: dynamic_slice and dynamic_update_slice on a carried array")
+op("loop.scan", _scan_cumulative, unary_samples(shapes=_LOOP_SHAPES), tol=TRANSCENDENTAL,
+   notes="compiler.scan: xs read and ys written a row per iteration")
+op("loop.fori_loop", _fori_power, unary_samples(shapes=[(), (5,), (3, 4)]), tol=TRANSCENDENTAL,
+   notes="compiler.fori_loop with a static trip count larger than the unrolling limit")
 
 
 # ---- symbolic shapes: one kernel for every size --------------------------------------------------------

@@ -46,7 +46,7 @@ B = 3
 VMAP_TOL = Tol((1e-6, 1e-6), (1e-12, 1e-12), ulps=4)
 #: primitives whose IR carries regions or host callbacks: tests/functions and tests/custom
 #: (and the Function.* OpInfos) cover them through the frontend
-REGION_PRIMITIVES = {"cond", "while", "chunked", "custom_function", "host_call"}
+REGION_PRIMITIVES = {"cond", "while", "for", "chunked", "custom_function", "host_call"}
 #: made by transform rules only, never by the frontend (size_of: the vmap rule of take)
 TRANSFORM_MADE = {"chunked", "size_of"}
 
