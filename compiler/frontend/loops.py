@@ -30,7 +30,7 @@ from compiler.errors import CompileError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import indexing as I
 from compiler.frontend import pytrees
-from compiler.frontend.control import (Carry, _enter, _initial_types, _out_value, _Saved, _state,
+from compiler.frontend.control import (Carry, _enter, _is_number, same_static, _initial_types, _out_value, _Saved, _state,
                                        _widen, assigned_names, check_while_body, close_over,
                                        leaf_labels, materialize, run_region, state_labels, target_names)
 from compiler.frontend.control import _bind as bind_results
@@ -316,9 +316,12 @@ def _discover(st: Any, node: ast.For, lp: LoopPlan, names: list[str], objs: list
               static: bool) -> Carry:
     """Trial runs of the body: which leaves change, and a fixed point of their types."""
     inits, td = _state(st, names, objs)
-    carry = Carry(names, objs, td, inits, _initial_types(inits), len(inits) - len(objs))
+    # Python numbers start static: one the body changes to another static value needs the
+    # index to be static (unroll); one it changes into an array value becomes carried
+    types = [None if _is_number(x) else t for x, t in zip(inits, _initial_types(inits))]
+    carry = Carry(names, objs, td, inits, types, len(inits) - len(objs))
     labels = state_labels(st, {n: st.scope.env[n] for n in names}, objs)
-    for _ in range(4):
+    for _ in range(6):
         saved = _Saved(st, carry)
         try:
             def trial() -> tuple[list[Any], list[Any], list[Any], Any]:
@@ -335,10 +338,16 @@ def _discover(st: Any, node: ast.For, lp: LoopPlan, names: list[str], objs: list
             saved.restore()
         if out_td != td:
             raise _Unroll()
-        for init, out, t in zip(inits, outs, carry.types):
-            if static and not isinstance(out, Staged) and not isinstance(init, Staged) \
-                    and out is not init and not (isinstance(out, Undefined) or t is None and init == out):
-                raise _Unroll()         # a Python value the body changes: needs a static index
+        numbers = list(carry.types)
+        for j, (init, out, t) in enumerate(zip(inits, outs, carry.types)):
+            if t is None and _is_number(init) and not isinstance(out, Undefined) \
+                    and not same_static(init, out):
+                if static and not isinstance(out, Staged):
+                    raise _Unroll()     # a Python value the body changes: needs a static index
+                numbers[j] = _initial_types([init])[0]
+        if numbers != carry.types:
+            carry.types = numbers
+            continue
         widened = _widen(carry.types, outs, inits, labels)
         if widened == carry.types:
             carry.types = [None if t is not None and ov is bv else t

@@ -1,0 +1,438 @@
+"""Python loops that stay loops, compiler.fori_loop and compiler.scan.
+
+Every compiled result is compared with the same Python run by NumPy (the oracle), every
+derivative with central finite differences, every vmap with a Python loop over the batch.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import compiler
+from compiler import grad, hessian, jacfwd, jacrev, jit, jvp, vjp, vmap
+from compiler.errors import CompileError, DataDependentControlFlowError, UnsupportedError
+from tests.frontend.helpers import expect_error
+
+RNG = np.random.default_rng(7)
+
+
+def ops_of(kernel, *args):
+    """The primitive names of a kernel's optimized IR (one list entry per op, regions included)."""
+    text = kernel.lower(*args).ir_optimized
+    return [line.split("=", 1)[1].split("(", 1)[0].strip() for line in text.splitlines()
+            if " = " in line and "(" in line.split("=", 1)[1]]
+
+
+def fd_grad(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g
+
+
+# ---- loop forms compiled == the same Python --------------------------------------------------------
+
+def range_static(x):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc = acc + x[i] * i
+    return acc
+
+
+def range_start_step(x):
+    acc = np.zeros(())
+    for i in range(1, x.shape[0], 3):
+        acc = acc * 0.5 + x[i]
+    return acc
+
+
+def range_negative_step(x):
+    out = np.zeros_like(x)
+    for i in range(x.shape[0] - 1, -1, -1):
+        out[i] = x[i] + (out[i + 1] if False else 0.0) + i
+    return out
+
+
+def range_runtime(x, n):
+    acc = x
+    for i in range(n):
+        acc = acc * 0.5 + i
+    return acc
+
+
+def range_runtime_start(x, a, b):
+    acc = 0.0
+    for i in range(a, b):
+        acc = acc + x[i]
+    return acc
+
+
+def rows(x):
+    s = np.zeros(x.shape[1])
+    for row in x:
+        s = s + row * row
+    return s
+
+
+def rows_with_if(x):
+    s = np.zeros(x.shape[1])
+    for row in x:
+        if row.sum() > 0:
+            s = s + row
+        else:
+            s = s - 0.5 * row
+    return s
+
+
+def enumerate_rows(x):
+    s = np.zeros(x.shape[1])
+    for i, row in enumerate(x, start=2):
+        s = s + row * i
+    return s
+
+
+def zip_rows(x, y):
+    t = 0.0
+    for a, b in zip(x, y):
+        t = t + np.dot(a, b)
+    return t
+
+
+def nested_write(a):
+    n = a.shape[0]
+    d = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            d[i, j] = np.sum((a[i] - a[j]) ** 2)
+    return d
+
+
+def recurrence(x):
+    out = np.zeros_like(x)
+    out[0] = x[0]
+    for i in range(1, x.shape[0]):
+        out[i] = 0.5 * out[i - 1] + x[i]
+    return out
+
+
+def for_else(x):
+    acc = x
+    for i in range(20):
+        acc = acc + 1.0
+    else:
+        acc = acc * 2.0
+    return acc
+
+
+def static_index_needed(x):
+    weights = [float(k) for k in range(12)]
+    acc = 0.0
+    for i in range(12):
+        acc = acc + weights[i] * x[i]          # a list element: the loop unrolls
+    return acc
+
+
+def python_counter(x):
+    n = 0
+    for i in range(15):
+        n += 2                                   # a Python value the body changes: unrolls
+    return x[:n].sum()
+
+
+X = RNG.standard_normal((13, 4))
+V = RNG.standard_normal(20)
+
+CASES = [
+    (range_static, (V,)),
+    (range_start_step, (V,)),
+    (range_negative_step, (V,)),
+    (range_runtime, (V, np.int64(37))),
+    (range_runtime, (V, np.int64(0))),
+    (range_runtime, (V, np.int64(-3))),
+    (range_runtime_start, (V, np.int64(4), np.int64(17))),
+    (rows, (X,)),
+    (rows_with_if, (X,)),
+    (enumerate_rows, (X,)),
+    (zip_rows, (X, X[::-1].copy())),
+    (zip_rows, (X, X[:7].copy())),
+    (nested_write, (X,)),
+    (recurrence, (V,)),
+    (for_else, (V,)),
+    (static_index_needed, (V,)),
+    (python_counter, (V,)),
+]
+
+
+@pytest.mark.parametrize("fn, args", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
+def test_loop_forms_match_python(fn, args):
+    got = jit(fn)(*args)
+    np.testing.assert_allclose(got, fn(*args), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("fn, args, loop", [
+    (range_static, (V,), True), (rows, (X,), True), (nested_write, (X,), True),
+    (static_index_needed, (V,), False), (python_counter, (V,), False),
+])
+def test_which_loops_stay_loops(fn, args, loop):
+    """A loop op unless the body needs a static index (then the loop is unrolled)."""
+    assert ("for" in ops_of(jit(fn), *args)) == loop
+
+
+def test_small_static_trip_counts_unroll():
+    def f(x):
+        for i in range(3):
+            x = x * 2.0 + i
+        return x
+    assert "for" not in ops_of(jit(f), V)
+    np.testing.assert_allclose(jit(f)(V), f(V))
+
+
+def test_symbolic_trip_count_one_kernel_for_every_size():
+    k = jit(rows, signature="f64[n, 4]")
+    for n in (0, 1, 5, 40):
+        x = RNG.standard_normal((n, 4))
+        np.testing.assert_allclose(k(x), rows(x), rtol=1e-12, atol=1e-12)
+
+
+def test_compile_size_does_not_grow_with_the_trip_count():
+    """The body is staged once: a 1e6-iteration loop is as many ops as a 10-iteration one."""
+    def make(n):
+        def f(x):
+            acc = x
+            for i in range(n):
+                acc = acc * 0.999999 + 1e-6
+            return acc
+        return f
+    small, big = make(10), make(1_000_000)
+    assert len(ops_of(jit(small), V)) == len(ops_of(jit(big), V))
+    expected = V.copy()
+    a, c = 0.999999, 1e-6
+    expected = V * a ** 1_000_000 + c * (1 - a ** 1_000_000) / (1 - a)
+    np.testing.assert_allclose(jit(big)(V), expected, rtol=1e-9)
+
+
+def test_long_loop_of_rolls():
+    """The 330-step relaxation that used to die with a RecursionError."""
+    def relax(u):
+        for _ in range(330):
+            u = 0.5 * (np.roll(u, 1) + np.roll(u, -1))
+        return u
+    u = RNG.random(64)
+    np.testing.assert_allclose(jit(relax)(u), relax(u), rtol=1e-12)
+
+
+def test_variable_first_assigned_in_a_loop_op_is_undefined_after():
+    def f(x):
+        for i in range(x.shape[0]):
+            t = x[i] * 2.0
+        return t
+    expect_error(f, CompileError, V, match="initialize it before the loop", line_of="return t")
+
+
+def test_break_with_a_runtime_trip_count_is_refused():
+    def f(x, n):
+        acc = x
+        for i in range(n):
+            if i > 3:
+                break
+            acc = acc + 1.0
+        return acc
+    err = expect_error(f, UnsupportedError, V, np.int64(9), match="`break` inside a loop",
+                       line_of="for i in range(n)")
+    assert "while" in err.hint
+
+
+def test_break_with_a_static_trip_count_unrolls():
+    def f(x):
+        acc = x
+        for i in range(20):
+            if i > 3:
+                break
+            acc = acc + 1.0
+        return acc
+    np.testing.assert_allclose(jit(f)(V), f(V))
+
+
+def test_float_range_bound_is_refused():
+    def f(x):
+        for i in range(x.sum()):
+            x = x + 1.0
+        return x
+    expect_error(f, CompileError, V, match="range() stop must be an integer", line_of="range(")
+
+
+# ---- transforms of loops -------------------------------------------------------------------------
+
+def energy(x):
+    e = 0.0
+    for i in range(x.shape[0]):
+        e = e + np.sin(x[i]) * x[i] + 0.1 * i * x[i] ** 2
+    return e
+
+
+def chain(x):
+    out = np.zeros_like(x)
+    out[0] = x[0]
+    for i in range(1, x.shape[0]):
+        out[i] = np.tanh(out[i - 1]) * x[i] + x[i - 1]
+    return (out ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [energy, chain, lambda x: recurrence(x).sum() ** 2])
+def test_grad_through_python_loops_vs_finite_differences(f):
+    x = RNG.standard_normal(11)
+    np.testing.assert_allclose(jit(grad(f))(x), fd_grad(f, x), rtol=1e-6, atol=1e-7)
+
+
+def test_jvp_and_vjp_of_a_loop_are_transposes():
+    x, t = RNG.standard_normal(11), RNG.standard_normal(11)
+    f = recurrence
+    _, tangent = jit(lambda x, t: jvp(f, (x,), (t,)))(x, t)
+    ct = RNG.standard_normal(11)
+    (cotangent,) = jit(lambda x, ct: vjp(f, x)[1](ct))(x, ct)
+    np.testing.assert_allclose(np.dot(tangent, ct), np.dot(t, cotangent), rtol=1e-12)
+    fd = (f(x + 1e-6 * t) - f(x - 1e-6 * t)) / 2e-6
+    np.testing.assert_allclose(tangent, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_jacobians_and_hessian_through_loops():
+    x = RNG.standard_normal(9)
+    J = jit(jacrev(recurrence))(x)
+    np.testing.assert_allclose(J, jit(jacfwd(recurrence))(x), rtol=1e-12, atol=1e-14)
+    fd = np.stack([(recurrence(x + 1e-6 * e) - recurrence(x - 1e-6 * e)) / 2e-6 for e in np.eye(9)], 1)
+    np.testing.assert_allclose(J, fd, rtol=1e-6, atol=1e-8)
+    H = jit(hessian(energy))(x)
+    np.testing.assert_allclose(H, np.diag(2 * np.cos(x) - x * np.sin(x) + 0.2 * np.arange(9)),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_reverse_mode_with_a_runtime_trip_count_is_refused():
+    with pytest.raises(DataDependentControlFlowError, match="trip count is a run-time value") as info:
+        jit(grad(range_runtime_start))(V, np.int64(1), np.int64(5))
+    assert "for i in range(a, b)" in str(info.value) and "jvp" in info.value.hint
+
+
+def sin_steps(x, n):
+    acc = x
+    for i in range(n):
+        acc = np.sin(acc) + x
+    return acc.sum()
+
+
+def test_forward_mode_with_a_runtime_trip_count():
+    x, t = RNG.standard_normal(5), RNG.standard_normal(5)
+    g = jit(jacfwd(sin_steps))(x, np.int64(6))
+    fd = (sin_steps(x + 1e-6 * t, 6) - sin_steps(x - 1e-6 * t, 6)) / 2e-6
+    np.testing.assert_allclose(np.dot(g, t), fd, rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn, args, in_dims", [
+    (rows, (X,), 0),
+    (recurrence, (V,), 0),
+    (nested_write, (X,), 0),
+    (range_runtime, (V, np.int64(5)), (0, None)),
+])
+def test_vmap_of_loops_vs_a_python_loop(fn, args, in_dims):
+    batch = tuple(np.stack([a * (k + 1) for k in range(3)]) if d == 0 else a
+                  for a, d in zip(args, in_dims if isinstance(in_dims, tuple) else (in_dims,) * len(args)))
+    got = jit(vmap(fn, in_dims=in_dims))(*batch)
+    expected = np.stack([fn(*[b[k] if (in_dims if isinstance(in_dims, tuple) else (in_dims,) * len(args))[j] == 0
+                              else b for j, b in enumerate(batch)]) for k in range(3)])
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_vmap_with_batched_trip_counts():
+    """Each batch element runs its own number of iterations (the loop becomes a masked while)."""
+    ns = np.array([0, 3, 7], dtype=np.int64)
+    got = jit(vmap(range_runtime, in_dims=(None, 0)))(V, ns)
+    np.testing.assert_allclose(got, np.stack([range_runtime(V, int(n)) for n in ns]), rtol=1e-12)
+
+
+# ---- compiler.fori_loop and compiler.scan ------------------------------------------------------
+
+def test_fori_loop_matches_python():
+    def f(x):
+        return compiler.fori_loop(2, 40, lambda i, c: (c[0] * 0.9 + x[i % 5] * i, c[1] + 1),
+                                  (np.zeros(()), 0))
+    x = RNG.standard_normal(5)
+    got = jit(f)(x)
+    expected = f(x)                         # outside compiled code: the Python loop
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-12)
+    assert int(got[1]) == expected[1] == 38
+
+
+def test_fori_loop_runtime_bounds_and_pytrees():
+    def f(x, n):
+        return compiler.fori_loop(0, n, lambda i, c: {"a": c["a"] + x, "b": c["b"] * 2.0},
+                                  {"a": np.zeros(3), "b": np.ones(())})
+    x = RNG.standard_normal(3)
+    got = jit(f)(x, np.int64(4))
+    np.testing.assert_allclose(got["a"], 4 * x)
+    np.testing.assert_allclose(got["b"], 16.0)
+
+
+def test_fori_loop_carry_type_errors():
+    def f(x):
+        return compiler.fori_loop(0, 10, lambda i, c: c[:2], x)
+    expect_error(f, CompileError, V, match="carry has shape", line_of="compiler.fori_loop")
+
+    def g(x):
+        return compiler.fori_loop(0, 10, lambda i, c: (c, c), x)
+    expect_error(g, CompileError, V, match="same structure", line_of="compiler.fori_loop")
+
+
+def rnn(w, xs):
+    def step(h, x):
+        h = np.tanh(w @ h + x)
+        return h, h.sum()
+    h, ys = compiler.scan(step, np.zeros(w.shape[0]), xs)
+    return ys.sum() + h.sum()
+
+
+def test_scan_matches_python_and_reverse():
+    xs = RNG.standard_normal((9, 3))
+
+    def f(xs):
+        return compiler.scan(lambda c, x: (c + x, c * x), np.zeros(3), xs, reverse=True)
+    got_c, got_ys = jit(f)(xs)
+    c, ys = f(xs)
+    np.testing.assert_allclose(got_c, c)
+    np.testing.assert_allclose(got_ys, ys)
+    np.testing.assert_allclose(ys[-1], 0.0)      # reverse: the last row sees the initial carry
+
+    def g(x):
+        return compiler.scan(lambda c, _: (c * 2.0, c), x, None, length=6)
+    np.testing.assert_allclose(jit(g)(V[:2])[1], g(V[:2])[1])
+
+
+def test_grad_and_hessian_through_scan():
+    w = RNG.standard_normal((4, 4)) * 0.4
+    xs = RNG.standard_normal((10, 4))
+    np.testing.assert_allclose(jit(grad(rnn))(w, xs), fd_grad(lambda w: rnn(w, xs), w), rtol=1e-6, atol=1e-8)
+    flat = xs.ravel()
+
+    def h_of(v):
+        return rnn(w, v.reshape(10, 4))
+    H = jit(hessian(h_of))(flat)
+    g = jit(grad(h_of))
+    fd = np.stack([(g(flat + 1e-5 * e) - g(flat - 1e-5 * e)) / 2e-5 for e in np.eye(40)], 1)
+    np.testing.assert_allclose(H, fd, rtol=1e-5, atol=1e-7)
+
+
+def test_vmap_of_scan_vs_a_python_loop():
+    w = RNG.standard_normal((4, 4)) * 0.4
+    batch = RNG.standard_normal((5, 10, 4))
+    got = jit(vmap(rnn, in_dims=(None, 0)))(w, batch)
+    np.testing.assert_allclose(got, [rnn(w, b) for b in batch], rtol=1e-12)
+
+
+def test_scan_reverse_mode_tapes_the_carry_not_the_outputs():
+    """ys are written a row per iteration: reverse mode must not tape the whole ys per step."""
+    def f(xs):
+        return compiler.scan(lambda c, x: (c * x, c), np.ones(()), xs)[1].sum()
+    text = jit(grad(f)).lower(np.ones(50)).ir_optimized
+    assert "f64[50, 50]" not in text
+    xs = RNG.uniform(0.5, 1.5, 50)
+    np.testing.assert_allclose(jit(grad(f))(xs), fd_grad(f, xs), rtol=1e-6, atol=1e-9)
