@@ -48,10 +48,13 @@ class AxisPlan:
     stride: int = 1
     reverse: bool = False
     drop: bool = False                 # an integer index removes the axis
-    dynamic: Staged | None = None      # a staged integer index (wrapped)
+    dynamic: Staged | None = None      # a staged integer index (wrapped), or a window's start
     array: Any = None                  # an index array (np.ndarray or Staged)
+    window: int | None = None          # x[i:i + k]: k elements from the run-time start `dynamic`
 
     def size(self) -> Dim:
+        if self.window is not None:
+            return self.window
         return slice_size(self.start, self.limit, self.stride)
 
 
@@ -169,11 +172,15 @@ def _slice_plan(b: Builder, s: slice, d: Dim) -> AxisPlan:
     ``x[::-1][~a:~c:k]``), bounds clamp into ``0..d``, and the length is NumPy's
     ``max(ceil((stop - start) / k), 0)`` written with min/max so that one symbolic
     expression is right for every size (``x[1:]`` on ``f64[n]`` is ``max(0, n - 1)``)."""
+    if isinstance(s.start, Staged) or isinstance(s.stop, Staged):
+        width = _static_width(s.start, s.stop)
+        if width is not None and s.step in (None, 1):
+            return _window_plan(b, s.start, width, d)
     for v in (s.start, s.stop, s.step):
         if isinstance(v, Staged):
             raise Reject(DynamicShapeError, "a slice with run-time bounds has a data-dependent "
-                         "shape", "use a static slice, or x[i] with a run-time index, or "
-                         "np.take(x, i + np.arange(k)) for a window of static size k")
+                         "shape", "use a static slice, x[i] with a run-time index, or a window "
+                         "of static width written x[i:i + k]")
     step = 1 if s.step is None else operator.index(s.step)
     if step == 0:
         raise Reject(CompileError, "slice step cannot be zero")
@@ -190,6 +197,72 @@ def _slice_plan(b: Builder, s: slice, d: Dim) -> AxisPlan:
         return AxisPlan(start, dims.add(start, (count - 1) * stride + 1) if count else start,
                         stride, reverse=step < 0)
     return AxisPlan(start, dims.add(start, diff), stride, reverse=step < 0)
+
+
+def _linear(v: Any) -> tuple[dict[Value, int], int] | None:
+    """`v` (an int or a staged int scalar) as sum(coef * leaf) + const over IR values, read
+    through add, sub, neg, mul by a constant and integer casts; None if it is not linear."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return {}, int(v)
+    if isinstance(v, Staged):
+        v = v.value
+    if not isinstance(v, Value) or v.type.shape != () or not is_int(v.dtype):
+        return None
+    op = v.op
+    name = op.prim.name if op is not None else ""
+    if name == "constant":
+        return {}, int(np.asarray(op.params["value"]).reshape(()))   # type: ignore[union-attr]
+    if name == "convert" and is_int(op.operands[0].dtype):              # type: ignore[union-attr]
+        return _linear(op.operands[0])                                  # type: ignore[union-attr]
+    if name in ("add", "sub", "mul", "neg"):
+        parts = [_linear(o) for o in op.operands]                       # type: ignore[union-attr]
+        if all(p is not None for p in parts):
+            terms = [p for p in parts if p is not None]
+            if name == "neg":
+                return {k: -c for k, c in terms[0][0].items()}, -terms[0][1]
+            (ta, ca), (tb, cb) = terms
+            if name == "mul":
+                if ta and tb:
+                    return {v: 1}, 0
+                k, (t, c) = (ca, (tb, cb)) if not ta else (cb, (ta, ca))
+                return {key: k * coef for key, coef in t.items()}, k * c
+            sign = 1 if name == "add" else -1
+            out = dict(ta)
+            for key, coef in tb.items():
+                out[key] = out.get(key, 0) + sign * coef
+            return out, ca + sign * cb
+    return {v: 1}, 0
+
+
+def _static_width(start: Any, stop: Any) -> int | None:
+    """stop - start when it is the same for every run-time value (x[i:i + 3], x[2*i:2*i + 2])."""
+    a, c = _linear(start), _linear(stop)
+    if a is None or c is None:
+        return None
+    terms = dict(c[0])
+    for key, coef in a[0].items():
+        terms[key] = terms.get(key, 0) - coef
+    if any(coef != 0 for coef in terms.values()):
+        return None
+    width = c[1] - a[1]
+    return width if width >= 0 else None
+
+
+def _window_plan(b: Builder, start: Any, width: int, d: Dim) -> AxisPlan:
+    """x[i:i + k]: k elements from run-time position i (no wrap-around of a negative i). The
+    window is clamped into the axis; with boundscheck on, a window that does not fit raises."""
+    if isinstance(d, int) and width > d:
+        raise Reject(IndexOutOfBoundsError, f"a window of {width} elements does not fit in an "
+                     f"axis of size {d}")
+    v = A.lift(b, start, I64).value if not isinstance(start, Staged) \
+        else A.convert_value(b, start.value, I64)
+    if config.boundscheck():
+        size = A.dim_value(b, d).value
+        ok = ops.and_(b, ops.ge(b, v, A.constant(b, 0, I64).value),
+                      ops.le(b, ops.add(b, v, A.constant(b, width, I64).value), size))
+        ops.check(b, ok, "IndexError", f"the window of {width} elements at a run-time start does "
+                  "not fit in an axis of size {0} (boundscheck)", (d,))
+    return AxisPlan(0, d, 1, dynamic=Staged(v), window=width)
 
 
 def _bound(b: Builder, v: Any, d: Dim) -> int | DimExpr | None:
@@ -354,7 +427,8 @@ def getitem(b: Builder, x: Any, index: Any) -> Staged:
     if dyn:
         starts = [a.dynamic.value if a.dynamic is not None else A.constant(b, 0, I64).value
                   for a in p.axes]
-        sizes = tuple(1 if a.dynamic is not None else d for a, d in zip(p.axes, v.type.shape))
+        sizes = tuple(a.window if a.window is not None else 1 if a.dynamic is not None else d
+                      for a, d in zip(p.axes, v.type.shape))
         v = ops.dynamic_slice(b, v, starts, sizes=sizes)
     shape = [d for a, d in zip(p.axes, v.type.shape) if not a.drop]
     for pos in p.new_axes:

@@ -436,3 +436,48 @@ def test_scan_reverse_mode_tapes_the_carry_not_the_outputs():
     assert "f64[50, 50]" not in text
     xs = RNG.uniform(0.5, 1.5, 50)
     np.testing.assert_allclose(jit(grad(f))(xs), fd_grad(f, xs), rtol=1e-6, atol=1e-9)
+
+
+# ---- windows of static width at a run-time start -------------------------------------------------
+
+def convolve_valid(x, w):
+    k = w.shape[0]
+    out = np.zeros(x.shape[0] - k + 1)
+    for i in range(x.shape[0] - k + 1):
+        out[i] = np.dot(x[i:i + k], w)
+    return out
+
+
+def windows(x, i):
+    return x[2 * i:2 * i + 2].sum() + x[i:i + 3, 1:].sum() + x[i + 1:4 + i].sum()
+
+
+def test_window_of_static_width_in_a_loop():
+    x, w = RNG.standard_normal(40), RNG.standard_normal(5)
+    np.testing.assert_allclose(jit(convolve_valid)(x, w), np.convolve(x, w[::-1], "valid"), rtol=1e-12)
+    f = lambda x, w: convolve_valid(x, w).sum() ** 2  # noqa: E731
+    np.testing.assert_allclose(jit(grad(f))(x, w), fd_grad(lambda x: f(x, w), x), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("i", [0, 1, 3])
+def test_windows_at_a_runtime_start(i):
+    x = RNG.standard_normal((10, 3))
+    np.testing.assert_allclose(jit(windows)(x, np.int64(i)), windows(x, i), rtol=1e-12)
+
+
+def test_window_that_does_not_fit_raises_with_boundscheck():
+    def f(x, i):
+        return x[i:i + 3]
+    k = jit(f, boundscheck=True)
+    np.testing.assert_array_equal(k(V, np.int64(17)), V[17:20])
+    with pytest.raises(IndexError, match="window of 3 elements"):
+        k(V, np.int64(18))
+
+
+def test_window_of_a_nonstatic_width_is_refused():
+    from compiler.errors import DynamicShapeError
+
+    def f(x, i, j):
+        return x[i:j]
+    expect_error(f, DynamicShapeError, V, np.int64(1), np.int64(4), match="run-time bounds",
+                 line_of="x[i:j]")
