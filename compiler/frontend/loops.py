@@ -260,18 +260,28 @@ class _Unroll(Exception):
     """The body needs a static index: stage the loop unrolled."""
 
 
-def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> bool:
-    """Stage `node` as a ``for`` op; False when it must be unrolled instead."""
+def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> ast.For | None:
+    """Stage `node` as a ``for`` op (None), or return the loop to unroll instead: `node`, or
+    `node` with its break/continue rewritten into a flag (see without_exits)."""
     static = isinstance(lp.trip, int)
-    if static and lp.trip <= SMALL_TRIP:   # type: ignore[operator]
-        return False
     exit_ = check_while_body(node)   # the same rule: return/break/continue leaving the body
     if exit_ is not None:
-        if static:
-            return False
-        what = type(exit_).__name__.lower()
-        raise Reject(UnsupportedError, f"`{what}` inside a loop whose trip count is not static",
-                     "fold the exit into a while loop's condition (while i < n and not done:)")
+        if _has_return(node):
+            if static:
+                return node          # the rest of the function is compiled into each branch
+            raise Reject(UnsupportedError, "`return` inside a loop whose trip count is not static",
+                         "set a flag and break, and return after the loop")
+        rewritten = without_exits(node)
+        if rewritten is None:
+            if static:
+                return node
+            raise Reject(UnsupportedError, "`break`/`continue` inside a `with` or `try` block of a "
+                         "compiled loop", "move it out of the block")
+        prelude, node = rewritten
+        for stmt in prelude:              # the flag the rewritten loop starts from
+            st.visit(stmt)
+    if static and lp.trip <= SMALL_TRIP:   # type: ignore[operator]
+        return node
     env = st.scope.env
     before = dict(env)
     names = sorted(n for n in assigned_names(node.body) if n in env
@@ -293,7 +303,7 @@ def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> bool:
         env.clear()
         env.update(before)
         if static and lp.trip <= MAX_TRIP_UNROLL:   # type: ignore[operator]
-            return False
+            return node
         raise
     bind_results(st, carry, results)
     for n in assigned_names(node.body) | set(target_names(node.target)):
@@ -301,10 +311,92 @@ def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> bool:
             env[n] = Undefined(n, "it is assigned inside a compiled loop (a loop op, not unrolled) "
                                "and not before it; initialize it before the loop")
     st.exec_block(node.orelse)
-    return True
+    return None
 
 
 MAX_TRIP_UNROLL = 10_000
+def _has_return(node: ast.For) -> bool:
+    return any(isinstance(sub, ast.Return) for stmt in node.body for sub in _same_loop(stmt))
+
+
+def _same_loop(node: ast.AST) -> Any:
+    """The nodes of `node` that belong to the current loop (not nested loops or functions)."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.For, ast.While, ast.FunctionDef, ast.Lambda, ast.AsyncFunctionDef,
+                              ast.ClassDef)):
+            continue
+        yield from _same_loop(child)
+
+
+def without_exits(node: ast.For) -> tuple[list[ast.stmt], ast.For] | None:
+    """``for t in it: body else: tail`` with break and continue rewritten away:
+
+        brk = False                 # the prelude (only when the body breaks)
+        for t in it:
+            if not brk:
+                body'               # continue: the rest of the iteration is skipped;
+        else:                       # break: brk = True, and the rest is skipped
+            if not brk:
+                tail
+
+    None when an exit sits inside a block the rewrite does not handle (with, try)."""
+    flag = f"__aotx_break_{id(node)}"
+    uses_break = any(isinstance(sub, ast.Break) for stmt in node.body for sub in _same_loop(stmt))
+    body = _rewrite(node.body, flag)
+    if body is None:
+        return None
+    if uses_break:
+        body = [ast.copy_location(ast.If(test=_not(flag, node), body=body or [ast.Pass()],
+                                         orelse=[]), node)]
+    orelse = node.orelse
+    if uses_break and orelse:
+        orelse = [ast.copy_location(ast.If(test=_not(flag, node), body=orelse, orelse=[]), node)]
+    loop = ast.copy_location(ast.For(target=node.target, iter=node.iter, body=body or [ast.Pass()],
+                                     orelse=orelse, type_comment=None), node)
+    prelude: list[ast.stmt] = []
+    if uses_break:
+        prelude.append(ast.copy_location(ast.Assign(
+            targets=[ast.copy_location(ast.Name(flag, ast.Store()), node)],
+            value=ast.copy_location(ast.Constant(False), node)), node))
+    for new in ast.walk(loop):
+        if isinstance(new, (ast.expr, ast.stmt)) and getattr(new, "lineno", None) is None:
+            ast.copy_location(new, node)
+    return prelude, loop
+
+
+def _not(flag: str, node: ast.AST) -> ast.expr:
+    return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=ast.copy_location(
+        ast.Name(flag, ast.Load()), node)), node)
+
+
+def _rewrite(stmts: list[ast.stmt], flag: str) -> list[ast.stmt] | None:
+    """`stmts` without break/continue of the current loop: what follows an exit runs only on
+    the paths that do not take it."""
+    out: list[ast.stmt] = []
+    for j, stmt in enumerate(stmts):
+        rest = stmts[j + 1:]
+        if isinstance(stmt, ast.Continue):
+            return out
+        if isinstance(stmt, ast.Break):
+            out.append(ast.copy_location(
+                ast.Assign(targets=[ast.copy_location(ast.Name(flag, ast.Store()), stmt)],
+                           value=ast.copy_location(ast.Constant(True), stmt)), stmt))
+            return out
+        exits = [sub for sub in _same_loop(stmt) if isinstance(sub, (ast.Break, ast.Continue))]
+        if not exits:
+            out.append(stmt)
+            continue
+        if not isinstance(stmt, ast.If):
+            return None
+        then = _rewrite(stmt.body + rest, flag)
+        other = _rewrite(stmt.orelse + rest, flag)
+        if then is None or other is None:
+            return None
+        out.append(ast.copy_location(ast.If(test=stmt.test, body=then or [ast.Pass()], orelse=other),
+                                     stmt))
+        return out
+    return out
 
 
 def _bind_target(st: Any, node: ast.For, lp: LoopPlan, index: Value) -> None:

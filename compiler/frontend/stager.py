@@ -282,8 +282,10 @@ class Stager(CallMixin, ast.NodeVisitor):
     def visit_For(self, node: ast.For) -> None:
         how = loops.plan(self, node.iter)
         if isinstance(how, loops.LoopPlan):
-            if loops.stage_loop(self, node, how):
+            unrolled = loops.stage_loop(self, node, how)
+            if unrolled is None:
                 return
+            node = unrolled
             if not isinstance(how.trip, int):
                 raise Reject(UnsupportedError, "this loop needs a static trip count",
                              "derive the bounds from static values")

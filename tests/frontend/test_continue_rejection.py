@@ -1,11 +1,12 @@
-"""`continue` under a data-dependent `if` is rejected at the `if`, with a hint;
-the inverted form that the hint suggests compiles and matches NumPy."""
+"""`break` and `continue` under a data-dependent `if` compile, in loops that unroll and in
+loops that stay loops (they are rewritten into a flag: compiler/frontend/loops.py), and
+match the same Python run by NumPy."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from compiler import jit
+from compiler import grad, jit
 from compiler.errors import UnsupportedError
 
 
@@ -18,23 +19,77 @@ def skip_large(x):
     return s
 
 
-def skip_large_inverted(x):
+def first_above(x, thr):
+    idx = -1
+    for i in range(x.shape[0]):
+        if x[i] > thr:
+            idx = i
+            break
+    return idx
+
+
+def nested_exits(x):
     s = 0.0
-    for v in x:
-        if not v > 5:
-            s = s + v
+    for row in x:
+        if row[0] > 0:
+            if row[1] > 0:
+                continue
+            if row[1] < -1.5:
+                break
+            s = s + row[1]
+        else:
+            s = s - 1.0
+        s = s * 1.1
     return s
 
 
-def test_continue_under_data_dependent_if_is_rejected_at_the_if():
-    with pytest.raises(UnsupportedError) as info:
-        jit(skip_large)(np.arange(10.0))
-    err = info.value
-    assert err.lineno == skip_large.__code__.co_firstlineno + 3
-    assert "if v > 5:" in str(err) and "^" in str(err)
-    assert "if not cond" in err.hint
+def break_else(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + x[i % 7]
+        if s > 3.0:
+            break
+    else:
+        s = -s
+    return s
 
 
-def test_the_suggested_form_compiles():
-    x = np.arange(10.0)
-    assert jit(skip_large_inverted)(x) == skip_large_inverted(x) == 15.0
+@pytest.mark.parametrize("n", [4, 10, 40])      # unrolled (4) and a loop op (10, 40)
+def test_continue_under_data_dependent_if(n):
+    x = np.linspace(0.0, 9.0, n)
+    assert jit(skip_large)(x) == pytest.approx(skip_large(x), rel=1e-12)
+
+
+@pytest.mark.parametrize("n", [5, 30])
+@pytest.mark.parametrize("thr", [0.5, 100.0])
+def test_break_under_data_dependent_if(n, thr):
+    x = np.random.default_rng(n).random(n)
+    assert jit(first_above)(x, thr) == first_above(x, thr)
+
+
+@pytest.mark.parametrize("n", [3, 8, 25])
+def test_nested_exits(n):
+    x = np.random.default_rng(n).standard_normal((n, 2))
+    assert jit(nested_exits)(x) == pytest.approx(nested_exits(x), rel=1e-12)
+
+
+@pytest.mark.parametrize("n", [0, 2, 5, 60])
+def test_break_and_else_with_a_runtime_trip_count(n):
+    x = np.array([0.3, 0.9, -0.2, 0.7, 1.1, 0.4, 0.8])
+    assert jit(break_else)(x, np.int64(n)) == pytest.approx(break_else(x, n), rel=1e-12)
+
+
+def test_gradient_through_continue():
+    x = np.random.default_rng(3).standard_normal(20) * 4
+    np.testing.assert_allclose(jit(grad(skip_large))(x), (x <= 5).astype(float))
+
+
+def test_return_in_a_loop_with_a_runtime_trip_count_is_refused():
+    def f(x, n):
+        for i in range(n):
+            if x[i] > 0:
+                return i
+        return -1
+    with pytest.raises(UnsupportedError, match="`return` inside a loop") as info:
+        jit(f)(np.ones(3), np.int64(2))
+    assert "break" in info.value.hint
