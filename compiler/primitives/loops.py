@@ -186,14 +186,15 @@ def _vjp(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -
     step = op.params["step"]
     # values the body passes through, or only overwrites in part, need no tape: the backward
     # body reads their final value (an invariant's value; any value of an overwritten one)
-    through = [t or u for t, u in zip(pass_through(body), update_only(body))]
+    invariant = pass_through(body)
+    through = [t or u for t, u in zip(invariant, update_only(body))]
     taped = [j for j, t in enumerate(through) if not t]
     tapes = _record(b, op, start, stop, init, taped, trip)
     active = [_float(v) for v in init]
     grad_body = drivers().vjp_block(body, [False, *active], with_primals=False)
     ct_types = [init[j].type for j, on in enumerate(active) if on]
     cts0 = [ad.instantiate(b, c, o) for c, o, on in zip(cts, outs, active) if on]
-    invariants = [outs[j] for j, t in enumerate(through) if t]
+    invariants = [init[j] if invariant[j] else outs[j] for j, t in enumerate(through) if t]
     # the backward loop carries (cotangents, tapes, invariants, start)
     n_ct, n_tape, n_inv = len(ct_types), len(tapes), len(invariants)
     back = new_block([INDEX_TYPE, *ct_types, *[t.type for t in tapes],

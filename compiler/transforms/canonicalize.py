@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from compiler.ir.builder import Builder
 from compiler.ir.core import Block, Function, Op, Value
 from compiler.ir.primitive import Primitive
@@ -106,7 +108,37 @@ def _dot_general(b: Builder, op: Op) -> list[Value] | None:
     return [ops.mul(b, left, right)]
 
 
+def _is_zero(v: Value) -> bool:
+    """A constant zero array (a broadcast 0, or a constant of zeros)."""
+    op = v.op
+    if op is not None and op.prim is ops.broadcast_in_dim_p:
+        return _is_zero(op.operands[0])
+    if op is not None and op.prim is ops.constant_p:
+        value = np.asarray(op.params["value"])
+        return value.size > 0 and not value.any() and not np.signbit(value).any()
+    return False
+
+
+def _add(b: Builder, op: Op) -> list[Value] | None:
+    """``a + dynamic_update_slice(0, u, i)`` (a cotangent accumulated into one window: the
+    vjp of ``x[i]`` in a loop) adds `u` into that window of `a` instead of adding whole arrays:
+
+        dynamic_update_slice(a, dynamic_slice(a, i) + u, i)
+
+    Both clamp the start the same way, so the window is the same."""
+    x, y = op.operands
+    for acc, upd in ((x, y), (y, x)):
+        u_op = upd.op
+        if (u_op is not None and u_op.prim is ops.dynamic_update_slice_p and acc.type == upd.type
+                and _is_zero(u_op.operands[0])):
+            u, starts = u_op.operands[1], list(u_op.operands[2:])
+            window = ops.dynamic_slice(b, acc, starts, u.type.shape)
+            return [ops.dynamic_update_slice(b, acc, ops.add(b, window, u), starts)]
+    return None
+
+
 PATTERNS: dict[Primitive, Callable[[Builder, Op], list[Value] | None]] = {
+    ops.add_p: _add,
     ops.transpose_p: _transpose,
     ops.reshape_p: _reshape,
     ops.dot_general_p: _dot_general,
