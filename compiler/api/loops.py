@@ -16,8 +16,12 @@ from compiler.frontend import pytrees
 from compiler.frontend.calls import register_function
 
 
-def fori_loop(lower: int, upper: int, body_fun: Callable[[Any, Any], Any], init_val: Any) -> Any:
-    """``val = init_val; for i in range(lower, upper): val = body_fun(i, val)``; returns val."""
+def fori_loop(lower: int, upper: int, body_fun: Callable[[Any, Any], Any], init_val: Any,
+              checkpoint: bool | int | None = None) -> Any:
+    """``val = init_val; for i in range(lower, upper): val = body_fun(i, val)``; returns val.
+
+    ``checkpoint`` (inside compiled code, for reverse mode): store the carry every
+    `checkpoint` iterations only (True: about sqrt(trip count)) and recompute the rest."""
     val = init_val
     for i in range(int(lower), int(upper)):
         val = body_fun(i, val)
@@ -25,9 +29,11 @@ def fori_loop(lower: int, upper: int, body_fun: Callable[[Any, Any], Any], init_
 
 
 def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
-         length: int | None = None, reverse: bool = False) -> tuple[Any, Any]:
+         length: int | None = None, reverse: bool = False,
+         checkpoint: bool | int | None = None) -> tuple[Any, Any]:
     """Loop `f` over the leading axis of `xs`, carrying a value: ``carry, y = f(carry, x)``
-    for each row ``x`` of ``xs``; returns the final carry and the ``y``s stacked."""
+    for each row ``x`` of ``xs``; returns the final carry and the ``y``s stacked.
+    ``checkpoint`` as for fori_loop."""
     leaves, td = pytrees.flatten(xs)
     arrays = [np.asarray(x) for x in leaves]
     n = length if length is not None else (arrays[0].shape[0] if arrays else None)

@@ -20,6 +20,7 @@ Otherwise the error of the loop attempt is the user's error.
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -530,11 +531,25 @@ def _block_with(types: list[TensorType]) -> Block:
     return block
 
 
-def fori_loop(st: Any, lower: Any, upper: Any, body_fun: Any, init_val: Any) -> Any:
+def _segment(what: str, checkpoint: Any, trip: Dim | None) -> int | None:
+    """The checkpoint= option as iterations per stored carry: True is about sqrt(trip)."""
+    if checkpoint is None or checkpoint is False:
+        return None
+    if checkpoint is True:
+        return max(1, math.isqrt(trip - 1) + 1) if isinstance(trip, int) and trip > 0 else 32
+    if isinstance(checkpoint, int) and checkpoint >= 1:
+        return checkpoint
+    raise Reject(CompileError, f"{what}: checkpoint must be True, False, None or a positive int "
+                 f"(iterations per stored carry), got {checkpoint!r}")
+
+
+def fori_loop(st: Any, lower: Any, upper: Any, body_fun: Any, init_val: Any,
+              checkpoint: Any = None) -> Any:
     """compiler.fori_loop(lower, upper, body_fun, init_val) staged as a for op."""
     start, stop = _bound(st, lower, "lower"), _bound(st, upper, "upper")
     d0, d1 = _dim_of(start), _dim_of(stop)
     trip = trip_count(d0, d1, 1) if d0 is not None and d1 is not None else None
+    segment = _segment("fori_loop", checkpoint, trip)
     inits, td = _carry_in(st, "fori_loop", init_val)
     body = _block_with([INDEX_TYPE] + [x.type for x in inits])
     with st.b.inside(body), st.region():
@@ -545,12 +560,12 @@ def fori_loop(st: Any, lower: Any, upper: Any, body_fun: Any, init_val: Any) -> 
     outer = close_over([body])
     body.results.extend(body.args[1 + n:])
     results = ops.for_loop(st.b, _as_value(st, start), _as_value(st, stop),
-                           [*[x.value for x in inits], *outer], body, 1, trip)
+                           [*[x.value for x in inits], *outer], body, 1, trip, segment)
     return pytrees.unflatten(td, [Staged(r, weak=x.weak) for r, x in zip(results, inits)])
 
 
 def scan(st: Any, f: Any, init: Any, xs: Any = None, length: Any = None,
-         reverse: bool = False) -> Any:
+         reverse: bool = False, checkpoint: Any = None) -> Any:
     """compiler.scan(f, init, xs, length, reverse) staged as a for op: xs are read and ys
     written a row per iteration (the rows of ys are the op's carried buffers)."""
     if not isinstance(reverse, bool):
@@ -568,6 +583,7 @@ def scan(st: Any, f: Any, init: Any, xs: Any = None, length: Any = None,
         raise Reject(CompileError, f"scan: the leading axes of xs (and length) differ: "
                      f"{sorted(map(str, sizes))}" if sizes else "scan: needs xs or length")
     (trip,) = sizes
+    segment = _segment("scan", checkpoint, trip)
     inits, td = _carry_in(st, "scan", init)
     n, m = len(inits), len(x_vals)
     body = _block_with([INDEX_TYPE] + [x.type for x in inits] + [x.type for x in x_vals])
@@ -601,7 +617,7 @@ def scan(st: Any, f: Any, init: Any, xs: Any = None, length: Any = None,
     empty = [ops.full(st.b, 0, a.type) for a in body.args[1 + n + m:1 + n + m + n_ys]]
     res = ops.for_loop(st.b, A.lift(st.b, 0, I64).value, A.lift(st.b, trip, I64).value,
                        [*[x.value for x in inits], *[x.value for x in x_vals], *empty, *outer],
-                       body, 1, trip)
+                       body, 1, trip, segment)
     final = pytrees.unflatten(td, [Staged(r, weak=x.weak) for r, x in zip(res, inits)])
     stacked = pytrees.unflatten(y_td, [Staged(r) for r in res[n + m:n + m + n_ys]])
     return final, stacked

@@ -59,6 +59,9 @@ def trip_count(start: Dim, stop: Dim, step: int) -> Dim:
 def _rule(in_types: Types, params: dict[str, Any], regions: tuple[Any, ...]) -> Types:
     check(len(regions) == 1, "for: needs one body region")
     check(isinstance(params["step"], int) and params["step"] != 0, "for: step must be a nonzero int")
+    segment = params.get("checkpoint")
+    check(segment is None or (isinstance(segment, int) and segment >= 1),
+          "for: checkpoint must be a positive int (iterations per stored carry)")
     start, stop, *carried = in_types
     check(start == INDEX_TYPE and stop == INDEX_TYPE, f"for: bounds must be i64 scalars, got {start}, {stop}")
     (body,) = regions
@@ -174,7 +177,9 @@ def _jvp(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> tuple:
 
 
 def _vjp(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
-    """Tape the carried values the body changes, then run the body's vjp backwards."""
+    """Tape the carried values the body changes, then run the body's vjp backwards. With
+    ``checkpoint=s``, store the carry only every `s` iterations and recompute each segment's
+    tape during the backward pass (memory: trip / s + s rows instead of trip)."""
     trip = op.params["trip"]
     if trip is None:
         raise DataDependentControlFlowError(
@@ -189,81 +194,151 @@ def _vjp(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -
     invariant = pass_through(body)
     through = [t or u for t, u in zip(invariant, update_only(body))]
     taped = [j for j, t in enumerate(through) if not t]
-    tapes = _record(b, op, start, stop, init, taped, trip)
     active = [_float(v) for v in init]
-    grad_body = drivers().vjp_block(body, [False, *active], with_primals=False)
-    ct_types = [init[j].type for j, on in enumerate(active) if on]
+    loop = _Loop(body, step, taped, through, active, op.loc,
+                 drivers().vjp_block(body, [False, *active], with_primals=False))
     cts0 = [ad.instantiate(b, c, o) for c, o, on in zip(cts, outs, active) if on]
     invariants = [init[j] if invariant[j] else outs[j] for j, t in enumerate(through) if t]
-    # the backward loop carries (cotangents, tapes, invariants, start)
-    n_ct, n_tape, n_inv = len(ct_types), len(tapes), len(invariants)
-    back = new_block([INDEX_TYPE, *ct_types, *[t.type for t in tapes],
-                      *[v.type for v in invariants], INDEX_TYPE])
-    bb = Builder(back, op.loc)
-    k = back.args[0]
-    ct_in = back.args[1:1 + n_ct]
-    tape_in = back.args[1 + n_ct:1 + n_ct + n_tape]
-    inv_in = back.args[1 + n_ct + n_tape:1 + n_ct + n_tape + n_inv]
-    start_in = back.args[-1]
-    last = ops.sub(bb, _trip_value(bb, trip), ops.scalar(bb, 1, I64))
-    row = ops.sub(bb, last, k)                    # the backward loop runs the rows in reverse
-    i = ops.add(bb, start_in, ops.mul(bb, row, ops.scalar(bb, step, I64)))
-    state: list[Value] = []
-    tapes_it, inv_it = iter(tape_in), iter(inv_in)
-    for j, t in enumerate(through):
-        if t:
-            state.append(next(inv_it))
-        else:
-            tape = next(tapes_it)
-            zero = ops.scalar(bb, 0, I64)
-            piece = ops.dynamic_slice(bb, tape, [row] + [zero] * init[j].type.ndim,
-                                      (1,) + tuple(init[j].type.shape))
-            state.append(ops.reshape(bb, piece, init[j].type.shape))
-    float_res = [init[j] for j in range(len(init)) if _float(init[j])]
-    ct_res = iter(ct_in)
-    out_cts = [next(ct_res) if active[j] else None for j in range(len(init))]
-    given = [c for c in out_cts if c is not None]
-    assert len(given) == len(float_res)
-    new_cts = inline_block(bb, grad_body, [i, *state, *given])
-    back.results = [*new_cts, *tape_in, *inv_in, start_in]
-    zero, end = ops.scalar(b, 0, I64), _trip_value(b, trip)
-    results = b.emit(op.prim, [zero, end, *cts0, *tapes, *invariants, start],
-                     {"step": 1, "trip": trip}, [back])
-    final = iter(results[:n_ct])
+    segment = op.params.get("checkpoint")
+    if segment is None or (isinstance(trip, int) and trip <= segment):
+        tapes = loop.record(b, start, stop, init, trip, trip)
+        new = loop.backward(b, start, _trip_value(b, trip), trip, tapes, invariants, cts0)
+    else:
+        new = _checkpointed(b, loop, start, stop, init, trip, segment, invariants, cts0)
+    final = iter(new)
     return [None, None] + [next(final) if on else None for on in active]
+
+
+class _Loop:
+    """What the reverse-mode pieces of one loop share."""
+
+    def __init__(self, body: Block, step: int, taped: list[int], through: list[bool],
+                 active: list[bool], loc: Any, grad_body: Block) -> None:
+        self.body, self.step, self.taped, self.through = body, step, taped, through
+        self.active, self.loc, self.grad_body = active, loc, grad_body
+
+    def record(self, b: Any, start: Value, stop: Value, init: Sequence[Value], rows: Dim,
+               trip: Dim | None) -> list[Value]:
+        """Run the loop from `init`, writing each taped carry at the top of every iteration
+        into row (i - start) / step of a (rows, ...) tape."""
+        if not self.taped:
+            return []
+        tape_types = [init[j].type.with_shape((rows,) + tuple(init[j].type.shape)) for j in self.taped]
+        rec = new_block([INDEX_TYPE, *[v.type for v in init], *tape_types, INDEX_TYPE])
+        rb = Builder(rec, self.loc)
+        i, state = rec.args[0], rec.args[1:1 + len(init)]
+        tapes_in, start_in = rec.args[1 + len(init):-1], rec.args[-1]
+        row = ops.sub(rb, i, start_in)
+        if self.step != 1:
+            row = ops.floordiv(rb, row, ops.scalar(rb, self.step, I64))
+        new_tapes = [_write_row(rb, tape, state[j], row) for j, tape in zip(self.taped, tapes_in)]
+        nxt = inline_block(rb, self.body, [i, *state])
+        rec.results = [*nxt, *new_tapes, start_in]
+        empty = [ops.full(b, 0, t) for t in tape_types]
+        results = b.emit(ops.for_p, [start, stop, *init, *empty, start],
+                         {"step": self.step, "trip": trip}, [rec])
+        return list(results[len(init):len(init) + len(self.taped)])
+
+    def backward(self, b: Any, start: Value, count: Value, trip: Dim | None, tapes: list[Value],
+                 invariants: list[Value], cts: list[Value]) -> list[Value]:
+        """The cotangents of the carries before `count` iterations from `start`, given those
+        after them, running the body's vjp over the tape's rows in reverse."""
+        ct_types = [c.type for c in cts]
+        n_ct, n_tape, n_inv = len(cts), len(tapes), len(invariants)
+        back = new_block([INDEX_TYPE, *ct_types, *[t.type for t in tapes],
+                          *[v.type for v in invariants], INDEX_TYPE, INDEX_TYPE])
+        bb = Builder(back, self.loc)
+        k = back.args[0]
+        ct_in = back.args[1:1 + n_ct]
+        tape_in = back.args[1 + n_ct:1 + n_ct + n_tape]
+        inv_in = back.args[1 + n_ct + n_tape:1 + n_ct + n_tape + n_inv]
+        start_in, count_in = back.args[-2], back.args[-1]
+        row = ops.sub(bb, ops.sub(bb, count_in, ops.scalar(bb, 1, I64)), k)   # rows in reverse
+        i = ops.add(bb, start_in, ops.mul(bb, row, ops.scalar(bb, self.step, I64)))
+        tapes_it, inv_it = iter(tape_in), iter(inv_in)
+        state = [next(inv_it) if t else _read_row(bb, next(tapes_it), row) for t in self.through]
+        new_cts = inline_block(bb, self.grad_body, [i, *state, *ct_in])
+        back.results = [*new_cts, *tape_in, *inv_in, start_in, count_in]
+        zero = ops.scalar(b, 0, I64)
+        results = b.emit(ops.for_p, [zero, count, *cts, *tapes, *invariants, start, count],
+                         {"step": 1, "trip": trip}, [back])
+        return list(results[:n_ct])
+
+
+def _write_row(b: Any, tape: Value, v: Value, row: Value) -> Value:
+    zero = ops.scalar(b, 0, I64)
+    piece = ops.reshape(b, v, (1,) + tuple(v.type.shape))
+    return ops.dynamic_update_slice(b, tape, piece, [row] + [zero] * v.type.ndim)
+
+
+def _read_row(b: Any, tape: Value, row: Value) -> Value:
+    shape = tuple(tape.type.shape[1:])
+    zero = ops.scalar(b, 0, I64)
+    return ops.reshape(b, ops.dynamic_slice(b, tape, [row] + [zero] * len(shape), (1,) + shape), shape)
+
+
+def _checkpointed(b: Any, loop: _Loop, start: Value, stop: Value, init: list[Value], trip: Dim,
+                  segment: int, invariants: list[Value], cts: list[Value]) -> list[Value]:
+    """Reverse mode storing the taped carries every `segment` iterations: a forward loop over
+    the segments keeps their first carries; the backward loop over the segments, last first,
+    recomputes one segment's tape from its checkpoint and runs the body's vjp over it."""
+    groups = dims.floordiv(dims.add(trip, segment - 1), segment)
+    types = [v.type for v in init]
+    span = segment * loop.step
+
+    def bounds(bb: Any, g: Value, start_in: Value, trip_in: Value) -> tuple[Value, Value, Value]:
+        """(first index, stop, iterations) of segment g."""
+        first = ops.mul(bb, g, ops.scalar(bb, segment, I64))
+        lo = ops.add(bb, start_in, ops.mul(bb, first, ops.scalar(bb, loop.step, I64)))
+        count = ops.minimum(bb, ops.scalar(bb, segment, I64), ops.sub(bb, trip_in, first))
+        hi = ops.add(bb, lo, ops.mul(bb, count, ops.scalar(bb, loop.step, I64)))
+        return lo, hi, count
+
+    # forward: checkpoint rows
+    ck_types = [types[j].with_shape((groups,) + tuple(types[j].shape)) for j in loop.taped]
+    fwd = new_block([INDEX_TYPE, *types, *ck_types, INDEX_TYPE, INDEX_TYPE])
+    fb = Builder(fwd, loop.loc)
+    g, state = fwd.args[0], list(fwd.args[1:1 + len(init)])
+    ck_in = fwd.args[1 + len(init):1 + len(init) + len(ck_types)]
+    start_in, trip_in = fwd.args[-2], fwd.args[-1]
+    new_ck = [_write_row(fb, ck, state[j], g) for j, ck in zip(loop.taped, ck_in)]
+    lo, hi, _ = bounds(fb, g, start_in, trip_in)
+    inner = new_block([INDEX_TYPE, *types])
+    inner.results = inline_block(Builder(inner, loop.loc), loop.body, inner.args)
+    nxt = fb.emit(ops.for_p, [lo, hi, *state], {"step": loop.step, "trip": None}, [inner])
+    fwd.results = [*nxt, *new_ck, start_in, trip_in]
+    trip_v = _trip_value(b, trip)
+    zero = ops.scalar(b, 0, I64)
+    res = b.emit(ops.for_p, [zero, _trip_value(b, groups), *init,
+                             *[ops.full(b, 0, t) for t in ck_types], start, trip_v],
+                 {"step": 1, "trip": groups}, [fwd])
+    checkpoints = list(res[len(init):len(init) + len(ck_types)])
+    # backward over the segments
+    n_ct, n_ck, n_inv = len(cts), len(checkpoints), len(invariants)
+    back = new_block([INDEX_TYPE, *[c.type for c in cts], *ck_types,
+                      *[v.type for v in invariants], INDEX_TYPE, INDEX_TYPE, INDEX_TYPE])
+    bb = Builder(back, loop.loc)
+    gg = back.args[0]
+    ct_in = list(back.args[1:1 + n_ct])
+    ck_in = back.args[1 + n_ct:1 + n_ct + n_ck]
+    inv_in = list(back.args[1 + n_ct + n_ck:1 + n_ct + n_ck + n_inv])
+    start_in, trip_in, groups_in = back.args[-3], back.args[-2], back.args[-1]
+    g = ops.sub(bb, ops.sub(bb, groups_in, ops.scalar(bb, 1, I64)), gg)
+    lo, hi, count = bounds(bb, g, start_in, trip_in)
+    cks, invs = iter(ck_in), iter(inv_in)
+    seg_init = [next(invs) if t else _read_row(bb, next(cks), g) for t in loop.through]
+    tapes = loop.record(bb, lo, hi, seg_init, segment, None)
+    new_cts = loop.backward(bb, lo, count, None, tapes, inv_in, ct_in)
+    back.results = [*new_cts, *ck_in, *inv_in, start_in, trip_in, groups_in]
+    groups_v = _trip_value(b, groups)
+    res = b.emit(ops.for_p, [zero, groups_v, *cts, *checkpoints, *invariants, start, trip_v, groups_v],
+                 {"step": 1, "trip": groups}, [back])
+    _ = span
+    return list(res[:n_ct])
 
 
 def _trip_value(b: Any, trip: Dim) -> Value:
     return ops.scalar(b, trip, I64) if dims.is_static(trip) else ops.size_of(b, trip, I64)
-
-
-def _record(b: Any, op: Any, start: Value, stop: Value, init: list[Value], taped: list[int],
-            trip: Dim) -> list[Value]:
-    """Run the loop again, writing the value of each taped carry at the top of every
-    iteration into row (i - start) / step of a (trip, ...) tape."""
-    if not taped:
-        return []
-    (body,) = op.regions
-    step = op.params["step"]
-    tape_types = [init[j].type.with_shape((trip,) + tuple(init[j].type.shape)) for j in taped]
-    rec = new_block([INDEX_TYPE, *[v.type for v in init], *tape_types, INDEX_TYPE])
-    rb = Builder(rec, op.loc)
-    i, state = rec.args[0], rec.args[1:1 + len(init)]
-    tapes_in, start_in = rec.args[1 + len(init):-1], rec.args[-1]
-    row = ops.sub(rb, i, start_in)
-    if step != 1:
-        row = ops.floordiv(rb, row, ops.scalar(rb, step, I64))
-    new_tapes = []
-    for j, tape in zip(taped, tapes_in):
-        v = state[j]
-        piece = ops.reshape(rb, v, (1,) + tuple(v.type.shape))
-        zero = ops.scalar(rb, 0, I64)
-        new_tapes.append(ops.dynamic_update_slice(rb, tape, piece, [row] + [zero] * v.type.ndim))
-    nxt = inline_block(rb, body, [i, *state])
-    rec.results = [*nxt, *new_tapes, start_in]
-    empty = [ops.full(b, 0, t) for t in tape_types]
-    results = b.emit(op.prim, [start, stop, *init, *empty, start], op.params, [rec])
-    return list(results[len(init):len(init) + len(taped)])
 
 
 for_ = define(

@@ -316,10 +316,15 @@ for_p = declare("for", CONTROL)          # compiler/primitives/loops.py
 
 
 def for_loop(b: Builder, start: Value, stop: Value, carried: Sequence[Value], body: Any,
-             step: int = 1, trip: Dim | None = None) -> tuple[Value, ...]:
+             step: int = 1, trip: Dim | None = None, checkpoint: int | None = None
+             ) -> tuple[Value, ...]:
     """`body` (a Block: (i, *carried) -> carried) run for i in range(start, stop, step);
-    `trip` is the iteration count as a dim when it is known before the loop runs."""
-    return b.emit(for_p, [start, stop, *carried], {"step": step, "trip": trip}, [body])
+    `trip` is the iteration count as a dim when it is known before the loop runs;
+    `checkpoint=s` makes reverse mode store the carry every s iterations only."""
+    params: dict[str, Any] = {"step": step, "trip": trip}
+    if checkpoint is not None:
+        params["checkpoint"] = checkpoint
+    return b.emit(for_p, [start, stop, *carried], params, [body])
 
 
 # ---- constants of a given type: the one place that builds them ---------------------
