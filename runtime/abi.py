@@ -40,7 +40,7 @@ EXCEPTIONS: dict[str, type[BaseException]] = {
     "ZeroDivisionError": ZeroDivisionError, "OverflowError": OverflowError,
     "FloatingPointError": FloatingPointError, "ArithmeticError": ArithmeticError,
     "TypeError": TypeError, "RuntimeError": RuntimeError,
-    "LinAlgError": np.linalg.LinAlgError,
+    "LinAlgError": np.linalg.LinAlgError, "UnboundLocalError": UnboundLocalError,
 }
 
 DimSpec = Union[int, str]

@@ -291,6 +291,14 @@ def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> ast.For | None:
     objs = [o for o in st.reachable_staged() if id(o) not in held]
     try:
         try:
+            escaping = _escaping(st, node)
+            if escaping:
+                # read after the loop but first assigned in it: carried from a zero of the
+                # type one iteration gives it (Python's value after at least one iteration)
+                for n, v in _probe(st, node, lp, names, objs, escaping).items():
+                    env[n] = Staged(ops.full(st.b, 0, v.type), weak=v.weak) \
+                        if isinstance(v, Staged) else type(v)(0)
+                    names = sorted(set(names) | {n})
             carry = _discover(st, node, lp, names, objs, static)
             results = _build(st, node, lp, carry)
         except _Unroll:
@@ -307,8 +315,17 @@ def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> ast.For | None:
             return node
         raise
     bind_results(st, carry, results)
+    fresh = [n for n in carry.names if n not in before or isinstance(before[n], Undefined)]
+    if fresh and not (static and lp.trip >= 1):   # type: ignore[operator]
+        with st.b.at(st.loc(node)):
+            count = _trip_of(st, lp)
+            ok = ops.ge(st.b, count, ops.scalar(st.b, 1, I64))
+            ops.check(st.b, ok, "UnboundLocalError", f"cannot access local variable '{fresh[0]}' "
+                      "where it is not associated with a value (the loop ran no iteration)")
     for n in assigned_names(node.body) | set(target_names(node.target)):
-        if n not in before or n in target_names(node.target) and n not in carry.names:
+        if n in carry.names:
+            continue
+        if n not in before or n in target_names(node.target):
             env[n] = Undefined(n, "it is assigned inside a compiled loop (a loop op, not unrolled) "
                                "and not before it; initialize it before the loop")
     st.exec_block(node.orelse)
@@ -316,6 +333,48 @@ def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> ast.For | None:
 
 
 MAX_TRIP_UNROLL = 10_000
+
+
+def _trip_of(st: Any, lp: LoopPlan) -> Value:
+    if isinstance(lp.stop, _LazyStop):
+        return lp.stop.make(st).value
+    return _plan_of(lp).trip_value(st).value
+
+
+def _escaping(st: Any, node: ast.For) -> list[str]:
+    """Names the loop binds that are not defined before it and are read outside it."""
+    env = st.scope.env
+    bound = assigned_names(node.body) | set(target_names(node.target))
+    new = {n for n in bound if n not in env or isinstance(env[n], Undefined)}
+    if not new:
+        return []
+    inside = {id(sub) for sub in ast.walk(node)}
+    read = {sub.id for sub in ast.walk(st.scope.source.node)
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in new
+            and id(sub) not in inside}
+    return sorted(read)
+
+
+def _probe(st: Any, node: ast.For, lp: LoopPlan, names: list[str], objs: list[Staged],
+           escaping: list[str]) -> dict[str, Any]:
+    """One trial iteration: the values (arrays or numbers) `escaping` names end with."""
+    inits, td = _state(st, names, objs)
+    types = [None if _is_number(x) else t for x, t in zip(inits, _initial_types(inits))]
+    carry = Carry(names, objs, td, inits, types, len(inits) - len(objs))
+    saved = _Saved(st, carry)
+    try:
+        def trial() -> list[Any]:
+            block = Block()
+            block.args.append(Value(INDEX_TYPE, None, 0, "i"))
+            _enter(st, block, carry)
+            _bind_target(st, node, lp, block.args[0])
+            st.exec_block(node.body)
+            return [st.scope.env.get(n) for n in escaping]
+        values = run_region(st, trial)[1]
+    finally:
+        saved.restore()
+    return {n: v for n, v in zip(escaping, values)
+            if isinstance(v, Staged) or (_is_number(v) and not isinstance(v, bool))}
 def _has_return(node: ast.For) -> bool:
     return any(isinstance(sub, ast.Return) for stmt in node.body for sub in _same_loop(stmt))
 

@@ -223,12 +223,40 @@ def test_long_loop_of_rolls():
     np.testing.assert_allclose(jit(relax)(u), relax(u), rtol=1e-12)
 
 
-def test_variable_first_assigned_in_a_loop_op_is_undefined_after():
+def last_square(x):
+    for i in range(x.shape[0]):
+        t = x[i] * x[i]
+        k = i
+    return t + k
+
+
+def last_square_n(x, n):
+    for i in range(n):
+        t = x[i] * x[i]
+    return t
+
+
+def test_variable_first_assigned_in_a_loop_op_keeps_its_last_value():
+    np.testing.assert_allclose(jit(last_square)(V), last_square(V))
+    np.testing.assert_allclose(jit(last_square_n)(V, np.int64(7)), last_square_n(V, 7))
+    k = jit(last_square, signature="f64[n]")
+    np.testing.assert_allclose(k(V[:3]), last_square(V[:3]))
+    with pytest.raises(UnboundLocalError, match="cannot access local variable '[tk]'"):
+        k(V[:0])
+    with pytest.raises(UnboundLocalError, match="cannot access local variable 't'"):
+        jit(last_square_n)(V, np.int64(0))
+
+
+def test_variable_first_assigned_in_a_loop_op_and_unused_after_is_not_carried():
     def f(x):
+        acc = 0.0
         for i in range(x.shape[0]):
             t = x[i] * 2.0
-        return t
-    expect_error(f, CompileError, V, match="initialize it before the loop", line_of="return t")
+            acc = acc + t
+        return acc
+    (line,) = [ln for ln in jit(f).lower(V).ir.splitlines() if "= for(" in ln]
+    assert line.split("=")[0].count("%") == 2        # acc and x (an invariant): not t
+    np.testing.assert_allclose(jit(f)(V), f(V))
 
 
 def test_break_with_a_runtime_trip_count():
