@@ -10,7 +10,7 @@ function's pointers are ``noalias``, so LLVM's loop vectorizer can widen them.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Sequence
+from typing import Any, Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 from llvmlite import ir as ll
@@ -426,26 +426,34 @@ class Codegen:
         finally:
             self.b = saved
 
-    def lower_block(self, block: Block, args: Sequence[Buffer], outs: Sequence[Buffer]) -> None:
-        """Emit `block` reading its arguments from `args` and writing results to `outs`."""
-        sched = schedule(block)
+    def lower_block(self, block: Block, args: Sequence[Buffer], outs: Sequence[Buffer], *,
+                    assign: Mapping[Value, Buffer] | None = None, force: Collection[Value] = ()
+                    ) -> None:
+        """Emit `block` reading its arguments from `args` and writing results to `outs`.
+        `assign` gives chosen values their buffer (a carried array updated in place), `force`
+        materializes values fusion would compute inside their consumers (fusion.schedule)."""
+        sched = schedule(block, force)
         saved_sched, self.sched = self.sched, sched
         for a, buf in zip(block.args, args):
             self.buffers[a] = buf
         result_bufs: dict[Value, Buffer] = {}
         copies: list[tuple[Value, Buffer]] = []
         for r, buf in zip(block.results, outs):
-            if r in result_bufs or r in block.args:
+            if r in result_bufs or r in block.args or (assign is not None and r in assign
+                                                       and assign[r] is not buf):
                 copies.append((r, buf))
             else:
                 result_bufs[r] = buf
         for v in sched.materialized:
-            if v not in self.buffers or (v in result_bufs and v not in block.args):
+            if assign is not None and v in assign:
+                self.buffers[v] = assign[v]
+            elif v not in self.buffers or (v in result_bufs and v not in block.args):
                 self.buffers[v] = result_bufs.get(v) or self.allocate(v)
         for op in block.ops:
             self._lower_op(op, sched)
         for r, buf in copies:
-            self.copy(self.buffers[r], buf)
+            if self.buffers[r] is not buf:          # a loop invariant yielded into its own buffer
+                self.copy(self.buffers[r], buf)
         self.sched = saved_sched
 
     def _lower_op(self, op: Op, sched: Schedule) -> None:

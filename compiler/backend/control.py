@@ -1,16 +1,58 @@
 """Lowering of structured control flow: cond becomes a branch, while a loop.
 
 Region arguments and results live in buffers: a cond writes each branch's
-results into the op's result buffers; a while keeps the carried values in the
-result buffers, computes the body into temporaries and copies them back.
+results into the op's result buffers; a loop keeps the carried values in the
+op's result buffers, and `lower_carried_body` (shared by every loop) emits one
+iteration of the body. Each carried value is one of three cases:
+
+* **pass-through**: the body yields its own argument unchanged (a loop invariant:
+  regions are isolated, so a loop carries every array it reads). Nothing is
+  computed, copied or allocated for it.
+* **in place**: the body yields a chain of updates of its own argument,
+  ``x1 = dynamic_update_slice(x, row, i)``, ``x2 = scatter(x1, ...)``, ...
+  (``update_slice`` too: ``D[i, j] = ...``, ``x[i] = row``), and nothing reads a
+  value of the chain once the next update has overwritten it. Every value of the
+  chain then lives in the carried buffer and each update writes only its window:
+  the cost per iteration is the window, not the array.
+* **copied**: anything else is computed into a temporary and copied back after the
+  body (the carried buffers keep the old values while the body runs, so a body
+  may read every old value in any order, and two results may swap).
+
+The in-place condition, precisely. Write the chain ``x0 = x`` (the block
+argument), ``x_j = U_j(x_{j-1}, ...)`` for ``j = 1..m``, ``x_m`` the yielded value.
+The backend evaluates an op where fusion puts it: a materialized value (and an
+opaque or control op) at the op's place in the block; a fused value inside the
+loop nest of its group's root, i.e. at the root's place; a cheap value (a
+slice or index remap of a buffer) wherever each of its consumers is evaluated.
+Update ``U_j`` may write into ``x_{j-1}``'s buffer when every read of
+``x_{j-1}`` other than ``U_j``'s own operand 0 is evaluated strictly before
+``U_j``:
+
+* a reader fused into ``U_j`` itself (the update value ``x[i - 1] + 1`` of
+  ``x[i] = x[i - 1] + 1``, a start index ``argmax(x)``) or into a later op reads
+  the buffer too late; when the reader op comes before ``U_j`` in the block it is
+  materialized instead (it then runs at its own place, into a temporary of its
+  own size: a row, an element), otherwise the value is copied;
+* ``x_{j-1}`` must not be yielded itself (the same old array in another carried
+  slot, or ``x`` passed through next to its update), nor read by an op after
+  ``U_j`` (``old = x[i]; x[i] = v; ... old ...`` with ``old`` used only after the
+  update is materialized before it; a read placed after the update is not);
+* the chain's last value may be yielded several times: one slot is updated in
+  place, the others are copies of it.
+
+The cond region of a ``while`` reads the carried buffers before the body starts,
+so it never sees a partial update.
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
 from compiler.backend.buffers import Buffer
+from compiler.backend.fusion import Schedule, schedule
 from compiler.ir import dims
-from compiler.ir.core import Op
+from compiler.ir.core import Block, Op, Value
+from compiler.ir.primitive import CONTROL, OPAQUE
 from compiler.ir.types import BOOL
 from compiler.primitives import ops
 from compiler.primitives.control import chunk_counts
@@ -85,7 +127,6 @@ def _lower_while(cg: Any, op: Op) -> None:
         cg.copy(cg.buffers[v], buf)
     b = cg.b
     flag = cg.allocate(cond_block.results[0])
-    temps = [cg.allocate(r) for r in op.results]
     header = cg.fn.append_basic_block("while.cond")
     body_bb = cg.fn.append_basic_block("while.body")
     exit_bb = cg.fn.append_basic_block("while.exit")
@@ -98,13 +139,164 @@ def _lower_while(cg: Any, op: Op) -> None:
     value = cg.load(flag, [cg.index(0)] * t.ndim)
     b.cbranch(cg.cast(value, t.dtype, BOOL), body_bb, exit_bb)
     b.position_at_end(body_bb)
-    cg._cache.append({})
-    cg.lower_block(body, carried, temps)
-    cg._cache.pop()
-    for tmp, buf in zip(temps, carried):
-        cg.copy(tmp, buf)
+    lower_carried_body(cg, body, carried)
     b.branch(header)
     b.position_at_end(exit_bb)
+
+
+# ---- loop bodies: carried values passed through, updated in place, or copied ----------------
+
+PASS, IN_PLACE, COPY = "pass", "in place", "copy"
+_UPDATES = (ops.dynamic_update_slice_p, ops.update_slice_p, ops.scatter_p)
+
+
+@dataclass
+class CarryPlan:
+    """How each carried value of a loop body is handled (module docstring)."""
+
+    modes: list[str]
+    chains: list[list[Value]]           # per carried value: x_1 .. x_m when updated in place
+    force: set[Value] = field(default_factory=set)   # readers materialized before an update
+
+
+def lower_carried_body(cg: Any, body: Block, carried: Sequence[Buffer],
+                       extra_args: Sequence[Buffer] = ()) -> CarryPlan:
+    """One iteration of a loop body ``(*extra, *carried) -> carried`` whose carried values
+    live in `carried` (the loop op's result buffers): afterwards they hold the body's
+    results. `extra_args` are buffers of the leading non-carried block arguments (a
+    counted loop's index). Returns the plan it followed."""
+    plan = plan_carries(body, len(extra_args))
+    outs: list[Buffer] = []
+    assign: dict[Value, Buffer] = {}
+    for k, (buf, mode) in enumerate(zip(carried, plan.modes)):
+        if mode == COPY:
+            outs.append(cg.allocate(body.results[k]))
+        else:
+            outs.append(buf)
+            assign.update((v, buf) for v in plan.chains[k])
+    cg._cache.append({})
+    cg.lower_block(body, [*extra_args, *carried], outs, assign=assign, force=plan.force)
+    cg._cache.pop()
+    for out, buf, mode in zip(outs, carried, plan.modes):
+        if mode == COPY:
+            cg.copy(out, buf)
+    return plan
+
+
+def plan_carries(body: Block, n_extra: int = 0) -> CarryPlan:
+    """Decide pass-through / in place / copy for each carried value of `body` (whose first
+    `n_extra` arguments are not carried), and which readers to materialize so that the
+    in-place updates are safe."""
+    args = body.args[n_extra:]
+    modes: list[str] = []
+    chains: list[list[Value]] = []
+    for k, (arg, res) in enumerate(zip(args, body.results)):
+        chain = _update_chain(arg, res)
+        modes.append(PASS if res is arg else IN_PLACE if chain else COPY)
+        chains.append(chain or [])
+    plan = CarryPlan(modes, chains)
+    if IN_PLACE not in modes:
+        return plan
+    users: dict[Value, list[tuple[Op, int]]] = {}
+    for op in body.ops:
+        for slot, v in enumerate(op.operands):
+            users.setdefault(v, []).append((op, slot))
+    place = {op: n for n, op in enumerate(body.ops)}
+    yielded: dict[Value, int] = {}
+    for r in body.results:
+        yielded[r] = yielded.get(r, 0) + 1
+    for _ in range(4):      # forcing a reader changes the schedule: check again
+        sched = schedule(body, plan.force)
+        evaluated = _Evaluation(sched, users, place, len(body.ops))
+        added = False
+        for k, mode in enumerate(plan.modes):
+            if mode != IN_PLACE:
+                continue
+            fix = _unsafe_reads(args[k], plan.chains[k], users, place, yielded, evaluated)
+            if fix is None:
+                plan.modes[k] = COPY
+            elif fix:
+                plan.force |= fix
+                added = True
+        if not added:
+            return plan
+    for k, mode in enumerate(plan.modes):     # still moving after a few rounds: give up
+        if mode == IN_PLACE:
+            plan.modes[k] = COPY
+    return plan
+
+
+def _update_chain(arg: Value, res: Value) -> list[Value] | None:
+    """x_1 .. x_m when `res` is a chain of update ops applied to `arg` (module docstring)."""
+    chain: list[Value] = []
+    v = res
+    while v is not arg:
+        op = v.op
+        if op is None or op.prim not in _UPDATES:
+            return None
+        chain.append(v)
+        v = op.operands[0]
+    return chain[::-1] or None
+
+
+class _Evaluation:
+    """Where (at which op's place in the block) the backend evaluates each op."""
+
+    def __init__(self, sched: Schedule, users: dict[Value, list[tuple[Op, int]]],
+                 place: dict[Op, int], end: int) -> None:
+        self.sched, self.users, self.place, self.end = sched, users, place, end
+        self._memo: dict[Op, frozenset[int]] = {}
+
+    def places(self, op: Op) -> frozenset[int]:
+        if op in self._memo:
+            return self._memo[op]
+        at: frozenset[int]
+        if op.prim.kind in (OPAQUE, CONTROL) or not op.results or self.sched.is_materialized(op.results[0]):
+            at = frozenset({self.place[op]})
+        else:
+            r = op.results[0]
+            root = self.sched.groups.get(r)
+            if root is None:                      # dead
+                at = frozenset()
+            elif root == "cheap":                 # evaluated wherever it is consumed
+                found: set[int] = set()
+                for user, _ in self.users.get(r, []):
+                    found |= self.places(user)
+                at = frozenset(found)
+            elif isinstance(root, Value):
+                assert root.op is not None
+                at = frozenset({self.place[root.op]})
+            else:                                 # fused into an opaque op's lowering
+                assert isinstance(root, Op)
+                at = frozenset({self.place[root]})
+        self._memo[op] = at
+        return at
+
+
+def _unsafe_reads(arg: Value, chain: list[Value], users: dict[Value, list[tuple[Op, int]]],
+                  place: dict[Op, int], yielded: dict[Value, int], evaluated: _Evaluation
+                  ) -> set[Value] | None:
+    """None when the chain cannot be updated in place; else the values to materialize so that
+    it can (empty: safe as scheduled)."""
+    fix: set[Value] = set()
+    prev = arg
+    for v in chain:
+        update = v.op
+        assert update is not None
+        at = place[update]
+        if prev in yielded:                       # the old value is a result too
+            return None
+        for reader, slot in users.get(prev, []):
+            if reader is update and slot == 0:
+                continue
+            if all(p < at for p in evaluated.places(reader)):
+                continue
+            if reader is update or place[reader] > at or reader.prim.kind in (OPAQUE, CONTROL) \
+                    or not reader.results:
+                return None                       # reads the old value at or after the update
+            fix.update(reader.results)
+        prev = v
+    return fix
 
 
 LOWERINGS = {ops.cond_p: _lower_cond, ops.while_p: _lower_while, ops.chunked_p: _lower_chunked}

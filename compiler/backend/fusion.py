@@ -34,6 +34,7 @@ Two limits keep a fusion group a size the compiler handles in linear time:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Collection
 
 from compiler.ir.core import Block, Op, Value
 from compiler.ir.primitive import CONTROL, ELEMENTWISE, INDEX, OPAQUE
@@ -85,10 +86,13 @@ def _reads_all(user: Op, v: Value) -> bool:
     return bool(got == have)
 
 
-def schedule(block: Block) -> Schedule:
-    """Choose the buffers of `block` (not of nested regions: they get their own)."""
+def schedule(block: Block, force: Collection[Value] = ()) -> Schedule:
+    """Choose the buffers of `block` (not of nested regions: they get their own). `force`:
+    values materialized whatever the rules say (a loop body's reads of a carried array
+    that is then updated in place must happen before the update: backend/control.py)."""
     sched = Schedule(block)
     mat = sched._set
+    mat.update(force)
     users: dict[Value, list[Op]] = {}
     for op in block.ops:
         for v in op.operands:
@@ -101,7 +105,7 @@ def schedule(block: Block) -> Schedule:
 
     for op in block.ops:      # forward: which values are cheap to recompute anywhere
         depth = 1 + max((cheap_depth.get(v, 0) for v in op.operands), default=0)
-        if depth > MAX_NESTING:
+        if depth > MAX_NESTING or any(r in mat for r in op.results):
             pass
         elif op.prim.kind == INDEX and not _has_loop(op) and all(v in cheap or v in block.args for v in op.operands):
             cheap.update(op.results)
