@@ -33,6 +33,11 @@ Update ``U_j`` may write into ``x_{j-1}``'s buffer when every read of
   the buffer too late; when the reader op comes before ``U_j`` in the block it is
   materialized instead (it then runs at its own place, into a temporary of its
   own size: a row, an element), otherwise the value is copied;
+* except a read of exactly the window ``U_j`` writes (the same start values and
+  sizes) that reaches ``U_j`` only as its update operand through fused
+  elementwise ops and reshapes, as in ``x[i] = x[i] * 0.5 + 1``: the update's
+  store loop reads each element right before writing it, so it needs no
+  temporary;
 * ``x_{j-1}`` must not be yielded itself (the same old array in another carried
   slot, or ``x`` passed through next to its update), nor read by an op after
   ``U_j`` (``old = x[i]; x[i] = v; ... old ...`` with ``old`` used only after the
@@ -52,7 +57,7 @@ from compiler.backend.buffers import Buffer
 from compiler.backend.fusion import Schedule, schedule
 from compiler.ir import dims
 from compiler.ir.core import Block, Op, Value
-from compiler.ir.primitive import CONTROL, OPAQUE
+from compiler.ir.primitive import CONTROL, ELEMENTWISE, OPAQUE
 from compiler.ir.types import BOOL
 from compiler.primitives import ops
 from compiler.primitives.control import chunk_counts
@@ -291,12 +296,53 @@ def _unsafe_reads(arg: Value, chain: list[Value], users: dict[Value, list[tuple[
                 continue
             if all(p < at for p in evaluated.places(reader)):
                 continue
+            if _own_window(reader, update, users, evaluated.sched, place):
+                continue
             if reader is update or place[reader] > at or reader.prim.kind in (OPAQUE, CONTROL) \
                     or not reader.results:
                 return None                       # reads the old value at or after the update
             fix.update(reader.results)
         prev = v
     return fix
+
+
+def _own_window(reader: Op, update: Op, users: dict[Value, list[tuple[Op, int]]],
+                sched: Schedule, place: dict[Op, int]) -> bool:
+    """Does `reader` read exactly the window `update` writes, and reach the update only as
+    its update operand through fused elementwise ops and reshapes (``x[i] = x[i] * 2``)?
+    Then the update's store loop reads each element just before writing it, at the same
+    place: in place is safe without a temporary for the window."""
+    if update.prim is ops.dynamic_update_slice_p:
+        same = (reader.prim is ops.dynamic_slice_p and reader.operands[1:] == update.operands[2:]
+                and tuple(reader.params["sizes"]) == tuple(update.operands[1].type.shape))
+    elif update.prim is ops.update_slice_p:
+        same = reader.prim is ops.slice_p and all(
+            tuple(reader.params[k]) == tuple(update.params[k])
+            for k in ("start_indices", "limit_indices", "strides"))
+    else:
+        same = False
+    if not same:
+        return False
+    at = place[update]
+    stack, seen = [reader.results[0]], set()
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for user, slot in users.get(v, []):
+            if user is update:
+                if slot != 1:
+                    return False
+            elif user.prim.kind in (OPAQUE, CONTROL) or not user.results \
+                    or sched.is_materialized(user.results[0]):
+                if place[user] > at:              # evaluated at its own place, after the update
+                    return False
+            elif user.prim.kind == ELEMENTWISE or user.prim is ops.reshape_p:
+                stack.extend(user.results)
+            else:
+                return False
+    return True
 
 
 LOWERINGS = {ops.cond_p: _lower_cond, ops.while_p: _lower_while, ops.chunked_p: _lower_chunked}

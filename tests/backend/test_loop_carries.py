@@ -30,6 +30,16 @@ def scale_rows(a, n):
     return a
 
 
+def reverse_rows(a, n):
+    """The row written is read reversed: each element reads another one of the window."""
+    a = a.copy()
+    i = n * 0
+    while i < n:
+        a[i] = a[i][::-1] * 2.0
+        i = i + 1
+    return a
+
+
 def power_iteration(m, v, n):
     """m is read every iteration and never written: a pass-through carried value."""
     i = n * 0
@@ -174,6 +184,7 @@ def _n(k):
 
 CASES = {
     "scale_rows": (scale_rows, lambda: (RNG.standard_normal((50, 33)), _n(50))),
+    "reverse_rows": (reverse_rows, lambda: (RNG.standard_normal((8, 9)), _n(8))),
     "power_iteration": (power_iteration, lambda: (RNG.standard_normal((40, 40)),
                                                   RNG.standard_normal(40), _n(25))),
     "prefix_rows": (prefix_rows, lambda: (RNG.standard_normal((30, 17)), _n(30))),
@@ -260,3 +271,10 @@ def test_unsafe_aliasing_is_copied():
     assert _mode_of_shape("reads_old_array_after_update", (20, 11)) == [COPY]
     assert sorted(_mode_of_shape("yielded_twice", (20, 7))) == sorted([IN_PLACE, COPY])
     assert _mode_of_shape("swap_and_update", (12, 5)) == [COPY, COPY]
+
+
+def test_reading_the_window_being_written_needs_no_temporary():
+    body, plan = _while_plans("scale_rows")[0]
+    assert not plan.force                      # a[i] = a[i] * 0.5 + 1.0: no row copy
+    body, plan = _while_plans("old_row_after_write")[0]
+    assert plan.force                          # the old row, used after the write, is kept
