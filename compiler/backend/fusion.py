@@ -89,7 +89,7 @@ def _reads_all(user: Op, v: Value) -> bool:
 def schedule(block: Block, force: Collection[Value] = ()) -> Schedule:
     """Choose the buffers of `block` (not of nested regions: they get their own). `force`:
     values materialized whatever the rules say (a loop body's reads of a carried array
-    that is then updated in place must happen before the update: backend/control.py)."""
+    that is then updated in place must happen before the update: backend/carries.py)."""
     sched = Schedule(block)
     mat = sched._set
     mat.update(force)

@@ -1,4 +1,4 @@
-"""Loop-carried values: passed through, updated in place, or copied (backend/control.py).
+"""Loop-carried values: passed through, updated in place, or copied (backend/carries.py).
 
 Every kernel is checked against the same Python function run by NumPy (the loops below are
 data-dependent ``while`` loops on 0-d arrays, which NumPy runs as ordinary Python loops).
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from compiler import jit
-from compiler.backend.control import COPY, IN_PLACE, PASS, plan_carries
+from compiler.backend.carries import COPY, IN_PLACE, PASS, plan_carries
 from compiler.ir.parser import parse
 from compiler.primitives import ops
 
