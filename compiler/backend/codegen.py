@@ -10,7 +10,7 @@ function's pointers are ``noalias``, so LLVM's loop vectorizer can widen them.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Sequence
+from typing import Any, Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 from llvmlite import ir as ll
@@ -260,17 +260,61 @@ class Codegen:
         """The element of `v` at `idx`: loaded if materialized, else computed here."""
         assert len(idx) == v.type.ndim, (v, len(idx))
         key = (v, tuple(id(i) for i in idx))
-        for scope in reversed(self._cache):
-            if key in scope:
-                return scope[key][0]
+        hit = self._cached(key)
+        if hit is not None:
+            return hit
         if v in self.buffers and v is not self._computing:
             result = self.load(self.buffers[v], idx)
+        elif self._fused_elementwise(v):
+            result = self._compute_elementwise(v, idx, key[1])
         else:
             result = self._compute(v, idx)
         self._cache[-1][key] = (result, tuple(idx))   # keeps idx alive: ids stay unique
         return result
 
     _computing: Value | None = None
+
+    def _cached(self, key: tuple[Value, tuple[int, ...]]) -> ll.Value | None:
+        for scope in reversed(self._cache):
+            if key in scope:
+                return scope[key][0]
+        return None
+
+    def _fused_elementwise(self, v: Value) -> bool:
+        """Is `v` an elementwise result computed on the spot (not loaded from a buffer)?"""
+        op = v.op
+        return (op is not None and op.prim.kind == ELEMENTWISE and op.prim.lower is not None
+                and (v not in self.buffers or v is self._computing))
+
+    def _compute_elementwise(self, v: Value, idx: Sequence[ll.Value], ids: tuple[int, ...]) -> ll.Value:
+        """`v` at `idx` with the elementwise expression below it evaluated in post-order from
+        an explicit stack, not by recursion: a chain of thousands of fused elementwise ops
+        (``x = x * a + b`` written out a thousand times) needs no Python stack depth. Each
+        operand is computed once per index (the read cache), so a DAG costs its size."""
+        assert v.op is not None
+        stack: list[Value] = [v]
+        while stack:
+            u = stack[-1]
+            op = u.op
+            assert op is not None
+            pending = [a for a in op.operands if a is not u and self._fused_elementwise(a)
+                       and self._cached((a, ids)) is None]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            if u is v:
+                break
+            if self._cached((u, ids)) is not None:    # pushed twice (a shared operand)
+                continue
+            lower = op.prim.lower
+            assert lower is not None
+            value = lower(self, op, [self.read(a, idx) for a in op.operands])
+            self._cache[-1][(u, ids)] = (value, tuple(idx))
+        op = v.op
+        lower = op.prim.lower
+        assert lower is not None
+        return lower(self, op, [self.read(a, idx) for a in op.operands])
 
     def _compute(self, v: Value, idx: Sequence[ll.Value]) -> ll.Value:
         op = v.op
@@ -382,21 +426,28 @@ class Codegen:
         finally:
             self.b = saved
 
-    def lower_block(self, block: Block, args: Sequence[Buffer], outs: Sequence[Buffer]) -> None:
-        """Emit `block` reading its arguments from `args` and writing results to `outs`."""
-        sched = schedule(block)
+    def lower_block(self, block: Block, args: Sequence[Buffer], outs: Sequence[Buffer], *,
+                    assign: Mapping[Value, Buffer] | None = None, force: Collection[Value] = ()
+                    ) -> None:
+        """Emit `block` reading its arguments from `args` and writing results to `outs`.
+        `assign` gives chosen values their buffer (a carried array updated in place), `force`
+        materializes values fusion would compute inside their consumers (fusion.schedule)."""
+        sched = schedule(block, force)
         saved_sched, self.sched = self.sched, sched
         for a, buf in zip(block.args, args):
             self.buffers[a] = buf
         result_bufs: dict[Value, Buffer] = {}
         copies: list[tuple[Value, Buffer]] = []
         for r, buf in zip(block.results, outs):
-            if r in result_bufs or r in block.args:
+            if r in result_bufs or r in block.args or (assign is not None and r in assign
+                                                       and assign[r] is not buf):
                 copies.append((r, buf))
             else:
                 result_bufs[r] = buf
         for v in sched.materialized:
-            if v not in self.buffers or (v in result_bufs and v not in block.args):
+            if assign is not None and v in assign:
+                self.buffers[v] = assign[v]
+            elif v not in self.buffers or (v in result_bufs and v not in block.args):
                 self.buffers[v] = result_bufs.get(v) or self.allocate(v)
         for op in block.ops:
             self._lower_op(op, sched)

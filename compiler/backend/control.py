@@ -1,8 +1,11 @@
 """Lowering of structured control flow: cond becomes a branch, while a loop.
 
 Region arguments and results live in buffers: a cond writes each branch's
-results into the op's result buffers; a while keeps the carried values in the
-result buffers, computes the body into temporaries and copies them back.
+results into the op's result buffers; a loop keeps the carried values in the
+op's result buffers, and `carries.lower_carried_body` (shared by every loop)
+emits one iteration of the body: loop invariants pass through, arrays the body
+updates a window at a time are updated in place, other values are computed into
+temporaries and copied back.
 """
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from typing import Any
 
 from compiler.backend.buffers import Buffer
 from compiler.backend.loops import lower_for
+from compiler.backend.carries import lower_carried_body
 from compiler.ir import dims
 from compiler.ir.core import Op
 from compiler.ir.types import BOOL
@@ -86,7 +90,6 @@ def _lower_while(cg: Any, op: Op) -> None:
         cg.copy(cg.buffers[v], buf)
     b = cg.b
     flag = cg.allocate(cond_block.results[0])
-    temps = [cg.allocate(r) for r in op.results]
     header = cg.fn.append_basic_block("while.cond")
     body_bb = cg.fn.append_basic_block("while.body")
     exit_bb = cg.fn.append_basic_block("while.exit")
@@ -99,11 +102,7 @@ def _lower_while(cg: Any, op: Op) -> None:
     value = cg.load(flag, [cg.index(0)] * t.ndim)
     b.cbranch(cg.cast(value, t.dtype, BOOL), body_bb, exit_bb)
     b.position_at_end(body_bb)
-    cg._cache.append({})
-    cg.lower_block(body, carried, temps)
-    cg._cache.pop()
-    for tmp, buf in zip(temps, carried):
-        cg.copy(tmp, buf)
+    lower_carried_body(cg, body, carried)
     b.branch(header)
     b.position_at_end(exit_bb)
 

@@ -17,14 +17,31 @@ A value is *materialized* (gets a buffer and its own loop nest) when
 Cheap values (constants, iota, and pure index remaps of materialized or cheap
 values, with casts) are never materialized: re-reading them costs a load.
 
+Two limits keep a fusion group a size the compiler handles in linear time:
+
+* at most ``MAX_GROUP_OPS`` ops per group: a longer chain (a thousand statements
+  ``x = x * a + b``) is cut into loops of that many ops, each writing a buffer the
+  next reads. LLVM's loop vectorizer takes time quadratic in the length of a loop
+  body (about 3 s for a body of 4,000 dependent flops), one extra store and load per
+  element every ``MAX_GROUP_OPS`` ops costs nothing measurable;
+* at most ``MAX_NESTING`` index ops (and cheap values) nested below one value: the code
+  generator computes an elementwise operand from an explicit stack, but an index op
+  reads its operand through its primitive's ``lower``, a Python call per level, so a
+  deeper chain (``x = x[::-1] * 2`` a thousand times) is materialized at this depth.
+
 >>> # exp(x) * 2 fuses into one loop; sum(x) feeding a broadcast is materialized
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Collection
 
 from compiler.ir.core import Block, Op, Value
 from compiler.ir.primitive import CONTROL, ELEMENTWISE, INDEX, OPAQUE
+
+MAX_GROUP_OPS = 128
+MAX_NESTING = 24
+
 
 @dataclass
 class Schedule:
@@ -69,10 +86,13 @@ def _reads_all(user: Op, v: Value) -> bool:
     return bool(got == have)
 
 
-def schedule(block: Block) -> Schedule:
-    """Choose the buffers of `block` (not of nested regions: they get their own)."""
+def schedule(block: Block, force: Collection[Value] = ()) -> Schedule:
+    """Choose the buffers of `block` (not of nested regions: they get their own). `force`:
+    values materialized whatever the rules say (a loop body's reads of a carried array
+    that is then updated in place must happen before the update: backend/carries.py)."""
     sched = Schedule(block)
     mat = sched._set
+    mat.update(force)
     users: dict[Value, list[Op]] = {}
     for op in block.ops:
         for v in op.operands:
@@ -80,12 +100,19 @@ def schedule(block: Block) -> Schedule:
     mat.update(block.args)
     mat.update(block.results)
     cheap: set[Value] = set()
+    # how many cheap ops nest below a cheap value (each is a Python call when it is read)
+    cheap_depth: dict[Value, int] = {}
 
     for op in block.ops:      # forward: which values are cheap to recompute anywhere
-        if op.prim.kind == INDEX and not _has_loop(op) and all(v in cheap or v in block.args for v in op.operands):
+        depth = 1 + max((cheap_depth.get(v, 0) for v in op.operands), default=0)
+        if depth > MAX_NESTING or any(r in mat for r in op.results):
+            pass
+        elif op.prim.kind == INDEX and not _has_loop(op) and all(v in cheap or v in block.args for v in op.operands):
             cheap.update(op.results)
         elif op.prim.cheap and all(v in cheap for v in op.operands):
             cheap.update(op.results)
+        if op.results and op.results[0] in cheap:
+            cheap_depth.update((r, depth) for r in op.results)
         if op.prim.kind in (OPAQUE, CONTROL):
             mat.update(op.results)
             if op.prim.kind == CONTROL:
@@ -96,11 +123,14 @@ def schedule(block: Block) -> Schedule:
     # of index remaps from the root; elementwise users read at the same index (and `read`
     # reuses the value), every index op makes a new access pattern
     access: dict[Value, frozenset] = {}
+    nesting: dict[Value, int] = {}      # index ops between a value and its group's root
+    size: dict[object, int] = {}        # ops in each group so far
     for op in reversed(block.ops):
         for r in op.results:
             if r in mat:
                 group[r] = r
                 access[r] = frozenset({("root", id(r))})
+                nesting[r], size[r] = 0, 1
                 continue
             if r not in users:          # dead, unless a block result (handled above)
                 group[r] = None
@@ -111,6 +141,7 @@ def schedule(block: Block) -> Schedule:
             consumers: set[object] = set()
             expanding = False
             patterns: set = set()
+            depth = 0
             for user in users[r]:
                 if user.prim.kind in (OPAQUE, CONTROL):
                     consumers.add(user)
@@ -119,19 +150,28 @@ def schedule(block: Block) -> Schedule:
                     consumers.add(group.get(user.results[0]))
                     seen = access.get(user.results[0], frozenset())
                     patterns |= seen if user.prim.kind == ELEMENTWISE else {(id(user), p) for p in seen}
+                    depth = max(depth, nesting.get(user.results[0], 0) + (user.prim.kind != ELEMENTWISE))
                 expanding = expanding or _expanding(user, r)
+            # a group at its size limit, or an index chain at its depth limit, starts a new group
+            too_big = (len(consumers) == 1 and size.get(next(iter(consumers)), 0) >= MAX_GROUP_OPS) \
+                or depth > MAX_NESTING
             # read at several different indices per element: computing it inline would repeat
             # its whole expression per access (exponential in chains such as repeated stencils)
             repeated = len(patterns) > 1
             whole = (op.prim.own_loop is not None and op.prim.own_loop(op)
                      and all(_reads_all(user, r) for user in users[r]))
-            if expanding or repeated or whole or len(consumers) != 1 or None in consumers or "cheap" in consumers:
+            if expanding or repeated or whole or too_big or len(consumers) != 1 or None in consumers \
+                    or "cheap" in consumers:
                 mat.add(r)
                 group[r] = r
                 access[r] = frozenset({("root", id(r))})
+                nesting[r], size[r] = 0, 1
             else:
-                group[r] = consumers.pop()
+                group[r] = root = consumers.pop()
                 access[r] = frozenset(patterns)
+                nesting[r] = depth
+                if r is op.results[0]:
+                    size[root] = size.get(root, 0) + 1
     # operands of non-streaming opaque ops must be materialized unless cheap
     for op in block.ops:
         if op.prim.kind == OPAQUE and not op.prim.streams_operands:

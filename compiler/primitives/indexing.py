@@ -119,6 +119,10 @@ dynamic_slice = define(
 
 
 def _copy_into(cg: Any, out: Any, x: Any) -> None:
+    """The unchanged part of an update: nothing to do when the update is done in place
+    (x lives in the output buffer: a loop's carried array, backend/carries.py)."""
+    if cg.buffers.get(x) is out:
+        return
     with cg.loop_nest(x.shape) as idx:
         cg.store(out, idx, cg.read(x, idx))
 

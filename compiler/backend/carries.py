@@ -1,0 +1,253 @@
+"""Loop-carried values: one iteration of a loop body, shared by every loop lowering.
+
+A loop (``while`` in control.py, a counted loop alike) keeps its carried values in
+the op's result buffers; `lower_carried_body` emits one iteration of the body so
+that afterwards they hold the body's results. Each carried value is one of three
+cases:
+
+* **pass-through**: the body yields its own argument unchanged (a loop invariant:
+  regions are isolated, so a loop carries every array it reads). Nothing is
+  computed, copied or allocated for it.
+* **in place**: the body yields a chain of updates of its own argument,
+  ``x1 = dynamic_update_slice(x, row, i)``, ``x2 = scatter(x1, ...)``, ...
+  (``update_slice`` too: ``D[i, j] = ...``, ``x[i] = row``), and nothing reads a
+  value of the chain once the next update has overwritten it. Every value of the
+  chain then lives in the carried buffer and each update writes only its window:
+  the cost per iteration is the window, not the array.
+* **copied**: anything else is computed into a temporary and copied back after the
+  body (the carried buffers keep the old values while the body runs, so a body
+  may read every old value in any order, and two results may swap).
+
+The in-place condition, precisely. Write the chain ``x0 = x`` (the block
+argument), ``x_j = U_j(x_{j-1}, ...)`` for ``j = 1..m``, ``x_m`` the yielded value.
+The backend evaluates an op where fusion puts it: a materialized value (and an
+opaque or control op) at the op's place in the block; a fused value inside the
+loop nest of its group's root, i.e. at the root's place; a cheap value (a
+slice or index remap of a buffer) wherever each of its consumers is evaluated.
+Update ``U_j`` may write into ``x_{j-1}``'s buffer when every read of
+``x_{j-1}`` other than ``U_j``'s own operand 0 is evaluated strictly before
+``U_j``:
+
+* a reader fused into ``U_j`` itself (the update value ``x[i - 1] + 1`` of
+  ``x[i] = x[i - 1] + 1``, a start index ``argmax(x)``) or into a later op reads
+  the buffer too late; when the reader op comes before ``U_j`` in the block it is
+  materialized instead (it then runs at its own place, into a temporary of its
+  own size: a row, an element), otherwise the value is copied;
+* except a read of exactly the window ``U_j`` writes (the same start values and
+  sizes) that reaches ``U_j`` only as its update operand through fused
+  elementwise ops and reshapes, as in ``x[i] = x[i] * 0.5 + 1``: the update's
+  store loop reads each element right before writing it, so it needs no
+  temporary;
+* ``x_{j-1}`` must not be yielded itself (the same old array in another carried
+  slot, or ``x`` passed through next to its update), nor read by an op after
+  ``U_j`` (``old = x[i]; x[i] = v; ... old ...`` with ``old`` used only after the
+  update is materialized before it; a read placed after the update is not);
+* the chain's last value may be yielded several times: one slot is updated in
+  place, the others are copies of it.
+
+The cond region of a ``while`` reads the carried buffers before the body starts,
+so it never sees a partial update.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from compiler.backend.buffers import Buffer
+from compiler.backend.fusion import Schedule, schedule
+from compiler.ir.core import Block, Op, Value
+from compiler.ir.primitive import CONTROL, ELEMENTWISE, OPAQUE
+from compiler.primitives import ops
+
+PASS, IN_PLACE, COPY = "pass", "in place", "copy"
+_UPDATES = (ops.dynamic_update_slice_p, ops.update_slice_p, ops.scatter_p)
+
+
+@dataclass
+class CarryPlan:
+    """How each carried value of a loop body is handled (module docstring)."""
+
+    modes: list[str]
+    chains: list[list[Value]]           # per carried value: x_1 .. x_m when updated in place
+    force: set[Value] = field(default_factory=set)   # readers materialized before an update
+
+
+def lower_carried_body(cg: Any, body: Block, carried: Sequence[Buffer],
+                       extra_args: Sequence[Buffer] = ()) -> CarryPlan:
+    """One iteration of a loop body ``(*extra, *carried) -> carried`` whose carried values
+    live in `carried` (the loop op's result buffers): afterwards they hold the body's
+    results. `extra_args` are buffers of the leading non-carried block arguments (a
+    counted loop's index). Returns the plan it followed."""
+    plan = plan_carries(body, len(extra_args))
+    outs: list[Buffer] = []
+    assign: dict[Value, Buffer] = {}
+    for k, (buf, mode) in enumerate(zip(carried, plan.modes)):
+        if mode == COPY:
+            outs.append(cg.allocate(body.results[k]))
+        else:
+            outs.append(buf)
+            assign.update((v, buf) for v in plan.chains[k])
+    cg._cache.append({})
+    cg.lower_block(body, [*extra_args, *carried], outs, assign=assign, force=plan.force)
+    cg._cache.pop()
+    for out, buf, mode in zip(outs, carried, plan.modes):
+        if mode == COPY:
+            cg.copy(out, buf)
+    return plan
+
+
+def plan_carries(body: Block, n_extra: int = 0) -> CarryPlan:
+    """Decide pass-through / in place / copy for each carried value of `body` (whose first
+    `n_extra` arguments are not carried), and which readers to materialize so that the
+    in-place updates are safe."""
+    args = body.args[n_extra:]
+    modes: list[str] = []
+    chains: list[list[Value]] = []
+    for k, (arg, res) in enumerate(zip(args, body.results)):
+        chain = _update_chain(arg, res)
+        modes.append(PASS if res is arg else IN_PLACE if chain else COPY)
+        chains.append(chain or [])
+    plan = CarryPlan(modes, chains)
+    if IN_PLACE not in modes:
+        return plan
+    users: dict[Value, list[tuple[Op, int]]] = {}
+    for op in body.ops:
+        for slot, v in enumerate(op.operands):
+            users.setdefault(v, []).append((op, slot))
+    place = {op: n for n, op in enumerate(body.ops)}
+    yielded: dict[Value, int] = {}
+    for r in body.results:
+        yielded[r] = yielded.get(r, 0) + 1
+    for _ in range(4):      # forcing a reader changes the schedule: check again
+        sched = schedule(body, plan.force)
+        evaluated = _Evaluation(sched, users, place, len(body.ops))
+        added = False
+        for k, mode in enumerate(plan.modes):
+            if mode != IN_PLACE:
+                continue
+            fix = _unsafe_reads(args[k], plan.chains[k], users, place, yielded, evaluated)
+            if fix is None:
+                plan.modes[k] = COPY
+            elif fix:
+                plan.force |= fix
+                added = True
+        if not added:
+            return plan
+    for k, mode in enumerate(plan.modes):     # still moving after a few rounds: give up
+        if mode == IN_PLACE:
+            plan.modes[k] = COPY
+    return plan
+
+
+def _update_chain(arg: Value, res: Value) -> list[Value] | None:
+    """x_1 .. x_m when `res` is a chain of update ops applied to `arg` (module docstring)."""
+    chain: list[Value] = []
+    v = res
+    while v is not arg:
+        op = v.op
+        if op is None or op.prim not in _UPDATES:
+            return None
+        chain.append(v)
+        v = op.operands[0]
+    return chain[::-1] or None
+
+
+class _Evaluation:
+    """Where (at which op's place in the block) the backend evaluates each op."""
+
+    def __init__(self, sched: Schedule, users: dict[Value, list[tuple[Op, int]]],
+                 place: dict[Op, int], end: int) -> None:
+        self.sched, self.users, self.place, self.end = sched, users, place, end
+        self._memo: dict[Op, frozenset[int]] = {}
+
+    def places(self, op: Op) -> frozenset[int]:
+        if op in self._memo:
+            return self._memo[op]
+        at: frozenset[int]
+        if op.prim.kind in (OPAQUE, CONTROL) or not op.results or self.sched.is_materialized(op.results[0]):
+            at = frozenset({self.place[op]})
+        else:
+            r = op.results[0]
+            root = self.sched.groups.get(r)
+            if root is None:                      # dead
+                at = frozenset()
+            elif root == "cheap":                 # evaluated wherever it is consumed
+                found: set[int] = set()
+                for user, _ in self.users.get(r, []):
+                    found |= self.places(user)
+                at = frozenset(found)
+            elif isinstance(root, Value):
+                assert root.op is not None
+                at = frozenset({self.place[root.op]})
+            else:                                 # fused into an opaque op's lowering
+                assert isinstance(root, Op)
+                at = frozenset({self.place[root]})
+        self._memo[op] = at
+        return at
+
+
+def _unsafe_reads(arg: Value, chain: list[Value], users: dict[Value, list[tuple[Op, int]]],
+                  place: dict[Op, int], yielded: dict[Value, int], evaluated: _Evaluation
+                  ) -> set[Value] | None:
+    """None when the chain cannot be updated in place; else the values to materialize so that
+    it can (empty: safe as scheduled)."""
+    fix: set[Value] = set()
+    prev = arg
+    for v in chain:
+        update = v.op
+        assert update is not None
+        at = place[update]
+        if prev in yielded:                       # the old value is a result too
+            return None
+        for reader, slot in users.get(prev, []):
+            if reader is update and slot == 0:
+                continue
+            if all(p < at for p in evaluated.places(reader)):
+                continue
+            if _own_window(reader, update, users, evaluated.sched, place):
+                continue
+            if reader is update or place[reader] > at or reader.prim.kind in (OPAQUE, CONTROL) \
+                    or not reader.results:
+                return None                       # reads the old value at or after the update
+            fix.update(reader.results)
+        prev = v
+    return fix
+
+
+def _own_window(reader: Op, update: Op, users: dict[Value, list[tuple[Op, int]]],
+                sched: Schedule, place: dict[Op, int]) -> bool:
+    """Does `reader` read exactly the window `update` writes, and reach the update only as
+    its update operand through fused elementwise ops and reshapes (``x[i] = x[i] * 2``)?
+    Then the update's store loop reads each element just before writing it, at the same
+    place: in place is safe without a temporary for the window."""
+    if update.prim is ops.dynamic_update_slice_p:
+        same = (reader.prim is ops.dynamic_slice_p and reader.operands[1:] == update.operands[2:]
+                and tuple(reader.params["sizes"]) == tuple(update.operands[1].type.shape))
+    elif update.prim is ops.update_slice_p:
+        same = reader.prim is ops.slice_p and all(
+            tuple(reader.params[k]) == tuple(update.params[k])
+            for k in ("start_indices", "limit_indices", "strides"))
+    else:
+        same = False
+    if not same:
+        return False
+    at = place[update]
+    stack, seen = [reader.results[0]], set()
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for user, slot in users.get(v, []):
+            if user is update:
+                if slot != 1:
+                    return False
+            elif user.prim.kind in (OPAQUE, CONTROL) or not user.results \
+                    or sched.is_materialized(user.results[0]):
+                if place[user] > at:              # evaluated at its own place, after the update
+                    return False
+            elif user.prim.kind == ELEMENTWISE or user.prim is ops.reshape_p:
+                stack.extend(user.results)
+            else:
+                return False
+    return True
