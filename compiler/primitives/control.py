@@ -270,16 +270,45 @@ def expand_lanes(b: Any, op: Any) -> list[Any] | None:
     return out
 
 
+#: batch elements per window of a masked while (see _vmap_while_masked)
+WHILE_CHUNK = 32
+
+
 def _vmap_while_masked(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any,
                        carried: list[Any]) -> tuple:
-    """Run while any element's predicate holds; finished elements keep their values."""
-    cond_block, body = op.regions
-    through = [res is arg for arg, res in zip(body.args, body.results)]
+    """Run while any element's predicate holds; finished elements keep their values.
+
+    A batch larger than WHILE_CHUNK runs in windows of WHILE_CHUNK elements (a ``chunked``
+    op), each window looping until its own elements are done: the lockstep then wastes only
+    the steps between a window's slowest element and the others, and a window's carried
+    values stay in the L1 cache across its steps (Newton's sqrt on 1e5 elements with 2 to
+    14 steps: 8x faster than one loop over the whole batch; benchmarks/control_bench.py)."""
+    through = [res is arg for arg, res in zip(op.regions[1].args, op.regions[1].results)]
     carried = [c if t else 0 for c, t in zip(carried, through)]
+    init = [a if c is None else batched_at(b, a, d, 0, size) for a, d, c in zip(args, bdims, carried)]
+    changed = [i for i, t in enumerate(through) if not t]
+    if (isinstance(size, int) and size <= WHILE_CHUNK) or not changed:
+        outs = inline_block(b, _masked_while(op, carried, through, size), init)
+    else:
+        _, tail = chunk_counts(size, WHILE_CHUNK)
+        regions = [_masked_while(op, carried, through, n) for n in (WHILE_CHUNK, tail)]
+        params = {"size": size, "chunk": WHILE_CHUNK, "batched": tuple(c is not None for c in carried),
+                  "kind": op.params.get("kind", "")}
+        outs = list(b.emit(ops.chunked_p, init, params, regions))
+    results = list(init)             # a value the body passes through is its initial value
+    for i, out in zip(changed, outs):
+        results[i] = out
+    return results, carried
+
+
+def _masked_while(op: Any, carried: list[Any], through: list[bool], size: Any) -> Any:
+    """A block (operands batched at 0 where `carried` says) running the masked loop on
+    `size` elements; it yields the carried values the body changes."""
+    cond_block, body = op.regions
     vcond, (pred_bdim,) = drivers().vmap_block(cond_block, carried, size)
     vbody, _ = drivers().vmap_block(body, carried, size, carried)
     types = [a.type for a in vbody.args]
-    new_cond, new_body = new_block(types), new_block(types)
+    new_cond, new_body, outer = new_block(types), new_block(types), new_block(types)
     cb = Builder(new_cond, op.loc)
     (p,) = inline_block(cb, vcond, new_cond.args)
     new_cond.results = [ops.reduce(ops.reduce_or_p, cb, _lane_mask(cb, p, pred_bdim, size), (0,))]
@@ -290,8 +319,9 @@ def _vmap_while_masked(b: Any, op: Any, args: list[Any], bdims: list[Any], size:
     new_body.results = [
         old if t else ops.select(bb, ops.broadcast_in_dim(bb, running, new.type.shape, (0,)), new, old)
         for old, new, t in zip(new_body.args, stepped, through)]
-    init = [a if c is None else batched_at(b, a, d, 0, size) for a, d, c in zip(args, bdims, carried)]
-    return list(b.emit(op.prim, init, op.params, [new_cond, new_body])), carried
+    results = Builder(outer, op.loc).emit(op.prim, outer.args, op.params, [new_cond, new_body])
+    outer.results = [r for r, t in zip(results, through) if not t]
+    return outer
 
 
 # ---- chunked map: vmap(..., chunk_size=k) -------------------------------------------------
@@ -399,13 +429,17 @@ def _vjp_while(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[A
     body = op.regions[1]
     through = [res is arg for arg, res in zip(body.args, body.results)]
     if any(c is not None and not t for c, t in zip(cts, through)):
-        loop = "compiler.while_loop" if op.params.get("kind") == "while_loop" else "`while` loop"
-        raise DataDependentControlFlowError(
-            f"reverse-mode differentiation through a {loop} whose trip count depends on data",
-            op.loc, "run a number of steps known before the loop starts with compiler.fori_loop or "
-                    "compiler.scan (or a static loop, for i in range(n)), or use forward mode "
-                    "(jvp, jacfwd)")
+        _reject_reverse_while(op)
     return [c if t else None for c, t in zip(cts, through)]
+
+
+def _reject_reverse_while(op: Any) -> None:
+    loop = "compiler.while_loop" if op.params.get("kind") == "while_loop" else "`while` loop"
+    raise DataDependentControlFlowError(
+        f"reverse-mode differentiation through a {loop} whose trip count depends on data",
+        op.loc, "run a number of steps known before the loop starts with compiler.fori_loop or "
+                "compiler.scan (or a static loop, for i in range(n)), or use forward mode "
+                "(jvp, jacfwd)")
 
 
 def _vjp_cond(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
@@ -428,6 +462,8 @@ def _jvp_chunked(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> tu
 
 
 def _vjp_chunked(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    if op.params.get("kind") == "while_loop":       # the windows of a masked while (vmap)
+        _reject_reverse_while(op)
     raise UnsupportedError("reverse-mode differentiation of vmap(..., chunk_size=...) is not supported",
                            op.loc, "differentiate the function and vmap the result with chunk_size "
                                    "(e.g. jacrev(f, chunk_size=...)), or drop chunk_size")

@@ -234,6 +234,28 @@ def test_vmap_while_loop_nested_and_with_unbatched_carry():
     close(vmap(scaled, in_dims=(0, None))(np.array([3.0, 10.0, 0.5]), 2.0), [4.0, 16.0, 1.0])
 
 
+def test_vmap_while_loop_in_windows_of_the_batch():
+    # more elements than one window of the masked loop, with a partial last window; the
+    # slowest elements sit in different windows
+    a = 10.0 ** np.linspace(-6.0, 6.0, 75)
+    want = [newton_python(v) for v in a]
+    y, k = newton_batched(a)
+    np.testing.assert_array_equal(k, [n for _, n in want])
+    np.testing.assert_array_equal(y, [v for v, _ in want])
+    close(internal.stage_batched(newton_batched, (a,)), (y, k))
+    symbolic = jit(lambda a: newton_batched(a), signature="f64[n]")
+    np.testing.assert_array_equal(symbolic(a)[1], k)
+    np.testing.assert_array_equal(symbolic(a[:7])[1], k[:7])
+    Y, K = vmap(newton_batched)(np.stack([a, a[::-1]]))
+    np.testing.assert_array_equal(K, np.stack([k, k[::-1]]))
+    root = vmap(lambda a: newton_sqrt(a)[0])
+    _, t = jvp(root, (a,), (np.ones_like(a),))
+    close(t, np.where(k == 0, 1.0, 0.5 / np.sqrt(a)), rtol=1e-9)    # a = 1 runs no step: y = a
+    with pytest.raises(DataDependentControlFlowError) as info:
+        grad(lambda a: root(a).sum())(a)
+    assert_at(info.value, newton_sqrt, "compiler.while_loop(")
+
+
 def test_python_if_and_while_on_batched_values_stay_errors():
     def f(x):
         if x > 0:  # MARK-if
