@@ -156,7 +156,9 @@ while_ = define(
 # computes the body for every element and keeps the old carried values of the elements that
 # are done (a select), so finished elements stay fixed.
 
-EXPLICIT = frozenset({"cond", "switch", "while_loop"})
+#: the kinds of cond and while ops that batch per element: the explicit functions, and the
+#: while a counted loop (kind "for") becomes when its bounds are batched
+EXPLICIT = frozenset({"cond", "switch", "while_loop", "for"})
 
 
 def _check_lanes(pred: TensorType, args: Sequence[TensorType], regions: tuple[Any, ...], k: int) -> None:
@@ -434,7 +436,7 @@ def _vjp_while(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[A
 
 
 def _reject_reverse_while(op: Any) -> None:
-    loop = "compiler.while_loop" if op.params.get("kind") == "while_loop" else "`while` loop"
+    loop = {"while_loop": "compiler.while_loop", "for": "loop"}.get(op.params.get("kind", ""), "`while` loop")
     raise DataDependentControlFlowError(
         f"reverse-mode differentiation through a {loop} whose trip count depends on data",
         op.loc, "run a number of steps known before the loop starts with compiler.fori_loop or "
@@ -462,7 +464,7 @@ def _jvp_chunked(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> tu
 
 
 def _vjp_chunked(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
-    if op.params.get("kind") == "while_loop":       # the windows of a masked while (vmap)
+    if "kind" in op.params:                 # the windows of a masked while (vmap)
         _reject_reverse_while(op)
     raise UnsupportedError("reverse-mode differentiation of vmap(..., chunk_size=...) is not supported",
                            op.loc, "differentiate the function and vmap the result with chunk_size "
