@@ -27,15 +27,32 @@ from typing import Any
 import numpy as np
 
 import compiler.primitives as P
-from compiler.errors import CompileError
+from compiler.errors import CompileError, SideEffectError
 from compiler.frontend import arrays as A
 from compiler.frontend import pytrees
-from compiler.frontend.control import (LeafType, _initial_types, _is_leaf, _widen, close_over, leaf_labels,
-                                       materialize, merge, run_region)
+from compiler.frontend.control import (LeafType, _initial_types, _is_leaf, _name_of, _widen, close_over,
+                                       leaf_labels, materialize, merge, run_region)
 from compiler.frontend.values import Closure, Reject, Staged
 from compiler.ir.core import Block, Value
 from compiler.ir.types import BOOL, I64
 from compiler.primitives import ops
+
+
+def _pure(st: Any, fn: Any, args: list[Any], what: str) -> Any:
+    """``fn(*args)`` staged, refusing writes into arrays that live outside it (the values
+    of a region cannot escape it; the functions are pure, as in JAX)."""
+    objs = st.reachable_staged()
+    before = [o.value for o in objs]
+    out = st.call(fn, args, {})
+    for o, v in zip(objs, before):
+        if o.value is not v:
+            name = _name_of(st, o)
+            for o2, v2 in zip(objs, before):
+                o2.value = v2
+            raise Reject(SideEffectError, f"{what} writes into the array '{name}' defined outside it",
+                         "return the new value from the function instead: the functions given to "
+                         "compiler.cond, switch and while_loop must be pure")
+    return out
 
 
 def _check_callable(fn: Any, what: str) -> None:
@@ -80,7 +97,8 @@ def stage_cond(st: Any, pred: Any, true_fn: Any, false_fn: Any, *operands: Any) 
         chosen = true_fn if _static_predicate(pred, "compiler.cond: pred") else false_fn
         return st.call(chosen, args, {})
     pv = _predicate(st, pred, "compiler.cond: pred")
-    return _two_branches(st, pv, (lambda: st.call(true_fn, args, {}), lambda: st.call(false_fn, args, {})),
+    return _two_branches(st, pv, (lambda: _pure(st, true_fn, args, "compiler.cond: true_fn"),
+                                  lambda: _pure(st, false_fn, args, "compiler.cond: false_fn")),
                          ("true_fn", "false_fn"), "cond")
 
 
@@ -107,10 +125,10 @@ def stage_switch(st: Any, index: Any, branches: Any, *operands: Any) -> Any:
 
 def _switch_from(st: Any, idx: Value, branches: list[Any], i: int, args: list[Any]) -> Any:
     if i == len(branches) - 1:
-        return st.call(branches[i], args, {})
+        return _pure(st, branches[i], args, f"compiler.switch: branches[{i}]")
     pred = ops.eq(st.b, idx, ops.scalar(st.b, i, I64))
     rest = f"branches[{i + 1}]" if i + 2 == len(branches) else f"branches[{i + 1}:]"
-    return _two_branches(st, pred, (lambda: st.call(branches[i], args, {}),
+    return _two_branches(st, pred, (lambda: _pure(st, branches[i], args, f"compiler.switch: branches[{i}]"),
                                      lambda: _switch_from(st, idx, branches, i + 1, args)),
                          (f"branches[{i}]", rest), "switch")
 
@@ -129,7 +147,7 @@ def _enter(block: Block, treedef: Any, leaves: list[Any], types: list[LeafType |
 
 
 def _body_leaves(st: Any, body_fn: Any, carry: Any, treedef: Any) -> list[Any]:
-    out = st.call(body_fn, [carry], {})
+    out = _pure(st, body_fn, [carry], "compiler.while_loop: body_fn")
     leaves, out_td = pytrees.flatten(out, is_leaf=_is_leaf)
     if out_td != treedef:
         raise Reject(CompileError, "compiler.while_loop: body_fn must return a value of the structure "
@@ -156,7 +174,7 @@ def stage_while_loop(st: Any, cond_fn: Any, body_fn: Any, init: Any) -> Any:
         raise Reject(CompileError, "compiler.while_loop: the types of the carried values do not settle")
     cond_block, body_block = Block(), Block()
     with st.b.inside(cond_block), st.region():
-        test = st.call(cond_fn, [_enter(cond_block, treedef, leaves, types)], {})
+        test = _pure(st, cond_fn, [_enter(cond_block, treedef, leaves, types)], "compiler.while_loop: cond_fn")
         if isinstance(test, Staged):
             cond_block.results = [_predicate(st, test, "compiler.while_loop: cond_fn's result")]
         else:

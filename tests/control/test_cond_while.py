@@ -14,7 +14,7 @@ import pytest
 
 import compiler
 from compiler import grad, jacfwd, jit, jvp, vmap
-from compiler.errors import CompileError, DataDependentControlFlowError
+from compiler.errors import CompileError, DataDependentControlFlowError, SideEffectError
 from tests import fd
 from tests.ops import internal
 
@@ -423,3 +423,25 @@ def test_while_loop_carry_mismatch():
     with pytest.raises(CompileError, match="must be a scalar") as info:
         jit(predicate)(np.ones(3))
     assert_at(info.value, predicate, "MARK")
+
+
+def test_functions_must_not_write_outer_arrays():
+    def branch_writes(x):
+        y = np.zeros(3)
+
+        def t(v):
+            y[0] = v
+            return v
+        return compiler.cond(x > 0, t, lambda v: v, x), y  # MARK
+
+    def body_writes(x):
+        y = np.zeros(3)
+
+        def body(c):
+            y[0] = c
+            return c + 1.0
+        return compiler.while_loop(lambda c: c < x, body, 0.0), y  # MARK
+    for fn, what in ((branch_writes, "true_fn"), (body_writes, "body_fn")):
+        with pytest.raises(SideEffectError, match=f"{what} writes into the array 'y'") as info:
+            jit(fn)(np.float64(2.0))
+        assert_at(info.value, fn, "MARK")
