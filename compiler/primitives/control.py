@@ -265,11 +265,14 @@ def expand_lanes(b: Any, op: Any) -> list[Any] | None:
             skip.results = [ops.full(b, 0, r.type) for r in region.results]
         params = {key: v for key, v in op.params.items() if key != "select"}
         branches.append(list(b.emit(op.prim, [some, *args], params, [region, skip])))
-    out = []
-    for t, f in zip(*branches):
-        m = ops.broadcast_in_dim(b, pred, t.type.shape, tuple(range(k)))
-        out.append(ops.select(b, m, t, f))
-    return out
+    return [ops.select(b, _spread(b, pred, t.type.shape), t, f) for t, f in zip(*branches)]
+
+
+def _spread(b: Any, mask: Any, shape: Any) -> Any:
+    """A mask over the leading axes broadcast to `shape`."""
+    if tuple(mask.type.shape) == tuple(shape):
+        return mask
+    return ops.broadcast_in_dim(b, mask, shape, tuple(range(mask.type.ndim)))
 
 
 #: batch elements per window of a masked while (see _vmap_while_masked)
@@ -319,7 +322,7 @@ def _masked_while(op: Any, carried: list[Any], through: list[bool], size: Any) -
     running = _lane_mask(bb, p, pred_bdim, size)
     stepped = inline_block(bb, vbody, new_body.args)
     new_body.results = [
-        old if t else ops.select(bb, ops.broadcast_in_dim(bb, running, new.type.shape, (0,)), new, old)
+        old if t else ops.select(bb, _spread(bb, running, new.type.shape), new, old)
         for old, new, t in zip(new_body.args, stepped, through)]
     results = Builder(outer, op.loc).emit(op.prim, outer.args, op.params, [new_cond, new_body])
     outer.results = [r for r, t in zip(results, through) if not t]

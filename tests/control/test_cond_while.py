@@ -161,6 +161,14 @@ def test_vmap_cond_batched_predicate_relu():
     close(relu_batched(x), np.array([v if v > 0 else 0.0 * v for v in x]))
 
 
+def test_vmap_cond_of_elementwise_branches_is_the_where_loop():
+    def relu_where(x):
+        return np.where(x > 0, x, 0.0 * x)
+    x = np.ones(64)
+    body = [vmap(f).lower(x).ir_optimized.split("\n", 1)[1] for f in (relu, relu_where)]
+    assert body[0] == body[1], body
+
+
 def test_vmap_cond_per_element_cond_matches_interpreter():
     x = np.linspace(-3.0, 3.0, 13)
     close(internal.stage_batched(relu_batched, (x,)), relu_batched(x))
