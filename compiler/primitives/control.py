@@ -180,15 +180,19 @@ def has_checks(block: Any) -> bool:
     return any(op.prim is ops.check_p or any(has_checks(r) for r in op.regions) for op in block.ops)
 
 
-def guard_checks(block: Any, ok_when: bool) -> Any:
-    """`block` with one more argument, a bool[] `taken`: every check inside passes when
-    ``taken == ok_when`` (the element does not run this region). Nested cond and while ops
-    pass the flag on (as an operand, or a value the loop carries unchanged)."""
-    new = new_block([a.type for a in block.args] + [TensorType(BOOL, ())])
+def guard_checks(block: Any, ok_when: bool, lanes: tuple[Any, ...] = ()) -> Any:
+    """`block` with one more argument, a bool `taken` (of shape `lanes`, all elements equal):
+    every check inside passes when ``taken == ok_when`` (the element does not run this
+    region). Nested region ops pass the flag on: as an operand of a cond (spread over the
+    lanes of a per-element cond), an unbatched operand of a chunked op, a value a while
+    carries unchanged."""
+    new = new_block([a.type for a in block.args] + [TensorType(BOOL, lanes)])
     b = Builder(new)
     env: dict[Any, Any] = dict(zip(block.args, new.args))
     with b.at(block.ops[0].loc if block.ops else None):
         flag = new.args[-1]
+        if lanes:
+            flag = ops.reduce(ops.reduce_or_p, b, flag, tuple(range(len(lanes))))
         ok = flag if ok_when else ops.not_(b, flag)
     for op in block.ops:
         operands = [env[v] for v in op.operands]
@@ -198,12 +202,17 @@ def guard_checks(block: Any, ok_when: bool) -> Any:
                 passed = ops.or_(b, c, ops.broadcast_in_dim(b, ok, c.type.shape, ()))
                 b.emit(op.prim, [passed], op.params)
                 continue
-            if op.prim in (ops.cond_p, ops.while_p) and any(has_checks(r) for r in op.regions):
-                regions = [guard_checks(r, True) for r in op.regions]
+            if op.prim in (ops.cond_p, ops.while_p, ops.chunked_p) and any(has_checks(r) for r in op.regions):
+                params, passed_on, inner = dict(op.params), ok, ()
+                if op.params.get("select", 0):
+                    inner = tuple(op.operands[0].type.shape)
+                    passed_on = ops.broadcast_in_dim(b, ok, inner, ())
+                if op.prim is ops.chunked_p:
+                    params["batched"] = (*op.params["batched"], False)
+                regions = [guard_checks(r, True, inner) for r in op.regions]
                 if op.prim is ops.while_p:
-                    regions[0].results = regions[0].results[:1]
                     regions[1].results = [*regions[1].results, regions[1].args[-1]]
-                results = b.emit(op.prim, [*operands, ok], op.params, regions)[:len(op.results)]
+                results = b.emit(op.prim, [*operands, passed_on], params, regions)[:len(op.results)]
             else:
                 results = b.emit(op.prim, operands, op.params, op.regions)
         env.update(zip(op.results, results))

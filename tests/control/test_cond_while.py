@@ -299,6 +299,34 @@ def test_untaken_branch_checks_do_not_fire():
         jit(vmap(pick, in_dims=(0, None)), boundscheck=True)(np.array([0, -9]), x)
 
 
+GRID = np.arange(4.0)
+
+
+def _inner_pick(j, i):
+    return compiler.cond(j < GRID.shape[0], lambda j: GRID[j] + i, lambda j: -1.0, j)
+
+
+def _shifted(j, i):
+    return GRID[j] + i
+
+
+def test_untaken_branch_checks_inside_nested_vmaps_do_not_fire():
+    # the branch itself holds a vmap: a per-element cond, or the windows of chunk_size
+    def per_element(i, js):
+        return compiler.cond(i >= 0, lambda i: vmap(_inner_pick, in_dims=(0, None))(js, i),
+                             lambda i: 0.0 * js, i)
+
+    def chunked(i, js):
+        return compiler.cond(i >= 0, lambda i: vmap(_shifted, in_dims=(0, None), chunk_size=1)(js, i),
+                             lambda i: 0.0 * js, i)
+    i, js = np.array([0, -1, 2]), np.array([[0, 9], [7, 7], [3, 1]])
+    close(jit(vmap(per_element), boundscheck=True)(i, js), [[0.0, -1.0], [0.0, 0.0], [5.0, 3.0]])
+    k = jit(vmap(chunked), boundscheck=True)
+    close(k(i, np.array([[0, 1], [7, 7], [3, 1]])), [[0.0, 1.0], [0.0, 0.0], [5.0, 3.0]])
+    with pytest.raises(IndexError):
+        k(i, np.array([[0, 1], [7, 7], [3, 9]]))
+
+
 # ---- AD -----------------------------------------------------------------------------------------
 
 def smooth_piece(x, w):
