@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import compiler
-from compiler import grad, jacfwd, jit, jvp, vmap
+from compiler import grad, hessian, jacfwd, jit, jvp, vmap
 from compiler.errors import CompileError, DataDependentControlFlowError, SideEffectError
 from tests import fd
 from tests.ops import internal
@@ -393,6 +393,13 @@ def test_nan_in_untaken_branch_leaks_nowhere():
         close(vmap(vmap(grad(guarded_log)))(X), np.array([[guarded_log_derivative(v) for v in r] for r in X]))
         close(grad(lambda X: np.sum(vmap(vmap(guarded_log))(X)))(X),
               np.array([[guarded_log_derivative(v) for v in r] for r in X]))
+
+
+def test_second_derivatives_of_per_element_cond():
+    x = np.array([-2.0, -0.5, 0.5, 3.0])
+    want = np.array([-0.25 * np.log(v) / v ** 1.5 if v > 0 else -2.0 for v in x])
+    close(vmap(hessian(guarded_log))(x), want, rtol=1e-10)
+    close(np.diag(hessian(lambda x: np.sum(vmap(guarded_log)(x)))(x)), want, rtol=1e-10)
 
 
 def test_grad_of_vmap_cond_unbatched_operand_gets_summed_cotangent():
