@@ -152,9 +152,9 @@ while_ = define(
 # branch computes is never multiplied by a zero. Checks (bounds, empty reductions) inside the
 # branches are guarded by the predicate, so the untaken branch raises nothing either.
 #
-# A while whose predicate is batched runs while any element's predicate holds; each step
-# computes the body for every element and keeps the old carried values of the elements that
-# are done (a select), so finished elements stay fixed.
+# A while whose predicate is batched runs while any element's predicate holds (in windows of
+# WHILE_CHUNK elements); each step computes the body for every element and keeps the old
+# carried values of the elements that are done (a select), so finished elements stay fixed.
 
 #: the kinds of cond and while ops that batch per element: the explicit functions, and the
 #: while a counted loop (kind "for") becomes when its bounds are batched
@@ -163,9 +163,11 @@ EXPLICIT = frozenset({"cond", "switch", "while_loop", "for"})
 
 def _check_lanes(pred: TensorType, args: Sequence[TensorType], regions: tuple[Any, ...], k: int) -> None:
     lanes = tuple(pred.shape)
-    check(pred.dtype == BOOL and len(lanes) == k, f"cond: a per-element predicate must be bool with {k} dims, got {pred}")
+    check(pred.dtype == BOOL and len(lanes) == k,
+          f"cond: a per-element predicate must be bool with {k} dims, got {pred}")
     for t in list(args) + [r.type for r in regions[0].results]:
-        check(tuple(t.shape[:k]) == lanes, f"cond: per-element operands and results must lead with {lanes}, got {t}")
+        check(tuple(t.shape[:k]) == lanes,
+              f"cond: per-element operands and results must lead with {lanes}, got {t}")
 
 
 def _interpret_lanes(interp: Any, op: Any, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -202,7 +204,8 @@ def guard_checks(block: Any, ok_when: bool, lanes: tuple[Any, ...] = ()) -> Any:
                 passed = ops.or_(b, c, ops.broadcast_in_dim(b, ok, c.type.shape, ()))
                 b.emit(op.prim, [passed], op.params)
                 continue
-            if op.prim in (ops.cond_p, ops.while_p, ops.chunked_p) and any(has_checks(r) for r in op.regions):
+            nested = op.prim in (ops.cond_p, ops.while_p, ops.chunked_p)
+            if nested and any(has_checks(r) for r in op.regions):
                 params, passed_on, inner = dict(op.params), ok, ()
                 if op.params.get("select", 0):
                     inner = tuple(op.operands[0].type.shape)
@@ -296,7 +299,8 @@ def _vmap_while_masked(b: Any, op: Any, args: list[Any], bdims: list[Any], size:
     op), each window looping until its own elements are done: the lockstep then wastes only
     the steps between a window's slowest element and the others, and a window's carried
     values stay in the L1 cache across its steps (Newton's sqrt on 1e5 elements with 2 to
-    14 steps: 8x faster than one loop over the whole batch; benchmarks/control_bench.py)."""
+    14 steps: 3.5x faster than one loop over the whole batch, 5x with a heavy tail of slow
+    elements; benchmarks/control_bench.py)."""
     through = [res is arg for arg, res in zip(op.regions[1].args, op.regions[1].results)]
     carried = [c if t else 0 for c, t in zip(carried, through)]
     init = [a if c is None else batched_at(b, a, d, 0, size) for a, d, c in zip(args, bdims, carried)]
@@ -448,7 +452,8 @@ def _vjp_while(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[A
 
 
 def _reject_reverse_while(op: Any) -> None:
-    loop = {"while_loop": "compiler.while_loop", "for": "loop"}.get(op.params.get("kind", ""), "`while` loop")
+    kind = op.params.get("kind", "")
+    loop = {"while_loop": "compiler.while_loop", "for": "loop"}.get(kind, "`while` loop")
     raise DataDependentControlFlowError(
         f"reverse-mode differentiation through a {loop} whose trip count depends on data",
         op.loc, "run a number of steps known before the loop starts with compiler.fori_loop or "
