@@ -11,6 +11,8 @@ size-1 axis).
     %2 = dot_general(%a, %b) contracting two size-1 axes
     ->  %2 = mul(broadcast_in_dim(%a'), broadcast_in_dim(%b'))       (elementwise: fuses)
     %3 = reshape(reshape(%x)) -> reshape(%x);  reshape to the same shape -> %x
+    %4 = cond(%m, %x) {select=1} (per element, from vmap of compiler.cond)
+    ->  both regions inlined, then select(%m, %t, %f)   (primitives/control.py expand_lanes)
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from compiler.ir.builder import Builder
 from compiler.ir.core import Block, Function, Op, Value
 from compiler.ir.primitive import Primitive
 from compiler.primitives import ops
+from compiler.primitives.control import expand_lanes
 from compiler.primitives.linalg import free_axes
 from compiler.transforms.simplify import rebuilt
 
@@ -142,4 +145,5 @@ PATTERNS: dict[Primitive, Callable[[Builder, Op], list[Value] | None]] = {
     ops.transpose_p: _transpose,
     ops.reshape_p: _reshape,
     ops.dot_general_p: _dot_general,
+    ops.cond_p: expand_lanes,
 }
