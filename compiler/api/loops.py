@@ -16,22 +16,22 @@ from compiler.frontend import pytrees
 from compiler.frontend.calls import register_function
 
 
-def fori_loop(lower: int, upper: int, body_fun: Callable[[Any, Any], Any], init_val: Any,
+def fori_loop(lower: int, upper: int, body_fn: Callable[[Any, Any], Any], init: Any,
               checkpoint: bool | int | None = None) -> Any:
-    """``val = init_val; for i in range(lower, upper): val = body_fun(i, val)``; returns val.
+    """``val = init; for i in range(lower, upper): val = body_fn(i, val)``; returns val.
 
     ``checkpoint`` (inside compiled code, for reverse mode): store the carry every
     `checkpoint` iterations only (True: about sqrt(trip count)) and recompute the rest."""
-    val = init_val
+    val = init
     for i in range(int(lower), int(upper)):
-        val = body_fun(i, val)
+        val = body_fn(i, val)
     return val
 
 
-def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
+def scan(fn: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
          length: int | None = None, reverse: bool = False,
          checkpoint: bool | int | None = None) -> tuple[Any, Any]:
-    """Loop `f` over the leading axis of `xs`, carrying a value: ``carry, y = f(carry, x)``
+    """Loop `fn` over the leading axis of `xs`, carrying a value: ``carry, y = fn(carry, x)``
     for each row ``x`` of ``xs``; returns the final carry and the ``y``s stacked.
     ``checkpoint`` as for fori_loop."""
     leaves, td = pytrees.flatten(xs)
@@ -45,7 +45,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
     order = range(n - 1, -1, -1) if reverse else range(n)
     for k in order:
         x = pytrees.unflatten(td, [a[k] for a in arrays]) if xs is not None else None
-        carry, y = f(carry, x)
+        carry, y = fn(carry, x)
         ys.append(y)
     if reverse:
         ys.reverse()

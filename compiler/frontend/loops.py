@@ -602,19 +602,19 @@ def _segment(what: str, checkpoint: Any, trip: Dim | None) -> int | None:
                  f"(iterations per stored carry), got {checkpoint!r}")
 
 
-def fori_loop(st: Any, lower: Any, upper: Any, body_fun: Any, init_val: Any,
+def fori_loop(st: Any, lower: Any, upper: Any, body_fn: Any, init: Any,
               checkpoint: Any = None) -> Any:
-    """compiler.fori_loop(lower, upper, body_fun, init_val) staged as a for op."""
+    """compiler.fori_loop(lower, upper, body_fn, init) staged as a for op."""
     start, stop = _bound(st, lower, "lower"), _bound(st, upper, "upper")
     d0, d1 = _dim_of(start), _dim_of(stop)
     trip = trip_count(d0, d1, 1) if d0 is not None and d1 is not None else None
     segment = _segment("fori_loop", checkpoint, trip)
-    inits, td = _carry_in(st, "fori_loop", init_val)
+    inits, td = _carry_in(st, "fori_loop", init)
     body = _block_with([INDEX_TYPE] + [x.type for x in inits])
     with st.b.inside(body), st.region():
         carry = pytrees.unflatten(td, [Staged(a, weak=x.weak) for a, x in zip(body.args[1:], inits)])
-        out = st.call(body_fun, [Staged(body.args[0], weak=True), carry], {})
-        body.results = _carry_out(st, "fori_loop", "body_fun", out, inits, td)
+        out = st.call(body_fn, [Staged(body.args[0], weak=True), carry], {})
+        body.results = _carry_out(st, "fori_loop", "body_fn", out, inits, td)
     n = len(inits)
     outer = close_over([body])
     body.results.extend(body.args[1 + n:])
@@ -623,9 +623,9 @@ def fori_loop(st: Any, lower: Any, upper: Any, body_fun: Any, init_val: Any,
     return pytrees.unflatten(td, [Staged(r, weak=x.weak) for r, x in zip(results, inits)])
 
 
-def scan(st: Any, f: Any, init: Any, xs: Any = None, length: Any = None,
+def scan(st: Any, fn: Any, init: Any, xs: Any = None, length: Any = None,
          reverse: bool = False, checkpoint: Any = None) -> Any:
-    """compiler.scan(f, init, xs, length, reverse) staged as a for op: xs are read and ys
+    """compiler.scan(fn, init, xs, length, reverse) staged as a for op: xs are read and ys
     written a row per iteration (the rows of ys are the op's carried buffers)."""
     if not isinstance(reverse, bool):
         raise Reject(CompileError, "scan: reverse must be a static bool")
@@ -655,12 +655,12 @@ def scan(st: Any, f: Any, init: Any, xs: Any = None, length: Any = None,
         carry = pytrees.unflatten(td, [Staged(a, weak=x.weak) for a, x in zip(body.args[1:], inits)])
         x_rows = [I.getitem(st.b, Staged(a), Staged(row, weak=True))
                   for a in body.args[1 + n:1 + n + m]]
-        out = st.call(f, [carry, pytrees.unflatten(x_td, x_rows) if x_leaves or xs is not None
+        out = st.call(fn, [carry, pytrees.unflatten(x_td, x_rows) if x_leaves or xs is not None
                           else None], {})
         if not isinstance(out, tuple) or len(out) != 2:
-            raise Reject(CompileError, "scan: f must return a pair (new carry, y)")
+            raise Reject(CompileError, "scan: fn must return a pair (new carry, y)")
         new_carry, y = out
-        results = _carry_out(st, "scan", "f", new_carry, inits, td)
+        results = _carry_out(st, "scan", "fn", new_carry, inits, td)
         y_leaves, y_td = _leaves(y)
         ys = [A.lift(st.b, v) for v in y_leaves]
         zero = ops.scalar(st.b, 0, I64)
