@@ -191,7 +191,8 @@ def merge(st: Any, pred: Value, blocks: list[Block], outs: list[Any], kind: str,
     for i, (a, b_) in enumerate(zip(lt, lf)):
         if isinstance(a, Undefined) or isinstance(b_, Undefined):
             merged.append(Undefined(labels[i].replace("variable ", ""), "it is assigned in only "
-                                    f"one branch of the data-dependent {kind}"))
+                                    f"one branch of the data-dependent {kind}",
+                                    b_ if isinstance(a, Undefined) else a))
         elif not isinstance(a, Staged) and not isinstance(b_, Staged) and same_static(a, b_):
             merged.append(a)
         else:

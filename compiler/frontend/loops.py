@@ -261,28 +261,31 @@ class _Unroll(Exception):
     """The body needs a static index: stage the loop unrolled."""
 
 
-def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> ast.For | None:
-    """Stage `node` as a ``for`` op (None), or return the loop to unroll instead: `node`, or
-    `node` with its break/continue rewritten into a flag (see without_exits)."""
+def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> tuple[ast.For, list[ast.stmt]] | None:
+    """Stage `node` as a ``for`` op (None), or return the loop to unroll instead and the
+    statements to run after it: `node`, or `node` with its break/continue/return rewritten
+    into flags (see without_exits)."""
     static = isinstance(lp.trip, int)
+    original = node
+    after: list[ast.stmt] = []
+    extra: list[str] = []
     exit_ = check_while_body(node)   # the same rule: return/break/continue leaving the body
     if exit_ is not None:
-        if _has_return(node):
-            if static:
-                return node          # the rest of the function is compiled into each branch
-            raise Reject(UnsupportedError, "`return` inside a loop whose trip count is not static",
-                         "set a flag and break, and return after the loop")
+        if _has_return(node) and static and lp.trip <= SMALL_TRIP:   # type: ignore[operator]
+            return node, []          # unrolled: the rest of the function follows each return
         rewritten = without_exits(node)
         if rewritten is None:
             if static:
-                return node
-            raise Reject(UnsupportedError, "`break`/`continue` inside a `with` or `try` block of a "
-                         "compiled loop", "move it out of the block")
-        prelude, node = rewritten
-        for stmt in prelude:              # the flag the rewritten loop starts from
+                return node, []
+            raise Reject(UnsupportedError, "`break`/`continue`/`return` inside a `with` or `try` "
+                         "block of a compiled loop", "move it out of the block")
+        tag = id(node)
+        prelude, node, after = rewritten
+        extra = [f"__aotx_value_{tag}"] if after else []
+        for stmt in prelude:              # the flags the rewritten loop starts from
             st.visit(stmt)
     if static and lp.trip <= SMALL_TRIP:   # type: ignore[operator]
-        return node
+        return node, after
     env = st.scope.env
     before = dict(env)
     names = sorted(n for n in assigned_names(node.body) if n in env
@@ -291,7 +294,7 @@ def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> ast.For | None:
     objs = [o for o in st.reachable_staged() if id(o) not in held]
     try:
         try:
-            escaping = _escaping(st, node)
+            escaping = _escaping(st, node, extra)
             if escaping:
                 # read after the loop but first assigned in it: carried from a zero of the
                 # type one iteration gives it (Python's value after at least one iteration)
@@ -312,10 +315,19 @@ def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> ast.For | None:
         env.clear()
         env.update(before)
         if static and lp.trip <= MAX_TRIP_UNROLL:   # type: ignore[operator]
-            return node
+            # unrolled as written: a return then compiles the rest of the function into
+            # each branch (it may return any structure)
+            return (original, []) if after else (node, after)
+        if after:
+            raise Reject(UnsupportedError, "`return` inside a loop whose trip count is a run-time "
+                         "value works for one array or number; this loop returns another kind of "
+                         "value, or returns from a block it cannot be rewritten out of",
+                         "assign the values to variables, break, and return after the loop") \
+                from None
         raise
     bind_results(st, carry, results)
-    fresh = [n for n in carry.names if n not in before or isinstance(before[n], Undefined)]
+    fresh = [n for n in carry.names if (n not in before or isinstance(before[n], Undefined))
+             and n not in extra]      # a rewritten return's value is read only if it returned
     if fresh and not (static and lp.trip >= 1):   # type: ignore[operator]
         with st.b.at(st.loc(node)):
             count = _trip_of(st, lp)
@@ -329,6 +341,7 @@ def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> ast.For | None:
             env[n] = Undefined(n, "it is assigned inside a compiled loop (a loop op, not unrolled) "
                                "and not before it; initialize it before the loop")
     st.exec_block(node.orelse)
+    st.exec_block(after)
     return None
 
 
@@ -341,8 +354,9 @@ def _trip_of(st: Any, lp: LoopPlan) -> Value:
     return _plan_of(lp).trip_value(st).value
 
 
-def _escaping(st: Any, node: ast.For) -> list[str]:
-    """Names the loop binds that are not defined before it and are read outside it."""
+def _escaping(st: Any, node: ast.For, extra: list[str]) -> list[str]:
+    """Names the loop binds that are not defined before it and are read outside it (and the
+    names in `extra`: the value a rewritten `return` leaves for after the loop)."""
     env = st.scope.env
     bound = assigned_names(node.body) | set(target_names(node.target))
     new = {n for n in bound if n not in env or isinstance(env[n], Undefined)}
@@ -352,7 +366,7 @@ def _escaping(st: Any, node: ast.For) -> list[str]:
     read = {sub.id for sub in ast.walk(st.scope.source.node)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in new
             and id(sub) not in inside}
-    return sorted(read)
+    return sorted(read | (new & set(extra)))
 
 
 def _probe(st: Any, node: ast.For, lp: LoopPlan, names: list[str], objs: list[Staged],
@@ -373,6 +387,7 @@ def _probe(st: Any, node: ast.For, lp: LoopPlan, names: list[str], objs: list[St
         values = run_region(st, trial)[1]
     finally:
         saved.restore()
+    values = [v.sample if isinstance(v, Undefined) else v for v in values]
     return {n: v for n, v in zip(escaping, values)
             if isinstance(v, Staged) or (_is_number(v) and not isinstance(v, bool))}
 def _has_return(node: ast.For) -> bool:
@@ -389,68 +404,88 @@ def _same_loop(node: ast.AST) -> Any:
         yield from _same_loop(child)
 
 
-def without_exits(node: ast.For) -> tuple[list[ast.stmt], ast.For] | None:
-    """``for t in it: body else: tail`` with break and continue rewritten away:
+def without_exits(node: ast.For) -> tuple[list[ast.stmt], ast.For, list[ast.stmt]] | None:
+    """``for t in it: body else: tail`` with break, continue and return rewritten away:
 
-        brk = False                 # the prelude (only when the body breaks)
+        brk = False; ret = False    # the prelude (when the body breaks or returns)
         for t in it:
             if not brk:
                 body'               # continue: the rest of the iteration is skipped;
-        else:                       # break: brk = True, and the rest is skipped
-            if not brk:
-                tail
+        else:                       # break: brk = True, and the rest is skipped;
+            if not brk:             # return v: value = v; ret = brk = True, and the rest
+                tail                #   is skipped
+        if ret:                     # after the loop (when the body returns)
+            return value
 
     None when an exit sits inside a block the rewrite does not handle (with, try)."""
-    flag = f"__aotx_break_{id(node)}"
-    uses_break = any(isinstance(sub, ast.Break) for stmt in node.body for sub in _same_loop(stmt))
-    body = _rewrite(node.body, flag)
+    tag = id(node)
+    flag, ret, value = f"__aotx_break_{tag}", f"__aotx_return_{tag}", f"__aotx_value_{tag}"
+    exits = [sub for stmt in node.body for sub in _same_loop(stmt)
+             if isinstance(sub, (ast.Break, ast.Return))]
+    returns = [sub for sub in exits if isinstance(sub, ast.Return)]
+    body = _rewrite(node.body, flag, (ret, value))
     if body is None:
         return None
-    if uses_break:
-        body = [ast.copy_location(ast.If(test=_not(flag, node), body=body or [ast.Pass()],
-                                         orelse=[]), node)]
+    if exits:
+        body = [ast.If(test=_not(flag), body=body or [ast.Pass()], orelse=[])]
     orelse = node.orelse
-    if uses_break and orelse:
-        orelse = [ast.copy_location(ast.If(test=_not(flag, node), body=orelse, orelse=[]), node)]
-    loop = ast.copy_location(ast.For(target=node.target, iter=node.iter, body=body or [ast.Pass()],
-                                     orelse=orelse, type_comment=None), node)
-    prelude: list[ast.stmt] = []
-    if uses_break:
-        prelude.append(ast.copy_location(ast.Assign(
-            targets=[ast.copy_location(ast.Name(flag, ast.Store()), node)],
-            value=ast.copy_location(ast.Constant(False), node)), node))
-    for new in ast.walk(loop):
-        if isinstance(new, (ast.expr, ast.stmt)) and getattr(new, "lineno", None) is None:
-            ast.copy_location(new, node)
-    return prelude, loop
+    if exits and orelse:
+        orelse = [ast.If(test=_not(flag), body=orelse, orelse=[])]
+    loop = ast.For(target=node.target, iter=node.iter, body=body or [ast.Pass()], orelse=orelse,
+                   type_comment=None)
+    prelude: list[ast.stmt] = [_set(name, False) for name in ([flag] if exits else [])
+                               + ([ret] if returns else [])]
+    after: list[ast.stmt] = []
+    if returns:
+        result = ast.Name(value, ast.Load()) if any(r.value is not None for r in returns) \
+            else ast.Constant(None)
+        after.append(ast.If(test=ast.Name(ret, ast.Load()), body=[ast.Return(value=result)],
+                            orelse=[]))
+    for stmt in [*prelude, loop, *after]:
+        for new in ast.walk(stmt):
+            if isinstance(new, (ast.expr, ast.stmt)) and getattr(new, "lineno", None) is None:
+                ast.copy_location(new, node)
+    return prelude, loop, after
 
 
-def _not(flag: str, node: ast.AST) -> ast.expr:
-    return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=ast.copy_location(
-        ast.Name(flag, ast.Load()), node)), node)
+def _set(name: str, value: Any, where: ast.AST | None = None) -> ast.stmt:
+    stmt = ast.Assign(targets=[ast.Name(name, ast.Store())],
+                      value=value if isinstance(value, ast.expr) else ast.Constant(value))
+    if where is not None:
+        for new in ast.walk(stmt):
+            ast.copy_location(new, where)
+    return stmt
 
 
-def _rewrite(stmts: list[ast.stmt], flag: str) -> list[ast.stmt] | None:
-    """`stmts` without break/continue of the current loop: what follows an exit runs only on
-    the paths that do not take it."""
+def _not(flag: str) -> ast.expr:
+    return ast.UnaryOp(op=ast.Not(), operand=ast.Name(flag, ast.Load()))
+
+
+def _rewrite(stmts: list[ast.stmt], flag: str, ret: tuple[str, str]) -> list[ast.stmt] | None:
+    """`stmts` without break/continue/return of the current loop: what follows an exit runs
+    only on the paths that do not take it."""
     out: list[ast.stmt] = []
     for j, stmt in enumerate(stmts):
         rest = stmts[j + 1:]
         if isinstance(stmt, ast.Continue):
             return out
         if isinstance(stmt, ast.Break):
-            out.append(ast.copy_location(
-                ast.Assign(targets=[ast.copy_location(ast.Name(flag, ast.Store()), stmt)],
-                           value=ast.copy_location(ast.Constant(True), stmt)), stmt))
+            out.append(_set(flag, True, stmt))
             return out
-        exits = [sub for sub in _same_loop(stmt) if isinstance(sub, (ast.Break, ast.Continue))]
+        if isinstance(stmt, ast.Return):
+            if stmt.value is not None:
+                out.append(_set(ret[1], stmt.value, stmt))
+            out.extend([_set(ret[0], True, stmt), _set(flag, True, stmt)])
+            return out
+        exits = [sub for sub in _same_loop(stmt)
+                 if isinstance(sub, (ast.Break, ast.Continue, ast.Return))]
         if not exits:
             out.append(stmt)
             continue
         if not isinstance(stmt, ast.If):
             return None
-        then = _rewrite(stmt.body + rest, flag)
-        other = _rewrite(stmt.orelse + rest, flag)
+        then = _rewrite(stmt.body + rest, flag, ret)
+        other = _rewrite(stmt.orelse + rest, flag, ret)
         if then is None or other is None:
             return None
         out.append(ast.copy_location(ast.If(test=stmt.test, body=then or [ast.Pass()], orelse=other),

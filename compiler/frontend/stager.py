@@ -281,11 +281,12 @@ class Stager(CallMixin, ast.NodeVisitor):
 
     def visit_For(self, node: ast.For) -> None:
         how = loops.plan(self, node.iter)
+        after: list[ast.stmt] = []
         if isinstance(how, loops.LoopPlan):
             unrolled = loops.stage_loop(self, node, how)
             if unrolled is None:
                 return
-            node = unrolled
+            node, after = unrolled       # after: a rewritten return's test, run after the loop
             if not isinstance(how.trip, int):
                 raise Reject(UnsupportedError, "this loop needs a static trip count",
                              "derive the bounds from static values")
@@ -296,6 +297,7 @@ class Stager(CallMixin, ast.NodeVisitor):
             raise Reject(UnsupportedError, f"a loop of {len(items)} iterations is too long to unroll",
                          "vectorize it with array operations")
         self._for_from(node, items, 0)
+        self.exec_block(after)
 
     def _for_from(self, node: ast.For, items: list[Any], start: int) -> None:
         for j in range(start, len(items)):

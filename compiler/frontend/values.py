@@ -122,6 +122,7 @@ class Undefined:
 
     name: str
     reason: str
+    sample: Any = None      # the value on a path that defines it (its type, for loop carries)
 
 
 @dataclass

@@ -1,11 +1,12 @@
-"""`break` and `continue` under a data-dependent `if` compile, in loops that unroll and in
-loops that stay loops (they are rewritten into a flag: compiler/frontend/loops.py), and
+"""`break`, `continue` and `return` under a data-dependent `if` compile, in loops that unroll
+and in loops that stay loops (they are rewritten into flags: compiler/frontend/loops.py), and
 match the same Python run by NumPy."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+import compiler
 from compiler import grad, jit
 from compiler.errors import UnsupportedError
 
@@ -84,12 +85,50 @@ def test_gradient_through_continue():
     np.testing.assert_allclose(jit(grad(skip_large))(x), (x <= 5).astype(float))
 
 
-def test_return_in_a_loop_with_a_runtime_trip_count_is_refused():
+def first_negative(x, n):
+    for i in range(n):
+        if x[i] < 0:
+            return i
+    return -1
+
+
+def first_negative_pair(x):
+    for i in range(x.shape[0]):
+        if x[i] < 0:
+            return x[i] * 2.0, i          # a tuple: the loop unrolls (static trip count)
+    return x[0], -1
+
+
+def grow_until(x):
+    acc = x * 0.0
+    for i in range(30):
+        acc = acc + x
+        if acc.sum() > 10:
+            return acc
+    return -acc
+
+
+@pytest.mark.parametrize("n", [0, 2, 3, 20])
+def test_return_in_a_loop_with_a_runtime_trip_count(n):
+    x = np.array([0.5, 0.2, -1.0, 3.0, -2.0] * 4)
+    assert jit(first_negative)(x, np.int64(n)) == first_negative(x, n)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_return_in_loops_that_stay_loops_and_that_unroll(sign):
+    x = sign * np.array([0.5, 0.2, -1.0, 3.0, -2.0] * 4)
+    got, expected = jit(first_negative_pair)(x), first_negative_pair(x)
+    assert got[0] == expected[0] and got[1] == expected[1]
+    y = sign * np.array([0.3, 0.4])
+    np.testing.assert_array_equal(jit(grow_until)(y), grow_until(y))
+
+
+def test_return_of_a_tuple_in_a_loop_with_a_runtime_trip_count_is_refused():
     def f(x, n):
         for i in range(n):
-            if x[i] > 0:
-                return i
-        return -1
-    with pytest.raises(UnsupportedError, match="`return` inside a loop") as info:
+            if x[i] < 0:
+                return x[i], i
+        return x[0], -1
+    with pytest.raises(compiler.errors.UnsupportedError, match="works for one array or number") as info:
         jit(f)(np.ones(3), np.int64(2))
-    assert "break" in info.value.hint
+    assert "for i in range(n)" in str(info.value) and "break" in info.value.hint
