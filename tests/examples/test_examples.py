@@ -82,3 +82,22 @@ def test_newton_orbit_positions_match_numpy():
     from compiler import jit
     e_anom, _ = m.kepler(m.mean_anomalies(64), 0.7)
     assert_same(jit(m.orbit_positions)(e_anom, 0.7), m.orbit_positions(e_anom, 0.7), Tol((0, 0), (1e-14, 1e-15), ulps=4))
+
+
+def test_pendulum_loss_and_gradient_match_numpy_and_finite_differences():
+    m = load("pendulum_fit")
+    observed = m.observations()
+    params = np.array([5.0, 0.1])
+    np.testing.assert_allclose(m.fast_loss(params, observed), m.loss(params, observed), rtol=1e-12)
+    g = m.fast_grad(params, observed)
+    eps = 1e-6
+    fd = [(m.loss(params + eps * e, observed) - m.loss(params - eps * e, observed)) / (2 * eps)
+          for e in np.eye(2)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+
+
+def test_pendulum_fit_recovers_the_parameters():
+    m = load("pendulum_fit")
+    params, value = m.fit(m.observations(), np.array([5.0, 0.1]))
+    np.testing.assert_allclose(params, [9.81 / 1.5, 0.35], rtol=0.02)
+    assert value < 2e-4            # the observations' noise variance is 1e-4
