@@ -172,10 +172,24 @@ def _array_source(st: Any, x: Staged) -> Source:
     return Source(n, item, trip_value)
 
 
+def _reversed(src: Source) -> Source:
+    """Item k of `src` read from the end: item trip - 1 - k."""
+    def item(st: Any, k: Any) -> Any:
+        if isinstance(k, Staged) or src.trip is None or not isinstance(src.trip, int):
+            last = ops.sub(st.b, src.trip_value(st).value, ops.scalar(st.b, 1, I64))
+            kk = k.value if isinstance(k, Staged) else ops.scalar(st.b, k, I64)
+            return src.item(st, Staged(ops.sub(st.b, last, kk), weak=True))
+        return src.item(st, src.trip - 1 - k)
+    return Source(src.trip, item, src.trip_value)
+
+
 def _source(st: Any, node: ast.expr) -> Source | None:
     """A counted source for an argument of enumerate/zip; None: a static iterable."""
     if _is_builtin(st, node, range):
         return _plan_of(_range_plan(st, node))
+    if _is_builtin(st, node, reversed) and isinstance(node, ast.Call) and len(node.args) == 1:
+        inner = _source(st, node.args[0])
+        return None if inner is None else _reversed(inner)
     value = st.visit(node)
     if isinstance(value, Staged):
         return _array_source(st, value)
@@ -243,6 +257,12 @@ def plan(st: Any, node: ast.expr) -> LoopPlan | StaticIterable:
         if any(s is None for s in srcs):
             return StaticIterable(st.visit(node))
         return _counted([s for s in srcs if s is not None], lambda st, items: tuple(items[:-1]))
+    if _is_builtin(st, node, reversed) and isinstance(node, ast.Call) and len(node.args) == 1 \
+            and not node.keywords:
+        src = _source(st, node.args[0])
+        if src is not None:
+            return _counted([_reversed(src)], lambda st, items: items[0])
+        return StaticIterable(st.visit(node))
     value = st.visit(node)
     if isinstance(value, Staged):
         return _counted([_array_source(st, value)], lambda st, items: items[0])
@@ -363,9 +383,15 @@ def _escaping(st: Any, node: ast.For, extra: list[str]) -> list[str]:
     if not new:
         return []
     inside = {id(sub) for sub in ast.walk(node)}
+    # a read inside another loop that binds the name itself reads that loop's value
+    rebound: dict[str, set[int]] = {}
+    for other in ast.walk(st.scope.source.node):
+        if isinstance(other, (ast.For, ast.comprehension)) and other is not node:
+            for name in set(target_names(other.target)) & new:
+                rebound.setdefault(name, set()).update(id(sub) for sub in ast.walk(other))
     read = {sub.id for sub in ast.walk(st.scope.source.node)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in new
-            and id(sub) not in inside}
+            and id(sub) not in inside and id(sub) not in rebound.get(sub.id, set())}
     return sorted(read | (new & set(extra)))
 
 

@@ -546,3 +546,25 @@ def test_checkpoint_option_is_checked():
     def f(x):
         return compiler.fori_loop(0, 5, lambda i, c: c * 2.0, x, checkpoint=-3)
     expect_error(f, CompileError, V, match="checkpoint must be", line_of="compiler.fori_loop")
+
+
+def reversed_loops(x, n):
+    acc = np.zeros(x.shape[1])
+    for row in reversed(x):
+        acc = acc * 0.5 + row
+    total = 0.0
+    for i in reversed(range(1, n)):
+        total = total * 0.9 + i
+    for i, row in enumerate(reversed(x)):
+        acc = acc + i * row
+    return acc, total
+
+
+@pytest.mark.parametrize("n", [0, 1, 12])
+def test_reversed_loops(n):
+    x = RNG.standard_normal((11, 3))
+    got, expected = jit(reversed_loops)(x, np.int64(n)), reversed_loops(x, n)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-12)
+    np.testing.assert_allclose(got[1], expected[1], rtol=1e-12)
+    k = jit(reversed_loops, signature="f64[m, 3], i64")
+    np.testing.assert_allclose(k(x[:4], np.int64(n))[0], reversed_loops(x[:4], n)[0], rtol=1e-12)
