@@ -3,7 +3,7 @@
 The public API (see docs/): ``jit`` and ``Kernel``; the error classes live in
 ``compiler.errors``.
 """
-from compiler import errors
+from compiler import errors, random
 from compiler.api import (Kernel, grad, grad_and_value, hessian, jacfwd, jacrev, jit, jvp, linearize,
                           vjp, vmap)
 from compiler.cache import diagnostics
@@ -12,4 +12,4 @@ from compiler.version import __version__
 
 __all__ = ["Kernel", "jit", "vmap", "grad", "grad_and_value", "jacrev", "jacfwd", "hessian",
            "vjp", "jvp", "linearize", "Function",
-           "errors", "diagnostics", "__version__"]
+           "errors", "random", "diagnostics", "__version__"]

@@ -34,8 +34,9 @@ from compiler.frontend.values import ARG, VIEW, Scope, BreakSignal, ContinueSign
     ReturnSignal, Staged, Undefined
 from compiler.ir import dims
 from compiler.ir.builder import Builder
-from compiler.ir.core import SourceLoc
+from compiler.ir.core import Block, SourceLoc
 from compiler.ir.dims import DimExpr
+from compiler.primitives import ops
 from compiler.primitives.base import ShapeError
 
 PY_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
@@ -78,6 +79,9 @@ class Stager(CallMixin, ast.NodeVisitor):
         self.depth = 0                          # nesting of data-dependent regions
         self.local_objects: dict[int, tuple[Any, int]] = {}
         self.return_loc: SourceLoc | None = None   # the last `return` staged (errors about results)
+        self.top = builder.block                # the function's block
+        self.rng: Staged | None = None          # the implicit random state (see random_state)
+        self.rng_drawn = False                  # has a draw used it yet (then it carries its line)
 
     # ---- dispatch and errors -------------------------------------------------------------
 
@@ -168,9 +172,42 @@ class Stager(CallMixin, ast.NodeVisitor):
                          f"{type(obj).__name__} created outside it",
                          "build the list outside the branch, or use arrays and np.where")
 
+    def random_state(self) -> Staged:
+        """The implicit random state of key-less draws (compiler/frontend/random.py): an int64
+        key that starts as the call's key (an ``rng_key`` op at the top of the function) and that
+        each draw advances. It is a staged array updated in place, so data-dependent branches
+        and loops carry it like any other (a draw in a loop body differs per iteration)."""
+        if self.rng is None:
+            scratch = Block()
+            with self.b.inside(scratch):
+                value = ops.rng_key(self.b)
+            self.top.ops.insert(0, scratch.ops[0])
+            self.rng = Staged(value, name="<random state>")
+        return self.rng
+
+    def note_draw(self) -> None:
+        """A key-less draw at the current line: vmap(randomness='error') reports the first."""
+        if not self.rng_drawn and self.rng is not None and self.rng.value is not None:
+            root = self.top.ops[0] if self.top.ops and self.top.ops[0].prim is ops.rng_key_p else None
+            if root is not None:
+                root.loc = self.b.loc
+            self.rng_drawn = True
+
+    def drop_unused_random_state(self) -> None:
+        """Remove the ``rng_key`` op when nothing drew from it (no ABI change for the kernel)."""
+        if self.rng is None or not self.top.ops or self.top.ops[0].prim is not ops.rng_key_p:
+            return
+        root = self.top.ops[0].results[0]
+        used = any(root in op.operands for op in self.top.walk()) or root in self.top.results
+        if not used:
+            del self.top.ops[0]
+
     def reachable_staged(self) -> list[Staged]:
-        """Every staged array a variable of an active scope can reach (through pytrees)."""
+        """Every staged array a variable of an active scope can reach (through pytrees), and
+        the implicit random state."""
         seen: dict[int, Staged] = {}
+        state = self.random_state()
+        seen[id(state)] = state
         for scope in self.scopes:
             s: Scope | None = scope
             while s is not None:

@@ -19,12 +19,14 @@ from __future__ import annotations
 from typing import Sequence
 
 from compiler.ir.builder import Builder, new_block
-from compiler.ir.core import Function, Value
+from compiler.ir.core import Block, Function, Value
 from compiler.ir.dims import Dim
+from compiler.ir.types import I64, TensorType
 from compiler.primitives import ops
+from compiler.primitives import random as R
 from compiler.primitives.batching import move_axis
 from compiler.primitives.control import chunk_counts
-from compiler.transforms.vmap import batched_type, vmap_block
+from compiler.transforms.vmap import CURRENT_RANDOMNESS, batched_type, clone_block, vmap_block
 
 
 def chunked_function(fn: Function, in_dims: Sequence[int | None], out_dims: Sequence[int | None],
@@ -33,16 +35,43 @@ def chunked_function(fn: Function, in_dims: Sequence[int | None], out_dims: Sequ
     block = new_block([batched_type(t, d, size) for t, d in zip(fn.in_types, in_dims)], fn.arg_names)
     loc = fn.body.ops[0].loc if fn.body.ops else None
     b = Builder(block)
+    body = fn.body
     with b.at(loc):
         operands = [a if d is None else move_axis(b, a, d, 0) for a, d in zip(block.args, in_dims)]
         region_dims = [None if d is None else 0 for d in in_dims]
+        keyed = CURRENT_RANDOMNESS.get() == "different" and any(
+            op.prim is ops.rng_key_p for op in body.ops)
+        if keyed:      # element i's key is fold_in(key, i) for the whole batch, as without chunks
+            body = _key_as_argument(body)
+            operands.append(R.fold_in(b, ops.rng_key(b), ops.iota(b, I64, (size,), 0)))
+            region_dims.append(0)
         outs0 = [0] * len(fn.results)
         _, tail = chunk_counts(size, chunk)
-        regions = [vmap_block(fn.body, region_dims, n, outs0)[0] for n in (chunk, tail)]
-        params = {"size": size, "chunk": chunk, "batched": tuple(d is not None for d in in_dims)}
+        regions = [vmap_block(body, region_dims, n, outs0)[0] for n in (chunk, tail)]
+        params = {"size": size, "chunk": chunk,
+                  "batched": tuple(d is not None for d in in_dims) + ((True,) if keyed else ())}
         results = b.emit(ops.chunked_p, operands, params, regions)
         block.results = [_place(b, r, want) for r, want in zip(results, out_dims)]
     return Function(f"vmap_{fn.name}", block, list(fn.arg_names))
+
+
+def _key_as_argument(body: Block) -> Block:
+    """`body` with its ``rng_key`` ops replaced by one more (last) argument: under
+    randomness="different" the chunked op passes each chunk its window of the batch's keys."""
+    new = new_block([a.type for a in body.args] + [TensorType(I64, ())],
+                    [a.hint for a in body.args] + ["key"])
+    env: dict[Value, Value] = dict(zip(body.args, new.args))
+    b = Builder(new)
+    for op in body.ops:
+        if op.prim is ops.rng_key_p:
+            env[op.results[0]] = new.args[-1]
+            continue
+        with b.at(op.loc):
+            results = b.emit(op.prim, [env[v] for v in op.operands], op.params,
+                             [clone_block(r) for r in op.regions])
+        env.update(zip(op.results, results))
+    new.results = [env[v] for v in body.results]
+    return new
 
 
 def _place(b: Builder, r: Value, want: int | None) -> Value:
