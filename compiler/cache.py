@@ -65,7 +65,7 @@ from runtime import trees
 from runtime.abi import ArgSpec, ErrorSite
 from runtime.loader import NativeKernel
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Uncacheable(Exception):

@@ -19,6 +19,7 @@ which starts at the call's key (the ``rng_key`` op) and is advanced by each draw
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -27,7 +28,9 @@ import numpy as np
 from compiler.errors import CompileError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend.values import Reject, Staged
+from compiler.ir import dims
 from compiler.ir.core import Value
+from compiler.ir.dims import DimExpr
 from compiler.ir.types import F32, F64, I32, I64, TensorType
 from compiler.primitives import ops
 from compiler.primitives import random as R
@@ -46,21 +49,22 @@ def is_key(x: Any) -> bool:
     return isinstance(x, (np.integer, np.ndarray)) and np.asarray(x).dtype == I64 and np.ndim(x) == 0
 
 
-def static_shape(shape: Any, what: str = "shape") -> tuple[int, ...]:
-    """A draw's shape: an int or a tuple of ints known at compile time."""
+def static_shape(shape: Any, what: str = "shape", symbolic: bool = True) -> tuple[Any, ...]:
+    """A draw's shape: an int or a tuple of ints known at compile time (or symbolic sizes,
+    ``x.shape`` of a kernel with a signature, unless `symbolic` is False)."""
     if isinstance(shape, Staged):
         raise Reject(UnsupportedError, f"the {what} of a random draw must be known at compile time, "
                      f"got an array computed at run time", "pass a tuple of Python ints (x.shape "
                      "of an argument is fine)")
-    dims_ = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    dims_ = (shape,) if isinstance(shape, (int, np.integer, DimExpr)) else shape
     try:
-        out = tuple(int(d) for d in dims_)
+        out = tuple(d if isinstance(d, DimExpr) and symbolic else int(d) for d in dims_)
     except (TypeError, ValueError):
         raise Reject(CompileError, f"the {what} of a random draw must be an int or a tuple of ints, "
                      f"got {shape!r}") from None
-    if any(isinstance(d, bool) or d < 0 for d in dims_):
+    if any(isinstance(d, bool) or (isinstance(d, int) and d < 0) for d in out):
         raise Reject(CompileError, f"the {what} of a random draw has a negative size: {shape!r}")
-    if math.prod(out) >= MAX_ELEMENTS:
+    if all(isinstance(d, int) for d in out) and math.prod(out) >= MAX_ELEMENTS:
         raise Reject(CompileError, f"a random draw of shape {out} has too many elements")
     return out
 
@@ -102,8 +106,8 @@ def draw_key(st: Any, key: Any) -> Value:
 def words(st: Any, key: Value, shape: tuple[int, ...], attempt: int = 0) -> list[Value]:
     """The four Philox words (int32) of each element of a draw of `shape`."""
     b = st.b
-    n = math.prod(shape)
-    if n < 1 << 31:
+    n = functools.reduce(dims.mul, shape, 1)
+    if isinstance(n, int) and n < 1 << 31:
         c0 = ops.reshape(b, ops.iota(b, I32, (n,), 0), shape)
         c1 = ops.full(b, 0, TensorType(I32, shape))
     else:
@@ -278,13 +282,13 @@ def permutation_indices(st: Any, key: Value, n: int) -> Staged:
 
 def permutation(st: Any, key: Any, x: Any) -> Any:
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
-        (n,) = static_shape((x,), "length")
+        (n,) = static_shape((x,), "length", symbolic=False)
         return permutation_indices(st, draw_key(st, key), n)
     if not isinstance(x, Staged):
         x = A.constant(st.b, np.asarray(x))
     if x.ndim == 0:
         raise Reject(CompileError, "permutation of a 0-d array: pass an int n or an array")
-    (n,) = static_shape((x.shape[0],), "length")
+    (n,) = static_shape((x.shape[0],), "length", symbolic=False)
     perm = permutation_indices(st, draw_key(st, key), n)
     return st.call(np.take, [x, perm], {"axis": 0})
 
@@ -293,14 +297,14 @@ def choice(st: Any, key: Any, a: Any, shape: Any, replace: bool, p: Any) -> Any:
     if p is not None:
         raise Reject(UnsupportedError, "compiler.random.choice with p= is not supported",
                      "use compiler.random.categorical(np.log(p), shape...) for weighted draws")
-    shp = static_shape(shape)
+    shp = static_shape(shape, symbolic=False)
     if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
         n, pool = int(a), None
     else:
         pool = a if isinstance(a, Staged) else A.constant(st.b, np.asarray(a))
         if pool.ndim == 0:
             raise Reject(CompileError, "choice from a 0-d array: pass an int n or an array")
-        (n,) = static_shape((pool.shape[0],), "length")
+        (n,) = static_shape((pool.shape[0],), "length", symbolic=False)
     size = math.prod(shp)
     b = st.b
     k = draw_key(st, key)
@@ -322,7 +326,7 @@ def choice(st: Any, key: Any, a: Any, shape: Any, replace: bool, p: Any) -> Any:
 # ---- explicit keys inside compiled code ---------------------------------------------------
 
 def split(st: Any, key: Any, num: int) -> Staged:
-    (n,) = static_shape((num,), "num")
+    (n,) = static_shape((num,), "num", symbolic=False)
     b = st.b
     k = key_value(st, key)
     i = ops.iota(b, I64, (n,), 0)

@@ -36,6 +36,8 @@ import numpy as np
 from llvmlite import ir as ll
 
 from compiler.errors import RandomnessError
+from compiler.ir.builder import Builder, new_block
+from compiler.ir.core import Block, Value
 from compiler.ir.primitive import define
 from compiler.ir.types import I32, I64, TensorType
 from compiler.primitives import ops, regions
@@ -117,6 +119,24 @@ def _vmap_rng_key(b: Any, op: Any, args: list[Any], bdims: list[int | None], siz
 rng_key = define(ops.rng_key_p, shape_rule=_rng_key_shape, numpy_ref=_rng_key_ref,
                  lower=_lower_rng_key, vmap_rule=_vmap_rng_key, batch_always=True,
                  differentiable=False, doc="the key of the current call (int64), passed by the caller")
+
+
+def key_as_argument(body: Block) -> Block:
+    """`body` with its top-level ``rng_key`` ops replaced by one more (last) argument, its
+    regions shared: the key of an inlined kernel, or of each chunk of a chunked vmap."""
+    new = new_block([a.type for a in body.args] + [TensorType(I64, ())],
+                    [a.hint for a in body.args] + ["key"])
+    env: dict[Value, Value] = dict(zip(body.args, new.args))
+    b = Builder(new)
+    for op in body.ops:
+        if op.prim is ops.rng_key_p:
+            env[op.results[0]] = new.args[-1]
+            continue
+        with b.at(op.loc):
+            results = b.emit(op.prim, [env[v] for v in op.operands], op.params, op.regions)
+        env.update(zip(op.results, results))
+    new.results = [env[v] for v in body.results]
+    return new
 
 
 # ---- keys as IR (shared with compiler/frontend/random.py; runtime/rng.py is the reference) ----

@@ -19,14 +19,14 @@ from __future__ import annotations
 from typing import Sequence
 
 from compiler.ir.builder import Builder, new_block
-from compiler.ir.core import Block, Function, Value
+from compiler.ir.core import Function, Value
 from compiler.ir.dims import Dim
-from compiler.ir.types import I64, TensorType
+from compiler.ir.types import I64
 from compiler.primitives import ops
 from compiler.primitives import random as R
 from compiler.primitives.batching import move_axis
 from compiler.primitives.control import chunk_counts
-from compiler.transforms.vmap import CURRENT_RANDOMNESS, batched_type, clone_block, vmap_block
+from compiler.transforms.vmap import CURRENT_RANDOMNESS, batched_type, vmap_block
 
 
 def chunked_function(fn: Function, in_dims: Sequence[int | None], out_dims: Sequence[int | None],
@@ -42,7 +42,7 @@ def chunked_function(fn: Function, in_dims: Sequence[int | None], out_dims: Sequ
         keyed = CURRENT_RANDOMNESS.get() == "different" and any(
             op.prim is ops.rng_key_p for op in body.ops)
         if keyed:      # element i's key is fold_in(key, i) for the whole batch, as without chunks
-            body = _key_as_argument(body)
+            body = R.key_as_argument(body)
             operands.append(R.fold_in(b, ops.rng_key(b), ops.iota(b, I64, (size,), 0)))
             region_dims.append(0)
         outs0 = [0] * len(fn.results)
@@ -53,25 +53,6 @@ def chunked_function(fn: Function, in_dims: Sequence[int | None], out_dims: Sequ
         results = b.emit(ops.chunked_p, operands, params, regions)
         block.results = [_place(b, r, want) for r, want in zip(results, out_dims)]
     return Function(f"vmap_{fn.name}", block, list(fn.arg_names))
-
-
-def _key_as_argument(body: Block) -> Block:
-    """`body` with its ``rng_key`` ops replaced by one more (last) argument: under
-    randomness="different" the chunked op passes each chunk its window of the batch's keys."""
-    new = new_block([a.type for a in body.args] + [TensorType(I64, ())],
-                    [a.hint for a in body.args] + ["key"])
-    env: dict[Value, Value] = dict(zip(body.args, new.args))
-    b = Builder(new)
-    for op in body.ops:
-        if op.prim is ops.rng_key_p:
-            env[op.results[0]] = new.args[-1]
-            continue
-        with b.at(op.loc):
-            results = b.emit(op.prim, [env[v] for v in op.operands], op.params,
-                             [clone_block(r) for r in op.regions])
-        env.update(zip(op.results, results))
-    new.results = [env[v] for v in body.results]
-    return new
 
 
 def _place(b: Builder, r: Value, want: int | None) -> Value:
