@@ -56,13 +56,21 @@ def static_shape(shape: Any, what: str = "shape", symbolic: bool = True) -> tupl
         raise Reject(UnsupportedError, f"the {what} of a random draw must be known at compile time, "
                      f"got an array computed at run time", "pass a tuple of Python ints (x.shape "
                      "of an argument is fine)")
-    dims_ = (shape,) if isinstance(shape, (int, np.integer, DimExpr)) else shape
+    dims_: Any = (shape,) if isinstance(shape, (int, np.integer, DimExpr)) else shape
+    if not symbolic and any(isinstance(d, DimExpr) for d in dims_):
+        raise Reject(UnsupportedError, f"the {what} of this random draw must be a fixed int, got the "
+                     f"symbolic size {shape!r}", "compile for a fixed size (a signature with "
+                     "numbers, or no signature)")
+    if any(isinstance(d, (bool, np.bool_)) for d in dims_):
+        raise Reject(CompileError, f"the {what} of a random draw must be an int or a tuple of ints, "
+                     f"got {shape!r}")
     try:
-        out = tuple(d if isinstance(d, DimExpr) and symbolic else int(d) for d in dims_)
+        out: tuple[Any, ...] = tuple(d if isinstance(d, DimExpr) and symbolic else int(d)
+                                     for d in dims_)
     except (TypeError, ValueError):
         raise Reject(CompileError, f"the {what} of a random draw must be an int or a tuple of ints, "
                      f"got {shape!r}") from None
-    if any(isinstance(d, bool) or (isinstance(d, int) and d < 0) for d in out):
+    if any(isinstance(d, int) and d < 0 for d in out):
         raise Reject(CompileError, f"the {what} of a random draw has a negative size: {shape!r}")
     if all(isinstance(d, int) for d in out) and math.prod(out) >= MAX_ELEMENTS:
         raise Reject(CompileError, f"a random draw of shape {out} has too many elements")
@@ -106,7 +114,7 @@ def draw_key(st: Any, key: Any) -> Value:
 def words(st: Any, key: Value, shape: tuple[int, ...], attempt: int = 0) -> list[Value]:
     """The four Philox words (int32) of each element of a draw of `shape`."""
     b = st.b
-    n = functools.reduce(dims.mul, shape, 1)
+    n: Any = functools.reduce(dims.mul, shape, 1)  # type: ignore[arg-type]
     if isinstance(n, int) and n < 1 << 31:
         c0 = ops.reshape(b, ops.iota(b, I32, (n,), 0), shape)
         c1 = ops.full(b, 0, TensorType(I32, shape))

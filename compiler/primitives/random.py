@@ -59,7 +59,8 @@ def _words_only(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dtyp
 
 def _philox_ref(*words: np.ndarray, lane: int) -> np.ndarray:
     """Word `lane` of Philox-4x32-10 (Random123) of key (k0, k1) and counter (c0..c3)."""
-    return np.asarray(rng.philox(*words)[lane]).view(np.int32)
+    k0, k1, c0, c1, c2, c3 = words
+    return np.asarray(rng.philox(k0, k1, c0, c1, c2, c3)[lane]).view(np.int32)
 
 
 def _lower_philox(cg: Any, op: Any, a: list[Any]) -> Any:
