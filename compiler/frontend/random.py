@@ -52,7 +52,8 @@ def is_key(x: Any) -> bool:
 def static_shape(shape: Any, what: str = "shape", symbolic: bool = True) -> tuple[Any, ...]:
     """A draw's shape: an int or a tuple of ints known at compile time (or symbolic sizes,
     ``x.shape`` of a kernel with a signature, unless `symbolic` is False)."""
-    if isinstance(shape, Staged):
+    if isinstance(shape, Staged) or (isinstance(shape, (tuple, list))
+                                     and any(isinstance(d, Staged) for d in shape)):
         raise Reject(UnsupportedError, f"the {what} of a random draw must be known at compile time, "
                      f"got an array computed at run time", "pass a tuple of Python ints (x.shape "
                      "of an argument is fine)")
@@ -175,9 +176,11 @@ def uniform(st: Any, key: Any, shape: Any, dtype: Any, low: Any, high: Any) -> A
     b = st.b
     w = words(st, draw_key(st, key), shp)
     u = cast(b, unit(b, w[0], w[1]), dt)
-    if isinstance(low, (int, float)) and isinstance(high, (int, float)) and (low, high) == (0, 1):
+    numbers = isinstance(low, (int, float)) and isinstance(high, (int, float))
+    if numbers and (low, high) == (0, 1):
         return u
-    span = st.call(np.subtract, [high, low], {})
+    # Python numbers stay weak (the draw's dtype wins, as NumPy's promotion of scalars)
+    span = high - low if numbers else st.call(np.subtract, [high, low], {})
     return st.call(np.add, [low, st.call(np.multiply, [u, span], {})], {})
 
 
@@ -214,7 +217,8 @@ def randint(st: Any, key: Any, shape: Any, low: Any, high: Any, dtype: Any) -> A
     b = st.b
     w = words(st, draw_key(st, key), shp)
     u = Staged(unit(b, w[0], w[1]))
-    span = st.call(np.subtract, [high, low], {})
+    numbers = isinstance(low, int) and isinstance(high, int)
+    span = high - low if numbers else st.call(np.subtract, [high, low], {})
     offset = st.call(np.floor, [st.call(np.multiply, [u, span], {})], {})
     value = st.call(np.add, [low, offset], {})
     return A.astype(b, value, dt) if isinstance(value, Staged) else value
