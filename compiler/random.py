@@ -100,6 +100,11 @@ def _bind(name: str, args: tuple, kwargs: dict) -> tuple[Any, dict[str, Any]]:
     if key_ is None and args and FR.is_key(args[0]):
         key_, args = args[0], args[1:]
     template = _STAGERS[name][0]
+    if key_ is None and len(args) >= 2 and isinstance(args[0], int) and not isinstance(args[0], bool) \
+            and isinstance(args[1], (tuple, list)) and name not in ("randint", "choice"):
+        raise TypeError(f"compiler.random.{name}(): the first argument {args[0]!r} is a Python int, "
+                        f"which is a shape, not a key; make a key with compiler.random.key"
+                        f"({args[0]!r}) (an int64 scalar)")
     try:
         bound = inspect.signature(template).bind(*args, **kwargs)
     except TypeError as e:
@@ -110,7 +115,10 @@ def _bind(name: str, args: tuple, kwargs: dict) -> tuple[Any, dict[str, Any]]:
 
 def _staging_handler(name: str) -> Callable[..., Any]:
     def handler(st: Any, *args: Any, **kwargs: Any) -> Any:
-        key_, arguments = _bind(name, args, dict(kwargs))
+        try:
+            key_, arguments = _bind(name, args, dict(kwargs))
+        except TypeError as e:
+            raise FR.Reject(FR.CompileError, str(e)) from None
         return _STAGERS[name][1](st, key_, arguments)
     return handler
 
@@ -120,6 +128,7 @@ _EAGER: dict[str, Any] = {}
 
 def _eager(name: str, args: tuple, kwargs: dict) -> Any:
     """A draw outside compiled code: the same draw, compiled (once per static arguments)."""
+    _bind(name, args, dict(kwargs))          # argument errors at the caller's line
     kernel = _EAGER.get(name)
     if kernel is None:
         kernel = _EAGER[name] = jit(_EAGER_FUNCTIONS[name])
@@ -237,8 +246,8 @@ def _stage_fold_in(st: Any, key_: Any, data: Any) -> Any:
 
 
 def _stage_key(st: Any, n: Any) -> Any:
-    if isinstance(n, FR.Staged):
-        return FR.fold_in(st, 0, n)     # a run-time seed: fold it into key(0)
+    if isinstance(n, FR.Staged):      # a run-time integer: its bits are the key
+        return FR.as_key(st, n)
     return rng.key(int(n))
 
 

@@ -96,6 +96,13 @@ def key_value(st: Any, key: Any) -> Value:
     return A.constant(st.b, rng.key(int(key)), I64).value
 
 
+def as_key(st: Any, n: Staged) -> Staged:
+    """``key(n)`` of a run-time integer: n as int64 (its bits are the key)."""
+    if n.dtype.kind not in "iu" or n.ndim != 0:
+        raise Reject(CompileError, f"key(n) takes an integer scalar, got an array {n.type}")
+    return A.astype(st.b, n, I64) if n.dtype != I64 else n
+
+
 def implicit_key(st: Any) -> Value:
     """The key of the next key-less draw: advance the implicit state, take the draw's key."""
     state = st.random_state()

@@ -259,3 +259,20 @@ def test_split_and_fold_in_reject_non_keys():
         random.split(3)
     with pytest.raises(TypeError, match="key"):
         random.fold_in(np.float64(1.0), 2)
+
+
+def key_from_int(n):
+    return random.normal(random.key(n), (2,))
+
+
+def int_as_key(x):
+    return random.normal(0, (3,))
+
+
+def test_run_time_key_and_int_mistaken_for_a_key():
+    np.testing.assert_array_equal(jit(key_from_int)(np.int64(12)), random.normal(random.key(12), (2,)))
+    with pytest.raises(errors.CompileError, match=r"random.key\(0\)") as info:
+        jit(int_as_key)(np.ones(2))
+    assert info.value.lineno == int_as_key.__code__.co_firstlineno + 1
+    with pytest.raises(TypeError, match=r"random.key\(0\)"):
+        random.normal(0, (3,))
