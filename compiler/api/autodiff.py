@@ -60,9 +60,11 @@ def jacfwd(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False, *,
 
 
 def hessian(func: Callable[..., Any], argnums: Any = 0, *, chunk_size: int | None = None) -> Kernel:
-    """jacfwd(jacrev(func)): the Hessian of a scalar function."""
+    """jacfwd(jacrev(func)): the Hessian of a scalar function. It is the Hessian of one
+    evaluation: key-less random draws are shared by the basis (jacfwd's randomness="same")."""
     check_chunk_size("hessian", chunk_size)
-    return jacfwd(jacrev(func, argnums, chunk_size=chunk_size), argnums, chunk_size=chunk_size)
+    return jacfwd(jacrev(func, argnums, chunk_size=chunk_size), argnums, randomness="same",
+                  chunk_size=chunk_size)
 
 
 def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple:
