@@ -64,21 +64,23 @@ def _philox_ref(*words: np.ndarray, lane: int) -> np.ndarray:
 
 
 def _lower_philox(cg: Any, op: Any, a: list[Any]) -> Any:
+    """The rounds on 64-bit lanes holding 32-bit words (upper halves zero, kept so by masks):
+    each 32x32->64 product is then one unsigned multiply of the low halves (``vpmuludq``
+    on x86), whatever LLVM knows about the operands; the result is truncated at the end."""
     b = cg.b
     i32, i64 = ll.IntType(32), ll.IntType(64)
-    k0, k1, x0, x1, x2, x3 = a
+    k0, k1, x0, x1, x2, x3 = (b.zext(v, i64) for v in a)      # the words are unsigned
     m0, m1 = ll.Constant(i64, rng.M0), ll.Constant(i64, rng.M1)
-    w0, w1 = ll.Constant(i32, rng.W0), ll.Constant(i32, rng.W1)
-    shift = ll.Constant(i64, 32)
+    w0, w1 = ll.Constant(i64, rng.W0), ll.Constant(i64, rng.W1)
+    shift, mask = ll.Constant(i64, 32), ll.Constant(i64, 0xFFFFFFFF)
     for r in range(rng.ROUNDS):
         if r:
-            k0, k1 = b.add(k0, w0), b.add(k1, w1)
-        p0 = b.mul(b.zext(x0, i64), m0)       # the words are unsigned: zero-extend
-        p1 = b.mul(b.zext(x2, i64), m1)
-        hi0, lo0 = b.trunc(b.lshr(p0, shift), i32), b.trunc(p0, i32)
-        hi1, lo1 = b.trunc(b.lshr(p1, shift), i32), b.trunc(p1, i32)
+            k0, k1 = b.and_(b.add(k0, w0), mask), b.and_(b.add(k1, w1), mask)
+        p0, p1 = b.mul(x0, m0), b.mul(x2, m1)
+        hi0, lo0 = b.lshr(p0, shift), b.and_(p0, mask)
+        hi1, lo1 = b.lshr(p1, shift), b.and_(p1, mask)
         x0, x1, x2, x3 = b.xor(b.xor(hi1, x1), k0), lo1, b.xor(b.xor(hi0, x3), k1), lo0
-    return (x0, x1, x2, x3)[op.params["lane"]]
+    return b.trunc((x0, x1, x2, x3)[op.params["lane"]], i32)
 
 
 philox = define(ops.philox_p, shape_rule=same_shape_rule(_words_only), numpy_ref=_philox_ref,
