@@ -276,3 +276,15 @@ def test_run_time_key_and_int_mistaken_for_a_key():
     assert info.value.lineno == int_as_key.__code__.co_firstlineno + 1
     with pytest.raises(TypeError, match=r"random.key\(0\)"):
         random.normal(0, (3,))
+
+
+def for_loop_draws(x):
+    out = x * 0.0
+    for i in range(20):                 # a Python loop: every iteration draws anew
+        out[i] = random.normal(())
+    return out
+
+
+def test_draws_in_a_for_loop_differ_per_iteration():
+    out = jit(for_loop_draws)(np.zeros(20))
+    assert len(set(out.tolist())) == 20 and np.all(np.abs(out) < 7)
