@@ -187,10 +187,8 @@ class Stager(CallMixin, ast.NodeVisitor):
 
     def note_draw(self) -> None:
         """A key-less draw at the current line: vmap(randomness='error') reports the first."""
-        if not self.rng_drawn and self.rng is not None and self.rng.value is not None:
-            root = self.top.ops[0] if self.top.ops and self.top.ops[0].prim is ops.rng_key_p else None
-            if root is not None:
-                root.loc = self.b.loc
+        if not self.rng_drawn and self.top.ops and self.top.ops[0].prim is ops.rng_key_p:
+            self.top.ops[0].loc = self.b.loc
             self.rng_drawn = True
 
     def drop_unused_random_state(self) -> None:

@@ -39,17 +39,19 @@ def chunked_function(fn: Function, in_dims: Sequence[int | None], out_dims: Sequ
     with b.at(loc):
         operands = [a if d is None else move_axis(b, a, d, 0) for a, d in zip(block.args, in_dims)]
         region_dims = [None if d is None else 0 for d in in_dims]
-        keyed = CURRENT_RANDOMNESS.get() == "different" and any(
-            op.prim is ops.rng_key_p for op in body.ops)
-        if keyed:      # element i's key is fold_in(key, i) for the whole batch, as without chunks
-            body = R.key_as_argument(body)
-            operands.append(R.fold_in(b, ops.rng_key(b), ops.iota(b, I64, (size,), 0)))
-            region_dims.append(0)
+        randomness = CURRENT_RANDOMNESS.get()
+        keyed = randomness != "error" and any(op.prim is ops.rng_key_p for op in body.ops)
+        if keyed:      # the call's key stays outside the regions (rng_key only at the top level);
+            body = R.key_as_argument(body)      # "different": element i's is fold_in(key, i)
+            key = ops.rng_key(b)                # for the whole batch, as without chunks
+            batched = randomness == "different"
+            operands.append(R.fold_in(b, key, ops.iota(b, I64, (size,), 0)) if batched else key)
+            region_dims.append(0 if batched else None)
         outs0 = [0] * len(fn.results)
         _, tail = chunk_counts(size, chunk)
         regions = [vmap_block(body, region_dims, n, outs0)[0] for n in (chunk, tail)]
         params = {"size": size, "chunk": chunk,
-                  "batched": tuple(d is not None for d in in_dims) + ((True,) if keyed else ())}
+                  "batched": tuple(d is not None for d in in_dims) + ((batched,) if keyed else ())}
         results = b.emit(ops.chunked_p, operands, params, regions)
         block.results = [_place(b, r, want) for r, want in zip(results, out_dims)]
     return Function(f"vmap_{fn.name}", block, list(fn.arg_names))

@@ -226,3 +226,16 @@ def test_hessian_of_keyless_draws_is_of_one_evaluation():
     h = hessian(f)(np.array([1.0, 2.0, 3.0]))
     assert h[0, 1] == h[1, 0] != 0 and h[1, 2] == h[2, 1] != 0 and h[0, 1] != h[1, 2]
     assert h[0, 0] == h[1, 1] == h[2, 2] == h[0, 2] == 0
+
+
+@pytest.mark.parametrize("inner,outer", [("same", "different"), ("different", "same"),
+                                         ("same", "same")])
+def test_nested_chunked_mixed_flags_match_unchunked(inner, outer):
+    x = np.zeros((5, 3))
+    plain = vmap(vmap(add_noise, randomness=inner), randomness=outer)
+    chunked = vmap(vmap(add_noise, randomness=inner, chunk_size=2), randomness=outer, chunk_size=3)
+    plain(x), chunked(x)
+    random.seed(6)
+    a = plain(x)
+    random.seed(6)
+    np.testing.assert_array_equal(chunked(x), a)
