@@ -239,3 +239,47 @@ def test_nested_chunked_mixed_flags_match_unchunked(inner, outer):
     a = plain(x)
     random.seed(6)
     np.testing.assert_array_equal(chunked(x), a)
+
+
+class KeylessForward(Function):
+    @staticmethod
+    def forward(x):
+        return x + random.normal(())
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class KeyedForward(Function):
+    @staticmethod
+    def forward(x, key):
+        return x + random.normal(key, ())
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+def uses_keyless_function(x):
+    return KeylessForward.apply(x)
+
+
+def uses_keyed_function(x, key):
+    return KeyedForward.apply(x, key)
+
+
+def test_function_forward_draws_need_a_key():
+    with pytest.raises(errors.UnsupportedError, match="without a key") as info:
+        jit(uses_keyless_function)(np.zeros(()))
+    assert info.value.lineno == uses_keyless_function.__code__.co_firstlineno + 1
+    k = random.key(21)
+    assert jit(uses_keyed_function)(np.zeros(()), k) == random.normal(k, ())
