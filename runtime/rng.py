@@ -16,8 +16,8 @@ only (kernels loaded by ``runtime.load`` too):
 
 A key is one 64-bit word (an int64), read as two 32-bit words. The counter's last word separates the uses of a key:
 0 for draws (element ``j`` of a draw reads counter ``(j, 0, attempt, 0)``), 1 for
-:func:`split`, 2 for :func:`fold_in`, 3 for advancing the implicit state of a kernel
-(:func:`advance`).
+:func:`split`, 2 for :func:`fold_in`. The i-th key-less draw of a kernel call uses the key
+``fold_in(call key, i)``.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import numpy as np
 M0, M1 = 0xD2511F53, 0xCD9E8D57          # the Philox-4x32 multipliers
 W0, W1 = 0x9E3779B9, 0xBB67AE85          # the Weyl key increments
 ROUNDS = 10
-SPLIT, FOLD_IN, ADVANCE = 1, 2, 3        # counter word 3 for each use of a key
+SPLIT, FOLD_IN = 1, 2                    # counter word 3 for each use of a key
 _U32 = np.uint32
 _MASK = np.uint64(0xFFFFFFFF)
 
@@ -88,14 +88,6 @@ def fold_in(k: Any, data: Any) -> np.ndarray:
     d = np.asarray(data).astype(np.int64).astype(np.uint64)
     w = philox(k0, k1, d & _MASK, d >> np.uint64(32), 0, FOLD_IN)
     return join(w[0], w[1])
-
-
-def advance(k: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(next state, key of the draw) of a kernel's implicit random state `k`: words 0, 1 and
-    2, 3 of Philox of counter (0, 0, 0, ADVANCE)."""
-    k0, k1 = words(k)
-    w = philox(k0, k1, 0, 0, 0, ADVANCE)
-    return join(w[0], w[1]), join(w[2], w[3])
 
 
 # ---- the process's state: the seed and the number of calls since --------------------------

@@ -14,8 +14,8 @@ the four words of Philox-4x32-10 of key ``k`` and counter ``(j, 0, attempt, 0)``
   ``u**(1/a)`` for a < 1;
 * categorical: Gumbel-max; permutation: the ranks of n uniforms (ties broken by index).
 
-A draw without a key takes the next key of the implicit state (:func:`implicit_key`),
-which starts at the call's key (the ``rng_key`` op) and is advanced by each draw.
+The i-th draw without a key (counting in program order, loop iterations included) uses
+the key ``fold_in(call key, i)`` (:func:`implicit_key`; the call's key is the ``rng_key`` op).
 """
 from __future__ import annotations
 
@@ -104,13 +104,14 @@ def as_key(st: Any, n: Staged) -> Staged:
 
 
 def implicit_key(st: Any) -> Value:
-    """The key of the next key-less draw: advance the implicit state, take the draw's key."""
+    """The key of the next key-less draw: ``fold_in(call key, i)`` for the i-th (the state
+    counts the draws, carried through branches and loops like an array updated in place)."""
     state = st.random_state()
     st.note_draw()
     b = st.b
-    nxt, draw = R.derive(b, state.value, ops.scalar(b, 0, I64), rng.ADVANCE)
-    state.value = nxt
-    return draw
+    count = state.value
+    state.value = ops.add(b, count, ops.scalar(b, 1, I64))
+    return R.fold_in(b, st.rng_key, count)
 
 
 def draw_key(st: Any, key: Any) -> Value:

@@ -144,8 +144,8 @@ TWO_DRAWS = jit(_two_draws)
 
 
 def test_keyless_draws_follow_the_seed_protocol():
-    """seed(s): call c of a drawing kernel gets key fold_in(key(s), c); its k-th key-less draw
-    the second key of the k-th advance of that state."""
+    """seed(s): call c of a drawing kernel gets key K = fold_in(key(s), c); its i-th key-less
+    draw uses the key fold_in(K, i)."""
     x = np.zeros(5)
     ONE_NORMAL(x)                                  # compiled (and its key taken) before seeding
     random.seed(77)
