@@ -65,7 +65,7 @@ from runtime import trees
 from runtime.abi import ArgSpec, ErrorSite
 from runtime.loader import NativeKernel
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Uncacheable(Exception):
@@ -457,6 +457,9 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
             raise ValueError("inconsistent signature")
         out_tree = tree_from_json(meta["out_tree"])
         errors = [ErrorSite.from_json(e) for e in meta.get("errors", [])]
+        random = meta.get("random", False)
+        if not isinstance(random, bool):
+            raise ValueError(f"random {random!r}")
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as e:
         raise BadEntry(f"meta.json does not describe a kernel ({type(e).__name__}: {e})") from None
     problem = object_problem(obj, target.triple)
@@ -467,7 +470,8 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
         address = loaded.address(symbol)
     except (RuntimeError, KeyError, ValueError, OSError) as e:
         raise BadEntry(f"object.o does not load ({e})") from None
-    native = NativeKernel(name, address, inputs, outputs, symbols, keepalive=loaded, errors=errors)
+    native = NativeKernel(name, address, inputs, outputs, symbols, keepalive=loaded, errors=errors,
+                          random=random)
     return Restored(meta, obj, out_tree, out_types, native)
 
 
@@ -657,6 +661,7 @@ class Probe:
                     "outputs": [a.to_json() for a in spec.native.outputs],
                     "symbols": list(spec.native.symbols), "out_types": list(spec.out_types),
                     "errors": [e.to_json() for e in spec.native.errors],
+                    "random": spec.native.random,
                     "out_tree": tree_to_json(spec.program.out_tree), "deps": deps,
                     "signature": ", ".join(a.type_text for a in spec.native.inputs),
                     "function": f"{getattr(self.kernel.fn, '__module__', '?')}."

@@ -160,6 +160,7 @@ class Artifacts:
     target: Target
     symbols: list[str]
     errors: list[ErrorSite] = field(default_factory=list)   # status ERROR_BASE + i raises errors[i]
+    random: bool = False         # takes the call's key after the symbols (docs/abi.md)
     _asm: str | None = field(default=None, repr=False)
 
     @property
@@ -207,7 +208,8 @@ def compile_ir(fn: Function, name: str, target: Target, *, fastmath: bool = Fals
     with _STATS_LOCK:
         STATS["llvm_compilations"] += 1
     return Artifacts(name, fn, optimized, llvm_ir, code.llvm_optimized, code.object, target,
-                     kernel.symbols_of(optimized), kernel.error_sites(optimized))
+                     kernel.symbols_of(optimized), kernel.error_sites(optimized),
+                     kernel.uses_random(optimized))
 
 
 def load(artifacts: Artifacts) -> native.LoadedObject:

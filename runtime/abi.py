@@ -19,7 +19,10 @@ from typing import Any, Mapping, Union
 
 import numpy as np
 
-ABI_VERSION = 2
+ABI_VERSION = 3
+#: versions whose kernels this runtime calls: version 3 added the random key after the symbols
+#: of kernels that draw (manifest "random": true); version 2 libraries have no such kernels
+COMPATIBLE_ABI_VERSIONS = (2, 3)
 
 DTYPES: dict[str, np.dtype] = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64), "i32": np.dtype(np.int32),
           "i64": np.dtype(np.int64), "bool": np.dtype(np.bool_)}

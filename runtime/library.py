@@ -31,7 +31,8 @@ class LibraryKernel:
         self.symbol = info["symbol"]
         self.native = NativeKernel(info["name"], address, ins, outs, info.get("symbols", []),
                                    keepalive=library,
-                                   errors=[ErrorSite.from_json(e) for e in info.get("errors", [])])
+                                   errors=[ErrorSite.from_json(e) for e in info.get("errors", [])],
+                                   random=info.get("random", False) is True)
         self._result = info.get("result", {"tuple": [trees.LEAF] * len(outs)})
         self.__signature__ = inspect.Signature(
             [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in ins])

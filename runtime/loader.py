@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from runtime import rng
 from runtime.abi import ArgSpec, ErrorSite, evaluate_dim, is_symbol, kernel_error
 
 KERNEL_CFUNC = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p),
@@ -114,13 +115,15 @@ class NativeKernel:
     """A loaded kernel entry point with its argument and result specs."""
 
     def __init__(self, name: str, address: int, inputs: Sequence[ArgSpec], outputs: Sequence[ArgSpec],
-                 symbols: Sequence[str], keepalive: Any = None, errors: Sequence[ErrorSite] = ()) -> None:
+                 symbols: Sequence[str], keepalive: Any = None, errors: Sequence[ErrorSite] = (),
+                 random: bool = False) -> None:
         self.name = name
         self.address = address
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.symbols = list(symbols)
         self.errors = tuple(errors)      # status ERROR_BASE + i: the exception of errors[i]
+        self.random = random             # takes a fresh key per call after the symbols
         self._fn = KERNEL_CFUNC(address)
         self._keepalive = keepalive
 
@@ -141,7 +144,10 @@ class NativeKernel:
         # fresh pointer arrays per call: a kernel may be called from several threads
         in_ptrs = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
         out_ptrs = (ctypes.c_void_p * max(len(outs), 1))(*[o.ctypes.data for o in outs])
-        syms = (ctypes.c_int64 * max(len(self.symbols), 1))(*[env[s] for s in self.symbols])
+        words = [env[s] for s in self.symbols]
+        if self.random:                  # the call's key, after the symbols (docs/abi.md)
+            words.append(rng.next_call_key())
+        syms = (ctypes.c_int64 * max(len(words), 1))(*words)
         status = self._fn(in_ptrs, out_ptrs, syms)
         if status:
             raise kernel_error(self.name, status, self.errors, env)

@@ -4,7 +4,7 @@ Written by ``aotx build`` next to ``MODULE.so`` and ``MODULE.h``::
 
     {
       "format": "aotx-library",
-      "abi_version": 2,                       # runtime.abi.ABI_VERSION of the builder
+      "abi_version": 3,                       # runtime.abi.ABI_VERSION of the builder
       "aotx_version": "0.1.0",
       "module": "physics",  "source": "physics.py",
       "library": "physics.so", "header": "physics.h",
@@ -15,6 +15,7 @@ Written by ``aotx build`` next to ``MODULE.so`` and ``MODULE.h``::
                    "inputs":  [{"name": "x", "type": "f64[n, 3]"}, ...],
                    "outputs": [{"name": "result0", "type": "f64[n]"}],
                    "symbols": ["n"],                 # the symbols array, in order
+                   "random": false,                  # true: the call's key follows the symbols
                    "errors": [{"error": "IndexError", "message": "...", "dims": ["n"],
                                "where": "physics.py:12"}],   # status 16 + i (runtime/abi.py)
                    "result": ...,                    # structure (runtime/trees.py)
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime import cpu
-from runtime.abi import ABI_VERSION
+from runtime.abi import ABI_VERSION, COMPATIBLE_ABI_VERSIONS
 
 FORMAT = "aotx-library"
 EMBED_PREFIX = b"aotx-manifest-sha256:"
@@ -86,7 +87,7 @@ def read(path: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise LoadError(f"{path} is not an aotx library manifest")
     abi = manifest.get("abi_version")
-    if abi != ABI_VERSION:
+    if abi not in COMPATIBLE_ABI_VERSIONS:
         raise LoadError(f"{path}: built for kernel ABI version {abi}, but this runtime speaks "
                         f"version {ABI_VERSION}; rebuild it with this aotx (`aotx build`)")
     for field, kind in (("library", str), ("kernels", list), ("target", dict), ("hashes", dict)):

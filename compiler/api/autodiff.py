@@ -55,14 +55,16 @@ def jacfwd(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False, *,
     """The Jacobian by forward mode: a vmap of jvp over the input basis."""
     check_randomness("jacfwd", randomness)
     inner = as_kernel(func)
-    return Kernel(inner.fn, tracer=JacTracer(inner, argnums, has_aux, chunk_size, "fwd"),
+    return Kernel(inner.fn, tracer=JacTracer(inner, argnums, has_aux, chunk_size, "fwd", randomness),
                   name=f"jacfwd_{inner.__name__}")
 
 
 def hessian(func: Callable[..., Any], argnums: Any = 0, *, chunk_size: int | None = None) -> Kernel:
-    """jacfwd(jacrev(func)): the Hessian of a scalar function."""
+    """jacfwd(jacrev(func)): the Hessian of a scalar function. It is the Hessian of one
+    evaluation: key-less random draws are shared by the basis (jacfwd's randomness="same")."""
     check_chunk_size("hessian", chunk_size)
-    return jacfwd(jacrev(func, argnums, chunk_size=chunk_size), argnums, chunk_size=chunk_size)
+    return jacfwd(jacrev(func, argnums, chunk_size=chunk_size), argnums, randomness="same",
+                  chunk_size=chunk_size)
 
 
 def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple:
@@ -262,7 +264,8 @@ class ADTracer:
         self.inner, self.argnums, self.has_aux, self.chunk_size = inner, argnums, has_aux, chunk_size
 
     def __aotx_cache_key__(self) -> tuple:
-        return (self.who, self.inner, self.argnums, self.has_aux, self.chunk_size)
+        return (self.who, self.inner, self.argnums, self.has_aux, self.chunk_size,
+                getattr(self, "randomness", "error"))
 
     def prepare(self, a_args: tuple, a_kwargs: dict) -> Traced:
         program = self.inner.trace(a_args, a_kwargs)
@@ -334,8 +337,10 @@ class GradTracer(ADTracer):
 class JacTracer(ADTracer):
     """jacrev (vmap of vjp over the output basis) and jacfwd (vmap of jvp over the input basis)."""
 
-    def __init__(self, inner: Kernel, argnums: Any, has_aux: bool, chunk_size: int | None, mode: str) -> None:
+    def __init__(self, inner: Kernel, argnums: Any, has_aux: bool, chunk_size: int | None, mode: str,
+                 randomness: str = "error") -> None:
         self.who = "jacrev" if mode == "rev" else "jacfwd"
+        self.randomness = randomness
         super().__init__(inner, argnums, has_aux, chunk_size)
 
     def __call__(self, a_args: tuple, a_kwargs: dict) -> pipeline.Program:
@@ -348,7 +353,8 @@ class JacTracer(ADTracer):
         options: dict[str, Any] = dict(active=t.active, rows=t.main, chunk=self.chunk_size, select=select,
                        name=f"{self.who}_{t.fn.name}")
         if self.who == "jacfwd":
-            stages = [pipeline.Pass("jacfwd", functools.partial(jacfwd_function, **options))]
+            stages = [pipeline.Pass("jacfwd", functools.partial(jacfwd_function, randomness=self.randomness,
+                                                                **options))]
         else:
             stages = [pipeline.Pass("vjp", functools.partial(vjp_function, active=t.active)),
                       pipeline.Pass("jacrev", functools.partial(jacrev_function, primal=t.fn, **options))]

@@ -97,7 +97,8 @@ class Specialization:
         ins = [parse_spec(n, str(t)) for n, t in zip(names, fn.in_types)]
         outs = [parse_spec(f"result{i}", str(t)) for i, t in enumerate(self.artifacts.ir_optimized.out_types)]
         self.native = NativeKernel(self.kernel.__name__, loaded.address(self.artifacts.name), ins, outs,
-                                   self.artifacts.symbols, keepalive=loaded, errors=self.artifacts.errors)
+                                   self.artifacts.symbols, keepalive=loaded, errors=self.artifacts.errors,
+                                   random=self.artifacts.random)
         self._probe.store(self)
         return self.native
 
@@ -144,7 +145,7 @@ class _FastPlan:
 
     def __init__(self, spec: Specialization) -> None:
         native = spec.native
-        self.ok = not native.symbols and all(isinstance(d, int) for s in native.inputs + native.outputs
+        self.ok = not native.symbols and not native.random and all(isinstance(d, int) for s in native.inputs + native.outputs
                                              for d in s.dims)
         self.spec = spec
         if not self.ok:

@@ -254,7 +254,11 @@ def _declaration(k: BuiltKernel) -> list[str]:
         lines.append(f" *   outputs[{i}]  {a['name']}: {_describe(a['type'])}")
     for i, s in enumerate(info["symbols"]):
         lines.append(f" *   symbols[{i}]  {s}")
-    if not info["symbols"]:
+    random = info.get("random", False)
+    if random:
+        lines.append(f" *   symbols[{len(info['symbols'])}]  the call's random key: a fresh int64 per call "
+                     "(see docs/abi.md, Random keys)")
+    elif not info["symbols"]:
         lines.append(" *   symbols: none (pass NULL)")
     return lines + [
         " */",
@@ -262,6 +266,7 @@ def _declaration(k: BuiltKernel) -> list[str]:
         f"#define {upper}_NUM_INPUTS {len(info['inputs'])}",
         f"#define {upper}_NUM_OUTPUTS {len(info['outputs'])}",
         f"#define {upper}_NUM_SYMBOLS {len(info['symbols'])}",
+        f"#define {upper}_RANDOM_KEY {int(bool(random))}",
         "",
     ]
 

@@ -17,6 +17,7 @@ from compiler.ir import dims
 from compiler.ir.core import Function, Op
 from compiler.primitives import ops
 from compiler.primitives.checks import error_site
+from compiler.primitives.random import RNG_SYMBOL
 from runtime.abi import ERROR_BASE, ErrorSite
 
 
@@ -27,6 +28,12 @@ def symbols_of(fn: Function) -> list[str]:
         for d in t.shape:
             names |= dims.symbols(d)
     return sorted(names)
+
+
+def uses_random(fn: Function) -> bool:
+    """Does the kernel draw from its implicit random state? Then its caller passes the call's
+    key as one more int64 after the symbols (docs/abi.md)."""
+    return any(op.prim is ops.rng_key_p for op in fn.body.walk())
 
 
 def check_ops(fn: Function) -> list[Op]:
@@ -45,12 +52,13 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
     syms = symbols_of(fn)
     n_in, n_out = len(fn.in_types), len(fn.out_types)
     i32 = ll.IntType(32)
-    impl_ty = ll.FunctionType(i32, [PTR] * (n_in + n_out) + [I64T] * len(syms))
+    n_words = len(syms) + uses_random(fn)       # the call's key follows the symbols
+    impl_ty = ll.FunctionType(i32, [PTR] * (n_in + n_out) + [I64T] * n_words)
     impl = ll.Function(module, impl_ty, f"{name}.impl")
     impl.linkage = "internal"
     for arg in impl.args[:n_in + n_out]:
         arg.add_attribute("noalias")
-    symbols = dict(zip(syms, impl.args[n_in + n_out:]))
+    symbols = dict(zip(syms + [RNG_SYMBOL], impl.args[n_in + n_out:]))
     cg = Codegen(module, impl, symbols, fastmath=fastmath, has_fma=target.has_fma,
                  vector_bits=target.vector_bits)
     cg.checks = {op: ERROR_BASE + i for i, op in enumerate(check_ops(fn))}
@@ -63,7 +71,7 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
     cg.check_sizes(fn.body)
     cg.lower_block(fn.body, ins, outs)
     cg.finish()
-    _emit_entry(module, impl, name, n_in, n_out, len(syms))
+    _emit_entry(module, impl, name, n_in, n_out, n_words)
     text = _loop_ids(str(module))
     # a string attribute llvmlite cannot attach: use the host's full vector width
     attrs = f'"prefer-vector-width"="{target.vector_bits}" "min-legal-vector-width"="0"'

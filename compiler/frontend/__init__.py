@@ -65,6 +65,8 @@ def stage(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     try:
         out, loc = _run(stager, fn, list(call_args), call_kwargs)
         results, out_tree = _outputs(stager, out, loc)
+        block.results = results
+        stager.drop_unused_random_state()
     except CompileError as e:
         raise e.with_traceback(None) from e.__cause__
     block.results = results

@@ -29,6 +29,9 @@ from compiler.frontend.pytrees import flatten_static, unflatten
 from compiler.frontend.source import function_source
 from compiler.frontend.ufuncs import UFUNCS, binary, divmod_, round_, unary, where
 from compiler.frontend.values import BoundMethod, Closure, Reject, ReturnSignal, Scope, Staged, Weak
+from compiler.frontend.random import implicit_key
+from compiler.primitives import ops
+from compiler.primitives import random as PR
 from compiler.primitives.batching import inline_block
 from compiler.ir.dims import DimExpr
 from compiler.ir.types import F64, I64
@@ -157,7 +160,12 @@ class CallMixin:
         abstract = [Weak(x.type) if x.weak else x.type for x in leaves]
         a_args, a_kwargs = unflatten(tree, abstract)
         program = kernel.trace(tuple(a_args), a_kwargs)
-        results = inline_block(self.b, program.function.body, [x.value for x in leaves])
+        body, values = program.function.body, [x.value for x in leaves]
+        if any(op.prim is ops.rng_key_p for op in body.ops):
+            # its key-less draws take the next key of this function's implicit state, so that
+            # two calls of one kernel (or of two kernels) draw different numbers
+            body, values = PR.key_as_argument(body), values + [implicit_key(self)]
+        results = inline_block(self.b, body, values)
         return unflatten(program.out_tree, [Staged(v) for v in results])
 
     def _call_python(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:

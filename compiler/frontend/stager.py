@@ -34,8 +34,9 @@ from compiler.frontend.values import ARG, VIEW, Scope, BreakSignal, ContinueSign
     ReturnSignal, Staged, Undefined
 from compiler.ir import dims
 from compiler.ir.builder import Builder
-from compiler.ir.core import SourceLoc
+from compiler.ir.core import Block, SourceLoc, Value
 from compiler.ir.dims import DimExpr
+from compiler.primitives import ops
 from compiler.primitives.base import ShapeError
 
 PY_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
@@ -78,6 +79,10 @@ class Stager(CallMixin, ast.NodeVisitor):
         self.depth = 0                          # nesting of data-dependent regions
         self.local_objects: dict[int, tuple[Any, int]] = {}
         self.return_loc: SourceLoc | None = None   # the last `return` staged (errors about results)
+        self.top = builder.block                # the function's block
+        self.rng: Staged | None = None          # the implicit random state (see random_state)
+        self.rng_key: Value | None = None       # the call's key, from which its draws derive
+        self.rng_drawn = False                  # has a draw used it yet (then it carries its line)
 
     # ---- dispatch and errors -------------------------------------------------------------
 
@@ -168,9 +173,40 @@ class Stager(CallMixin, ast.NodeVisitor):
                          f"{type(obj).__name__} created outside it",
                          "build the list outside the branch, or use arrays and np.where")
 
+    def random_state(self) -> Staged:
+        """The implicit random state of key-less draws (compiler/frontend/random.py): the
+        number of key-less draws made so far (int64), draw i using ``fold_in(call key, i)``.
+        It and the call's key (an ``rng_key`` op) are made at the top of the function; the
+        count is a staged array updated in place, so data-dependent branches and loops carry
+        it like any other (a draw in a loop body differs per iteration)."""
+        if self.rng is None:
+            scratch = Block()
+            with self.b.inside(scratch):
+                self.rng_key = ops.rng_key(self.b)
+                count = ops.scalar(self.b, 0, np.int64)
+            self.top.ops[0:0] = scratch.ops
+            self.rng = Staged(count, name="<random state>")
+        return self.rng
+
+    def note_draw(self) -> None:
+        """A key-less draw at the current line: vmap(randomness='error') reports the first."""
+        if not self.rng_drawn and self.rng_key is not None and self.rng_key.op is not None:
+            self.rng_key.op.loc = self.b.loc
+            self.rng_drawn = True
+
+    def drop_unused_random_state(self) -> None:
+        """Remove the ops of the random state when nothing drew (no key for the kernel)."""
+        if self.rng_key is None:
+            return
+        used = {v for op in self.top.walk() for v in op.operands} | set(self.top.results)
+        self.top.ops[:] = [op for op in self.top.ops[:2] if op.results[0] in used] + self.top.ops[2:]
+
     def reachable_staged(self) -> list[Staged]:
-        """Every staged array a variable of an active scope can reach (through pytrees)."""
+        """Every staged array a variable of an active scope can reach (through pytrees), and
+        the implicit random state."""
         seen: dict[int, Staged] = {}
+        state = self.random_state()
+        seen[id(state)] = state
         for scope in self.scopes:
             s: Scope | None = scope
             while s is not None:

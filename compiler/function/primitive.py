@@ -137,6 +137,12 @@ def emit_custom_function(b: Any, cls: Any, template: tuple, values: Sequence[Any
         except _not_in_subset():
             if cls.host_callback is False:
                 raise
+        if region is not None and any(op.prim is ops.rng_key_p for op in region.walk()):
+            # its own staging would start from the call's key too: the same numbers as the caller's
+            raise UnsupportedError(f"{cls.__name__}.forward draws random numbers without a key, "
+                                   "which a compiler.Function does not support",
+                                   b.loc, "pass a key as an argument of apply (random.split(...) "
+                                   "in the caller) and draw with it: random.normal(key, shape)")
     if region is None:
         region, out_tree = _host_region(b, cls, template, in_types)
         _not_cacheable(cls)

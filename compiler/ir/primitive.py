@@ -60,6 +60,7 @@ class Primitive:
                                                   # than read inside a consumer's loop?
     loops: bool = False             # INDEX ops whose lowering runs a loop per element (reductions)
     cheap: bool = False             # ELEMENTWISE ops worth recomputing rather than storing (casts)
+    batch_always: bool = False      # vmap runs the rule without batched operands (rng_key)
     effects: frozenset[str] = field(default_factory=frozenset)
     doc: str = ""
 

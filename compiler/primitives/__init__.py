@@ -20,6 +20,7 @@ from compiler.primitives.elementwise import (abs_, add, and_, arccos, arcsin, ar
 from compiler.primitives.indexing import (dynamic_slice, dynamic_update_slice, scatter, take,
                                           update_slice)
 from compiler.primitives.linalg import dot_general
+from compiler.primitives.random import philox, rng_key
 from compiler.primitives.reduce import (argmax, argmin, cumprod, cumsum, reduce_and, reduce_max,
                                         reduce_min, reduce_or, reduce_prod, reduce_sum)
 from compiler.primitives.shape import (broadcast_in_dim, concatenate, constant, diagonal, iota, pad,

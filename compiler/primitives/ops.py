@@ -349,3 +349,21 @@ def full_like(b: Builder, value: Any, like: Value) -> Value:
 
 def zeros_like(b: Builder, like: Value) -> Value:
     return full(b, 0, like.type)
+
+
+# ---- random numbers (compiler/primitives/random.py; docs/random.md) -----------------
+
+philox_p = declare("philox", ELEMENTWISE)
+rng_key_p = declare("rng_key", INDEX)
+
+
+def philox(b: Builder, words: Sequence[Value], lane: int) -> Value:
+    """Word `lane` (0-3) of Philox-4x32-10 of key (k0, k1) and counter (c0, c1, c2, c3):
+    ``words`` are those six uint32 operands of one shape."""
+    return b.emit1(philox_p, list(words), {"lane": lane})
+
+
+def rng_key(b: Builder) -> Value:
+    """The key of the current call (uint32[2]): the kernel's implicit random state, which
+    its caller passes in (a fresh one per call, see runtime/rng.py)."""
+    return b.emit1(rng_key_p, [])

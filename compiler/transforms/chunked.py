@@ -21,10 +21,12 @@ from typing import Sequence
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Function, Value
 from compiler.ir.dims import Dim
+from compiler.ir.types import I64
 from compiler.primitives import ops
+from compiler.primitives import random as R
 from compiler.primitives.batching import move_axis
 from compiler.primitives.control import chunk_counts
-from compiler.transforms.vmap import batched_type, vmap_block
+from compiler.transforms.vmap import CURRENT_RANDOMNESS, batched_type, vmap_block
 
 
 def chunked_function(fn: Function, in_dims: Sequence[int | None], out_dims: Sequence[int | None],
@@ -33,13 +35,23 @@ def chunked_function(fn: Function, in_dims: Sequence[int | None], out_dims: Sequ
     block = new_block([batched_type(t, d, size) for t, d in zip(fn.in_types, in_dims)], fn.arg_names)
     loc = fn.body.ops[0].loc if fn.body.ops else None
     b = Builder(block)
+    body = fn.body
     with b.at(loc):
         operands = [a if d is None else move_axis(b, a, d, 0) for a, d in zip(block.args, in_dims)]
         region_dims = [None if d is None else 0 for d in in_dims]
+        randomness = CURRENT_RANDOMNESS.get()
+        keyed = randomness != "error" and any(op.prim is ops.rng_key_p for op in body.ops)
+        if keyed:      # the call's key stays outside the regions (rng_key only at the top level);
+            body = R.key_as_argument(body)      # "different": element i's is fold_in(key, i)
+            key = ops.rng_key(b)                # for the whole batch, as without chunks
+            batched = randomness == "different"
+            operands.append(R.fold_in(b, key, ops.iota(b, I64, (size,), 0)) if batched else key)
+            region_dims.append(0 if batched else None)
         outs0 = [0] * len(fn.results)
         _, tail = chunk_counts(size, chunk)
-        regions = [vmap_block(fn.body, region_dims, n, outs0)[0] for n in (chunk, tail)]
-        params = {"size": size, "chunk": chunk, "batched": tuple(d is not None for d in in_dims)}
+        regions = [vmap_block(body, region_dims, n, outs0)[0] for n in (chunk, tail)]
+        params = {"size": size, "chunk": chunk,
+                  "batched": tuple(d is not None for d in in_dims) + ((batched,) if keyed else ())}
         results = b.emit(ops.chunked_p, operands, params, regions)
         block.results = [_place(b, r, want) for r, want in zip(results, out_dims)]
     return Function(f"vmap_{fn.name}", block, list(fn.arg_names))

@@ -27,7 +27,7 @@ from compiler.primitives import ops
 from compiler.primitives.batching import inline_block
 from compiler.transforms.chunked import chunked_function
 from compiler.transforms.jvp import jvp_function
-from compiler.transforms.vmap import vmap_function
+from compiler.transforms.vmap import CURRENT_RANDOMNESS, vmap_function
 
 Build = Callable[[Builder, list[Value]], list[Value]]
 
@@ -84,26 +84,37 @@ def jacrev_function(vfn: Function, primal: Function, active: Sequence[bool], row
                     chunk: int | None, select: Sequence[int], name: str) -> Function:
     """Jacobians of `primal` by reverse mode, `vfn` being ``vjp_function(primal, active)``.
     Gives J[o, leaf] (shape ``(*out, *in)``) for o in `rows` and each active leaf, in
-    that order, then `primal`'s results; returns those picked by `select`."""
+    that order, then `primal`'s results; returns those picked by `select`. The rows are the
+    cotangents of one evaluation of `primal`: its key-less draws are the same for every row
+    (the vmap over the basis uses randomness="same")."""
     leaves = [i for i, on in enumerate(active) if on]
 
     def build(b: Builder, args: list[Value]) -> list[Value]:
         jac = [j for o in rows for j in _vjp_rows(b, vfn, primal, o, leaves, args, chunk)]
         return _pick(b, jac, primal, args, select)
-    return _assemble(name, primal.in_types, primal.arg_names, _last_loc(primal), build)
+    token = CURRENT_RANDOMNESS.set("same")
+    try:
+        return _assemble(name, primal.in_types, primal.arg_names, _last_loc(primal), build)
+    finally:
+        CURRENT_RANDOMNESS.reset(token)
 
 
 def jacfwd_function(primal: Function, active: Sequence[bool], rows: Sequence[int], chunk: int | None,
-                    select: Sequence[int], name: str) -> Function:
+                    select: Sequence[int], name: str, randomness: str = "error") -> Function:
     """Jacobians of `primal` by forward mode: one jvp per active leaf, batched over the
-    leaf's basis. Gives what :func:`jacrev_function` gives, in the same order."""
+    leaf's basis. Gives what :func:`jacrev_function` gives, in the same order. The batch
+    runs `primal` once per basis vector: `randomness` is that vmap's flag (torch.func's)."""
     leaves = [i for i, on in enumerate(active) if on]
 
     def build(b: Builder, args: list[Value]) -> list[Value]:
         columns = {leaf: _jvp_columns(b, primal, leaf, args, chunk) for leaf in leaves}
         jac = [columns[leaf][o] for o in rows for leaf in leaves]
         return _pick(b, jac, primal, args, select)
-    return _assemble(name, primal.in_types, primal.arg_names, _last_loc(primal), build)
+    token = CURRENT_RANDOMNESS.set(randomness)
+    try:
+        return _assemble(name, primal.in_types, primal.arg_names, _last_loc(primal), build)
+    finally:
+        CURRENT_RANDOMNESS.reset(token)
 
 
 def _pick(b: Builder, jac: list[Value], primal: Function, args: list[Value],

@@ -61,7 +61,9 @@ def vmap_block(block: Block, in_bdims: Sequence[int | None], size: Dim,
         args = [env[v][0] for v in op.operands]
         bdims = [env[v][1] for v in op.operands]
         with b.at(op.loc):
-            if all(d is None for d in bdims) and not op.regions:
+            if op.prim.batch_always and op.prim.vmap_rule is not None:   # the rule decides even
+                results, rdims = op.prim.vmap_rule(b, op, args, bdims, size)  # when nothing is batched
+            elif all(d is None for d in bdims) and not op.regions:
                 results, rdims = list(b.emit(op.prim, args, op.params)), [None] * len(op.results)
             elif all(d is None for d in bdims) and not _regions_batch(op):
                 regions = [clone_block(r) for r in op.regions]

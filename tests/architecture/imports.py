@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, int]] = [
     ("compiler.function", 6), ("compiler.pipeline", 6),
     ("compiler.cache", 7),
     ("compiler.api", 8),
-    ("compiler.build", 9),
+    ("compiler.build", 9), ("compiler.random", 9),
     ("compiler.cli", 10),
     ("compiler", 11),
     ("compiler.__main__", 12),

@@ -101,3 +101,35 @@ def test_pendulum_fit_recovers_the_parameters():
     params, value = m.fit(m.observations(), np.array([5.0, 0.1]))
     np.testing.assert_allclose(params, [9.81 / 1.5, 0.35], rtol=0.02)
     assert value < 2e-4            # the observations' noise variance is 1e-4
+
+
+def test_monte_carlo_estimates_match_the_closed_form():
+    """The compiled Monte Carlo price is within 5 standard errors of Black-Scholes' closed
+    form; the estimate from a key equals the same computation in NumPy on the same draws
+    (the independent reference generator of tests/random); the strip shares its paths."""
+    from compiler import random
+    from tests.random import reference as R
+    m = load("monte_carlo")
+    args = (100.0, 105.0, 1.0, 0.03, 0.2)
+    exact = m.black_scholes_call(*args)
+    est, err = m.price(random.key(0), *args)
+    assert abs(est - exact) < 5 * err and 0.005 < err < 0.05
+    z = R.normal(R.key(0), (1000,))
+    small = load_small_paths(m, 1000)
+    spot, strike, years, rate, vol = args
+    final = spot * np.exp((rate - 0.5 * vol * vol) * years + vol * np.sqrt(years) * z)
+    want = np.mean(np.maximum(final - strike, 0.0)) * np.exp(-rate * years)
+    assert abs(small(random.key(0), *args)[0] - want) < 1e-11 * want
+    strikes = np.array([90.0, 100.0, 110.0])
+    strip = m.price_strip(100.0, strikes, 1.0, 0.03, 0.2)
+    exact_strip = np.array([m.black_scholes_call(100.0, k, 1.0, 0.03, 0.2) for k in strikes])
+    assert np.all(np.abs(strip - exact_strip) < 0.1)
+    assert np.all(np.diff(strip) < 0)        # common paths: monotone in the strike
+
+
+def load_small_paths(m, paths):
+    """The example's estimator with fewer paths (a compiled copy; PATHS is a global)."""
+    import types
+    from compiler import jit
+    fn = types.FunctionType(m.mc_call.__code__, {**m.mc_call.__globals__, "PATHS": paths})
+    return jit(fn)

@@ -38,7 +38,9 @@ import numpy as np
 
 import compiler
 from compiler import Function, errors
+from compiler import random as crandom
 from tests.ops.compare import EXACT, IEEE, REDUCTION, TRANSCENDENTAL, Tol
+from tests.random import reference as rref
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 I32, I64 = np.dtype(np.int32), np.dtype(np.int64)
@@ -1909,3 +1911,53 @@ prims("update.fancy_add", lambda dt, rng: [
     PrimSample("scatter", (make((4, 0), dt, rng), _i64([3, 0, 2]), make((3, 0), dt, rng)), {"axis": 0, "mode": "add"},
                desc="size-0 rows (the vjp of a gather from an empty slice)")],
    dtypes=(F64,))
+
+
+# ---- compiler.random (docs/random.md) ---------------------------------------------------------------
+#
+# Draws from an explicit key are a pure function of the key: compiled, interpreted and vmapped
+# (over batches of keys) they must equal the independent reference of tests/random/reference.py,
+# which implements Philox-4x32-10 and the maps from words to numbers from their definitions.
+# Key-less draws take a fresh key per call (tests/random covers them).
+
+def _key_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for k in (0, 1, -7, 2**62 + 3):
+        yield SampleInput((np.int64(k),), desc=f"key {k}")
+
+
+def _random_normal(key: Any) -> Any:
+    return crandom.normal(key, (4, 3))
+
+
+def _random_normal_ref(key: Any) -> Any:
+    return rref.normal(int(key), (4, 3))
+
+
+def _uniform_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for k in (3, -11):
+        yield SampleInput((np.int64(k), make((5,), dtype, rng, -2, 0), make((5,), dtype, rng, 1, 3)))
+
+
+def _random_uniform(key: Any, low: Any, high: Any) -> Any:
+    return crandom.uniform(key, (5,), dtype=low.dtype, low=low, high=high)
+
+
+def _random_uniform_ref(key: Any, low: Any, high: Any) -> Any:
+    u = rref.uniform(int(key), (5,)).astype(low.dtype)
+    return low + u * (high - low)
+
+
+op("random.normal", _random_normal, _key_samples, dtypes=(I64,), ref=_random_normal_ref,
+   tol=Tol((1e-6, 1e-6), (1e-13, 1e-14), ulps=4), differentiable=False)
+op("random.uniform", _random_uniform, _uniform_samples, ref=_random_uniform_ref, tol=IEEE)
+
+
+def _philox_words(shape: tuple[int, ...], rng: np.random.Generator) -> tuple:
+    return tuple(rng.integers(-2**31, 2**31, size=shape, dtype=np.int64).astype(np.int32)
+                 for _ in range(6))
+
+
+prims("random.normal", lambda dt, rng: [
+    PrimSample("philox", _philox_words((), rng), {"lane": lane}, desc=f"lane {lane}") for lane in range(4)]
+    + [PrimSample("philox", _philox_words((3,), rng), {"lane": 2}, desc="vector")],
+    dtypes=(I32,))
