@@ -644,6 +644,13 @@ def _carry_out(st: Any, what: str, fn_name: str, out: Any, inits: list[Staged], 
     return values
 
 
+def _drop_arg(block: Block, pos: int) -> None:
+    """Remove the unused argument `pos` of `block` (the later ones move down)."""
+    del block.args[pos]
+    for a in block.args[pos:]:
+        a.index -= 1
+
+
 def _block_with(types: list[TensorType]) -> Block:
     block = Block()
     for t in types:
@@ -671,17 +678,33 @@ def fori_loop(st: Any, lower: Any, upper: Any, body_fn: Any, init: Any,
     trip = trip_count(d0, d1, 1) if d0 is not None and d1 is not None else None
     segment = _segment("fori_loop", checkpoint, trip)
     inits, td = _carry_in(st, "fori_loop", init)
-    body = _block_with([INDEX_TYPE] + [x.type for x in inits])
-    with st.b.inside(body), st.region():
-        carry = pytrees.unflatten(td, [Staged(a, weak=x.weak) for a, x in zip(body.args[1:], inits)])
-        out = st.call(body_fn, [Staged(body.args[0], weak=True), carry], {})
-        body.results = _carry_out(st, "fori_loop", "body_fn", out, inits, td)
+    n_user = len(inits)
+    state = st.random_state()               # key-less draws in the body: carry the state
+    outside = state.value
+    body = _block_with([INDEX_TYPE] + [x.type for x in inits] + [state.type])
+    try:
+        with st.b.inside(body), st.region():
+            state.value = body.args[-1]
+            carry = pytrees.unflatten(td, [Staged(a, weak=x.weak)
+                                           for a, x in zip(body.args[1:], inits)])
+            out = st.call(body_fn, [Staged(body.args[0], weak=True), carry], {})
+            body.results = _carry_out(st, "fori_loop", "body_fn", out, inits, td) + [state.value]
+    finally:
+        drew = bool(body.results) and body.results[-1] is not body.args[-1]
+        state.value = outside
+    if drew:
+        inits = inits + [state]
+    else:                                    # no draw: no state, no key for the kernel
+        body.args.pop()
+        body.results.pop()
     n = len(inits)
     outer = close_over([body])
     body.results.extend(body.args[1 + n:])
     results = ops.for_loop(st.b, _as_value(st, start), _as_value(st, stop),
                            [*[x.value for x in inits], *outer], body, 1, trip, segment)
-    return pytrees.unflatten(td, [Staged(r, weak=x.weak) for r, x in zip(results, inits)])
+    if drew:
+        state.value = results[n - 1]
+    return pytrees.unflatten(td, [Staged(r, weak=x.weak) for r, x in zip(results[:n_user], inits)])
 
 
 def scan(st: Any, fn: Any, init: Any, xs: Any = None, length: Any = None,
@@ -705,15 +728,21 @@ def scan(st: Any, fn: Any, init: Any, xs: Any = None, length: Any = None,
     (trip,) = sizes
     segment = _segment("scan", checkpoint, trip)
     inits, td = _carry_in(st, "scan", init)
+    n_user = len(inits)
+    state = st.random_state()               # key-less draws in fn: carry the state
+    outside = state.value
+    inits = inits + [state]
     n, m = len(inits), len(x_vals)
     body = _block_with([INDEX_TYPE] + [x.type for x in inits] + [x.type for x in x_vals])
     with st.b.inside(body), st.region():
+        state.value = body.args[n]
         k = body.args[0]
         row = k
         if reverse:
             last = ops.sub(st.b, A.lift(st.b, trip, I64).value, ops.scalar(st.b, 1, I64))
             row = ops.sub(st.b, last, k)
-        carry = pytrees.unflatten(td, [Staged(a, weak=x.weak) for a, x in zip(body.args[1:], inits)])
+        carry = pytrees.unflatten(td, [Staged(a, weak=x.weak)
+                                       for a, x in zip(body.args[1:], inits[:n_user])])
         x_rows = [I.getitem(st.b, Staged(a), Staged(row, weak=True))
                   for a in body.args[1 + n:1 + n + m]]
         out = st.call(fn, [carry, pytrees.unflatten(x_td, x_rows) if x_leaves or xs is not None
@@ -721,7 +750,7 @@ def scan(st: Any, fn: Any, init: Any, xs: Any = None, length: Any = None,
         if not isinstance(out, tuple) or len(out) != 2:
             raise Reject(CompileError, "scan: fn must return a pair (new carry, y)")
         new_carry, y = out
-        results = _carry_out(st, "scan", "fn", new_carry, inits, td)
+        results = _carry_out(st, "scan", "fn", new_carry, inits[:n_user], td) + [state.value]
         y_leaves, y_td = _leaves(y)
         ys = [A.lift(st.b, v) for v in y_leaves]
         zero = ops.scalar(st.b, 0, I64)
@@ -731,6 +760,12 @@ def scan(st: Any, fn: Any, init: Any, xs: Any = None, length: Any = None,
             piece = ops.reshape(st.b, v.value, (1,) + tuple(v.shape))
             results.append(ops.dynamic_update_slice(st.b, arg, piece, [row] + [zero] * v.ndim))
         body.results = results[:n] + list(body.args[1 + n:1 + n + m]) + results[n:]
+    drew = body.results[n - 1] is not body.args[n]
+    state.value = outside
+    if not drew:                             # no draw: no state, no key for the kernel
+        _drop_arg(body, n)
+        del body.results[n - 1]
+        inits, n = inits[:n_user], n - 1
     n_ys = len(ys)
     outer = close_over([body])
     body.results.extend(body.args[1 + n + m + n_ys:])
@@ -738,6 +773,8 @@ def scan(st: Any, fn: Any, init: Any, xs: Any = None, length: Any = None,
     res = ops.for_loop(st.b, A.lift(st.b, 0, I64).value, A.lift(st.b, trip, I64).value,
                        [*[x.value for x in inits], *[x.value for x in x_vals], *empty, *outer],
                        body, 1, trip, segment)
-    final = pytrees.unflatten(td, [Staged(r, weak=x.weak) for r, x in zip(res, inits)])
+    if drew:
+        state.value = res[n - 1]
+    final = pytrees.unflatten(td, [Staged(r, weak=x.weak) for r, x in zip(res[:n_user], inits)])
     stacked = pytrees.unflatten(y_td, [Staged(r) for r in res[n + m:n + m + n_ys]])
     return final, stacked

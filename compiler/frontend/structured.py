@@ -41,7 +41,7 @@ from compiler.primitives import ops
 def _pure(st: Any, fn: Any, args: list[Any], what: str) -> Any:
     """``fn(*args)`` staged, refusing writes into arrays that live outside it (the values
     of a region cannot escape it; the functions are pure, as in JAX)."""
-    objs = st.reachable_staged()
+    objs = [o for o in st.reachable_staged() if o is not st.rng]   # draws may advance the state
     before = [o.value for o in objs]
     out = st.call(fn, args, {})
     for o, v in zip(objs, before):
@@ -83,10 +83,27 @@ def _structure_check(a: Any, b: Any, names: tuple[str, str], what: str) -> None:
 
 def _two_branches(st: Any, pred: Value, thunks: tuple[Any, Any], names: tuple[str, str],
                   kind: str) -> Any:
-    (bt, ot), (bf, of) = run_region(st, thunks[0]), run_region(st, thunks[1])
+    state = st.random_state()            # key-less draws in a branch advance it: merge it too
+    before = state.value
+
+    def branch(thunk: Any) -> Any:
+        def run() -> tuple[Any, Value]:
+            try:
+                out = thunk()
+                return out, state.value
+            finally:
+                state.value = before
+        return run
+    (bt, (ot, at)), (bf, (of, af)) = run_region(st, branch(thunks[0])), run_region(st, branch(thunks[1]))
     _structure_check(ot, of, names, f"compiler.{kind}")
-    return merge(st, pred, [bt, bf], [ot, of], kind, leaf_labels(ot, "the result"),
-                 (f"in {names[0]}", f"in {names[1]}"))
+    where = (f"in {names[0]}", f"in {names[1]}")
+    labels = leaf_labels(ot, "the result")
+    if at is before and af is before:
+        return merge(st, pred, [bt, bf], [ot, of], kind, labels, where)
+    out, new_state = merge(st, pred, [bt, bf], [(ot, Staged(at)), (of, Staged(af))], kind,
+                           labels + ["the random state"], where)
+    state.value = new_state.value
+    return out
 
 
 def stage_cond(st: Any, pred: Any, true_fn: Any, false_fn: Any, *operands: Any) -> Any:
@@ -162,10 +179,17 @@ def stage_while_loop(st: Any, cond_fn: Any, body_fn: Any, init: Any) -> Any:
     leaves, treedef = pytrees.flatten(init, is_leaf=_is_leaf)
     labels = leaf_labels(init, "init")
     types = _initial_types(leaves)
+    state = st.random_state()            # key-less draws in the body: carry the state
+    outside = state.value
+    drew = False
     for _ in range(4):            # a weak Python number may widen once (0 -> a float carry)
         block = Block()
-        with st.b.inside(block), st.region():
-            outs = _body_leaves(st, body_fn, _enter(block, treedef, leaves, types), treedef)
+        try:
+            with st.b.inside(block), st.region():
+                outs = _body_leaves(st, body_fn, _enter(block, treedef, leaves, types), treedef)
+                drew = drew or state.value is not outside
+        finally:
+            state.value = outside
         widened = _widen(types, outs, leaves, labels)
         if widened == types:
             break
@@ -173,21 +197,46 @@ def stage_while_loop(st: Any, cond_fn: Any, body_fn: Any, init: Any) -> Any:
     else:
         raise Reject(CompileError, "compiler.while_loop: the types of the carried values do not settle")
     cond_block, body_block = Block(), Block()
-    with st.b.inside(cond_block), st.region():
-        test = _pure(st, cond_fn, [_enter(cond_block, treedef, leaves, types)], "compiler.while_loop: cond_fn")
-        if isinstance(test, Staged):
-            cond_block.results = [_predicate(st, test, "compiler.while_loop: cond_fn's result")]
-        else:
-            value = _static_predicate(test, "compiler.while_loop: cond_fn's result")
-            cond_block.results = [A.constant(st.b, value, BOOL).value]
-    with st.b.inside(body_block), st.region():
-        outs = _body_leaves(st, body_fn, _enter(body_block, treedef, leaves, types), treedef)
-        body_block.results = [materialize(st, o, t) for o, t in zip(outs, types) if t is not None]
+    n_user = sum(t is not None for t in types)
+    try:
+        with st.b.inside(cond_block), st.region():
+            carry = _enter(cond_block, treedef, leaves, types)
+            if drew:                         # the state is the last carried value
+                state.value = _state_arg(cond_block, outside)
+            test = _pure(st, cond_fn, [carry], "compiler.while_loop: cond_fn")
+            if isinstance(test, Staged):
+                cond_block.results = [_predicate(st, test, "compiler.while_loop: cond_fn's result")]
+            else:
+                value = _static_predicate(test, "compiler.while_loop: cond_fn's result")
+                cond_block.results = [A.constant(st.b, value, BOOL).value]
+        state.value = outside
+        with st.b.inside(body_block), st.region():
+            carry = _enter(body_block, treedef, leaves, types)
+            if drew:
+                state.value = _state_arg(body_block, outside)
+            outs = _body_leaves(st, body_fn, carry, treedef)
+            body_block.results = [materialize(st, o, t) for o, t in zip(outs, types) if t is not None]
+            if drew:
+                body_block.results.append(state.value)
+    finally:
+        state.value = outside
     init_values = [materialize(st, x, t) for x, t in zip(leaves, types) if t is not None]
+    if drew:
+        init_values.append(outside)
     n = len(init_values)
     outer = close_over([cond_block, body_block])
     body_block.results.extend(body_block.args[n:])
-    results = iter(st.b.emit(P.while_, [*init_values, *outer], {"kind": "while_loop"},
-                             [cond_block, body_block])[:n])
+    emitted = st.b.emit(P.while_, [*init_values, *outer], {"kind": "while_loop"},
+                        [cond_block, body_block])
+    if drew:
+        state.value = emitted[n_user]
+    results = iter(emitted[:n_user])
     final = [x if t is None else Staged(next(results), weak=t.weak) for x, t in zip(leaves, types)]
     return pytrees.unflatten(treedef, final)
+
+
+def _state_arg(block: Block, like: Value) -> Value:
+    """A fresh block argument for the random state (after the carry's)."""
+    v = Value(like.type, None, len(block.args), "rng")
+    block.args.append(v)
+    return v

@@ -568,3 +568,59 @@ def test_reversed_loops(n):
     np.testing.assert_allclose(got[1], expected[1], rtol=1e-12)
     k = jit(reversed_loops, signature="f64[m, 3], i64")
     np.testing.assert_allclose(k(x[:4], np.int64(n))[0], reversed_loops(x[:4], n)[0], rtol=1e-12)
+
+
+# ---- key-less draws inside loops and branches: the random state is carried -----------------------
+
+def no_draws(x):
+    y = compiler.fori_loop(0, 3, lambda i, c: c * 0.5, x)
+    z = compiler.scan(lambda c, r: (c + r, c), 0.0, x)[0]
+    return y + z
+
+
+def draws_in_scan(x):
+    return compiler.scan(lambda c, _: (c, compiler.random.uniform(())), x, None, length=6)[1]
+
+
+def draws_in_fori_then_after(x):
+    y = compiler.fori_loop(0, 5, lambda i, c: c + compiler.random.normal(()), x)
+    return y, compiler.random.normal(())
+
+
+def draws_in_cond(x):
+    return compiler.cond(x > 0, lambda: compiler.random.uniform(()), lambda: x - 1.0), \
+        compiler.random.uniform(())
+
+
+def draws_in_while_loop(x):
+    def body(c):
+        i, acc = c
+        return i + 1, acc + compiler.random.uniform((4,)) * (np.arange(4) == i)
+    return compiler.while_loop(lambda c: c[0] < 4, body, (0, x))[1]
+
+
+def test_draws_differ_per_iteration_in_scan_and_fori_loop():
+    compiler.random.seed(3)
+    ys = jit(draws_in_scan)(np.float64(0.0))
+    assert len(set(ys.tolist())) == 6 and ((ys >= 0) & (ys < 1)).all()
+    (y, after), (y2, after2) = jit(draws_in_fori_then_after)(np.float64(0.0)), \
+        jit(draws_in_fori_then_after)(np.float64(0.0))
+    assert y != y2 and after != after2            # fresh draws per call
+    compiler.random.seed(3)
+    again = jit(draws_in_scan)(np.float64(0.0))
+    np.testing.assert_array_equal(again, ys)      # reproducible from the seed
+
+
+def test_draws_in_cond_and_while_loop():
+    (a, b) = jit(draws_in_cond)(np.float64(1.0))
+    assert 0 <= a < 1 and 0 <= b < 1 and a != b    # the draw after the cond is another one
+    (c, _) = jit(draws_in_cond)(np.float64(-1.0))
+    assert c == -2.0
+    w = jit(draws_in_while_loop)(np.zeros(4))
+    assert len(set(w.tolist())) == 4 and ((w >= 0) & (w < 1)).all()
+
+
+def test_loops_without_draws_take_no_key():
+    k = jit(no_draws)
+    np.testing.assert_allclose(k(V), no_draws(V), rtol=1e-12)
+    assert "rng_key" not in k.lower(V).ir
