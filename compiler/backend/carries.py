@@ -61,6 +61,10 @@ from compiler.primitives import ops
 
 PASS, IN_PLACE, COPY = "pass", "in place", "copy"
 _UPDATES = (ops.dynamic_update_slice_p, ops.update_slice_p, ops.scatter_p)
+# loop ops, by the position of their first carried operand: a nested loop that carries an
+# array from its initial value is an update of it (its lowering writes the array where it
+# already lives, see enter_loop)
+LOOPS: dict[Any, int] = {ops.while_p: 0}
 
 
 @dataclass
@@ -72,12 +76,44 @@ class CarryPlan:
     force: set[Value] = field(default_factory=set)   # readers materialized before an update
 
 
+def enter_loop(cg: Any, op: Op, init: Sequence[Value], body: Block, n_extra: int = 0) -> list[Buffer]:
+    """Before a loop op: the buffers its carried values live in. A value the body passes
+    through stays in its initial value's buffer (nothing writes it while the loop runs);
+    the others start as copies of their initial values in the op's result buffers (no
+    copy when the initial value already lives there: an inner loop updating an outer
+    loop's array in place)."""
+    carried: list[Buffer] = []
+    for k, (v, r) in enumerate(zip(init, op.results)):
+        if body.results[k] is body.args[n_extra + k]:
+            carried.append(cg.buffers[v])
+            continue
+        buf = cg.buffers[r]
+        if cg.buffers[v] is not buf:
+            cg.copy(cg.buffers[v], buf)
+        carried.append(buf)
+    return carried
+
+
+def exit_loop(cg: Any, op: Op, carried: Sequence[Buffer]) -> None:
+    """After a loop op: a passed-through value that is used after the loop is copied into
+    its result buffer, once."""
+    used = cg.sched.used if cg.sched is not None else None
+    for r, buf in zip(op.results, carried):
+        out = cg.buffers[r]
+        if buf is not out and (used is None or r in used):
+            cg.copy(buf, out)
+
+
 def lower_carried_body(cg: Any, body: Block, carried: Sequence[Buffer],
                        extra_args: Sequence[Buffer] = ()) -> CarryPlan:
     """One iteration of a loop body ``(*extra, *carried) -> carried`` whose carried values
-    live in `carried` (the loop op's result buffers): afterwards they hold the body's
-    results. `extra_args` are buffers of the leading non-carried block arguments (a
-    counted loop's index). Returns the plan it followed."""
+    live in `carried` (from `enter_loop`): afterwards they hold the body's results.
+    `extra_args` are buffers of the leading non-carried block arguments (a counted loop's
+    index). Returns the plan it followed.
+
+    A loop lowering is: ``carried = enter_loop(cg, op, init, body, n_extra)``, then per
+    iteration ``lower_carried_body(cg, body, carried, extra)``, then
+    ``exit_loop(cg, op, carried)``."""
     plan = plan_carries(body, len(extra_args))
     outs: list[Buffer] = []
     assign: dict[Value, Buffer] = {}
@@ -139,16 +175,30 @@ def plan_carries(body: Block, n_extra: int = 0) -> CarryPlan:
     return plan
 
 
+def _chained_operand(v: Value) -> int | None:
+    """Which operand of its op `v` updates: 0 for the update ops, the carried value's
+    initial value for a loop op; None for any other op."""
+    op = v.op
+    if op is None:
+        return None
+    if op.prim in _UPDATES:
+        return 0
+    if op.prim in LOOPS:
+        return LOOPS[op.prim] + op.results.index(v)
+    return None
+
+
 def _update_chain(arg: Value, res: Value) -> list[Value] | None:
     """x_1 .. x_m when `res` is a chain of update ops applied to `arg` (module docstring)."""
     chain: list[Value] = []
     v = res
     while v is not arg:
-        op = v.op
-        if op is None or op.prim not in _UPDATES:
+        slot = _chained_operand(v)
+        if slot is None:
             return None
+        assert v.op is not None
         chain.append(v)
-        v = op.operands[0]
+        v = v.op.operands[slot]
     return chain[::-1] or None
 
 
@@ -200,7 +250,7 @@ def _unsafe_reads(arg: Value, chain: list[Value], users: dict[Value, list[tuple[
         if prev in yielded:                       # the old value is a result too
             return None
         for reader, slot in users.get(prev, []):
-            if reader is update and slot == 0:
+            if reader is update and slot == _chained_operand(v):
                 continue
             if all(p < at for p in evaluated.places(reader)):
                 continue

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.backend.buffers import Buffer
-from compiler.backend.carries import lower_carried_body
+from compiler.backend.carries import enter_loop, exit_loop, lower_carried_body
 from compiler.ir import dims
 from compiler.ir.core import Op
 from compiler.ir.types import BOOL
@@ -84,9 +84,7 @@ def _lower_cond(cg: Any, op: Op) -> None:
 
 def _lower_while(cg: Any, op: Op) -> None:
     cond_block, body = op.regions
-    carried = [cg.buffers[r] for r in op.results]
-    for v, buf in zip(op.operands, carried):
-        cg.copy(cg.buffers[v], buf)
+    carried = enter_loop(cg, op, op.operands, body)
     b = cg.b
     flag = cg.allocate(cond_block.results[0])
     header = cg.fn.append_basic_block("while.cond")
@@ -104,6 +102,7 @@ def _lower_while(cg: Any, op: Op) -> None:
     lower_carried_body(cg, body, carried)
     b.branch(header)
     b.position_at_end(exit_bb)
+    exit_loop(cg, op, carried)
 
 
 LOWERINGS = {ops.cond_p: _lower_cond, ops.while_p: _lower_while, ops.chunked_p: _lower_chunked}

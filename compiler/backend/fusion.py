@@ -56,6 +56,7 @@ class Schedule:
 
     def __post_init__(self) -> None:
         self._set: set[Value] = set()
+        self.used: set[Value] = set()     # operands of the block's ops and its results
 
 
 def _has_loop(op: Op) -> bool:
@@ -99,6 +100,8 @@ def schedule(block: Block, force: Collection[Value] = ()) -> Schedule:
             users.setdefault(v, []).append(op)
     mat.update(block.args)
     mat.update(block.results)
+    sched.used.update(users)
+    sched.used.update(block.results)
     cheap: set[Value] = set()
     # how many cheap ops nest below a cheap value (each is a Python call when it is read)
     cheap_depth: dict[Value, int] = {}

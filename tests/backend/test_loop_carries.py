@@ -50,6 +50,15 @@ def power_iteration(m, v, n):
     return v
 
 
+def invariant_returned(m, v, n):
+    """A passed-through value used after the loop (its result is copied out once)."""
+    i = n * 0
+    while i < n:
+        v = np.tanh(m @ v)
+        i = i + 1
+    return v, m, m.sum()
+
+
 def prefix_rows(a, n):
     """Row i from row i - 1 (reads another window of the array it updates)."""
     a = a.copy()
@@ -82,6 +91,24 @@ def dp_table(c, zero):
             j = j + 1
         i = i + 1
     return d
+
+
+def nested_reads_old_table(d, zero):
+    """An inner loop updates the table the outer loop carries; the outer body reads the
+    table from before the inner loop after it has run."""
+    d = d.copy()
+    n, m = d.shape
+    acc = np.sum(d) * 0.0
+    i = zero
+    while i < n:
+        before = d.copy()
+        j = zero
+        while j < m:
+            d[i, j] = d[i, j] * 2.0 + 1.0
+            j = j + 1
+        acc = acc + np.sum(before * before)
+        i = i + 1
+    return d, acc
 
 
 def old_row_after_write(a, n):
@@ -187,8 +214,11 @@ CASES = {
     "reverse_rows": (reverse_rows, lambda: (RNG.standard_normal((8, 9)), _n(8))),
     "power_iteration": (power_iteration, lambda: (RNG.standard_normal((40, 40)),
                                                   RNG.standard_normal(40), _n(25))),
+    "invariant_returned": (invariant_returned, lambda: (RNG.standard_normal((6, 6)),
+                                                        RNG.standard_normal(6), _n(4))),
     "prefix_rows": (prefix_rows, lambda: (RNG.standard_normal((30, 17)), _n(30))),
     "dp_table": (dp_table, lambda: (RNG.random((9, 13)), _n(0))),
+    "nested_reads_old_table": (nested_reads_old_table, lambda: (RNG.standard_normal((6, 5)), _n(0))),
     "old_row_after_write": (old_row_after_write, lambda: (RNG.standard_normal((20, 11)), _n(20))),
     "reads_old_array_after_update": (reads_old_array_after_update,
                                      lambda: (RNG.standard_normal((20, 11)), _n(20))),
@@ -262,9 +292,14 @@ def test_dp_table_updates_elements_in_place():
         # loop's result, copied), the costs pass through
         modes = sorted(m for a, m in zip(body.args, plan.modes) if tuple(a.type.shape) == (9, 13))
         assert PASS in modes
-    inner_body, inner = plans[3]
-    assert sorted(m for a, m in zip(inner_body.args, inner.modes)
-                  if tuple(a.type.shape) == (9, 13)) == sorted([PASS, IN_PLACE])
+    for body, plan in plans:       # the nest's outer loop too: the inner loop is its update
+        assert sorted(m for a, m in zip(body.args, plan.modes)
+                      if tuple(a.type.shape) == (9, 13)) == sorted([PASS, IN_PLACE])
+
+
+def test_nested_loop_is_not_in_place_when_the_old_table_is_read_after_it():
+    outer_body, outer = _while_plans("nested_reads_old_table")[0]
+    assert [m for a, m in zip(outer_body.args, outer.modes) if tuple(a.type.shape) == (6, 5)] == [COPY]
 
 
 def test_unsafe_aliasing_is_copied():
