@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from compiler.backend.buffers import Buffer
-from compiler.backend.fusion import Schedule, schedule
+from compiler.backend.fusion import Evaluation, Schedule, schedule
 from compiler.ir.core import Block, Op, Value
 from compiler.ir.primitive import CONTROL, ELEMENTWISE, OPAQUE
 from compiler.primitives import ops
@@ -146,17 +146,12 @@ def plan_carries(body: Block, n_extra: int = 0) -> CarryPlan:
     plan = CarryPlan(modes, chains)
     if IN_PLACE not in modes:
         return plan
-    users: dict[Value, list[tuple[Op, int]]] = {}
-    for op in body.ops:
-        for slot, v in enumerate(op.operands):
-            users.setdefault(v, []).append((op, slot))
-    place = {op: n for n, op in enumerate(body.ops)}
     yielded: dict[Value, int] = {}
     for r in body.results:
         yielded[r] = yielded.get(r, 0) + 1
     for _ in range(4):      # forcing a reader changes the schedule: check again
-        sched = schedule(body, plan.force)
-        evaluated = _Evaluation(sched, users, place, len(body.ops))
+        evaluated = Evaluation(schedule(body, plan.force))
+        users, place = evaluated.users, evaluated.place
         added = False
         for k, mode in enumerate(plan.modes):
             if mode != IN_PLACE:
@@ -202,42 +197,8 @@ def _update_chain(arg: Value, res: Value) -> list[Value] | None:
     return chain[::-1] or None
 
 
-class _Evaluation:
-    """Where (at which op's place in the block) the backend evaluates each op."""
-
-    def __init__(self, sched: Schedule, users: dict[Value, list[tuple[Op, int]]],
-                 place: dict[Op, int], end: int) -> None:
-        self.sched, self.users, self.place, self.end = sched, users, place, end
-        self._memo: dict[Op, frozenset[int]] = {}
-
-    def places(self, op: Op) -> frozenset[int]:
-        if op in self._memo:
-            return self._memo[op]
-        at: frozenset[int]
-        if op.prim.kind in (OPAQUE, CONTROL) or not op.results or self.sched.is_materialized(op.results[0]):
-            at = frozenset({self.place[op]})
-        else:
-            r = op.results[0]
-            root = self.sched.groups.get(r)
-            if root is None:                      # dead
-                at = frozenset()
-            elif root == "cheap":                 # evaluated wherever it is consumed
-                found: set[int] = set()
-                for user, _ in self.users.get(r, []):
-                    found |= self.places(user)
-                at = frozenset(found)
-            elif isinstance(root, Value):
-                assert root.op is not None
-                at = frozenset({self.place[root.op]})
-            else:                                 # fused into an opaque op's lowering
-                assert isinstance(root, Op)
-                at = frozenset({self.place[root]})
-        self._memo[op] = at
-        return at
-
-
 def _unsafe_reads(arg: Value, chain: list[Value], users: dict[Value, list[tuple[Op, int]]],
-                  place: dict[Op, int], yielded: dict[Value, int], evaluated: _Evaluation
+                  place: dict[Op, int], yielded: dict[Value, int], evaluated: Evaluation
                   ) -> set[Value] | None:
     """None when the chain cannot be updated in place; else the values to materialize so that
     it can (empty: safe as scheduled)."""
