@@ -7,6 +7,8 @@ are safe, and not taken where an in-place update would read an overwritten value
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -313,3 +315,35 @@ def test_reading_the_window_being_written_needs_no_temporary():
     assert not plan.force                      # a[i] = a[i] * 0.5 + 1.0: no row copy
     body, plan = _while_plans("old_row_after_write")[0]
     assert plan.force                          # the old row, used after the write, is kept
+
+
+# ---- rows read with a run-time index: no copy of the array, vectorized row operations -------
+
+def row_norms(x, n):
+    out = np.zeros(x.shape[0])
+    i = n * 0
+    while i < n:
+        r = x[i]
+        out[i] = np.sqrt(np.sum(r * r))
+        i = i + 1
+    return out
+
+
+ROW_NORMS = jit(row_norms, signature="f64[m, k], i64[]")
+
+
+def test_row_reads_in_a_loop_match_numpy():
+    x = RNG.standard_normal((37, 45))
+    np.testing.assert_allclose(ROW_NORMS(x, _n(37)), np.sqrt(np.sum(x * x, axis=1)), rtol=1e-13)
+
+
+def test_row_reads_in_a_loop_are_vectorized():
+    lowered = ROW_NORMS.lower(RNG.standard_normal((4, 4)), _n(4))
+    body = lowered.llvm_optimized
+    # the row x[i] is read where it is used, and x (passed through the loop) stays in the
+    # argument's buffer: nothing is copied
+    assert "dynamic_slice" in lowered.ir_optimized
+    assert "memcpy" not in body
+    # the reduction over the row is widened (no division by the row length left in it)
+    assert re.search(r"fmul (fast |contract |reassoc )*<\d+ x double>", body), body[:4000]
+    assert re.search(r"fadd (fast |contract |reassoc )*<\d+ x double>", body)
