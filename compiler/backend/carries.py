@@ -45,6 +45,13 @@ Update ``U_j`` may write into ``x_{j-1}``'s buffer when every read of
 * the chain's last value may be yielded several times: one slot is updated in
   place, the others are copies of it.
 
+A ``cond`` in the chain (``if a[i, 0] > 0: a[i] = ...``) is a link when every
+branch yields, in that result, one region argument (the same in both) updated
+by a chain of its own or passed through, and each branch passes the same
+condition inside its region (`plan_block`): the cond's result then gets its
+operand's buffer and the branches update it where it lives (`cond_in_place`).
+A nested loop carrying the array is a link the same way (`LOOPS`).
+
 The cond region of a ``while`` reads the carried buffers before the body starts,
 so it never sees a partial update.
 """
@@ -136,10 +143,17 @@ def plan_carries(body: Block, n_extra: int = 0) -> CarryPlan:
     """Decide pass-through / in place / copy for each carried value of `body` (whose first
     `n_extra` arguments are not carried), and which readers to materialize so that the
     in-place updates are safe."""
-    args = body.args[n_extra:]
+    return plan_block(body, [(n_extra + k, k) for k in range(len(body.results))])
+
+
+def plan_block(block: Block, pairs: Sequence[tuple[int, int]]) -> CarryPlan:
+    """`plan_carries` for the given (argument, result) pairs of any block: may result r be
+    computed in argument a's buffer? (A loop body: each carried value; a cond region: the
+    operand a cond updates in place, module docstring.)"""
     modes: list[str] = []
     chains: list[list[Value]] = []
-    for k, (arg, res) in enumerate(zip(args, body.results)):
+    for a, r in pairs:
+        arg, res = block.args[a], block.results[r]
         chain = _update_chain(arg, res)
         modes.append(PASS if res is arg else IN_PLACE if chain else COPY)
         chains.append(chain or [])
@@ -147,16 +161,17 @@ def plan_carries(body: Block, n_extra: int = 0) -> CarryPlan:
     if IN_PLACE not in modes:
         return plan
     yielded: dict[Value, int] = {}
-    for r in body.results:
-        yielded[r] = yielded.get(r, 0) + 1
+    for y in block.results:
+        yielded[y] = yielded.get(y, 0) + 1
     for _ in range(4):      # forcing a reader changes the schedule: check again
-        evaluated = Evaluation(schedule(body, plan.force))
+        evaluated = Evaluation(schedule(block, plan.force))
         users, place = evaluated.users, evaluated.place
         added = False
         for k, mode in enumerate(plan.modes):
             if mode != IN_PLACE:
                 continue
-            fix = _unsafe_reads(args[k], plan.chains[k], users, place, yielded, evaluated)
+            fix = _unsafe_reads(block.args[pairs[k][0]], plan.chains[k], users, place, yielded,
+                                evaluated)
             if fix is None:
                 plan.modes[k] = COPY
             elif fix:
@@ -170,6 +185,36 @@ def plan_carries(body: Block, n_extra: int = 0) -> CarryPlan:
     return plan
 
 
+def cond_in_place(cg: Any, op: Op) -> list[tuple[int, int]]:
+    """The (region argument, result) pairs of a cond whose result was given its operand's
+    buffer by an enclosing loop's plan (the cond is a link of an in-place chain)."""
+    pairs: list[tuple[int, int]] = []
+    for s, r in enumerate(op.results):
+        o = _cond_link(op, s)
+        if o is not None and cg.buffers[r] is cg.buffers[op.operands[1 + o]]:
+            pairs.append((o, s))
+    return pairs
+
+
+def _cond_link(op: Op, s: int) -> int | None:
+    """The region argument that every branch of cond `op` updates (or passes through) into
+    its result `s`, or None."""
+    found: int | None = None
+    for region in op.regions:
+        v = region.results[s]
+        while v not in region.args:
+            slot = _chained_operand(v)
+            if slot is None:
+                return None
+            assert v.op is not None
+            v = v.op.operands[slot]
+        o = region.args.index(v)
+        if found is not None and o != found:
+            return None
+        found = o
+    return found
+
+
 def _chained_operand(v: Value) -> int | None:
     """Which operand of its op `v` updates: 0 for the update ops, the carried value's
     initial value for a loop op; None for any other op."""
@@ -180,6 +225,9 @@ def _chained_operand(v: Value) -> int | None:
         return 0
     if op.prim in LOOPS:
         return LOOPS[op.prim] + op.results.index(v)
+    if op.prim is ops.cond_p:
+        o = _cond_link(op, op.results.index(v))
+        return None if o is None else 1 + o
     return None
 
 
@@ -210,6 +258,13 @@ def _unsafe_reads(arg: Value, chain: list[Value], users: dict[Value, list[tuple[
         at = place[update]
         if prev in yielded:                       # the old value is a result too
             return None
+        if update.prim is ops.cond_p:             # every branch must update it safely too
+            s = update.results.index(v)
+            o = _chained_operand(v)
+            assert o is not None
+            for region in update.regions:
+                if plan_block(region, [(o - 1, s)]).modes == [COPY]:
+                    return None
         for reader, slot in users.get(prev, []):
             if reader is update and slot == _chained_operand(v):
                 continue

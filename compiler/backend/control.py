@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.backend.buffers import Buffer
-from compiler.backend.carries import enter_loop, exit_loop, lower_carried_body
+from compiler.backend.carries import (COPY, cond_in_place, enter_loop, exit_loop, lower_carried_body,
+                                      plan_block)
 from compiler.ir import dims
 from compiler.ir.core import Op
 from compiler.ir.types import BOOL
@@ -73,10 +74,17 @@ def _lower_cond(cg: Any, op: Op) -> None:
     else_bb = cg.fn.append_basic_block("cond.else")
     join_bb = cg.fn.append_basic_block("cond.join")
     b.cbranch(_truth(cg, pred), then_bb, else_bb)
+    pairs = cond_in_place(cg, op)        # a link of a loop's in-place chain
     for region, bb in zip(op.regions, (then_bb, else_bb)):
         b.position_at_end(bb)
         cg._cache.append({})
-        cg.lower_block(region, args, outs)
+        if pairs:
+            plan = plan_block(region, pairs)
+            assert COPY not in plan.modes, "the enclosing loop's plan checked every branch"
+            assign = {v: outs[s] for (_, s), chain in zip(pairs, plan.chains) for v in chain}
+            cg.lower_block(region, args, outs, assign=assign, force=plan.force)
+        else:
+            cg.lower_block(region, args, outs)
         cg._cache.pop()
         b.branch(join_bb)
     b.position_at_end(join_bb)

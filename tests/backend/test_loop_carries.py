@@ -207,6 +207,54 @@ def branch_after_update(a, n):
     return a, total
 
 
+def conditional_rows(a, n):
+    """A data-dependent if updates the row: the cond is a link of the in-place chain."""
+    a = a.copy()
+    i = n * 0
+    while i < n:
+        if a[i, 0] > 0:
+            a[i] = a[i] * 2.0
+        else:
+            a[i, 1] = -1.0
+        i = i + 1
+    return a
+
+
+def dp_with_branches(c, zero):
+    """The table filled in one nest, the boundary handled by data-dependent branches."""
+    n, m = c.shape
+    d = np.zeros((n, m))
+    i = zero
+    while i < n:
+        j = zero
+        while j < m:
+            if i > 0 and j > 0:
+                d[i, j] = min(d[i - 1, j], d[i, j - 1]) + c[i, j]
+            elif i > 0:
+                d[i, j] = d[i - 1, j] + c[i, j]
+            elif j > 0:
+                d[i, j] = d[i, j - 1] + c[i, j]
+            else:
+                d[i, j] = c[i, j]
+            j = j + 1
+        i = i + 1
+    return d
+
+
+def branch_reads_old_array(a, n):
+    """A branch updates the array and then reads its old value: not in place."""
+    a = a.copy()
+    acc = a[0, 0] * 0.0
+    i = n * 0
+    while i < n:
+        if a[i, 0] > 0:
+            old = a.copy()
+            a[i] = a[i] * 0.0
+            acc = acc + np.sum(old)
+        i = i + 1
+    return a, acc
+
+
 def _n(k):
     return np.array(k, dtype=np.int64)
 
@@ -214,6 +262,9 @@ def _n(k):
 CASES = {
     "scale_rows": (scale_rows, lambda: (RNG.standard_normal((50, 33)), _n(50))),
     "reverse_rows": (reverse_rows, lambda: (RNG.standard_normal((8, 9)), _n(8))),
+    "conditional_rows": (conditional_rows, lambda: (RNG.standard_normal((30, 6)), _n(30))),
+    "dp_with_branches": (dp_with_branches, lambda: (RNG.random((7, 11)), _n(0))),
+    "branch_reads_old_array": (branch_reads_old_array, lambda: (RNG.standard_normal((12, 5)), _n(12))),
     "power_iteration": (power_iteration, lambda: (RNG.standard_normal((40, 40)),
                                                   RNG.standard_normal(40), _n(25))),
     "invariant_returned": (invariant_returned, lambda: (RNG.standard_normal((6, 6)),
@@ -277,6 +328,14 @@ def test_row_updates_are_in_place():
     assert _mode_of_shape("scatter_add", (10, 3)) == [IN_PLACE]
     assert _mode_of_shape("shift", (19,)) == [IN_PLACE]
     assert _mode_of_shape("cond_reads_array", (7,)) == [IN_PLACE]
+
+
+def test_branches_update_in_place():
+    assert _mode_of_shape("conditional_rows", (30, 6)) == [IN_PLACE]
+    for body, plan in _while_plans("dp_with_branches"):
+        assert sorted(m for a, m in zip(body.args, plan.modes)
+                      if tuple(a.type.shape) == (7, 11)) == sorted([PASS, IN_PLACE])
+    assert _mode_of_shape("branch_reads_old_array", (12, 5)) == [COPY]
 
 
 def test_invariants_pass_through():
