@@ -45,6 +45,13 @@ Update ``U_j`` may write into ``x_{j-1}``'s buffer when every read of
 * the chain's last value may be yielded several times: one slot is updated in
   place, the others are copies of it.
 
+A ``cond`` in the chain (``if a[i, 0] > 0: a[i] = ...``) is a link when every
+branch yields, in that result, one region argument (the same in both) updated
+by a chain of its own or passed through, and each branch passes the same
+condition inside its region (`plan_block`): the cond's result then gets its
+operand's buffer and the branches update it where it lives (`cond_in_place`).
+A nested loop carrying the array is a link the same way (`LOOPS`).
+
 The cond region of a ``while`` reads the carried buffers before the body starts,
 so it never sees a partial update.
 """
@@ -54,13 +61,17 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from compiler.backend.buffers import Buffer
-from compiler.backend.fusion import Schedule, schedule
+from compiler.backend.fusion import Evaluation, Schedule, schedule
 from compiler.ir.core import Block, Op, Value
 from compiler.ir.primitive import CONTROL, ELEMENTWISE, OPAQUE
 from compiler.primitives import ops
 
 PASS, IN_PLACE, COPY = "pass", "in place", "copy"
 _UPDATES = (ops.dynamic_update_slice_p, ops.update_slice_p, ops.scatter_p)
+# loop ops, by the position of their first carried operand: a nested loop that carries an
+# array from its initial value is an update of it (its lowering writes the array where it
+# already lives, see enter_loop)
+LOOPS: dict[Any, int] = {ops.while_p: 0, ops.for_p: 2}
 
 
 @dataclass
@@ -72,12 +83,44 @@ class CarryPlan:
     force: set[Value] = field(default_factory=set)   # readers materialized before an update
 
 
+def enter_loop(cg: Any, op: Op, init: Sequence[Value], body: Block, n_extra: int = 0) -> list[Buffer]:
+    """Before a loop op: the buffers its carried values live in. A value the body passes
+    through stays in its initial value's buffer (nothing writes it while the loop runs);
+    the others start as copies of their initial values in the op's result buffers (no
+    copy when the initial value already lives there: an inner loop updating an outer
+    loop's array in place)."""
+    carried: list[Buffer] = []
+    for k, (v, r) in enumerate(zip(init, op.results)):
+        if body.results[k] is body.args[n_extra + k]:
+            carried.append(cg.buffers[v])
+            continue
+        buf = cg.buffers[r]
+        if cg.buffers[v] is not buf:
+            cg.copy(cg.buffers[v], buf)
+        carried.append(buf)
+    return carried
+
+
+def exit_loop(cg: Any, op: Op, carried: Sequence[Buffer]) -> None:
+    """After a loop op: a passed-through value that is used after the loop is copied into
+    its result buffer, once."""
+    used = cg.sched.used if cg.sched is not None else None
+    for r, buf in zip(op.results, carried):
+        out = cg.buffers[r]
+        if buf is not out and (used is None or r in used):
+            cg.copy(buf, out)
+
+
 def lower_carried_body(cg: Any, body: Block, carried: Sequence[Buffer],
                        extra_args: Sequence[Buffer] = ()) -> CarryPlan:
     """One iteration of a loop body ``(*extra, *carried) -> carried`` whose carried values
-    live in `carried` (the loop op's result buffers): afterwards they hold the body's
-    results. `extra_args` are buffers of the leading non-carried block arguments (a
-    counted loop's index). Returns the plan it followed."""
+    live in `carried` (from `enter_loop`): afterwards they hold the body's results.
+    `extra_args` are buffers of the leading non-carried block arguments (a counted loop's
+    index). Returns the plan it followed.
+
+    A loop lowering is: ``carried = enter_loop(cg, op, init, body, n_extra)``, then per
+    iteration ``lower_carried_body(cg, body, carried, extra)``, then
+    ``exit_loop(cg, op, carried)``."""
     plan = plan_carries(body, len(extra_args))
     outs: list[Buffer] = []
     assign: dict[Value, Buffer] = {}
@@ -100,32 +143,35 @@ def plan_carries(body: Block, n_extra: int = 0) -> CarryPlan:
     """Decide pass-through / in place / copy for each carried value of `body` (whose first
     `n_extra` arguments are not carried), and which readers to materialize so that the
     in-place updates are safe."""
-    args = body.args[n_extra:]
+    return plan_block(body, [(n_extra + k, k) for k in range(len(body.results))])
+
+
+def plan_block(block: Block, pairs: Sequence[tuple[int, int]]) -> CarryPlan:
+    """`plan_carries` for the given (argument, result) pairs of any block: may result r be
+    computed in argument a's buffer? (A loop body: each carried value; a cond region: the
+    operand a cond updates in place, module docstring.)"""
     modes: list[str] = []
     chains: list[list[Value]] = []
-    for k, (arg, res) in enumerate(zip(args, body.results)):
+    for a, r in pairs:
+        arg, res = block.args[a], block.results[r]
         chain = _update_chain(arg, res)
         modes.append(PASS if res is arg else IN_PLACE if chain else COPY)
         chains.append(chain or [])
     plan = CarryPlan(modes, chains)
     if IN_PLACE not in modes:
         return plan
-    users: dict[Value, list[tuple[Op, int]]] = {}
-    for op in body.ops:
-        for slot, v in enumerate(op.operands):
-            users.setdefault(v, []).append((op, slot))
-    place = {op: n for n, op in enumerate(body.ops)}
     yielded: dict[Value, int] = {}
-    for r in body.results:
-        yielded[r] = yielded.get(r, 0) + 1
+    for y in block.results:
+        yielded[y] = yielded.get(y, 0) + 1
     for _ in range(4):      # forcing a reader changes the schedule: check again
-        sched = schedule(body, plan.force)
-        evaluated = _Evaluation(sched, users, place, len(body.ops))
+        evaluated = Evaluation(schedule(block, plan.force))
+        users, place = evaluated.users, evaluated.place
         added = False
         for k, mode in enumerate(plan.modes):
             if mode != IN_PLACE:
                 continue
-            fix = _unsafe_reads(args[k], plan.chains[k], users, place, yielded, evaluated)
+            fix = _unsafe_reads(block.args[pairs[k][0]], plan.chains[k], users, place, yielded,
+                                evaluated)
             if fix is None:
                 plan.modes[k] = COPY
             elif fix:
@@ -139,55 +185,68 @@ def plan_carries(body: Block, n_extra: int = 0) -> CarryPlan:
     return plan
 
 
+def cond_in_place(cg: Any, op: Op) -> list[tuple[int, int]]:
+    """The (region argument, result) pairs of a cond whose result was given its operand's
+    buffer by an enclosing loop's plan (the cond is a link of an in-place chain)."""
+    pairs: list[tuple[int, int]] = []
+    for s, r in enumerate(op.results):
+        o = _cond_link(op, s)
+        if o is not None and cg.buffers[r] is cg.buffers[op.operands[1 + o]]:
+            pairs.append((o, s))
+    return pairs
+
+
+def _cond_link(op: Op, s: int) -> int | None:
+    """The region argument that every branch of cond `op` updates (or passes through) into
+    its result `s`, or None."""
+    found: int | None = None
+    for region in op.regions:
+        v = region.results[s]
+        while v not in region.args:
+            slot = _chained_operand(v)
+            if slot is None:
+                return None
+            assert v.op is not None
+            v = v.op.operands[slot]
+        o = region.args.index(v)
+        if found is not None and o != found:
+            return None
+        found = o
+    return found
+
+
+def _chained_operand(v: Value) -> int | None:
+    """Which operand of its op `v` updates: 0 for the update ops, the carried value's
+    initial value for a loop op; None for any other op."""
+    op = v.op
+    if op is None:
+        return None
+    if op.prim in _UPDATES:
+        return 0
+    if op.prim in LOOPS:
+        return LOOPS[op.prim] + op.results.index(v)
+    if op.prim is ops.cond_p:
+        o = _cond_link(op, op.results.index(v))
+        return None if o is None else 1 + o
+    return None
+
+
 def _update_chain(arg: Value, res: Value) -> list[Value] | None:
     """x_1 .. x_m when `res` is a chain of update ops applied to `arg` (module docstring)."""
     chain: list[Value] = []
     v = res
     while v is not arg:
-        op = v.op
-        if op is None or op.prim not in _UPDATES:
+        slot = _chained_operand(v)
+        if slot is None:
             return None
+        assert v.op is not None
         chain.append(v)
-        v = op.operands[0]
+        v = v.op.operands[slot]
     return chain[::-1] or None
 
 
-class _Evaluation:
-    """Where (at which op's place in the block) the backend evaluates each op."""
-
-    def __init__(self, sched: Schedule, users: dict[Value, list[tuple[Op, int]]],
-                 place: dict[Op, int], end: int) -> None:
-        self.sched, self.users, self.place, self.end = sched, users, place, end
-        self._memo: dict[Op, frozenset[int]] = {}
-
-    def places(self, op: Op) -> frozenset[int]:
-        if op in self._memo:
-            return self._memo[op]
-        at: frozenset[int]
-        if op.prim.kind in (OPAQUE, CONTROL) or not op.results or self.sched.is_materialized(op.results[0]):
-            at = frozenset({self.place[op]})
-        else:
-            r = op.results[0]
-            root = self.sched.groups.get(r)
-            if root is None:                      # dead
-                at = frozenset()
-            elif root == "cheap":                 # evaluated wherever it is consumed
-                found: set[int] = set()
-                for user, _ in self.users.get(r, []):
-                    found |= self.places(user)
-                at = frozenset(found)
-            elif isinstance(root, Value):
-                assert root.op is not None
-                at = frozenset({self.place[root.op]})
-            else:                                 # fused into an opaque op's lowering
-                assert isinstance(root, Op)
-                at = frozenset({self.place[root]})
-        self._memo[op] = at
-        return at
-
-
 def _unsafe_reads(arg: Value, chain: list[Value], users: dict[Value, list[tuple[Op, int]]],
-                  place: dict[Op, int], yielded: dict[Value, int], evaluated: _Evaluation
+                  place: dict[Op, int], yielded: dict[Value, int], evaluated: Evaluation
                   ) -> set[Value] | None:
     """None when the chain cannot be updated in place; else the values to materialize so that
     it can (empty: safe as scheduled)."""
@@ -199,8 +258,15 @@ def _unsafe_reads(arg: Value, chain: list[Value], users: dict[Value, list[tuple[
         at = place[update]
         if prev in yielded:                       # the old value is a result too
             return None
+        if update.prim is ops.cond_p:             # every branch must update it safely too
+            s = update.results.index(v)
+            o = _chained_operand(v)
+            assert o is not None
+            for region in update.regions:
+                if plan_block(region, [(o - 1, s)]).modes == [COPY]:
+                    return None
         for reader, slot in users.get(prev, []):
-            if reader is update and slot == 0:
+            if reader is update and slot == _chained_operand(v):
                 continue
             if all(p < at for p in evaluated.places(reader)):
                 continue

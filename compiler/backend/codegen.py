@@ -10,6 +10,7 @@ function's pointers are ``noalias``, so LLVM's loop vectorizer can widen them.
 from __future__ import annotations
 
 import contextlib
+import heapq
 from typing import Any, Collection, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -17,7 +18,7 @@ from llvmlite import ir as ll
 
 from compiler.backend import casts, control, mathlib, pairwise
 from compiler.backend.buffers import I1T, I8T, I64T, PTR, Buffer, memory_type, scalar_type
-from compiler.backend.fusion import Schedule, schedule
+from compiler.backend.fusion import Evaluation, Schedule, schedule
 from compiler.ir import dims
 from compiler.ir.core import Block, Op, Value
 from compiler.ir.types import BOOL, is_float
@@ -444,11 +445,14 @@ class Codegen:
                 copies.append((r, buf))
             else:
                 result_bufs[r] = buf
+        temporaries = _Temporaries(self, Evaluation(sched))
         for v in sched.materialized:
             if assign is not None and v in assign:
                 self.buffers[v] = assign[v]
-            elif v not in self.buffers or (v in result_bufs and v not in block.args):
-                self.buffers[v] = result_bufs.get(v) or self.allocate(v)
+            elif v in result_bufs and v not in block.args:
+                self.buffers[v] = result_bufs[v]
+            elif v not in self.buffers:
+                self.buffers[v] = temporaries.take(v)
         for op in block.ops:
             self._lower_op(op, sched)
         for r, buf in copies:
@@ -517,6 +521,32 @@ class Codegen:
         for raw in self.mallocs:
             fb.call(free, [raw])          # free(NULL) is a no-op
         fb.ret(ll.Constant(ll.IntType(32), 1))
+
+
+class _Temporaries:
+    """The buffers of a block's materialized values, reused: a value whose last reader has
+    been evaluated (fusion.Evaluation) gives its buffer to a later value of the same dtype
+    and shape. A chain of a thousand statements cut into loops (fusion.MAX_GROUP_OPS), or a
+    long sequence of reductions, then needs two buffers, not one per loop."""
+
+    def __init__(self, cg: Codegen, evaluation: Evaluation) -> None:
+        self.cg, self.evaluation = cg, evaluation
+        self.free: dict[tuple[Any, ...], list[Buffer]] = {}
+        self.busy: list[tuple[int, int, tuple[Any, ...], Buffer]] = []    # a heap by last read
+        self.count = 0
+
+    def take(self, v: Value) -> Buffer:
+        assert v.op is not None, v
+        at = self.evaluation.place[v.op]
+        while self.busy and self.busy[0][0] < at:       # read for the last time before v
+            _, _, key, buf = heapq.heappop(self.busy)
+            self.free.setdefault(key, []).append(buf)
+        key = (v.type.dtype, tuple(v.type.shape))
+        pool = self.free.get(key)
+        buf = pool.pop() if pool else self.cg.allocate(v)
+        self.count += 1
+        heapq.heappush(self.busy, (self.evaluation.last_read(v), self.count, key, buf))
+        return buf
 
 
 def _declare(module: ll.Module, name: str, fnty: ll.FunctionType) -> ll.Function:

@@ -13,7 +13,8 @@ from typing import Any
 
 from compiler.backend.buffers import Buffer
 from compiler.backend.loops import lower_for
-from compiler.backend.carries import lower_carried_body
+from compiler.backend.carries import (COPY, cond_in_place, enter_loop, exit_loop, lower_carried_body,
+                                      plan_block)
 from compiler.ir import dims
 from compiler.ir.core import Op
 from compiler.ir.types import BOOL
@@ -74,10 +75,17 @@ def _lower_cond(cg: Any, op: Op) -> None:
     else_bb = cg.fn.append_basic_block("cond.else")
     join_bb = cg.fn.append_basic_block("cond.join")
     b.cbranch(_truth(cg, pred), then_bb, else_bb)
+    pairs = cond_in_place(cg, op)        # a link of a loop's in-place chain
     for region, bb in zip(op.regions, (then_bb, else_bb)):
         b.position_at_end(bb)
         cg._cache.append({})
-        cg.lower_block(region, args, outs)
+        if pairs:
+            plan = plan_block(region, pairs)
+            assert COPY not in plan.modes, "the enclosing loop's plan checked every branch"
+            assign = {v: outs[s] for (_, s), chain in zip(pairs, plan.chains) for v in chain}
+            cg.lower_block(region, args, outs, assign=assign, force=plan.force)
+        else:
+            cg.lower_block(region, args, outs)
         cg._cache.pop()
         b.branch(join_bb)
     b.position_at_end(join_bb)
@@ -85,9 +93,7 @@ def _lower_cond(cg: Any, op: Op) -> None:
 
 def _lower_while(cg: Any, op: Op) -> None:
     cond_block, body = op.regions
-    carried = [cg.buffers[r] for r in op.results]
-    for v, buf in zip(op.operands, carried):
-        cg.copy(cg.buffers[v], buf)
+    carried = enter_loop(cg, op, op.operands, body)
     b = cg.b
     flag = cg.allocate(cond_block.results[0])
     header = cg.fn.append_basic_block("while.cond")
@@ -105,6 +111,7 @@ def _lower_while(cg: Any, op: Op) -> None:
     lower_carried_body(cg, body, carried)
     b.branch(header)
     b.position_at_end(exit_bb)
+    exit_loop(cg, op, carried)
 
 
 LOWERINGS = {ops.cond_p: _lower_cond, ops.while_p: _lower_while, ops.chunked_p: _lower_chunked,

@@ -56,6 +56,7 @@ class Schedule:
 
     def __post_init__(self) -> None:
         self._set: set[Value] = set()
+        self.used: set[Value] = set()     # operands of the block's ops and its results
 
 
 def _has_loop(op: Op) -> bool:
@@ -99,6 +100,8 @@ def schedule(block: Block, force: Collection[Value] = ()) -> Schedule:
             users.setdefault(v, []).append(op)
     mat.update(block.args)
     mat.update(block.results)
+    sched.used.update(users)
+    sched.used.update(block.results)
     cheap: set[Value] = set()
     # how many cheap ops nest below a cheap value (each is a Python call when it is read)
     cheap_depth: dict[Value, int] = {}
@@ -184,3 +187,58 @@ def schedule(block: Block, force: Collection[Value] = ()) -> Schedule:
         if r not in sched.materialized:
             sched.materialized.append(r)
     return sched
+
+
+class Evaluation:
+    """Where the code generator evaluates each op of a scheduled block, as places (op
+    positions in the block): a materialized value, an opaque or control op at its own
+    place; a fused value inside its group's root, at the root's place; a cheap value
+    wherever each of its consumers is evaluated. A value's buffer is read at the places
+    of its readers (`last_read`)."""
+
+    def __init__(self, sched: Schedule) -> None:
+        block = sched.block
+        self.sched = sched
+        self.place: dict[Op, int] = {op: n for n, op in enumerate(block.ops)}
+        self.end = len(block.ops)
+        self.users: dict[Value, list[tuple[Op, int]]] = {}
+        for op in block.ops:
+            for slot, v in enumerate(op.operands):
+                self.users.setdefault(v, []).append((op, slot))
+        self._results = set(block.results)
+        self._memo: dict[Op, frozenset[int]] = {}
+
+    def places(self, op: Op) -> frozenset[int]:
+        if op in self._memo:
+            return self._memo[op]
+        at: frozenset[int]
+        if op.prim.kind in (OPAQUE, CONTROL) or not op.results or self.sched.is_materialized(op.results[0]):
+            at = frozenset({self.place[op]})
+        else:
+            r = op.results[0]
+            root = self.sched.groups.get(r)
+            if root is None:                      # dead
+                at = frozenset()
+            elif root == "cheap":                 # evaluated wherever it is consumed
+                found: set[int] = set()
+                for user, _ in self.users.get(r, []):
+                    found |= self.places(user)
+                at = frozenset(found)
+            elif isinstance(root, Value):
+                assert root.op is not None
+                at = frozenset({self.place[root.op]})
+            else:                                 # fused into an opaque op's lowering
+                assert isinstance(root, Op)
+                at = frozenset({self.place[root]})
+        self._memo[op] = at
+        return at
+
+    def last_read(self, v: Value) -> int:
+        """The last place that reads `v` (the end of the block for a result; at least the
+        place that writes it)."""
+        last = self.place[v.op] if v.op is not None else -1
+        if v in self._results:
+            return self.end
+        for user, _ in self.users.get(v, []):
+            last = max(last, max(self.places(user), default=last))
+        return last

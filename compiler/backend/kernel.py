@@ -82,15 +82,16 @@ def _loop_ids(text: str) -> str:
     """Turn the codegen's ``!N = !{!"aotx.loop.K.HINTS"}`` markers into distinct loop IDs
     (llvmlite cannot build self-referential metadata): hint ``i`` asks for interleave
     count 2, ``f`` for 4, ``u`` disables unrolling."""
-    markers = re.findall(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+\.([ifu]+)" ?\}$', text, flags=re.M)
-    if not markers:
+    marker = re.compile(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+\.([ifu]+)" ?\}$', flags=re.M)
+    if marker.search(text) is None:
         return text
     top = max(int(m) for m in re.findall(r"^!(\d+) =", text, flags=re.M))
     nodes = {"i": f"!{top + 1}", "f": f"!{top + 2}", "u": f"!{top + 3}"}
-    for m, hints in markers:
-        refs = ", ".join(nodes[h] for h in hints)
-        text = re.sub(rf'^{m} = !\{{ ?!"aotx\.loop\.\d+\.[ifu]+" ?\}}$', f"{m} = distinct !{{{m}, {refs}}}",
-                      text, flags=re.M)
+
+    def loop_id(m: re.Match[str]) -> str:      # one pass over the text: linear in its size
+        refs = ", ".join(nodes[h] for h in m.group(2))
+        return f"{m.group(1)} = distinct !{{{m.group(1)}, {refs}}}"
+    text = marker.sub(loop_id, text)
     return (text + f'\n{nodes["i"]} = !{{!"llvm.loop.interleave.count", i32 2}}'
             f'\n{nodes["f"]} = !{{!"llvm.loop.interleave.count", i32 4}}'
             f'\n{nodes["u"]} = !{{!"llvm.loop.unroll.disable"}}\n')

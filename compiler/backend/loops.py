@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.ir.core import Op
-from compiler.backend.carries import lower_carried_body
+from compiler.backend.carries import enter_loop, exit_loop, lower_carried_body
 
 
 def trip_count(cg: Any, lo: Any, hi: Any, step: int) -> Any:
@@ -27,9 +27,7 @@ def lower_for(cg: Any, op: Op) -> None:
     start, stop, *init = op.operands
     (body,) = op.regions
     step = op.params["step"]
-    carried = [cg.buffers[r] for r in op.results]
-    for v, buf in zip(init, carried):
-        cg.copy(cg.buffers[v], buf)
+    carried = enter_loop(cg, op, init, body, 1)
     lo = cg.load(cg.buffers[start], [])
     hi = cg.load(cg.buffers[stop], [])
     n = trip_count(cg, lo, hi, step)
@@ -38,3 +36,4 @@ def lower_for(cg: Any, op: Op) -> None:
     with cg.loop(n, unroll=False) as k:
         cg.store(index, [], b.add(lo, b.mul(k, cg.index(step))))
         lower_carried_body(cg, body, carried, [index])
+    exit_loop(cg, op, carried)

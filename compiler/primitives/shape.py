@@ -147,8 +147,26 @@ def _reshape_rule(in_types: Types, params: dict[str, Any]) -> Types:
 
 def _lower_reshape(cg: Any, op: Any, idx: list[Any]) -> Any:
     (x,) = op.operands
+    axes = _unit_axes_only(x.shape, op.results[0].shape)
+    if axes is not None:          # the row x[i] of a loop body: indices pass straight through
+        return cg.read(x, [cg.index(0) if a is None else idx[a] for a in axes])
     flat = cg.linearize(idx, op.results[0].shape)
     return cg.read(x, cg.delinearize(flat, x.shape))
+
+
+def _unit_axes_only(old: Any, new: Any) -> list[int | None] | None:
+    """When a reshape only inserts or drops axes of size 1 ((1, k) -> (k,) and back): for
+    each axis of `old`, the axis of `new` that indexes it (None: a size-1 axis, index 0).
+    Reading through it then needs no division by a run-time size, which keeps the
+    consumer's loop vectorizable."""
+    kept_old = [a for a, d in enumerate(old) if not (isinstance(d, int) and d == 1)]
+    kept_new = [a for a, d in enumerate(new) if not (isinstance(d, int) and d == 1)]
+    if len(kept_old) != len(kept_new) or any(old[a] != new[b] for a, b in zip(kept_old, kept_new)):
+        return None
+    where: list[int | None] = [None] * len(old)
+    for a, b in zip(kept_old, kept_new):
+        where[a] = b
+    return where
 
 
 reshape = define(

@@ -7,6 +7,8 @@ are safe, and not taken where an in-place update would read an overwritten value
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -50,6 +52,15 @@ def power_iteration(m, v, n):
     return v
 
 
+def invariant_returned(m, v, n):
+    """A passed-through value used after the loop (its result is copied out once)."""
+    i = n * 0
+    while i < n:
+        v = np.tanh(m @ v)
+        i = i + 1
+    return v, m, m.sum()
+
+
 def prefix_rows(a, n):
     """Row i from row i - 1 (reads another window of the array it updates)."""
     a = a.copy()
@@ -82,6 +93,24 @@ def dp_table(c, zero):
             j = j + 1
         i = i + 1
     return d
+
+
+def nested_reads_old_table(d, zero):
+    """An inner loop updates the table the outer loop carries; the outer body reads the
+    table from before the inner loop after it has run."""
+    d = d.copy()
+    n, m = d.shape
+    acc = np.sum(d) * 0.0
+    i = zero
+    while i < n:
+        before = d.copy()
+        j = zero
+        while j < m:
+            d[i, j] = d[i, j] * 2.0 + 1.0
+            j = j + 1
+        acc = acc + np.sum(before * before)
+        i = i + 1
+    return d, acc
 
 
 def old_row_after_write(a, n):
@@ -178,6 +207,54 @@ def branch_after_update(a, n):
     return a, total
 
 
+def conditional_rows(a, n):
+    """A data-dependent if updates the row: the cond is a link of the in-place chain."""
+    a = a.copy()
+    i = n * 0
+    while i < n:
+        if a[i, 0] > 0:
+            a[i] = a[i] * 2.0
+        else:
+            a[i, 1] = -1.0
+        i = i + 1
+    return a
+
+
+def dp_with_branches(c, zero):
+    """The table filled in one nest, the boundary handled by data-dependent branches."""
+    n, m = c.shape
+    d = np.zeros((n, m))
+    i = zero
+    while i < n:
+        j = zero
+        while j < m:
+            if i > 0 and j > 0:
+                d[i, j] = min(d[i - 1, j], d[i, j - 1]) + c[i, j]
+            elif i > 0:
+                d[i, j] = d[i - 1, j] + c[i, j]
+            elif j > 0:
+                d[i, j] = d[i, j - 1] + c[i, j]
+            else:
+                d[i, j] = c[i, j]
+            j = j + 1
+        i = i + 1
+    return d
+
+
+def branch_reads_old_array(a, n):
+    """A branch updates the array and then reads its old value: not in place."""
+    a = a.copy()
+    acc = a[0, 0] * 0.0
+    i = n * 0
+    while i < n:
+        if a[i, 0] > 0:
+            old = a.copy()
+            a[i] = a[i] * 0.0
+            acc = acc + np.sum(old)
+        i = i + 1
+    return a, acc
+
+
 def _n(k):
     return np.array(k, dtype=np.int64)
 
@@ -185,10 +262,16 @@ def _n(k):
 CASES = {
     "scale_rows": (scale_rows, lambda: (RNG.standard_normal((50, 33)), _n(50))),
     "reverse_rows": (reverse_rows, lambda: (RNG.standard_normal((8, 9)), _n(8))),
+    "conditional_rows": (conditional_rows, lambda: (RNG.standard_normal((30, 6)), _n(30))),
+    "dp_with_branches": (dp_with_branches, lambda: (RNG.random((7, 11)), _n(0))),
+    "branch_reads_old_array": (branch_reads_old_array, lambda: (RNG.standard_normal((12, 5)), _n(12))),
     "power_iteration": (power_iteration, lambda: (RNG.standard_normal((40, 40)),
                                                   RNG.standard_normal(40), _n(25))),
+    "invariant_returned": (invariant_returned, lambda: (RNG.standard_normal((6, 6)),
+                                                        RNG.standard_normal(6), _n(4))),
     "prefix_rows": (prefix_rows, lambda: (RNG.standard_normal((30, 17)), _n(30))),
     "dp_table": (dp_table, lambda: (RNG.random((9, 13)), _n(0))),
+    "nested_reads_old_table": (nested_reads_old_table, lambda: (RNG.standard_normal((6, 5)), _n(0))),
     "old_row_after_write": (old_row_after_write, lambda: (RNG.standard_normal((20, 11)), _n(20))),
     "reads_old_array_after_update": (reads_old_array_after_update,
                                      lambda: (RNG.standard_normal((20, 11)), _n(20))),
@@ -247,6 +330,14 @@ def test_row_updates_are_in_place():
     assert _mode_of_shape("cond_reads_array", (7,)) == [IN_PLACE]
 
 
+def test_branches_update_in_place():
+    assert _mode_of_shape("conditional_rows", (30, 6)) == [IN_PLACE]
+    for body, plan in _while_plans("dp_with_branches"):
+        assert sorted(m for a, m in zip(body.args, plan.modes)
+                      if tuple(a.type.shape) == (7, 11)) == sorted([PASS, IN_PLACE])
+    assert _mode_of_shape("branch_reads_old_array", (12, 5)) == [COPY]
+
+
 def test_invariants_pass_through():
     body, plan = _while_plans("power_iteration")[0]
     modes = {tuple(a.type.shape): m for a, m in zip(body.args, plan.modes)}
@@ -262,9 +353,14 @@ def test_dp_table_updates_elements_in_place():
         # loop's result, copied), the costs pass through
         modes = sorted(m for a, m in zip(body.args, plan.modes) if tuple(a.type.shape) == (9, 13))
         assert PASS in modes
-    inner_body, inner = plans[3]
-    assert sorted(m for a, m in zip(inner_body.args, inner.modes)
-                  if tuple(a.type.shape) == (9, 13)) == sorted([PASS, IN_PLACE])
+    for body, plan in plans:       # the nest's outer loop too: the inner loop is its update
+        assert sorted(m for a, m in zip(body.args, plan.modes)
+                      if tuple(a.type.shape) == (9, 13)) == sorted([PASS, IN_PLACE])
+
+
+def test_nested_loop_is_not_in_place_when_the_old_table_is_read_after_it():
+    outer_body, outer = _while_plans("nested_reads_old_table")[0]
+    assert [m for a, m in zip(outer_body.args, outer.modes) if tuple(a.type.shape) == (6, 5)] == [COPY]
 
 
 def test_unsafe_aliasing_is_copied():
@@ -278,3 +374,35 @@ def test_reading_the_window_being_written_needs_no_temporary():
     assert not plan.force                      # a[i] = a[i] * 0.5 + 1.0: no row copy
     body, plan = _while_plans("old_row_after_write")[0]
     assert plan.force                          # the old row, used after the write, is kept
+
+
+# ---- rows read with a run-time index: no copy of the array, vectorized row operations -------
+
+def row_norms(x, n):
+    out = np.zeros(x.shape[0])
+    i = n * 0
+    while i < n:
+        r = x[i]
+        out[i] = np.sqrt(np.sum(r * r))
+        i = i + 1
+    return out
+
+
+ROW_NORMS = jit(row_norms, signature="f64[m, k], i64[]")
+
+
+def test_row_reads_in_a_loop_match_numpy():
+    x = RNG.standard_normal((37, 45))
+    np.testing.assert_allclose(ROW_NORMS(x, _n(37)), np.sqrt(np.sum(x * x, axis=1)), rtol=1e-13)
+
+
+def test_row_reads_in_a_loop_are_vectorized():
+    lowered = ROW_NORMS.lower(RNG.standard_normal((4, 4)), _n(4))
+    body = lowered.llvm_optimized
+    # the row x[i] is read where it is used, and x (passed through the loop) stays in the
+    # argument's buffer: nothing is copied
+    assert "dynamic_slice" in lowered.ir_optimized
+    assert "memcpy" not in body
+    # the reduction over the row is widened (no division by the row length left in it)
+    assert re.search(r"fmul (fast |contract |reassoc )*<\d+ x double>", body), body[:4000]
+    assert re.search(r"fadd (fast |contract |reassoc )*<\d+ x double>", body)
