@@ -109,6 +109,21 @@ def nested_write(a):
     return d
 
 
+def min_cost_path(c):
+    """A dynamic programme whose loops reuse the names i and j."""
+    n, m = c.shape
+    d = np.zeros((n, m))
+    d[0, 0] = c[0, 0]
+    for i in range(1, n):
+        d[i, 0] = d[i - 1, 0] + c[i, 0]
+    for j in range(1, m):
+        d[0, j] = d[0, j - 1] + c[0, j]
+    for i in range(1, n):
+        for j in range(1, m):
+            d[i, j] = min(d[i - 1, j], d[i, j - 1]) + c[i, j]
+    return d
+
+
 def recurrence(x):
     out = np.zeros_like(x)
     out[0] = x[0]
@@ -158,6 +173,7 @@ CASES = [
     (zip_rows, (X, X[::-1].copy())),
     (zip_rows, (X, X[:7].copy())),
     (nested_write, (X,)),
+    (min_cost_path, (X,)),
     (recurrence, (V,)),
     (for_else, (V,)),
     (static_index_needed, (V,)),
