@@ -81,9 +81,7 @@ def dim_value(b: Builder, d: Dim) -> Staged:
     """A (symbolic) dimension as a run-time int64 value, weak like a Python int."""
     if isinstance(d, int):
         return constant(b, d, I64, weak=True)
-    one = constant(b, 1, I64).value
-    ones = ops.broadcast_in_dim(b, one, shape=(d,), broadcast_dimensions=())
-    return Staged(b.emit1(P.reduce_sum, [ones], {"axes": (0,)}), weak=True)
+    return Staged(ops.size_of(b, d, I64), weak=True)
 
 
 def lift(b: Builder, x: Any, dtype: np.dtype | None = None) -> Staged:
