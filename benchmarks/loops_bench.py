@@ -86,9 +86,9 @@ def runtimes() -> None:
         line = "   ".join(f"{p} {1e3 * t:9.3f} ms ({t / times['aotx']:.1f}x)" for p, t in times.items())
         print(f"{name}: {line}")
     w, xs = rng.standard_normal((16, 16)) * 0.3, rng.standard_normal((2_000, 16))
-    g = jit(grad(rnn))
-    t = best(lambda: g(w, xs), repeat=3)
-    t_f = best(lambda: jit(rnn)(w, xs), repeat=3)
+    f, g = jit(rnn), jit(grad(rnn))
+    t = best(lambda: g(w, xs), repeat=5)
+    t_f = best(lambda: f(w, xs), repeat=5)
     print(f"scan RNN (16 units, 2,000 steps): value {1e3 * t_f:.3f} ms, grad {1e3 * t:.3f} ms "
           f"(grad/value {t / t_f:.1f})")
 
