@@ -1,16 +1,22 @@
-"""Python ``for`` loops that stay loops: ``range``, rows of an array, ``enumerate``, ``zip``.
+"""Python ``for`` loops that stay loops: ``range``, rows of an array, ``enumerate``, ``zip``,
+``reversed``; and ``compiler.fori_loop`` / ``compiler.scan`` inside compiled code.
 
 A loop over ``range(a, b, s)`` (bounds static, symbolic sizes or run-time integers),
-over the rows of an array (``for row in x``), or over ``enumerate``/``zip`` of those,
-becomes one ``for`` op: the body is staged once with the index as an IR value, and
+over the rows of an array (``for row in x``), or over ``enumerate``/``zip``/``reversed`` of
+those, becomes one ``for`` op: the body is staged once with the index as an IR value, and
 every variable it rebinds and every array it updates in place is carried (found by a
 trial run, as a data-dependent ``while`` finds its state: compiler/frontend/control.py).
+A variable first assigned in the body and read after the loop is carried from a zero of
+its type. ``break``, ``continue`` and ``return`` are first rewritten into flags
+(``without_exits``).
 
 A loop is unrolled instead (staged once per iteration, the index a Python int) when
 
 * it iterates over a static Python sequence (a list, a tuple, dict keys);
 * its trip count is static and at most ``SMALL_TRIP`` (straight-line code is faster);
-* its body contains ``break``, ``continue`` or ``return`` and the trip count is static;
+* it returns from inside with a static trip count of at most ``SMALL_TRIP``, or returns
+  something other than one array or number (the rest of the function then follows each
+  return, as in any data-dependent ``if``);
 * staging the body with a run-time index fails and the trip count is static: the body
   needs a static index (a list element, a shape) or changes a Python value or a
   variable's shape from one iteration to the next.
@@ -26,14 +32,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-import compiler.primitives as P
 from compiler.errors import CompileError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import indexing as I
 from compiler.frontend import pytrees
-from compiler.frontend.control import (Carry, _enter, _is_number, same_static, _initial_types, _out_value, _Saved, _state,
-                                       _widen, assigned_names, check_while_body, close_over,
-                                       leaf_labels, materialize, run_region, state_labels, target_names)
+from compiler.frontend.control import (Carry, _enter, _initial_types, _is_number, _out_value, _Saved,
+                                       _state, _widen, assigned_names, check_while_body,
+                                       close_over, leaf_labels, materialize, run_region,
+                                       same_static, state_labels, target_names)
 from compiler.frontend.control import _bind as bind_results
 from compiler.frontend.values import Reject, Staged, Undefined
 from compiler.ir import dims
@@ -114,7 +120,9 @@ def _dim_of(x: Bound) -> Dim | None:
     return None if isinstance(x, Staged) else x
 
 
-def _range_source(st: Any, node: ast.Call) -> Source | LoopPlan:
+def _range_plan(st: Any, node: ast.expr) -> LoopPlan:
+    """The loop plan of a call ``range(...)`` (its arguments staged here)."""
+    assert isinstance(node, ast.Call)
     if node.keywords or not 1 <= len(node.args) <= 3 or any(isinstance(a, ast.Starred) for a in node.args):
         raise Reject(CompileError, "range() takes 1 to 3 positional arguments")
     values = [st.visit(a) for a in node.args]
@@ -196,12 +204,6 @@ def _source(st: Any, node: ast.expr) -> Source | None:
     if isinstance(value, range):
         return _plan_of(LoopPlan(value.start, value.stop, value.step, len(value), lambda st, i: i))
     return None
-
-
-def _range_plan(st: Any, node: ast.expr) -> LoopPlan:
-    plan = _range_source(st, node)  # type: ignore[arg-type]
-    assert isinstance(plan, LoopPlan)
-    return plan
 
 
 def _counted(sources: list[Source], build: Callable[[Any, list[Any]], Any]) -> LoopPlan:
@@ -594,9 +596,6 @@ def _build(st: Any, node: ast.For, lp: LoopPlan, carry: Carry) -> list[Value]:
         stop = lp.stop.make(st).value if isinstance(lp.stop, _LazyStop) else _as_value(st, lp.stop)
         results = ops.for_loop(st.b, start, stop, [*init_values, *outer], body, lp.step, lp.trip)
     return list(results[:n])
-
-
-_ = P
 
 
 # ---- compiler.fori_loop and compiler.scan inside compiled code --------------------------------

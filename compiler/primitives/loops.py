@@ -1,6 +1,6 @@
 """Counted loops: the ``for`` primitive that Python loops, ``fori_loop`` and ``scan`` share.
 
-``for(start, stop, *carried) {step, trip}`` runs its body region
+``for(start, stop, *carried) {step, trip, checkpoint?}`` runs its body region
 ``(i, *carried) -> carried`` for ``i`` in ``range(start, stop, step)``: ``start`` and
 ``stop`` are int64 scalars (run-time values), ``step`` a static nonzero int. ``trip``
 is the number of iterations as a dim when it is known from static values and input
@@ -23,9 +23,11 @@ Transform rules:
   element runs its own trip count) and batch that.
 * jvp: the body's jvp, carrying a tangent per float value.
 * vjp: a forward loop that writes the carried values each iteration reads into a
-  tape of ``trip`` rows (values the body only passes through are not taped), then a
-  loop running backwards over the tape with the body's vjp. A loop whose trip count
-  is a run-time value has no reverse mode (DataDependentControlFlowError).
+  tape of ``trip`` rows (values the body only passes through, or only overwrites in
+  part, are not taped: ``update_only``), then a loop running backwards over the tape
+  with the body's vjp. ``checkpoint=s`` stores the carries every s iterations and
+  recomputes a segment's tape in the backward loop. A loop whose trip count is a
+  run-time value has no reverse mode (DataDependentControlFlowError).
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Block, Value
 from compiler.ir.dims import Dim
 from compiler.ir.primitive import define
-from compiler.ir.types import BOOL, I64, TensorType
+from compiler.ir.types import I64, TensorType
 from compiler.primitives import ad, ops
 from compiler.primitives.base import check
 from compiler.primitives.batching import batched_at, inline_block, rule_by_decomposition
@@ -284,7 +286,6 @@ def _checkpointed(b: Any, loop: _Loop, start: Value, stop: Value, init: list[Val
     recomputes one segment's tape from its checkpoint and runs the body's vjp over it."""
     groups = dims.floordiv(dims.add(trip, segment - 1), segment)
     types = [v.type for v in init]
-    span = segment * loop.step
 
     def bounds(bb: Any, g: Value, start_in: Value, trip_in: Value) -> tuple[Value, Value, Value]:
         """(first index, stop, iterations) of segment g."""
@@ -333,7 +334,6 @@ def _checkpointed(b: Any, loop: _Loop, start: Value, stop: Value, init: list[Val
     groups_v = _trip_value(b, groups)
     res = b.emit(ops.for_p, [zero, groups_v, *cts, *checkpoints, *invariants, start, trip_v, groups_v],
                  {"step": 1, "trip": groups}, [back])
-    _ = span
     return list(res[:n_ct])
 
 
@@ -351,5 +351,3 @@ for_ = define(
     vjp_rule=_vjp,
     doc="run the body for i in range(start, stop, step), carrying values",
 )
-
-_ = BOOL
