@@ -27,7 +27,7 @@ Transform rules:
   part, are not taped: ``update_only``), then a loop running backwards over the tape
   with the body's vjp. ``checkpoint=s`` stores the carries every s iterations and
   recomputes a segment's tape in the backward loop. A loop whose trip count is a
-  run-time value has no reverse mode (DataDependentControlFlowError).
+  run-time value keeps a fixed number of checkpoints and segment rows (``_runtime_trip``).
 """
 from __future__ import annotations
 
@@ -35,7 +35,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from compiler.errors import DataDependentControlFlowError
 from compiler.ir import dims
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Block, Value
@@ -183,11 +182,6 @@ def _vjp(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -
     ``checkpoint=s``, store the carry only every `s` iterations and recompute each segment's
     tape during the backward pass (memory: trip / s + s rows instead of trip)."""
     trip = op.params["trip"]
-    if trip is None:
-        raise DataDependentControlFlowError(
-            "reverse-mode differentiation of a loop whose trip count is a run-time value",
-            op.loc, "derive the loop bounds from static values or array shapes, or use forward "
-                    "mode (jvp, jacfwd)")
     (body,) = op.regions
     start, stop, *init = primals
     step = op.params["step"]
@@ -202,7 +196,9 @@ def _vjp(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -
     cts0 = [ad.instantiate(b, c, o) for c, o, on in zip(cts, outs, active) if on]
     invariants = [init[j] if invariant[j] else outs[j] for j, t in enumerate(through) if t]
     segment = op.params.get("checkpoint")
-    if segment is None or (isinstance(trip, int) and trip <= segment):
+    if trip is None:
+        new = _runtime_trip(b, loop, start, stop, init, invariants, cts0)
+    elif segment is None or (isinstance(trip, int) and trip <= segment):
         tapes = loop.record(b, start, stop, init, trip, trip)
         new = loop.backward(b, start, _trip_value(b, trip), trip, tapes, invariants, cts0)
     else:
@@ -242,9 +238,11 @@ class _Loop:
         return list(results[len(init):len(init) + len(self.taped)])
 
     def backward(self, b: Any, start: Value, count: Value, trip: Dim | None, tapes: list[Value],
-                 invariants: list[Value], cts: list[Value]) -> list[Value]:
+                 invariants: list[Value], cts: list[Value], rows: int | None = None) -> list[Value]:
         """The cotangents of the carries before `count` iterations from `start`, given those
-        after them, running the body's vjp over the tape's rows in reverse."""
+        after them, running the body's vjp over the tape's rows in reverse. With `rows`, the
+        tape holds only the first `rows` iterations: a later one is recomputed from the last
+        row (the iterations between run again)."""
         ct_types = [c.type for c in cts]
         n_ct, n_tape, n_inv = len(cts), len(tapes), len(invariants)
         back = new_block([INDEX_TYPE, *ct_types, *[t.type for t in tapes],
@@ -257,14 +255,117 @@ class _Loop:
         start_in, count_in = back.args[-2], back.args[-1]
         row = ops.sub(bb, ops.sub(bb, count_in, ops.scalar(bb, 1, I64)), k)   # rows in reverse
         i = ops.add(bb, start_in, ops.mul(bb, row, ops.scalar(bb, self.step, I64)))
+        base = row if rows is None else ops.minimum(bb, row, ops.scalar(bb, rows - 1, I64))
         tapes_it, inv_it = iter(tape_in), iter(inv_in)
-        state = [next(inv_it) if t else _read_row(bb, next(tapes_it), row) for t in self.through]
+        state = [next(inv_it) if t else _read_row(bb, next(tapes_it), base) for t in self.through]
+        if rows is not None and self.taped:       # run the iterations from the tape's last row
+            lo = ops.add(bb, start_in, ops.mul(bb, base, ops.scalar(bb, self.step, I64)))
+            state = list(bb.emit(ops.for_p, [lo, i, *state], {"step": self.step, "trip": None},
+                                 [self.clone()]))
         new_cts = inline_block(bb, self.grad_body, [i, *state, *ct_in])
         back.results = [*new_cts, *tape_in, *inv_in, start_in, count_in]
         zero = ops.scalar(b, 0, I64)
         results = b.emit(ops.for_p, [zero, count, *cts, *tapes, *invariants, start, count],
                          {"step": 1, "trip": trip}, [back])
         return list(results[:n_ct])
+
+
+    def clone(self) -> Block:
+        """A copy of the body, as the region of another loop."""
+        inner = new_block([a.type for a in self.body.args])
+        inner.results = inline_block(Builder(inner, self.loc), self.body, inner.args)
+        return inner
+
+
+#: reverse mode of a loop whose trip count is a run-time value: at most this many elements in
+#: its checkpoints (two levels) and its segment tape together (2**23 float64 values: 64 MiB),
+#: unless 8 tape rows need more
+RUNTIME_BUDGET = 2 ** 23
+
+
+def runtime_rows(loop: "_Loop", types: list[TensorType]) -> tuple[int, int]:
+    """(checkpoints per level, segment tape rows) for a loop with a run-time trip count: the
+    tape rows between 8 and 512 within the budget (a symbolic dim counts as 4096), a quarter
+    of them checkpoints."""
+    elems = 0
+    for j in loop.taped:
+        n = 1
+        for d in types[j].shape:
+            n *= d if isinstance(d, int) else 4096
+        elems += n
+    rows = max(8, min(512, RUNTIME_BUDGET // max(1, elems) * 2 // 3))   # 2 * rows / 4 + rows
+    return max(8, rows // 4), rows
+
+
+def _runtime_trip(b: Any, loop: _Loop, start: Value, stop: Value, init: list[Value],
+                  invariants: list[Value], cts: list[Value], depth: int = 0) -> list[Value]:
+    """Reverse mode of a loop whose trip count T is known only when it starts: the forward
+    pass stores the carry at the start of each of at most G segments of
+    S = ceil(T / G) iterations (G checkpoints); the backward pass, segment by segment from
+    the last, tapes the segment's first C iterations from its checkpoint and runs the
+    body's vjp over them in reverse (an iteration beyond the tape is recomputed from its
+    last row). A segment of the outermost level is itself differentiated this way (one
+    more level of checkpoints), so the time stays linear up to G * G * C iterations, for
+    three forward passes and 2 * G + C rows of memory (runtime_rows)."""
+    types = [v.type for v in init]
+    G, C = runtime_rows(loop, types)
+    step = loop.step
+
+    def c(bb: Any, v: int) -> Value:
+        return ops.scalar(bb, v, I64)
+    span = ops.sub(b, stop, start) if step > 0 else ops.sub(b, start, stop)
+    if abs(step) != 1:
+        span = ops.floordiv(b, ops.add(b, span, c(b, abs(step) - 1)), c(b, abs(step)))
+    total = ops.maximum(b, span, c(b, 0))
+    seg = ops.maximum(b, c(b, 1), ops.floordiv(b, ops.add(b, total, c(b, G - 1)), c(b, G)))
+    groups = ops.floordiv(b, ops.add(b, total, ops.sub(b, seg, c(b, 1))), seg)
+
+    def bounds(bb: Any, g: Value, start_in: Value, total_in: Value, seg_in: Value
+               ) -> tuple[Value, Value, Value]:
+        first = ops.mul(bb, g, seg_in)
+        lo = ops.add(bb, start_in, ops.mul(bb, first, c(bb, step)))
+        count = ops.minimum(bb, seg_in, ops.sub(bb, total_in, first))
+        return lo, ops.add(bb, lo, ops.mul(bb, count, c(bb, step))), count
+
+    ck_types = [types[j].with_shape((G,) + tuple(types[j].shape)) for j in loop.taped]
+    fwd = new_block([INDEX_TYPE, *types, *ck_types, INDEX_TYPE, INDEX_TYPE, INDEX_TYPE])
+    fb = Builder(fwd, loop.loc)
+    g, state = fwd.args[0], list(fwd.args[1:1 + len(init)])
+    ck_in = fwd.args[1 + len(init):1 + len(init) + len(ck_types)]
+    start_in, total_in, seg_in = fwd.args[-3:]
+    new_ck = [_write_row(fb, ck, state[j], g) for j, ck in zip(loop.taped, ck_in)]
+    lo, hi, _ = bounds(fb, g, start_in, total_in, seg_in)
+    nxt = fb.emit(ops.for_p, [lo, hi, *state], {"step": step, "trip": None}, [loop.clone()])
+    fwd.results = [*nxt, *new_ck, start_in, total_in, seg_in]
+    zero = c(b, 0)
+    res = b.emit(ops.for_p, [zero, groups, *init, *[ops.full(b, 0, t) for t in ck_types],
+                             start, total, seg], {"step": 1, "trip": None}, [fwd])
+    checkpoints = list(res[len(init):len(init) + len(ck_types)])
+    n_ct, n_ck, n_inv = len(cts), len(checkpoints), len(invariants)
+    back = new_block([INDEX_TYPE, *[v.type for v in cts], *ck_types, *[v.type for v in invariants],
+                      INDEX_TYPE, INDEX_TYPE, INDEX_TYPE, INDEX_TYPE])
+    bb = Builder(back, loop.loc)
+    gg = back.args[0]
+    ct_in = list(back.args[1:1 + n_ct])
+    cks = back.args[1 + n_ct:1 + n_ct + n_ck]
+    inv_in = list(back.args[1 + n_ct + n_ck:1 + n_ct + n_ck + n_inv])
+    start_b, total_b, seg_b, groups_b = back.args[-4:]
+    gr = ops.sub(bb, ops.sub(bb, groups_b, c(bb, 1)), gg)
+    lo, _, count = bounds(bb, gr, start_b, total_b, seg_b)
+    ck_it, inv_it = iter(cks), iter(inv_in)
+    seg_init = [next(inv_it) if t else _read_row(bb, next(ck_it), gr) for t in loop.through]
+    if depth == 0:
+        hi = ops.add(bb, lo, ops.mul(bb, count, c(bb, step)))
+        new_cts = _runtime_trip(bb, loop, lo, hi, seg_init, inv_in, ct_in, depth + 1)
+    else:
+        filled = ops.minimum(bb, count, c(bb, C))
+        tapes = loop.record(bb, lo, ops.add(bb, lo, ops.mul(bb, filled, c(bb, step))), seg_init,
+                            C, None)
+        new_cts = loop.backward(bb, lo, count, None, tapes, inv_in, ct_in, rows=C)
+    back.results = [*new_cts, *cks, *inv_in, start_b, total_b, seg_b, groups_b]
+    res = b.emit(ops.for_p, [zero, groups, *cts, *checkpoints, *invariants, start, total, seg, groups],
+                 {"step": 1, "trip": None}, [back])
+    return list(res[:n_ct])
 
 
 def _write_row(b: Any, tape: Value, v: Value, row: Value) -> Value:
