@@ -15,7 +15,7 @@ A loop is unrolled instead (staged once per iteration, the index a Python int) w
 * it iterates over a static Python sequence (a list, a tuple, dict keys);
 * its trip count is static and at most ``SMALL_TRIP`` (straight-line code is faster);
 * it returns from inside with a static trip count of at most ``SMALL_TRIP``, or returns
-  something other than one array or number (the rest of the function then follows each
+  something other than arrays, numbers or a tuple of them (the rest of the function follows each
   return, as in any data-dependent ``if``);
 * staging the body with a run-time index fails and the trip count is static: the body
   needs a static index (a list element, a shape) or changes a Python value or a
@@ -342,14 +342,15 @@ def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> tuple[ast.For, list[ast.
             return (original, []) if after else (node, after)
         if after:
             raise Reject(UnsupportedError, "`return` inside a loop whose trip count is a run-time "
-                         "value works for one array or number; this loop returns another kind of "
-                         "value, or returns from a block it cannot be rewritten out of",
+                         "value works for arrays and numbers, or a tuple of them; this loop returns "
+                         "another kind of value, or returns from a block it cannot be rewritten "
+                         "out of",
                          "assign the values to variables, break, and return after the loop") \
                 from None
         raise
     bind_results(st, carry, results)
     fresh = [n for n in carry.names if (n not in before or isinstance(before[n], Undefined))
-             and n not in extra]      # a rewritten return's value is read only if it returned
+             and not any(n == e or n.startswith(e + "_") for e in extra)]   # read only if returned
     if fresh and not (static and lp.trip >= 1):   # type: ignore[operator]
         with st.b.at(st.loc(node)):
             count = _trip_of(st, lp)
@@ -394,7 +395,7 @@ def _escaping(st: Any, node: ast.For, extra: list[str]) -> list[str]:
     read = {sub.id for sub in ast.walk(st.scope.source.node)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in new
             and id(sub) not in inside and id(sub) not in rebound.get(sub.id, set())}
-    return sorted(read | (new & set(extra)))
+    return sorted(read | {n for n in new if any(n == e or n.startswith(e + "_") for e in extra)})
 
 
 def _probe(st: Any, node: ast.For, lp: LoopPlan, names: list[str], objs: list[Staged],
@@ -451,7 +452,12 @@ def without_exits(node: ast.For) -> tuple[list[ast.stmt], ast.For, list[ast.stmt
     exits = [sub for stmt in node.body for sub in _same_loop(stmt)
              if isinstance(sub, (ast.Break, ast.Return))]
     returns = [sub for sub in exits if isinstance(sub, ast.Return)]
-    body = _rewrite(node.body, flag, (ret, value))
+    # `return a, b` everywhere: one variable per element, so that each is an array or number
+    tuples = [r.value for r in returns if isinstance(r.value, ast.Tuple)
+              and not any(isinstance(e, ast.Starred) for e in r.value.elts)]
+    sizes = {len(t.elts) for t in tuples if isinstance(t, ast.Tuple)}
+    arity = sizes.pop() if len(tuples) == len(returns) and len(sizes) == 1 else None
+    body = _rewrite(node.body, flag, (ret, value, arity))
     if body is None:
         return None
     if exits:
@@ -465,8 +471,11 @@ def without_exits(node: ast.For) -> tuple[list[ast.stmt], ast.For, list[ast.stmt
                                + ([ret] if returns else [])]
     after: list[ast.stmt] = []
     if returns:
-        result = ast.Name(value, ast.Load()) if any(r.value is not None for r in returns) \
+        result: ast.expr = ast.Name(value, ast.Load()) if any(r.value is not None for r in returns) \
             else ast.Constant(None)
+        if arity is not None:
+            result = ast.Tuple(elts=[ast.Name(f"{value}_{j}", ast.Load()) for j in range(arity)],
+                               ctx=ast.Load())
         after.append(ast.If(test=ast.Name(ret, ast.Load()), body=[ast.Return(value=result)],
                             orelse=[]))
     for stmt in [*prelude, loop, *after]:
@@ -489,7 +498,8 @@ def _not(flag: str) -> ast.expr:
     return ast.UnaryOp(op=ast.Not(), operand=ast.Name(flag, ast.Load()))
 
 
-def _rewrite(stmts: list[ast.stmt], flag: str, ret: tuple[str, str]) -> list[ast.stmt] | None:
+def _rewrite(stmts: list[ast.stmt], flag: str, ret: tuple[str, str, int | None]
+             ) -> list[ast.stmt] | None:
     """`stmts` without break/continue/return of the current loop: what follows an exit runs
     only on the paths that do not take it."""
     out: list[ast.stmt] = []
@@ -501,7 +511,9 @@ def _rewrite(stmts: list[ast.stmt], flag: str, ret: tuple[str, str]) -> list[ast
             out.append(_set(flag, True, stmt))
             return out
         if isinstance(stmt, ast.Return):
-            if stmt.value is not None:
+            if ret[2] is not None and isinstance(stmt.value, ast.Tuple):
+                out.extend(_set(f"{ret[1]}_{j}", e, stmt) for j, e in enumerate(stmt.value.elts))
+            elif stmt.value is not None:
                 out.append(_set(ret[1], stmt.value, stmt))
             out.extend([_set(ret[0], True, stmt), _set(flag, True, stmt)])
             return out

@@ -123,12 +123,26 @@ def test_return_in_loops_that_stay_loops_and_that_unroll(sign):
     np.testing.assert_array_equal(jit(grow_until)(y), grow_until(y))
 
 
-def test_return_of_a_tuple_in_a_loop_with_a_runtime_trip_count_is_refused():
+def first_negative_with_value(x, n):
+    for i in range(n):
+        if x[i] < 0:
+            return x[i] * 2.0, i
+    return x[0], -1
+
+
+@pytest.mark.parametrize("n", [0, 2, 3, 20])
+def test_return_of_a_tuple_in_a_loop_with_a_runtime_trip_count(n):
+    x = np.array([0.5, 0.2, -1.0, 3.0, -2.0] * 4)
+    got, expected = jit(first_negative_with_value)(x, np.int64(n)), first_negative_with_value(x, n)
+    assert got[0] == expected[0] and got[1] == expected[1]
+
+
+def test_return_of_another_structure_in_a_loop_with_a_runtime_trip_count_is_refused():
     def f(x, n):
         for i in range(n):
             if x[i] < 0:
-                return x[i], i
-        return x[0], -1
-    with pytest.raises(compiler.errors.UnsupportedError, match="works for one array or number") as info:
+                return {"value": x[i], "index": i}
+        return {"value": x[0], "index": -1}
+    with pytest.raises(compiler.errors.UnsupportedError, match="or a tuple of them") as info:
         jit(f)(np.ones(3), np.int64(2))
     assert "for i in range(n)" in str(info.value) and "break" in info.value.hint
