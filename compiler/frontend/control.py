@@ -499,35 +499,61 @@ def state_labels(st: Any, env_part: dict[str, Any], objs: list[Staged]) -> list[
     return labels + [f"array '{_name_of(st, o)}' (updated in place)" for o in objs]
 
 
+@dataclass
+class Trial:
+    """What one trial iteration of a loop body left: the values the carried leaves were
+    bound to at entry, the leaves after the body, their IR values, and their structure."""
+
+    bound_values: list[Any]
+    outs: list[Any]
+    out_values: list[Any]
+    treedef: Any
+
+
+def trial_iteration(st: Any, carry: Carry, enter: Callable[[Block], list[Any]],
+                    body: Callable[[], None]) -> Trial:
+    """Stage one iteration into a scratch region and put the state back afterwards. `enter`
+    binds the carried leaves to arguments of a fresh block (``_enter``, plus a loop's own
+    header: a while's test, a for loop's index); `body` stages the loop body."""
+    saved = _Saved(st, carry)
+    try:
+        def trial() -> Trial:
+            bound_values = [_out_value(x) for x in enter(Block())]
+            body()
+            outs, out_td = _state(st, carry.names, carry.objs)
+            # read now: restoring the state puts the old values back into the arrays
+            # updated in place (the leaves that are `objs`)
+            return Trial(bound_values, outs, [_out_value(o) for o in outs], out_td)
+        return run_region(st, trial)[1]
+    finally:
+        saved.restore()
+
+
+def drop_unchanged(carry: Carry, trial: Trial) -> Carry:
+    """Leaves the body never changes need not be carried: the body reads them as captures."""
+    carry.types = [None if t is not None and ov is bv else t
+                   for t, ov, bv in zip(carry.types, trial.out_values, trial.bound_values)]
+    return carry
+
+
 def _discover(st: Any, node: ast.While, names: list[str], objs: list[Staged]) -> Carry:
     """Trial runs: which leaves change, and a fixed point of their types."""
     inits, td = _state(st, names, objs)
     carry = Carry(names, objs, td, inits, _initial_types(inits), len(inits) - len(objs))
     labels = state_labels(st, {n: st.scope.env[n] for n in names}, objs)
+
+    def enter(block: Block) -> list[Any]:
+        bound = _enter(st, block, carry)
+        _loop_test(st, node)
+        return bound
     for _ in range(4):
-        saved = _Saved(st, carry)
-        try:
-            def trial() -> tuple[list[Any], list[Any], list[Any], Any]:
-                bound = _enter(st, Block(), carry)
-                bound_values = [_out_value(x) for x in bound]
-                _loop_test(st, node)
-                st.exec_block(node.body)
-                outs, out_td = _state(st, names, objs)
-                # read now: restoring the state puts the old values back into the arrays
-                # updated in place (the leaves that are `objs`)
-                return bound_values, outs, [_out_value(o) for o in outs], out_td
-            bound_values, outs, out_values, out_td = run_region(st, trial)[1]
-        finally:
-            saved.restore()
-        if out_td != td:
+        trial = trial_iteration(st, carry, enter, lambda: st.exec_block(node.body))
+        if trial.treedef != td:
             raise Reject(CompileError, "a loop-carried value changes structure in the body of a "
-                         f"data-dependent while loop: {td} becomes {out_td}")
-        widened = _widen(carry.types, outs, inits, labels)
+                         f"data-dependent while loop: {td} becomes {trial.treedef}")
+        widened = _widen(carry.types, trial.outs, inits, labels)
         if widened == carry.types:
-            # leaves the body never changes need not be carried: the body reads them as captures
-            carry.types = [None if t is not None and ov is bv else t
-                           for t, ov, bv in zip(carry.types, out_values, bound_values)]
-            return carry
+            return drop_unchanged(carry, trial)
         carry.types = widened
     raise Reject(CompileError, "the types of the loop-carried values do not settle")
 

@@ -36,10 +36,10 @@ from compiler.errors import CompileError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import indexing as I
 from compiler.frontend import pytrees
-from compiler.frontend.control import (Carry, _enter, _initial_types, _is_number, _out_value, _Saved,
-                                       _state, _widen, assigned_names, check_while_body,
-                                       close_over, leaf_labels, materialize, run_region,
-                                       same_static, state_labels, target_names)
+from compiler.frontend.control import (Carry, _enter, _initial_types, _is_number, _Saved, _state,
+                                       _widen, assigned_names, check_while_body, close_over,
+                                       drop_unchanged, leaf_labels, materialize,
+                                       same_static, state_labels, target_names, trial_iteration)
 from compiler.frontend.control import _bind as bind_results
 from compiler.frontend.values import Reject, Staged, Undefined
 from compiler.ir import dims
@@ -398,27 +398,40 @@ def _escaping(st: Any, node: ast.For, extra: list[str]) -> list[str]:
     return sorted(read | {n for n in new if any(n == e or n.startswith(e + "_") for e in extra)})
 
 
+def _enter_for(st: Any, node: ast.For, lp: LoopPlan, carry: Carry) -> Callable[[Block], list[Any]]:
+    """Bind the index (argument 0), the carried leaves, then the loop target."""
+    def enter(block: Block) -> list[Any]:
+        block.args.append(Value(INDEX_TYPE, None, 0, "i"))
+        bound = _enter(st, block, carry)
+        _bind_target(st, node, lp, block.args[0])
+        return bound
+    return enter
+
+
+def _start_carry(st: Any, names: list[str], objs: list[Staged]) -> Carry:
+    """The carry before any trial. Python numbers start static: one the body changes to
+    another static value needs the index to be static (unroll); one it changes into an
+    array value becomes carried."""
+    inits, td = _state(st, names, objs)
+    types = [None if _is_number(x) else t for x, t in zip(inits, _initial_types(inits))]
+    return Carry(names, objs, td, inits, types, len(inits) - len(objs))
+
+
 def _probe(st: Any, node: ast.For, lp: LoopPlan, names: list[str], objs: list[Staged],
            escaping: list[str]) -> dict[str, Any]:
     """One trial iteration: the values (arrays or numbers) `escaping` names end with."""
-    inits, td = _state(st, names, objs)
-    types = [None if _is_number(x) else t for x, t in zip(inits, _initial_types(inits))]
-    carry = Carry(names, objs, td, inits, types, len(inits) - len(objs))
-    saved = _Saved(st, carry)
-    try:
-        def trial() -> list[Any]:
-            block = Block()
-            block.args.append(Value(INDEX_TYPE, None, 0, "i"))
-            _enter(st, block, carry)
-            _bind_target(st, node, lp, block.args[0])
-            st.exec_block(node.body)
-            return [st.scope.env.get(n) for n in escaping]
-        values = run_region(st, trial)[1]
-    finally:
-        saved.restore()
+    carry = _start_carry(st, names, objs)
+    values: list[Any] = []
+
+    def body() -> None:
+        st.exec_block(node.body)
+        values.extend(st.scope.env.get(n) for n in escaping)
+    trial_iteration(st, carry, _enter_for(st, node, lp, carry), body)
     values = [v.sample if isinstance(v, Undefined) else v for v in values]
     return {n: v for n, v in zip(escaping, values)
             if isinstance(v, Staged) or (_is_number(v) and not isinstance(v, bool))}
+
+
 def _has_return(node: ast.For) -> bool:
     return any(isinstance(sub, ast.Return) for stmt in node.body for sub in _same_loop(stmt))
 
@@ -542,31 +555,16 @@ def _bind_target(st: Any, node: ast.For, lp: LoopPlan, index: Value) -> None:
 def _discover(st: Any, node: ast.For, lp: LoopPlan, names: list[str], objs: list[Staged],
               static: bool) -> Carry:
     """Trial runs of the body: which leaves change, and a fixed point of their types."""
-    inits, td = _state(st, names, objs)
-    # Python numbers start static: one the body changes to another static value needs the
-    # index to be static (unroll); one it changes into an array value becomes carried
-    types = [None if _is_number(x) else t for x, t in zip(inits, _initial_types(inits))]
-    carry = Carry(names, objs, td, inits, types, len(inits) - len(objs))
+    carry = _start_carry(st, names, objs)
+    inits, td = carry.inits, carry.treedef
     labels = state_labels(st, {n: st.scope.env[n] for n in names}, objs)
+    enter = _enter_for(st, node, lp, carry)
     for _ in range(6):
-        saved = _Saved(st, carry)
-        try:
-            def trial() -> tuple[list[Any], list[Any], list[Any], Any]:
-                block = Block()
-                block.args.append(Value(INDEX_TYPE, None, 0, "i"))
-                bound = _enter(st, block, carry)
-                bound_values = [_out_value(x) for x in bound]
-                _bind_target(st, node, lp, block.args[0])
-                st.exec_block(node.body)
-                outs, out_td = _state(st, names, objs)
-                return bound_values, outs, [_out_value(o) for o in outs], out_td
-            bound_values, outs, out_values, out_td = run_region(st, trial)[1]
-        finally:
-            saved.restore()
-        if out_td != td:
+        trial = trial_iteration(st, carry, enter, lambda: st.exec_block(node.body))
+        if trial.treedef != td:
             raise _Unroll()
         numbers = list(carry.types)
-        for j, (init, out, t) in enumerate(zip(inits, outs, carry.types)):
+        for j, (init, out, t) in enumerate(zip(inits, trial.outs, carry.types)):
             if t is None and _is_number(init) and not isinstance(out, Undefined) \
                     and not same_static(init, out):
                 if static and not isinstance(out, Staged):
@@ -575,11 +573,9 @@ def _discover(st: Any, node: ast.For, lp: LoopPlan, names: list[str], objs: list
         if numbers != carry.types:
             carry.types = numbers
             continue
-        widened = _widen(carry.types, outs, inits, labels)
+        widened = _widen(carry.types, trial.outs, inits, labels)
         if widened == carry.types:
-            carry.types = [None if t is not None and ov is bv else t
-                           for t, ov, bv in zip(carry.types, out_values, bound_values)]
-            return carry
+            return drop_unchanged(carry, trial)
         carry.types = widened
     raise Reject(CompileError, "the types of the loop-carried values do not settle")
 
