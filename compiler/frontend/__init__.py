@@ -24,6 +24,7 @@ import numpy as np
 from compiler.errors import CompileError, InternalCompilerError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import numpy_api as NP
+from compiler.frontend.closures import StagedFunction
 from compiler.frontend.pytrees import PyTreeDef, flatten, flatten_static, unflatten
 from compiler.frontend.source import FunctionSource, function_source
 from compiler.frontend.stager import Stager
@@ -108,6 +109,12 @@ def _run(stager: Stager, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tu
         loc = SourceLoc(f"<np.{getattr(fn, '__name__', 'function')}>", 1)
         with stager.b.at(loc):
             return _numpy_entry(stager, fn, args, kwargs, loc), loc
+    if isinstance(fn, StagedFunction):      # a function defined inside compiled code
+        with stager.b.at(fn.loc):
+            try:
+                return fn.stage(stager, args, kwargs), fn.loc
+            except Reject as r:
+                raise r.cls(r.message, fn.loc, r.hint) from r.__cause__
     target = fn.__func__ if isinstance(fn, types.MethodType) else fn
     if isinstance(fn, types.MethodType):
         args = [fn.__self__, *args]
