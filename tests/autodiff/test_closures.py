@@ -270,3 +270,33 @@ def test_mistakes_are_compile_errors_at_the_line():
         return grad(h)(1.0)
     with pytest.raises(SideEffectError, match="append"):
         jit(appends)(X)
+
+
+# ---- inside data-dependent branches and loops ---------------------------------------------------
+
+def in_branches_and_loops(x, n):
+    if x.sum() > 0:                                 # a cond: the closure reads x inside a region
+        y = grad(lambda t: np.sum(x) * t * t)(2.0)
+    else:
+        y = 0.0 * x.sum()
+    acc = 0.0
+    for i in range(n):                              # a loop with a run-time trip count
+        acc = acc + grad(lambda t: np.sum(x) * t * t + acc * t)(float(i))
+    return y + acc + jit(lambda t: t * x[0])(3.0)
+
+
+def in_branches_and_loops_ref(x, n):
+    acc = 0.0
+    for i in range(n):
+        acc = acc + 2 * np.sum(x) * i + acc
+    return (4 * np.sum(x) if x.sum() > 0 else 0.0) + acc + 3.0 * x[0]
+
+
+def test_closures_inside_branches_and_loops():
+    k = jit(in_branches_and_loops)
+    for x in (X, -X):
+        for n in (0, 3):
+            close(k(x, np.array(n)), in_branches_and_loops_ref(x, n), rtol=1e-12)
+    t = rng.uniform(-1, 1, 4)
+    close(jvp(lambda x: in_branches_and_loops(x, 3), (X,), (t,))[1],
+          fd.directional_derivative(lambda x: in_branches_and_loops_ref(x, 3), [X], [t])[0], rtol=1e-6)
