@@ -180,6 +180,20 @@ def test_two_deep_inside_jit_and_under_grad_and_vmap():
     close(vmap(two_deep)(batch), [two_deep_ref(b) for b in batch])
 
 
+def first(out):
+    return out[0] if isinstance(out, tuple) else out
+
+
+@pytest.mark.parametrize("name,f,ref", ONE_DEEP, ids=[c[0] for c in ONE_DEEP])
+def test_every_transform_two_deep(name, f, ref):
+    """grad of a lambda (closing over x) that calls a function transforming a lambda closing
+    over x * s: d/ds sum(f(x * s)) at s = 1, against finite differences of the closed form."""
+    def outer(x):
+        return grad(lambda s: np.sum(first(f(x * s))))(1.0)
+    want = fd.derivative(lambda e: np.sum(first(ref(X * (1.0 + e)))))[0]
+    close(jit(outer)(X), want, rtol=1e-6)
+
+
 def test_three_lambdas_deep():
     f = grad(lambda a: grad(lambda b: grad(lambda c: a * a * b * b * c * c)(1.5))(2.0))
     # d/dc = 2 a^2 b^2 c; d/db at c=1.5 = 6 a^2 b; at b=2: 12 a^2; d/da = 24 a
