@@ -2,20 +2,23 @@
 
     aotx build MODULE.py -o DIR [--cpu host|generic|NAME] [--emit ll,asm,ir] [--jobs N]
     aotx build --cpu help          (the CPU names LLVM knows)
-    aotx show FILE.py:FUNC --signature "f64[n]" --stage ir|ir_optimized|llvm|asm
+    aotx show FILE.py:FUNC --signature "f64[n]" [--static NAME=VALUE ...] --stage ir|ir_optimized|llvm|asm
     aotx cache info|list|clear
 """
 from __future__ import annotations
 
 import argparse
+import ast
+import inspect
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from compiler import build as aot_build
 from compiler import cache as kcache
-from compiler.api import Kernel
+from compiler.api import Kernel, Specialization
 from compiler.errors import CompileError
+from compiler.signature import parse_signature
 from runtime import cache as storage
 
 STAGES = ("ir", "ir_optimized", "llvm", "llvm_optimized", "asm")
@@ -40,9 +43,45 @@ def _show(args: argparse.Namespace) -> int:
     signature = args.signature or kernel.signature
     if signature is None:
         raise SystemExit("aotx: --signature is required (the function has none)")
-    lowered = kernel.lower(signature)
+    if args.static:
+        lowered = Specialization(kernel, _with_static(kernel, signature, args.static), {}).lowered()
+    else:
+        lowered = kernel.lower(signature)
     print(getattr(lowered, args.stage))
     return 0
+
+
+def _with_static(kernel: Kernel, signature: str, static: Sequence[str]) -> tuple:
+    """The abstract arguments of `aotx show --static NAME=VALUE ...`: the static values at
+    their parameters' positions, the signature's types for the other parameters (in order;
+    a signature that lists every parameter has the static ones' types ignored)."""
+    params = [p.name for p in inspect.signature(kernel.fn).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    values: dict[int, Any] = {}
+    for item in static:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise SystemExit(f"aotx: --static expects NAME=VALUE (a parameter and a Python literal), "
+                             f"got {item!r}")
+        position = int(name) if name.isdigit() else params.index(name) if name in params else None
+        if position is None or position >= len(params):
+            raise SystemExit(f"aotx: --static {item}: {kernel.__name__} has no positional parameter "
+                             f"{name!r} (its parameters: {', '.join(params)})")
+        try:
+            values[position] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            raise SystemExit(f"aotx: --static {item}: {text.strip()!r} is not a Python literal "
+                             f"(a number, a string, a tuple, True, None...)") from None
+    types = list(parse_signature(signature)[0])
+    if len(types) == len(params):
+        types = [t for i, t in enumerate(types) if i not in values]
+    if len(types) != len(params) - len(values):
+        raise SystemExit(f"aotx: --signature {signature!r} has {len(types)} types for the "
+                         f"{len(params) - len(values)} parameters of {kernel.__name__} that are "
+                         f"not static")
+    rest = iter(types)
+    return tuple(values[i] if i in values else next(rest) for i in range(len(params)))
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -109,6 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     show = sub.add_parser("show", help="print a stage of a compiled function")
     show.add_argument("target", help="FILE.py:FUNC")
     show.add_argument("--signature", help='argument types, e.g. "f64[n, 3], f64[3]"')
+    show.add_argument("--static", action="append", default=[], metavar="NAME=VALUE",
+                      help="a compile-time value for a parameter (repeatable), e.g. --static n=5; "
+                      "--signature then gives the types of the other parameters")
     show.add_argument("--stage", choices=STAGES, default="ir_optimized")
     show.set_defaults(run=_show)
     args = parser.parse_args(argv)
@@ -119,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except CompileError as e:
         print(e, file=sys.stderr)
+        if args.command == "show" and "static_argnums" in str(e):
+            print("aotx: --static NAME=VALUE gives a parameter a compile-time value", file=sys.stderr)
         return 1
     except aot_build.BuildError as e:
         print(f"aotx: {e}", file=sys.stderr)

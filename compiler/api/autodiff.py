@@ -17,7 +17,7 @@ from compiler import pipeline
 from compiler.api.kernel import Kernel, as_kernel
 from compiler.api.vmap import check_chunk_size, check_randomness
 from compiler.frontend.pytrees import PyTreeDef, flatten, flatten_static, unflatten
-from compiler.frontend.values import Weak
+from compiler.frontend.values import Staged, Weak
 from compiler.ir.core import Function
 from compiler.ir.types import TensorType, is_float
 from compiler.transforms.derivatives import (grad_function, jacfwd_function, jacrev_function,
@@ -102,7 +102,14 @@ class VjpFn:
 
     def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:
         """Called inside compiled code: inline the vjp kernel."""
-        return stager._call_kernel(self.kernel, [self.primals, *args], kwargs)
+        return stager._call_kernel(self.kernel, [self.primals, *args], kwargs, arrays=True)
+
+    def __aotx_captures__(self) -> list:
+        """Staged values it holds (made inside compiled code: frontend/closures.py)."""
+        return self.kernel.__aotx_captures__() + staged_leaves(self.primals)
+
+    def __aotx_translate__(self, translate: Callable[[Any], Any]) -> "VjpFn":
+        return VjpFn(self.kernel.__aotx_translate__(translate), translate(self.primals))
 
 
 class LinearizedFn:
@@ -116,7 +123,19 @@ class LinearizedFn:
 
     def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:
         """Called inside compiled code: inline the jvp kernel, keep the tangent."""
-        return stager._call_kernel(self.kernel, [self.primals, tuple(args)], kwargs)[1]
+        return stager._call_kernel(self.kernel, [self.primals, tuple(args)], kwargs, arrays=True)[1]
+
+    def __aotx_captures__(self) -> list:
+        """Staged values it holds (made inside compiled code: frontend/closures.py)."""
+        return self.kernel.__aotx_captures__() + staged_leaves(self.primals)
+
+    def __aotx_translate__(self, translate: Callable[[Any], Any]) -> "LinearizedFn":
+        return LinearizedFn(self.kernel.__aotx_translate__(translate), translate(self.primals))
+
+
+def staged_leaves(tree: Any) -> list:
+    """The staged values among the leaves of `tree`."""
+    return [x for x in flatten(tree)[0] if isinstance(x, Staged)]
 
 
 def _vjp_call(primals: tuple, cotangents: Any) -> Any:
@@ -143,24 +162,6 @@ def kernel_for(func: Any) -> Kernel:
 @functools.lru_cache(maxsize=256)
 def _cached_kernel(func: Any) -> Kernel:
     return Kernel(func)
-
-
-# ---- inside compiled code: vjp, jvp and linearize stage and inline their kernels ----------------
-
-def staged_vjp(stager: Any, func: Any, *primals: Any, has_aux: bool = False) -> Any:
-    k = ad_kernel("vjp", kernel_for(func), has_aux)
-    out = stager._call_kernel(kernel_for(func), list(primals), {})
-    fn = VjpFn(k, primals)
-    return (out[0], fn, out[1]) if has_aux else (out, fn)
-
-
-def staged_jvp(stager: Any, func: Any, primals: Any, tangents: Any, *, has_aux: bool = False) -> Any:
-    return stager._call_kernel(ad_kernel("jvp", kernel_for(func), has_aux), [tuple(primals), tuple(tangents)], {})
-
-
-def staged_linearize(stager: Any, func: Any, *primals: Any) -> Any:
-    out = stager._call_kernel(kernel_for(func), list(primals), {})
-    return out, LinearizedFn(ad_kernel("jvp", kernel_for(func), False), primals)
 
 
 # ---- output structures: trees of Slots --------------------------------------------------------
@@ -385,9 +386,10 @@ class VjpTracer(ADTracer):
 
     def __call__(self, a_args: tuple, a_kwargs: dict) -> pipeline.Program:
         primals, cotangents = a_args
-        program = self.inner.trace(tuple(primals), {})
+        program = self.inner.trace(tuple(primals), a_kwargs)
         fn = program.function
-        active = [is_float(t.dtype) for t in fn.in_types]
+        n = len(flatten_static(tuple(primals), _is_dynamic)[0])   # then keyword leaves: constants
+        active = [is_float(t.dtype) and i < n for i, t in enumerate(fn.in_types)]
         main, _ = split_aux(program, self.has_aux, self.who)
         ct_types = self._cotangent_types(fn, main, cotangents)
         given = {o: j for j, o in enumerate(main)}
@@ -397,9 +399,9 @@ class VjpTracer(ADTracer):
         _, tree = finish(structure)
         stages = [pipeline.Pass("vjp", functools.partial(vjp_function, active=active)),
                   pipeline.Pass("vjp_fn", functools.partial(
-                      vjp_fn_function, n_primals=len(fn.in_types), n_results=len(fn.results),
+                      vjp_fn_function, n_primals=n, n_results=len(fn.results),
                       feeds=[given.get(i) for i in _float_results(fn)], ct_types=ct_types,
-                      name=f"vjp_{fn.name}"))]
+                      name=f"vjp_{fn.name}", n_consts=len(fn.in_types) - n))]
         return pipeline.transform(program, stages, tree)
 
     def _cotangent_types(self, fn: Function, main: list[int], cotangents: Any) -> list[TensorType]:
@@ -421,10 +423,11 @@ class JvpTracer(ADTracer):
 
     def __call__(self, a_args: tuple, a_kwargs: dict) -> pipeline.Program:
         primals, tangents = a_args
-        program = self.inner.trace(tuple(primals), {})
+        program = self.inner.trace(tuple(primals), a_kwargs)
         fn = program.function
-        t_types = self._tangent_types(fn, primals, tangents)
-        active = [is_float(t.dtype) for t in fn.in_types]
+        n = len(flatten_static(tuple(primals), _is_dynamic)[0])   # then keyword leaves: constants
+        t_types = self._tangent_types(fn, primals, tangents, n)
+        active = [is_float(t.dtype) and i < n for i, t in enumerate(fn.in_types)]
         _, example = split_aux(program, self.has_aux, self.who)
         main_example = example[0] if self.has_aux else example
         # jvp_fn_function gives the results, then a tangent per result
@@ -432,17 +435,18 @@ class JvpTracer(ADTracer):
         select, tree = finish(structure + ((example[1],) if self.has_aux else ()))
         stages = [pipeline.Pass("jvp", functools.partial(jvp_function, active=active)),
                   pipeline.Pass("jvp_fn", functools.partial(
-                      jvp_fn_function, n_primals=len(fn.in_types), n_results=len(fn.results),
-                      active=active, t_types=t_types, select=select, name=f"jvp_{fn.name}"))]
+                      jvp_fn_function, n_primals=n, n_results=len(fn.results), active=active[:n],
+                      t_types=t_types, select=select, name=f"jvp_{fn.name}",
+                      n_consts=len(fn.in_types) - n))]
         return pipeline.transform(program, stages, tree)
 
-    def _tangent_types(self, fn: Function, primals: Any, tangents: Any) -> list[TensorType]:
+    def _tangent_types(self, fn: Function, primals: Any, tangents: Any, n: int) -> list[TensorType]:
         t_leaves, t_tree = flatten_static(tuple(tangents), _is_dynamic)
         p_tree = flatten_static(tuple(primals), _is_dynamic)[1]
-        if t_tree != p_tree or len(t_leaves) != len(fn.in_types):
+        if t_tree != p_tree or len(t_leaves) != n:
             raise ValueError("jvp: tangents must have the same structure as primals")
         types = [t if isinstance(t, TensorType) else t.type for t in t_leaves]
-        for p, tt in zip(fn.in_types, types):
+        for p, tt in zip(fn.in_types[:n], types):
             if tt.shape != p.shape:
                 raise ValueError(f"jvp: a tangent of shape {tt.shape} for a primal of shape {p.shape}")
         return types

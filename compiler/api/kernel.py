@@ -17,6 +17,7 @@ passes to the pipeline (``pipeline.transform``).
 """
 from __future__ import annotations
 
+import copy
 import ctypes
 import functools
 import inspect
@@ -31,9 +32,9 @@ from compiler import cache, config, pipeline
 from compiler.backend import target as targets
 from compiler.function import trampoline
 from compiler.function.trampoline import raise_pending
-from compiler.errors import CompileError, InternalCompilerError, UnsupportedError, user_facing
+from compiler.errors import CompileError, InternalCompilerError, user_facing
 from compiler.frontend import pytrees
-from compiler.frontend.values import Closure, Reject, Weak
+from compiler.frontend.values import Weak
 from compiler.ir.printer import format_function
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
@@ -360,8 +361,31 @@ class Kernel:
 
     # ---- protocols of the layers below (they do not import this module) -----------------
     def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:
-        """Called inside compiled code: stage this kernel for the arguments and inline it."""
-        return stager._call_kernel(self, args, kwargs)
+        """Called inside compiled code: stage this kernel for the arguments and inline it
+        (a transform's kernel takes NumPy arrays as dynamic arguments, as from Python)."""
+        return stager._call_kernel(self, args, kwargs, arrays=self._tracer is not None)
+
+    def __aotx_captures__(self) -> list:
+        """The values its function, defined inside compiled code, reads from the function
+        being staged (frontend/closures.py); none for a Python function."""
+        inner = getattr(self._tracer, "inner", None)
+        if isinstance(inner, Kernel):
+            return inner.__aotx_captures__()
+        captures = getattr(self.fn, "__aotx_captures__", None)
+        return list(captures()) if captures is not None else []
+
+    def __aotx_translate__(self, translate: Callable[[Any], Any]) -> "Kernel":
+        """This kernel of a function defined inside compiled code, as seen from another
+        function defined there (`translate` maps the values it captures)."""
+        inner = getattr(self._tracer, "inner", None)
+        if isinstance(inner, Kernel):
+            tracer = copy.copy(self._tracer)
+            tracer.inner = inner.__aotx_translate__(translate)      # type: ignore[union-attr]
+            fn = tracer.inner.fn if self.fn is inner.fn else self.fn  # type: ignore[union-attr]
+        else:
+            tracer, fn = self._tracer, translate(self.fn)
+        return Kernel(fn, tracer=tracer, name=self.__name__, static_argnums=self.static_argnums,
+                      fastmath=self.fastmath, boundscheck=self.boundscheck)
 
     def __aotx_cache_key__(self) -> tuple:
         """What the on-disk cache key covers of this kernel (compiler/cache.py)."""
@@ -513,16 +537,3 @@ def jit(fn: Callable[..., Any] | None = None, *, signature: str | None = None,
 def as_kernel(func: Any) -> Kernel:
     """`func` if it is a Kernel, else a new Kernel of it."""
     return func if isinstance(func, Kernel) else Kernel(func)
-
-
-def staged_constructor(transform: Callable[..., Any]) -> Callable[..., Any]:
-    """Inside compiled code, ``vmap(f)`` / ``jit(f)`` run at compile time and give a Kernel,
-    whose call is then inlined. The function must be a real Python function."""
-
-    def handler(stager: Any, func: Any = None, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(func, Closure):
-            raise Reject(UnsupportedError, f"{transform.__name__}() of a function defined inside "
-                         f"compiled code is not supported",
-                         "define the function at module level (a def) and transform that")
-        return transform(func, *args, **kwargs)
-    return handler

@@ -24,9 +24,11 @@ import numpy as np
 from compiler.errors import CompileError, InternalCompilerError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import numpy_api as NP
+from compiler.frontend.closures import StagedFunction
 from compiler.frontend.pytrees import PyTreeDef, flatten, flatten_static, unflatten
 from compiler.frontend.source import FunctionSource, function_source
 from compiler.frontend.stager import Stager
+from compiler.frontend.static_args import record_arguments
 from compiler.frontend.values import ARG, Reject, Scope, Staged, Undefined, Weak
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Function, SourceLoc
@@ -62,6 +64,7 @@ def stage(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     staged = [Staged(v, weak=isinstance(leaf, Weak), origin=ARG, name=h)
               for v, leaf, h in zip(block.args, leaves, hints)]
     call_args, call_kwargs = unflatten(in_tree, staged)
+    record_arguments(stager, list(call_args), _positional(fn, len(call_args)), fn_name)
     try:
         out, loc = _run(stager, fn, list(call_args), call_kwargs)
         results, out_tree = _outputs(stager, out, loc)
@@ -83,15 +86,20 @@ def _function_name(fn: Any) -> str:
     return name if name.isidentifier() else "lambda"
 
 
-def _arg_hints(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
+def _positional(fn: Any, n: int) -> list[str]:
+    """The names of `fn`'s first `n` positional parameters (``arg{i}`` past them)."""
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         params = []
-    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return [names[i] if i < len(names) else f"arg{i}" for i in range(n)]
+
+
+def _arg_hints(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
     hints: list[str] = []
-    for i, a in enumerate(args):
-        hints += _leaf_names(positional[i] if i < len(positional) else f"arg{i}", a)
+    for a, name in zip(args, _positional(fn, len(args))):
+        hints += _leaf_names(name, a)
     for k in sorted(kwargs):
         hints += _leaf_names(k, kwargs[k])
     return hints
@@ -108,6 +116,12 @@ def _run(stager: Stager, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tu
         loc = SourceLoc(f"<np.{getattr(fn, '__name__', 'function')}>", 1)
         with stager.b.at(loc):
             return _numpy_entry(stager, fn, args, kwargs, loc), loc
+    if isinstance(fn, StagedFunction):      # a function defined inside compiled code
+        with stager.b.at(fn.loc):
+            try:
+                return fn.stage(stager, args, kwargs), fn.loc
+            except Reject as r:
+                raise r.cls(r.message, fn.loc, r.hint) from r.__cause__
     target = fn.__func__ if isinstance(fn, types.MethodType) else fn
     if isinstance(fn, types.MethodType):
         args = [fn.__self__, *args]

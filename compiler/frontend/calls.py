@@ -24,6 +24,7 @@ from compiler.errors import CompileError, OutParameterError, SideEffectError, Un
 from compiler.frontend import arrays as A
 from compiler.frontend import numpy_api as NP
 from compiler.frontend import reductions as R
+from compiler.frontend.closures import CAPTURED, closure_signature
 from compiler.frontend.control import assigned_names
 from compiler.frontend.pytrees import flatten_static, unflatten
 from compiler.frontend.source import function_source
@@ -154,12 +155,27 @@ class CallMixin:
             return self.call_closure(fn, args, kwargs)
         return self._call_python(fn, args, kwargs)
 
-    def _call_kernel(self, kernel: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        """Inline a Kernel (``jit``, ``vmap``, ...): stage it for these argument types."""
+    def _call_kernel(self, kernel: Any, args: list[Any], kwargs: dict[str, Any],
+                     arrays: bool = False) -> Any:
+        """Inline a Kernel (``jit``, ``vmap``, ...): stage it for these argument types.
+
+        Python floats are dynamic weak scalars, as in a call from Python (and with
+        `arrays`, for a transform's kernel, so are NumPy arrays and scalars: vmap maps over
+        them, grad differentiates them). A kernel of a function defined inside compiled
+        code gets the values it captures as keyword arguments (frontend/closures.py)."""
+        args, kwargs = self._dynamic_arguments((args, kwargs), arrays)
+        captured = kernel.__aotx_captures__() if hasattr(type(kernel), "__aotx_captures__") else []
+        if captured:
+            kwargs = {**kwargs, CAPTURED: tuple(captured)}
         leaves, tree = flatten_static((tuple(args), kwargs), lambda x: isinstance(x, Staged))
         abstract = [Weak(x.type) if x.weak else x.type for x in leaves]
         a_args, a_kwargs = unflatten(tree, abstract)
-        program = kernel.trace(tuple(a_args), a_kwargs)
+        try:
+            program = kernel.trace(tuple(a_args), a_kwargs)
+        except CompileError:
+            raise
+        except (TypeError, ValueError) as e:     # a transform's arguments do not fit the function
+            raise Reject(CompileError, str(e)) from None
         body, values = program.function.body, [x.value for x in leaves]
         if any(op.prim is ops.rng_key_p for op in body.ops):
             # its key-less draws take the next key of this function's implicit state, so that
@@ -167,6 +183,17 @@ class CallMixin:
             body, values = PR.key_as_argument(body), values + [implicit_key(self)]
         results = inline_block(self.b, body, values)
         return unflatten(program.out_tree, [Staged(v) for v in results])
+
+    def _dynamic_arguments(self, tree: Any, arrays: bool) -> Any:
+        """`tree` with Python floats (and with `arrays`, NumPy arrays and scalars of a
+        supported dtype) as staged constants."""
+        def lift(x: Any) -> Any:
+            if type(x) is float or (arrays and isinstance(x, (np.ndarray, np.generic))
+                                    and x.dtype.kind in "biuf"):
+                return A.lift(self.b, x)
+            return x
+        leaves, td = flatten_static(tree, lambda x: isinstance(x, (Staged, float, np.ndarray, np.generic)))
+        return unflatten(td, [lift(x) for x in leaves])
 
     def _call_python(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if isinstance(fn, types.FunctionType):
@@ -278,7 +305,7 @@ class CallMixin:
         return Closure(node, self.scope, self.scope.source, defaults, kw_defaults)
 
     def call_closure(self, fn: Closure, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        sig = _signature(fn)
+        sig = closure_signature(fn)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
@@ -319,24 +346,6 @@ def local_names(node: ast.FunctionDef | ast.Lambda) -> frozenset[str]:
     declared = {n for sub in ast.walk(node) if isinstance(sub, (ast.Global, ast.Nonlocal))
                 for n in sub.names}
     return frozenset((set(params) | assigned_names(node.body)) - declared)
-
-
-def _signature(fn: Closure) -> inspect.Signature:
-    a = fn.node.args
-    P = inspect.Parameter
-    params: list[inspect.Parameter] = []
-    positional = a.posonlyargs + a.args
-    defaults = [P.empty] * (len(positional) - len(fn.defaults)) + list(fn.defaults)
-    for i, (arg, d) in enumerate(zip(positional, defaults)):
-        kind = P.POSITIONAL_ONLY if i < len(a.posonlyargs) else P.POSITIONAL_OR_KEYWORD
-        params.append(P(arg.arg, kind, default=d))
-    if a.vararg is not None:
-        params.append(P(a.vararg.arg, P.VAR_POSITIONAL))
-    for arg, d in zip(a.kwonlyargs, fn.kw_defaults):
-        params.append(P(arg.arg, P.KEYWORD_ONLY, default=P.empty if d is None else d))
-    if a.kwarg is not None:
-        params.append(P(a.kwarg.arg, P.VAR_KEYWORD))
-    return inspect.Signature(params)
 
 
 # ---- Python builtins -----------------------------------------------------------------------------

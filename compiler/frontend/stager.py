@@ -25,7 +25,7 @@ import numpy as np
 from compiler.errors import CompileError, InternalCompilerError, ShapeMismatchError, \
     SideEffectError, TruthValueError, UnsupportedError, source_excerpt
 from compiler.frontend import arrays as A
-from compiler.frontend import control, loops, pytrees
+from compiler.frontend import control, loops, pytrees, static_args
 from compiler.frontend import indexing as I
 from compiler.frontend import numpy_api as NP
 from compiler.frontend.calls import CallMixin
@@ -83,6 +83,7 @@ class Stager(CallMixin, ast.NodeVisitor):
         self.rng: Staged | None = None          # the implicit random state (see random_state)
         self.rng_key: Value | None = None       # the call's key, from which its draws derive
         self.rng_drawn = False                  # has a draw used it yet (then it carries its line)
+        self.arguments: dict[int, tuple[int, str, str]] = {}   # 0-d arguments: (position, name, function)
 
     # ---- dispatch and errors -------------------------------------------------------------
 
@@ -101,7 +102,7 @@ class Stager(CallMixin, ast.NodeVisitor):
         except (CompileError, InternalCompilerError, ReturnSignal, BreakSignal, ContinueSignal):
             raise
         except Reject as r:
-            raise r.cls(r.message, self.loc(node), r.hint) from r.__cause__
+            raise r.cls(r.message, self.loc(node), static_args.hint(self, node, r)) from r.__cause__
         except ShapeError as e:
             raise ShapeMismatchError(str(e), self.loc(node)) from None
         except RecursionError:

@@ -46,38 +46,44 @@ def grad_function(vfn: Function, n_primals: int, seeds: Sequence[float], select:
 
 
 def vjp_fn_function(vfn: Function, n_primals: int, n_results: int, feeds: Sequence[int | None],
-                    ct_types: Sequence[TensorType], name: str) -> Function:
-    """The kernel behind vjp_fn: (primals, cotangents) -> the cotangents of the active
-    arguments. ``feeds[p]`` is the cotangent argument for vfn's p-th cotangent input (cast
-    to its dtype), or None for a zero cotangent."""
-    n = n_primals
+                    ct_types: Sequence[TensorType], name: str, n_consts: int = 0) -> Function:
+    """The kernel behind vjp_fn: (primals, cotangents, consts) -> the cotangents of the
+    active arguments. ``feeds[p]`` is the cotangent argument for vfn's p-th cotangent input
+    (cast to its dtype), or None for a zero cotangent. `vfn`'s inputs are the primals, then
+    `n_consts` inputs that are not differentiated (the captures of a function defined inside
+    compiled code), then the cotangents."""
+    n, k, c = n_primals, n_consts, len(ct_types)
 
     def build(b: Builder, args: list[Value]) -> list[Value]:
-        given = args[n:]
+        given = args[n:n + c]
         cts = [ops.full(b, 0.0, t) if j is None else _cast(b, given[j], t)
-               for j, t in zip(feeds, vfn.in_types[n:])]
-        return _call(b, vfn, [*args[:n], *cts])[n_results:]
-    names = list(vfn.arg_names[:n]) + [f"ct{i}" for i in range(len(ct_types))]
-    return _assemble(name, list(vfn.in_types[:n]) + list(ct_types), names, _last_loc(vfn), build)
+               for j, t in zip(feeds, vfn.in_types[n + k:])]
+        return _call(b, vfn, [*args[:n], *args[n + c:], *cts])[n_results:]
+    names = list(vfn.arg_names[:n]) + [f"ct{i}" for i in range(c)] + list(vfn.arg_names[n:n + k])
+    types = list(vfn.in_types[:n]) + list(ct_types) + list(vfn.in_types[n:n + k])
+    return _assemble(name, types, names, _last_loc(vfn), build)
 
 
 def jvp_fn_function(jfn: Function, n_primals: int, n_results: int, active: Sequence[bool],
-                    t_types: Sequence[TensorType], select: Sequence[int], name: str) -> Function:
-    """The kernel behind jvp and linearize: (primals, a tangent per primal) -> `jfn`'s
-    (from jvp_function) primal results, then a tangent per result (zero for the results
-    that are not float), picked by `select`."""
-    n, m = n_primals, n_results
+                    t_types: Sequence[TensorType], select: Sequence[int], name: str,
+                    n_consts: int = 0) -> Function:
+    """The kernel behind jvp and linearize: (primals, a tangent per primal, consts) ->
+    `jfn`'s (from jvp_function) primal results, then a tangent per result (zero for the
+    results that are not float), picked by `select`. `jfn`'s inputs are the primals, then
+    `n_consts` inputs without tangents, then the tangents of the active primals."""
+    n, m, k = n_primals, n_results, n_consts
 
     def build(b: Builder, args: list[Value]) -> list[Value]:
-        primals, tangents = args[:n], args[n:]
+        primals, tangents, consts = args[:n], args[n:2 * n], args[2 * n:]
         ts = [_cast(b, t, p.type) for t, p, on in zip(tangents, primals, active) if on]
-        outs = _call(b, jfn, [*primals, *ts])
+        outs = _call(b, jfn, [*primals, *consts, *ts])
         float_tangents = iter(outs[m:])
         t_outs = [next(float_tangents) if is_float(r.dtype) else ops.full(b, 0.0, r.type) for r in outs[:m]]
         available = outs[:m] + t_outs
         return [available[i] for i in select]
-    names = list(jfn.arg_names[:n]) + [f"t_{a}" for a in jfn.arg_names[:n]]
-    return _assemble(name, list(jfn.in_types[:n]) + list(t_types), names, _last_loc(jfn), build)
+    names = list(jfn.arg_names[:n]) + [f"t_{a}" for a in jfn.arg_names[:n]] + list(jfn.arg_names[n:n + k])
+    types = list(jfn.in_types[:n]) + list(t_types) + list(jfn.in_types[n:n + k])
+    return _assemble(name, types, names, _last_loc(jfn), build)
 
 
 def jacrev_function(vfn: Function, primal: Function, active: Sequence[bool], rows: Sequence[int],
