@@ -45,11 +45,11 @@ def is_arraylike(x: Any) -> bool:
 
 
 def supported_dtype(dtype: Any) -> np.dtype:
-    """The dtype as one of the five supported ones, or a Reject naming it."""
+    """The dtype as one of the supported ones, or a Reject naming it."""
     try:
         return canonical_dtype(dtype)
     except TypeError as e:
-        raise Reject(UnsupportedError, str(e), "cast to float32, float64, int32, int64 or bool")
+        raise Reject(UnsupportedError, str(e), "cast to one of the supported dtypes (docs/guide.md)")
 
 
 def constant(b: Builder, value: Any, dtype: np.dtype | None = None, weak: bool = False) -> Staged:
@@ -70,7 +70,7 @@ def check_int64(value: Any) -> None:
 
 
 def _cast_static(value: Any, dtype: np.dtype) -> np.ndarray:
-    if isinstance(value, int) and not isinstance(value, bool) and dtype.kind == "i":
+    if isinstance(value, int) and not isinstance(value, bool) and dtype.kind in "iu":
         info = np.iinfo(dtype)
         if not info.min <= value <= info.max:
             raise Reject(CompileError, f"Python integer {value} out of bounds for {dtype}")
@@ -355,7 +355,7 @@ def to_python_scalar(b: Builder, x: Staged, kind: str, marker: str) -> Staged:
 
 
 def _item_dtype(dtype: np.dtype) -> np.dtype:
-    return {"f": F64, "i": I64, "b": BOOL}[dtype.kind]
+    return {"f": F64, "i": I64, "u": I64, "b": BOOL}[dtype.kind]
 
 
 def check_single_element(x: Staged, what: str = "") -> None:
