@@ -216,7 +216,7 @@ CREATION = {getattr(np, n) for n in ("zeros", "ones", "empty", "full", "zeros_li
 
 # NumPy helpers about dtypes and shapes, evaluated in Python on static arguments
 STATIC_NUMPY = {np.result_type, np.promote_types, np.can_cast, np.isscalar, np.broadcast_shapes,
-                np.iscomplexobj, np.isrealobj, np.issubdtype}
+                np.iscomplexobj, np.isrealobj, np.issubdtype, np.iinfo, np.finfo}
 
 DTYPE_CALLABLES = {np.float32, np.float64, np.int32, np.int64, np.bool_, np.double, np.single,
                    np.intp, np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64, np.float16,

@@ -149,7 +149,7 @@ def power(b: Builder, x: Any, y: Any, operator: bool = True) -> Staged:
     """x ** y (`operator`) or np.power(x, y), as NumPy computes them.
 
     The dtype is NumPy's for the spelling: the operator squares a bool array for ``** 2``
-    (int8, refused like every int8 result). A scalar exponent (a Python number or a 0-d
+    (int8, as in NumPy). A scalar exponent (a Python number or a 0-d
     array, or a size-1 array broadcast over a larger base) takes NumPy's scalar loops:
     -1, 0, 0.5, 1 and 2 are 1/x, 1, sqrt(x), x and x*x (``(-inf) ** 0.5`` is nan and
     ``(-0.0) ** 0.5`` is -0.0, where pow gives inf and 0); with a compile-time exponent

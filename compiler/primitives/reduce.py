@@ -47,7 +47,9 @@ def _combine(kind: str) -> Callable[..., Any]:
         b = cg.b
         if kind in ("sum", "prod"):
             if is_float(dtype):
-                return cg.reassoc(b.fadd(acc, v) if kind == "sum" else b.fmul(acc, v))
+                value = b.fadd(acc, v) if kind == "sum" else b.fmul(acc, v)
+                # float16 rounds every step (no reordering): see _lower_accumulate and scans
+                return value if dtype == F16 else cg.reassoc(value)
             if dtype == BOOL:
                 return b.or_(acc, v) if kind == "sum" else b.and_(acc, v)
             return b.add(acc, v) if kind == "sum" else b.mul(acc, v)
@@ -99,7 +101,9 @@ def _lower_accumulate(kind: str) -> Callable[..., bool]:
         if not _keeps_last_axis(op):
             return False
         dtype = x.dtype
-        pairwise = _pairwise(kind, dtype)
+        # float16 rows fold into the float16 output row, rounding at every step, as NumPy's
+        # reduction over an outer axis does (a whole-row sum accumulates in float32)
+        pairwise = None if dtype == F16 else _pairwise(kind, dtype)
         if pairwise is not None and cg.accumulate_pairwise(
                 x.shape, axes, out, _init_value(cg, dtype, kind), pairwise(cg), lambda full: cg.read(x, full)):
             return True
