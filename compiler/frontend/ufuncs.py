@@ -21,7 +21,7 @@ from compiler.frontend.arrays import Elementwise as E
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
-from compiler.ir.types import BOOL, is_float
+from compiler.ir.types import BOOL, F16, is_float
 
 
 def _identity(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
@@ -172,6 +172,8 @@ def power(b: Builder, x: Any, y: Any, operator: bool = True) -> Staged:
         yv = y.value          # NumPy refuses a negative exponent of an integer power at run time
         ops.check(b, ops.ge(b, yv, ops.full_like(b, 0, yv)), "ValueError",
                   "Integers to negative integer powers are not allowed.")
+    if dtype == F16:    # no float16 power loop of NumPy's has the scalar fast paths; ** has them
+        scalar = operator and (isinstance(y, (int, float)) or (isinstance(y, Staged) and y.weak))
     if not (is_float(dtype) and scalar):
         return A.convert(b, binary(b, "power", x, y), dtype)
     out = ops.pow_(b, A.operand(b, x, dtype, shape), A.operand(b, y, dtype, shape), scalar_exponent=True)

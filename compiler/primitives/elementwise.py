@@ -305,9 +305,10 @@ def _ref_pow(x: np.ndarray, y: np.ndarray, scalar_exponent: bool = False) -> np.
         # one exponent value at a time: each takes NumPy's loop for that scalar exponent
         out = np.empty(np.broadcast_shapes(np.shape(x), np.shape(y)), np.result_type(x, y))
         x, y = np.broadcast_arrays(x, y)
+        half = out.dtype == np.float16     # ** of float16: the fast paths, in float32, rounded
         for v in np.unique(y):
             at = (y == v) | (np.isnan(y) & np.isnan(v))
-            out[at] = np.power(x[at], v)
+            out[at] = np.power(x[at].astype(np.float32), np.float32(v)) if half else np.power(x[at], v)
         return out
 
 
