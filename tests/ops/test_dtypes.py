@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from compiler import jvp, vjp
+from compiler import jit, jvp, vjp
+from compiler.ir.types import DTYPES
 from tests import fd
 from tests.ops import internal
 from tests.ops.compare import assert_array_same, assert_same, flatten
@@ -146,3 +147,43 @@ def test_float16_derivatives(op: OpInfo, sample: SampleInput) -> None:
                       [np.asarray(c, np.float64) * np.asarray(t, np.float64)
                        for c, t, x in zip(back, tangents, leaves) if x.dtype == F16],
                       F16_GRAD_RTOL, F16_GRAD_RTOL, "<u, jvp(v)> != <vjp(u), v> in float16")
+
+
+# ---- every cast between the twelve dtypes: one kernel --------------------------------------------
+
+_CAST_VALUES = {"b": [True, False, True, True, False, True],
+                "i": [-128, -3, 0, 5, 100, 127],
+                "u": [0, 3, 5, 100, 200, 255],
+                "f": [0.0, 0.5, 1.5, 2.7, 100.25, 127.9]}     # in range of every integer dtype
+
+
+def _cast_sources() -> list[np.ndarray]:
+    out = [np.array(_CAST_VALUES[d.kind], d) for d in DTYPES]
+    wide = {np.dtype(np.int64): -2**40 - 1, np.dtype(np.uint64): 2**63 + 5, np.dtype(np.uint32): 2**32 - 1,
+            np.dtype(np.int32): -2**31, np.dtype(np.float64): 65519.0, np.dtype(np.float32): 1e-7}
+    for x in out:           # one value each that only the wide dtypes hold (rounding, wrapping)
+        if x.dtype in wide:
+            x[1] = wide[x.dtype]
+    return out
+
+
+def _casts(*xs):
+    return tuple(x.astype(d) for x in xs for d in DTYPES)
+
+
+def test_every_cast_between_the_dtypes():
+    """144 conversions (int -> narrower int wraps, int -> float and float -> float16 round
+    to nearest even, uint64 -> float, bool both ways) in one kernel, against NumPy; a float
+    out of an integer dtype's range saturates (docs/guide.md), against NumPy's clip."""
+    xs = _cast_sources()
+    with np.errstate(all="ignore"):
+        want = list(_casts(*xs))
+    for k, (x, d) in enumerate((x, d) for x in xs for d in DTYPES):
+        if x.dtype.kind == "f" and d.kind in "iu":   # out of range: saturates (NumPy: platform-defined)
+            info = np.iinfo(d)
+            want[k] = np.clip(x.astype(np.float64), info.min, info.max).astype(d)
+    got = jit(_casts)(*xs)
+    labels = [f"{x.dtype} -> {d}" for x in xs for d in DTYPES]
+    bad = [f"{lab}: {g.tolist()}, NumPy {w.tolist()}" for lab, g, w in zip(labels, got, want)
+           if g.dtype != w.dtype or not np.array_equal(g, w)]
+    assert not bad, "\n".join(bad[:20])
