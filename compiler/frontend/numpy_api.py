@@ -286,6 +286,8 @@ BINARY_OPERATORS: dict[type, Handler] = {
     ast.BitAnd: lambda b, x, y: U.binary(b, "bitwise_and", x, y),
     ast.BitOr: lambda b, x, y: U.binary(b, "bitwise_or", x, y),
     ast.BitXor: lambda b, x, y: U.binary(b, "bitwise_xor", x, y),
+    ast.LShift: lambda b, x, y: U.binary(b, "left_shift", x, y),
+    ast.RShift: lambda b, x, y: U.binary(b, "right_shift", x, y),
     ast.MatMult: L.matmul,
 }
 

@@ -126,6 +126,8 @@ UFUNCS: dict[str, E] = {
     "bitwise_and": E(np.bitwise_and, P.and_), "bitwise_or": E(np.bitwise_or, P.or_),
     "bitwise_xor": E(np.bitwise_xor, P.xor), "invert": E(np.invert, P.not_),
     "bitwise_not": E(np.invert, P.not_),
+    "left_shift": E(np.left_shift, P.shl), "right_shift": E(np.right_shift, P.shr),
+    "bitwise_left_shift": E(np.left_shift, P.shl), "bitwise_right_shift": E(np.right_shift, P.shr),
     "isnan": E(np.isnan, P.isnan, "predicate"), "isinf": E(np.isinf, P.isinf, "predicate"),
     "isfinite": E(np.isfinite, P.isfinite, "predicate"),
 }

@@ -405,6 +405,31 @@ xor = elementwise(ops.xor_p, np.bitwise_xor, lambda cg, op, a: cg.b.xor(*a), _in
 not_ = elementwise(ops.not_p, np.invert, lambda cg, op, a: cg.b.not_(a[0]), _int_or_bool)
 
 
+def _int_only(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dtype:
+    check(is_int(dtypes[0]), f"operand must be an integer, got {dtypes[0]}")
+    return _same(dtypes, params)
+
+
+def _lower_shift(left: bool) -> Lower:
+    """NumPy's npy_lshift / npy_rshift: a shift by the width or more (or by a negative amount,
+    as an unsigned count) gives 0, or -1 for a negative signed value shifted right."""
+    def lower(cg: Any, op: Any, a: list[Any]) -> Any:
+        x, y = a
+        b, width = cg.b, x.type(x.type.width)
+        inside = b.icmp_unsigned("<", y, width)
+        amount = b.select(inside, y, x.type(0))
+        if left:
+            return b.select(inside, b.shl(x, amount), x.type(0))
+        if is_unsigned(op.operands[0].dtype):
+            return b.select(inside, b.lshr(x, amount), x.type(0))
+        return b.ashr(x, b.select(inside, y, x.type(x.type.width - 1)))
+    return lower
+
+
+shl = elementwise(ops.shl_p, _ref_int_safe(np.left_shift), _lower_shift(True), _int_only)
+shr = elementwise(ops.shr_p, _ref_int_safe(np.right_shift), _lower_shift(False), _int_only)
+
+
 def _select_rule(in_types: tuple[TensorType, ...], params: dict[str, Any]) -> tuple[TensorType, ...]:
     pred, a, b = in_types
     check(pred.dtype == BOOL, f"select: predicate must be bool, got {pred.dtype}")

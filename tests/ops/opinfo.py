@@ -508,6 +508,14 @@ op("or_op", lambda x, y: x | y, binary_samples(scalars=(False, 6), dtypes=_BITWI
 op("xor_op", lambda x, y: x ^ y, binary_samples(scalars=(True, 6), dtypes=_BITWISE, strong_scalar=False), dtypes=_BITWISE,
    int_edges=True, edge_arity=2, differentiable=False)
 op("invert", lambda x: ~x, unary_samples(), dtypes=_BITWISE, int_edges=True, differentiable=False)
+# shifts by the width or more, or by a negative amount, give 0 (-1 for a negative value shifted
+# right), as NumPy's npy_lshift/npy_rshift: the int edges x int edges sample has both
+for _name, _fn in (("left_shift", lambda x, y: x << y), ("right_shift", lambda x, y: x >> y)):
+    op(_name, _fn, binary_samples(int_low=-20, int_high=20, int_rlow=0, int_rhigh=70, scalars=(3, 1),
+                                  partners=False, strong_scalar=False, dtypes=INTS),
+       dtypes=INTS, int_edges=True, edge_arity=2, differentiable=False)
+alias("np.left_shift", lambda x, y: np.left_shift(x, y), "left_shift")
+alias("np.right_shift", lambda x, y: np.right_shift(x, y), "right_shift")
 alias("np.invert", lambda x: np.invert(x), "invert")
 op("isnan", lambda x: np.isnan(x), unary_samples(), dtypes=NUMERIC, edge_values=FLOAT_EDGES,
    differentiable=False)
@@ -1775,6 +1783,8 @@ prims("hypot", _prim_binary("hypot"))
 prims("pow", _prim_binary("pow", round_y=True, int_y=(0, 4)), dtypes=_INT_AND_FLOAT)
 for _bitwise in ("and", "or", "xor"):
     prims(f"{_bitwise}_op", _prim_binary(_bitwise, int_y=(-9, 9)), dtypes=(BOOL,) + INTS)
+prims("left_shift", _prim_binary("shl", int_y=(-2, 70)), dtypes=INTS)
+prims("right_shift", _prim_binary("shr", int_y=(-2, 70)), dtypes=INTS)
 
 
 def _prim_divmod(prim: str) -> PrimSampleFn:
