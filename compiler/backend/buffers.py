@@ -15,15 +15,15 @@ I8T = ll.IntType(8)
 I1T = ll.IntType(1)
 PTR = ll.PointerType(I8T)
 
-HALF = ll.HalfType()
+_SCALAR = {F32: ll.FloatType(), F64: ll.DoubleType(), I32: ll.IntType(32), I64: I64T, BOOL: I1T}
+_MEMORY = {**_SCALAR, BOOL: I8T}
 
 # Registers hold a float16 as the float32 of the same value (NumPy's float16 loops compute in
 # float32 and round each result; Codegen rounds every float16 result), memory holds `half`.
-_SCALAR = {F32: ll.FloatType(), F64: ll.DoubleType(), I32: ll.IntType(32), I64: I64T, BOOL: I1T}
-_SCALAR.update({I8: I8T, I16: ll.IntType(16), U8: I8T, U16: ll.IntType(16), U32: ll.IntType(32),
-                U64: I64T, F16: ll.FloatType()})
-_MEMORY = {**_SCALAR, BOOL: I8T}
-_MEMORY[F16] = HALF
+HALF = ll.HalfType()
+_NARROW = {I8: I8T, I16: ll.IntType(16), U8: I8T, U16: ll.IntType(16), U32: ll.IntType(32), U64: I64T}
+_SCALAR.update({**_NARROW, F16: ll.FloatType()})
+_MEMORY.update({**_NARROW, F16: HALF})
 
 
 def scalar_type(dtype: np.dtype) -> ll.Type:

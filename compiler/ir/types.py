@@ -18,16 +18,18 @@ from compiler.ir.dims import Dim
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 I32, I64 = np.dtype(np.int32), np.dtype(np.int64)
 BOOL = np.dtype(np.bool_)
+DTYPES: tuple[np.dtype, ...] = (BOOL, I32, I64, F32, F64)
+
+SHORT_NAMES: dict[np.dtype, str] = {F32: "f32", F64: "f64", I32: "i32", I64: "i64", BOOL: "bool"}
+BY_SHORT_NAME: dict[str, np.dtype] = {v: k for k, v in SHORT_NAMES.items()}
+
+# the narrow and unsigned integers and float16
 I8, I16 = np.dtype(np.int8), np.dtype(np.int16)
 U8, U16, U32, U64 = np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)
 F16 = np.dtype(np.float16)
-DTYPES: tuple[np.dtype, ...] = (BOOL, I32, I64, F32, F64,
-                                I8, I16, U8, U16, U32, U64, F16)
-
-SHORT_NAMES: dict[np.dtype, str] = {F32: "f32", F64: "f64", I32: "i32", I64: "i64", BOOL: "bool",
-                                    I8: "i8", I16: "i16", U8: "u8", U16: "u16", U32: "u32", U64: "u64",
-                                    F16: "f16"}
-BY_SHORT_NAME: dict[str, np.dtype] = {v: k for k, v in SHORT_NAMES.items()}
+DTYPES += (I8, I16, U8, U16, U32, U64, F16)
+SHORT_NAMES.update({I8: "i8", I16: "i16", U8: "u8", U16: "u16", U32: "u32", U64: "u64", F16: "f16"})
+BY_SHORT_NAME.update({v: k for k, v in SHORT_NAMES.items()})
 
 
 def canonical_dtype(dtype: object) -> np.dtype:
@@ -47,7 +49,7 @@ def canonical_dtype(dtype: object) -> np.dtype:
 
 
 #: the supported dtypes, for messages
-SUPPORTED = ", ".join(str(d) for d in sorted(DTYPES, key=lambda d: ("biuf".index(d.kind), d.itemsize)))
+SUPPORTED = ", ".join(str(d) for d in sorted(DTYPES, key=lambda d: ("biufc".find(d.kind), d.itemsize)))
 
 
 def is_float(dtype: np.dtype) -> bool:
