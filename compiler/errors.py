@@ -118,6 +118,11 @@ class AxisError(CompileError, ValueError, IndexError):
     """An axis out of range for the array (NumPy's AxisError), found at compile time."""
 
 
+class IntegerOverflowError(CompileError, OverflowError):
+    """A Python int that does not fit the array's dtype (NumPy 2's OverflowError, NEP 50),
+    found at compile time."""
+
+
 class TransformArgumentError(ValueError):
     """A transform's option that does not fit the function (an ``out_dims`` out of range),
     found while the transform runs: torch.func raises ValueError for the same call."""

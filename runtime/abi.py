@@ -27,6 +27,11 @@ COMPATIBLE_ABI_VERSIONS = (2, 3)
 DTYPES: dict[str, np.dtype] = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64), "i32": np.dtype(np.int32),
           "i64": np.dtype(np.int64), "bool": np.dtype(np.bool_)}
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+#: the narrow and unsigned integers and float16
+DTYPES.update({"i8": np.dtype(np.int8), "i16": np.dtype(np.int16), "u8": np.dtype(np.uint8),
+               "u16": np.dtype(np.uint16), "u32": np.dtype(np.uint32), "u64": np.dtype(np.uint64),
+               "f16": np.dtype(np.float16)})
+DTYPE_NAMES.update({v: k for k, v in DTYPES.items()})
 
 ERRORS = {1: (MemoryError, "the kernel could not allocate its temporaries"),
           2: (RuntimeError, "a host callback raised an exception"),

@@ -36,6 +36,7 @@ from compiler.errors import CompileError, InternalCompilerError, user_facing
 from compiler.frontend import pytrees
 from compiler.frontend.values import Weak
 from compiler.ir.printer import format_function
+from compiler.ir import types
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
 from runtime.abi import ERROR_BASE, kernel_error, parse_spec
@@ -456,7 +457,7 @@ def _abstract_leafwise(name: str, value: Any, dynamic: list[Any]) -> Any:
     return pytrees.unflatten(tree, out)
 
 
-SUPPORTED_DTYPES = "float32, float64, int32, int64 or bool"
+SUPPORTED_DTYPES = types.SUPPORTED
 
 
 def _leaf_kind(leaf: Any, name: Callable[[], str]) -> str:
@@ -465,7 +466,7 @@ def _leaf_kind(leaf: Any, name: Callable[[], str]) -> str:
     if isinstance(leaf, (np.ndarray, np.generic)):
         check_array_class(name(), leaf)
         dtype = leaf.dtype.newbyteorder("=") if leaf.dtype.byteorder not in "=|" else leaf.dtype
-        if dtype not in (np.float32, np.float64, np.int32, np.int64, np.bool_) or dtype.names:
+        if dtype not in types.DTYPES or dtype.names:
             raise TypeError(f"argument '{name()}': arrays of dtype {leaf.dtype} are not supported "
                             f"(supported: {SUPPORTED_DTYPES}){_dtype_hint(leaf.dtype, name())}")
         return "array"
@@ -475,8 +476,8 @@ def _leaf_kind(leaf: Any, name: Callable[[], str]) -> str:
 
 
 def _dtype_hint(dtype: np.dtype, name: str) -> str:
-    target = {"f": "float32" if dtype.itemsize <= 4 else "float64", "u": "int64", "i": "int64",
-              "b": "bool"}.get(dtype.kind)
+    target = {"f": "float32" if dtype.itemsize <= 4 else "float64", "u": "uint64", "i": "int64",
+              "b": "bool", "c": None}.get(dtype.kind)
     return f"; convert with {name}.astype(np.{target})" if target else ""
 
 

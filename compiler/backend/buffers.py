@@ -8,7 +8,7 @@ import numpy as np
 from llvmlite import ir as ll
 
 from compiler.ir import dims
-from compiler.ir.types import BOOL, F32, F64, I32, I64
+from compiler.ir.types import BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64
 
 I64T = ll.IntType(64)
 I8T = ll.IntType(8)
@@ -17,6 +17,13 @@ PTR = ll.PointerType(I8T)
 
 _SCALAR = {F32: ll.FloatType(), F64: ll.DoubleType(), I32: ll.IntType(32), I64: I64T, BOOL: I1T}
 _MEMORY = {**_SCALAR, BOOL: I8T}
+
+# Registers hold a float16 as the float32 of the same value (NumPy's float16 loops compute in
+# float32 and round each result; Codegen rounds every float16 result), memory holds `half`.
+HALF = ll.HalfType()
+_NARROW = {I8: I8T, I16: ll.IntType(16), U8: I8T, U16: ll.IntType(16), U32: ll.IntType(32), U64: I64T}
+_SCALAR.update({**_NARROW, F16: ll.FloatType()})
+_MEMORY.update({**_NARROW, F16: HALF})
 
 
 def scalar_type(dtype: np.dtype) -> ll.Type:

@@ -21,7 +21,7 @@ from compiler.backend.buffers import I1T, I8T, I64T, PTR, Buffer, memory_type, s
 from compiler.backend.fusion import Evaluation, Schedule, schedule
 from compiler.ir import dims
 from compiler.ir.core import Block, Op, Value
-from compiler.ir.types import BOOL, is_float
+from compiler.ir.types import BOOL, F16, is_float, is_unsigned
 from compiler.ir.primitive import CONTROL, ELEMENTWISE, INDEX, OPAQUE
 
 class Codegen:
@@ -80,9 +80,22 @@ class Codegen:
         t = scalar_type(dtype)
         if dtype == BOOL:
             return ll.Constant(t, int(bool(value)))
+        if dtype == F16:
+            return ll.Constant(t, float(np.float16(value)))
         if is_float(dtype):
             return ll.Constant(t, float(value))
-        return ll.Constant(t, int(value))
+        bits = t.width
+        v = int(value) % (1 << bits)                        # the bits; uint64 max is -1
+        return ll.Constant(t, v - (1 << bits) if v >= 1 << (bits - 1) else v)
+
+    def icmp(self, dtype: np.dtype, pred: str, a: ll.Value, b: ll.Value) -> ll.Value:
+        """An integer (or bool) comparison, unsigned for bool and the unsigned dtypes."""
+        unsigned = dtype == BOOL or is_unsigned(dtype)
+        return (self.b.icmp_unsigned if unsigned else self.b.icmp_signed)(pred, a, b)
+
+    def round_half(self, value: ll.Value) -> ll.Value:
+        """A float16 result computed in float32, rounded to float16 (as NumPy's float16 loops)."""
+        return casts.round_half(self, value)
 
     def add(self, dtype: np.dtype, a: ll.Value, b: ll.Value) -> ll.Value:
         if dtype == BOOL:
@@ -112,8 +125,8 @@ class Codegen:
     def cast(self, v: ll.Value, src: np.dtype, dst: np.dtype) -> ll.Value:
         return casts.cast(self, v, src, dst)
 
-    def int_pow(self, x: ll.Value, y: ll.Value) -> ll.Value:
-        return casts.int_pow(self, x, y)
+    def int_pow(self, x: ll.Value, y: ll.Value, signed: bool = True) -> ll.Value:
+        return casts.int_pow(self, x, y, signed)
 
     def alloca_scalar(self, dtype: np.dtype, init: ll.Value | None = None) -> ll.Value:
         slot = self.alloca_builder.alloca(scalar_type(dtype))
@@ -142,11 +155,15 @@ class Codegen:
 
     def load(self, buf: Buffer, idx: Sequence[ll.Value]) -> ll.Value:
         v = self.b.load(self._address(buf, idx))
+        if buf.dtype == F16:
+            return self.b.fpext(v, scalar_type(F16))
         return self.b.trunc(v, I1T) if buf.dtype == BOOL else v
 
     def store(self, buf: Buffer, idx: Sequence[ll.Value], value: ll.Value) -> None:
         if buf.dtype == BOOL:
             value = self.b.zext(value, I8T)
+        elif buf.dtype == F16:
+            value = self.b.fptrunc(value, memory_type(F16))
         self.b.store(value, self._address(buf, idx))
 
     def read_constant(self, array: np.ndarray, idx: Sequence[ll.Value]) -> ll.Value:
@@ -310,21 +327,25 @@ class Codegen:
                 continue
             lower = op.prim.lower
             assert lower is not None
-            value = lower(self, op, [self.read(a, idx) for a in op.operands])
+            value = self._rounded(u, lower(self, op, [self.read(a, idx) for a in op.operands]))
             self._cache[-1][(u, ids)] = (value, tuple(idx))
         op = v.op
         lower = op.prim.lower
         assert lower is not None
-        return lower(self, op, [self.read(a, idx) for a in op.operands])
+        return self._rounded(v, lower(self, op, [self.read(a, idx) for a in op.operands]))
+
+    def _rounded(self, v: Value, value: ll.Value) -> ll.Value:
+        """Every float16 result is a float16 value (computed in float32, rounded once)."""
+        return self.round_half(value) if v.type.dtype == F16 else value
 
     def _compute(self, v: Value, idx: Sequence[ll.Value]) -> ll.Value:
         op = v.op
         assert op is not None, f"block argument {v!r} without a buffer"
         lower = op.prim.lower
         if op.prim.kind == ELEMENTWISE and lower is not None:
-            return lower(self, op, [self.read(a, idx) for a in op.operands])
+            return self._rounded(v, lower(self, op, [self.read(a, idx) for a in op.operands]))
         if op.prim.kind == INDEX and lower is not None:
-            return lower(self, op, list(idx))
+            return self._rounded(v, lower(self, op, list(idx)))
         raise AssertionError(f"{op.prim.name} result {v!r} must be materialized")
 
     def compute_into(self, v: Value, buf: Buffer) -> None:

@@ -6,9 +6,30 @@ the returned :class:`LoadedObject`, which maps symbol names to addresses.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
+
 import llvmlite.binding as llvm
 
 from compiler.backend.target import Target, _initialize
+
+#: float16 conversions LLVM may call rather than inline (double -> half always; float <-> half
+#: on CPUs without F16C); a linked library gets them from libgcc, MCJIT from this table
+_HALF_HELPERS = ("__truncdfhf2", "__truncsfhf2", "__extendhfsf2", "__extendhfdf2")
+
+
+@functools.cache
+def _register_runtime_helpers() -> None:
+    name = ctypes.util.find_library("gcc_s")
+    try:
+        lib = ctypes.CDLL(name or "libgcc_s.so.1")
+    except OSError:
+        return
+    for symbol in _HALF_HELPERS:
+        fn = getattr(lib, symbol, None)
+        if fn is not None:
+            llvm.add_symbol(symbol, ctypes.cast(fn, ctypes.c_void_p).value)
 
 
 class LoadedObject:
@@ -16,6 +37,7 @@ class LoadedObject:
 
     def __init__(self, obj: bytes, target: Target) -> None:
         _initialize()
+        _register_runtime_helpers()
         self._engine = llvm.create_mcjit_compiler(
             llvm.parse_assembly(""), target.machine(jit=True))
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))

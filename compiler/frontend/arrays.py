@@ -12,6 +12,7 @@ error messages (``numpy boolean subtract ... is not supported``).
 from __future__ import annotations
 
 import numbers
+import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -19,12 +20,13 @@ import numpy as np
 
 import compiler.primitives as P
 from compiler.primitives import ops
-from compiler.errors import CompileError, ShapeMismatchError, TruthValueError, UnsupportedError
+from compiler.errors import (CompileError, IntegerOverflowError, ShapeMismatchError, TruthValueError,
+                             UnsupportedError)
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
 from compiler.ir import dims
 from compiler.ir.dims import Dim, DimExpr
-from compiler.ir.types import BOOL, DTYPES, F64, I64, canonical_dtype, is_float
+from compiler.ir.types import BOOL, DTYPES, F64, I64, canonical_dtype, is_float, is_int
 from compiler.frontend.values import LOCAL, VIEW, Reject, Staged
 
 PY_SCALARS = (bool, int, float)
@@ -45,11 +47,11 @@ def is_arraylike(x: Any) -> bool:
 
 
 def supported_dtype(dtype: Any) -> np.dtype:
-    """The dtype as one of the five supported ones, or a Reject naming it."""
+    """The dtype as one of the supported ones, or a Reject naming it."""
     try:
         return canonical_dtype(dtype)
     except TypeError as e:
-        raise Reject(UnsupportedError, str(e), "cast to float32, float64, int32, int64 or bool")
+        raise Reject(UnsupportedError, str(e), "cast to one of the supported dtypes (docs/guide.md)")
 
 
 def constant(b: Builder, value: Any, dtype: np.dtype | None = None, weak: bool = False) -> Staged:
@@ -70,11 +72,19 @@ def check_int64(value: Any) -> None:
 
 
 def _cast_static(value: Any, dtype: np.dtype) -> np.ndarray:
-    if isinstance(value, int) and not isinstance(value, bool) and dtype.kind == "i":
+    if isinstance(value, int) and not isinstance(value, bool) and dtype.kind in "iu":
         info = np.iinfo(dtype)
         if not info.min <= value <= info.max:
-            raise Reject(CompileError, f"Python integer {value} out of bounds for {dtype}")
+            raise Reject(IntegerOverflowError, f"Python integer {value} out of bounds for {dtype}",
+                         _overflow_hint(value, dtype))
     return np.asarray(value).astype(dtype)
+
+
+def _overflow_hint(value: Any, dtype: np.dtype) -> str:
+    info = np.iinfo(dtype) if dtype.kind in "iu" else None
+    bounds = f" ({dtype} holds {info.min} to {info.max})" if info is not None else ""
+    return (f"NumPy 2 raises OverflowError here too{bounds}: cast the array to a wider dtype "
+            "first, e.g. x.astype(np.int64)")
 
 
 def dim_value(b: Builder, d: Dim) -> Staged:
@@ -165,8 +175,12 @@ def oracle(ufunc: Callable[..., Any], operands: Sequence[Any], **kw: Any) -> np.
             out = ufunc(*ins, **kw)
     except OverflowError as e:
         big = [x for x in ins if isinstance(x, int) and not -2**63 <= x < 2**63]
-        raise Reject(CompileError, f"Python integer {big[0]} out of bounds for int64" if big else str(e),
-                     f"use float({big[0]}) for a float value" if big else None) from None
+        if big:
+            raise Reject(IntegerOverflowError, f"Python integer {big[0]} out of bounds for int64",
+                         f"use float({big[0]}) for a float value") from None
+        arrays = [x for x in ins if not isinstance(x, PY_SCALARS)]
+        hint = _overflow_hint(None, arrays[0].dtype) if arrays else None
+        raise Reject(IntegerOverflowError, str(e), hint) from None
     except (TypeError, ValueError) as e:
         raise Reject(CompileError, str(e)) from None
     dtype = np.asarray(out[0] if isinstance(out, tuple) else out).dtype
@@ -298,6 +312,10 @@ def apply(b: Builder, spec: Elementwise, args: Sequence[Any]) -> Staged:
     out_dtype = oracle(spec.ufunc, args)
     shape = broadcast_shapes(*[shape_of(a) for a in args])
     compute = _compute_dtype(spec, args, out_dtype)
+    if spec.kind == "compare":
+        known = _compare_out_of_range(spec, args, compute)
+        if known is not None:
+            return Staged(broadcast_value(b, constant(b, known, BOOL).value, shape), weak=all_weak(args))
     values = [operand(b, a, compute, shape) for a in args]
     if spec.rule is not None:
         out = spec.rule(b, values, out_dtype)
@@ -312,6 +330,23 @@ def apply(b: Builder, spec: Elementwise, args: Sequence[Any]) -> Staged:
         out = b.emit1(spec.prim, values)
     out = convert_value(b, out, out_dtype)
     return Staged(out, weak=all_weak(args))
+
+
+_PY_COMPARE = {np.equal: operator.eq, np.not_equal: operator.ne, np.less: operator.lt,
+               np.less_equal: operator.le, np.greater: operator.gt, np.greater_equal: operator.ge}
+
+
+def _compare_out_of_range(spec: Elementwise, args: Sequence[Any], compute: np.dtype) -> bool | None:
+    """NumPy 2 compares an integer array with a Python int outside its dtype's range (uint8 < 300)
+    by value: the same answer for every element, which this returns (None: in range)."""
+    if not is_int(compute) or spec.ufunc not in _PY_COMPARE:
+        return None
+    info = np.iinfo(compute)
+    for i, a in enumerate(args):
+        if type(a) is int and not info.min <= a <= info.max:
+            inside = info.max if a > info.max else info.min
+            return bool(_PY_COMPARE[spec.ufunc](*[a if j == i else inside for j in range(len(args))]))
+    return None
 
 
 def _compute_dtype(spec: Elementwise, args: Sequence[Any], out_dtype: np.dtype) -> np.dtype:
@@ -355,7 +390,7 @@ def to_python_scalar(b: Builder, x: Staged, kind: str, marker: str) -> Staged:
 
 
 def _item_dtype(dtype: np.dtype) -> np.dtype:
-    return {"f": F64, "i": I64, "b": BOOL}[dtype.kind]
+    return {"f": F64, "i": I64, "u": I64, "b": BOOL}[dtype.kind]
 
 
 def check_single_element(x: Staged, what: str = "") -> None:

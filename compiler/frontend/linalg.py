@@ -21,7 +21,7 @@ from compiler.frontend.shapes import diagonal, normalize_axis, prod, ravel, resh
 from compiler.frontend.ufuncs import binary, sqrt_of_squares, unary
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
-from compiler.ir.types import F64, is_float
+from compiler.ir.types import F16, F64, is_float
 
 Axes = tuple[int, ...]
 
@@ -64,7 +64,7 @@ def _one_element(v: Staged) -> bool:
     return all(isinstance(d, int) and d == 1 for d in v.shape)
 
 
-def _blas_scaled(b: Builder, x: Staged, y: Staged, product: Any) -> Staged:
+def _blas_scaled(b: Builder, x: Staged, y: Staged, product: Any, matrices: bool = False) -> Staged:
     """``product(b, x, y)`` (np.dot, np.inner or np.tensordot, which NumPy computes with BLAS
     for floats) when one operand has a single element (0-d, (1,), (1, 1), ...).
 
@@ -74,6 +74,10 @@ def _blas_scaled(b: Builder, x: Staged, y: Staged, product: Any) -> Staged:
     product. The derivative is the product's: v where a == 0 and v is finite."""
     scale = next((v for v in (x, y) if _one_element(v)), None)
     plain = product(b, x, y)
+    if x.dtype == F16:          # no BLAS: NumPy's float16 dot sums the products from +0.0
+        if not matrices and (x.ndim == 0 or y.ndim == 0):
+            return plain        # a 0-d operand: np.dot and np.inner multiply
+        return Staged(ops.add(b, plain.value, ops.full_like(b, 0.0, plain.value)))
     size = prod(plain.shape)
     if scale is None or not is_float(x.dtype) or size == 1:
         return plain
@@ -153,7 +157,7 @@ def tensordot(b: Builder, x: Any, y: Any, axes: Any = 2) -> Staged:
     if len(ax) != len(ay) or any(x.shape[i] != y.shape[j] for i, j in zip(ax, ay)):
         raise Reject(ShapeMismatchError, "shape-mismatch for sum")
     # NumPy reshapes both operands to matrices and calls np.dot
-    return _blas_scaled(b, x, y, lambda b, x, y: dot_general(b, x, y, (ax, ay)))
+    return _blas_scaled(b, x, y, lambda b, x, y: dot_general(b, x, y, (ax, ay)), matrices=True)
 
 
 def trace(b: Builder, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,

@@ -191,6 +191,11 @@ _FUNCTIONS_BY_NAME: dict[str, Handler] = {
     "int32": _cast_handler(np.int32), "int64": _cast_handler(np.int64),
     "bool_": _cast_handler(np.bool_), "double": _cast_handler(np.float64),
     "single": _cast_handler(np.float32), "intp": _cast_handler(np.int64),
+    "int8": _cast_handler(np.int8), "int16": _cast_handler(np.int16),
+    "uint8": _cast_handler(np.uint8), "uint16": _cast_handler(np.uint16),
+    "uint32": _cast_handler(np.uint32), "uint64": _cast_handler(np.uint64),
+    "float16": _cast_handler(np.float16), "half": _cast_handler(np.float16),
+    "uintp": _cast_handler(np.uint64),
 }
 _FUNCTIONS_BY_NAME.update({name: _ufunc_handler(name) for name in U.UFUNCS
                            if hasattr(np, name) and name not in _FUNCTIONS_BY_NAME})
@@ -211,10 +216,11 @@ CREATION = {getattr(np, n) for n in ("zeros", "ones", "empty", "full", "zeros_li
 
 # NumPy helpers about dtypes and shapes, evaluated in Python on static arguments
 STATIC_NUMPY = {np.result_type, np.promote_types, np.can_cast, np.isscalar, np.broadcast_shapes,
-                np.iscomplexobj, np.isrealobj, np.issubdtype}
+                np.iscomplexobj, np.isrealobj, np.issubdtype, np.iinfo, np.finfo}
 
 DTYPE_CALLABLES = {np.float32, np.float64, np.int32, np.int64, np.bool_, np.double, np.single,
-                   np.intp}
+                   np.intp, np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64, np.float16,
+                   np.half, np.uintp}
 
 # ---- ndarray methods and attributes -----------------------------------------------------
 
@@ -280,6 +286,8 @@ BINARY_OPERATORS: dict[type, Handler] = {
     ast.BitAnd: lambda b, x, y: U.binary(b, "bitwise_and", x, y),
     ast.BitOr: lambda b, x, y: U.binary(b, "bitwise_or", x, y),
     ast.BitXor: lambda b, x, y: U.binary(b, "bitwise_xor", x, y),
+    ast.LShift: lambda b, x, y: U.binary(b, "left_shift", x, y),
+    ast.RShift: lambda b, x, y: U.binary(b, "right_shift", x, y),
     ast.MatMult: L.matmul,
 }
 

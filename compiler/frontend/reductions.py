@@ -21,7 +21,7 @@ from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
 from compiler.ir import dims
 from compiler.ir.dims import Dim
-from compiler.ir.types import BOOL, F64, I64, is_float
+from compiler.ir.types import BOOL, F16, F32, F64, I64, is_float
 
 _PRIMS = {"sum": P.reduce_sum, "prod": P.reduce_prod, "max": P.reduce_max, "min": P.reduce_min,
           "all": P.reduce_and, "any": P.reduce_or}
@@ -86,10 +86,11 @@ def mean(b: Builder, x: Any, axis: Any = None, dtype: Any = None, out: Any = Non
     _no_out(out)
     x = A.lift(b, A.normalize_operand(b, x))
     axes = normalize_axes(axis, x.ndim)
+    half = dtype is None and x.dtype == F16     # NumPy sums float16 in float32, rounds the mean
     if dtype is None and not is_float(x.dtype):
         dtype = F64
-    total = reduce(b, "sum", x, axes, dtype)
-    res = A.convert(b, binary(b, "true_divide", total, count(b, x, axes)), total.dtype)
+    total = reduce(b, "sum", x, axes, F32 if half else dtype)
+    res = A.convert(b, binary(b, "true_divide", total, count(b, x, axes)), F16 if half else total.dtype)
     return _keep(b, res, x, axes, keepdims)
 
 

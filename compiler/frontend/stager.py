@@ -785,7 +785,7 @@ _OP_TEXT = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDi
 _UFUNC_NAMES = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide",
                 ast.FloorDiv: "floor_divide", ast.Mod: "remainder", ast.Pow: "power",
                 ast.BitAnd: "bitwise_and", ast.BitOr: "bitwise_or", ast.BitXor: "bitwise_xor",
-                ast.MatMult: "matmul"}
+                ast.MatMult: "matmul", ast.LShift: "left_shift", ast.RShift: "right_shift"}
 
 
 def _attribute_sink(stager: Stager, node: ast.expr) -> bool:

@@ -21,7 +21,7 @@ from compiler.frontend.arrays import Elementwise as E
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
-from compiler.ir.types import BOOL, is_float
+from compiler.ir.types import BOOL, F16, is_float
 
 
 def _identity(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
@@ -126,6 +126,8 @@ UFUNCS: dict[str, E] = {
     "bitwise_and": E(np.bitwise_and, P.and_), "bitwise_or": E(np.bitwise_or, P.or_),
     "bitwise_xor": E(np.bitwise_xor, P.xor), "invert": E(np.invert, P.not_),
     "bitwise_not": E(np.invert, P.not_),
+    "left_shift": E(np.left_shift, P.shl), "right_shift": E(np.right_shift, P.shr),
+    "bitwise_left_shift": E(np.left_shift, P.shl), "bitwise_right_shift": E(np.right_shift, P.shr),
     "isnan": E(np.isnan, P.isnan, "predicate"), "isinf": E(np.isinf, P.isinf, "predicate"),
     "isfinite": E(np.isfinite, P.isfinite, "predicate"),
 }
@@ -149,7 +151,7 @@ def power(b: Builder, x: Any, y: Any, operator: bool = True) -> Staged:
     """x ** y (`operator`) or np.power(x, y), as NumPy computes them.
 
     The dtype is NumPy's for the spelling: the operator squares a bool array for ``** 2``
-    (int8, refused like every int8 result). A scalar exponent (a Python number or a 0-d
+    (int8, as in NumPy). A scalar exponent (a Python number or a 0-d
     array, or a size-1 array broadcast over a larger base) takes NumPy's scalar loops:
     -1, 0, 0.5, 1 and 2 are 1/x, 1, sqrt(x), x and x*x (``(-inf) ** 0.5`` is nan and
     ``(-0.0) ** 0.5`` is -0.0, where pow gives inf and 0); with a compile-time exponent
@@ -172,6 +174,8 @@ def power(b: Builder, x: Any, y: Any, operator: bool = True) -> Staged:
         yv = y.value          # NumPy refuses a negative exponent of an integer power at run time
         ops.check(b, ops.ge(b, yv, ops.full_like(b, 0, yv)), "ValueError",
                   "Integers to negative integer powers are not allowed.")
+    if dtype == F16:    # no float16 power loop of NumPy's has the scalar fast paths; ** has them
+        scalar = operator and (isinstance(y, (int, float)) or (isinstance(y, Staged) and y.weak))
     if not (is_float(dtype) and scalar):
         return A.convert(b, binary(b, "power", x, y), dtype)
     out = ops.pow_(b, A.operand(b, x, dtype, shape), A.operand(b, y, dtype, shape), scalar_exponent=True)

@@ -1,8 +1,10 @@
 """Tensor types: a dtype and a shape whose dims are integers or symbols.
 
-The five dtypes of the contract are float32, float64, int32, int64 and bool.
-Promotion follows NumPy 2 (NEP 50): Python scalars are "weak" and take the
-array's dtype, which :func:`result_dtype` gets by asking NumPy itself.
+The dtypes are bool, the signed integers int8 ... int64, the unsigned integers
+uint8 ... uint64 and float16, float32, float64. Promotion follows NumPy 2
+(NEP 50): Python scalars are "weak" and take the array's dtype, which
+:func:`result_dtype` gets by asking NumPy itself. float16 computes in float32
+and rounds every result to float16, as NumPy's float16 loops do.
 """
 from __future__ import annotations
 
@@ -21,6 +23,14 @@ DTYPES: tuple[np.dtype, ...] = (BOOL, I32, I64, F32, F64)
 SHORT_NAMES: dict[np.dtype, str] = {F32: "f32", F64: "f64", I32: "i32", I64: "i64", BOOL: "bool"}
 BY_SHORT_NAME: dict[str, np.dtype] = {v: k for k, v in SHORT_NAMES.items()}
 
+# the narrow and unsigned integers and float16
+I8, I16 = np.dtype(np.int8), np.dtype(np.int16)
+U8, U16, U32, U64 = np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)
+F16 = np.dtype(np.float16)
+DTYPES += (I8, I16, U8, U16, U32, U64, F16)
+SHORT_NAMES.update({I8: "i8", I16: "i16", U8: "u8", U16: "u16", U32: "u32", U64: "u64", F16: "f16"})
+BY_SHORT_NAME.update({v: k for k, v in SHORT_NAMES.items()})
+
 
 def canonical_dtype(dtype: object) -> np.dtype:
     """The supported dtype for `dtype` (a NumPy dtype, a type or 'f32'-style name)."""
@@ -34,8 +44,12 @@ def canonical_dtype(dtype: object) -> np.dtype:
         return BOOL
     dt = np.dtype(dtype)  # type: ignore[call-overload]
     if dt not in DTYPES:
-        raise TypeError(f"dtype {dt} is not supported (supported: float32, float64, int32, int64, bool)")
+        raise TypeError(f"dtype {dt} is not supported (supported: {SUPPORTED})")
     return dt
+
+
+#: the supported dtypes, for messages
+SUPPORTED = ", ".join(str(d) for d in sorted(DTYPES, key=lambda d: ("biufc".find(d.kind), d.itemsize)))
 
 
 def is_float(dtype: np.dtype) -> bool:
@@ -43,6 +57,15 @@ def is_float(dtype: np.dtype) -> bool:
 
 
 def is_int(dtype: np.dtype) -> bool:
+    """A signed or unsigned integer dtype (not bool)."""
+    return dtype.kind in "iu"
+
+
+def is_unsigned(dtype: np.dtype) -> bool:
+    return dtype.kind == "u"
+
+
+def is_signed(dtype: np.dtype) -> bool:
     return dtype.kind == "i"
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from compiler.errors import DataDependentOperationError
 from compiler.ir.primitive import Primitive, define
-from compiler.ir.types import BOOL, TensorType, is_float, is_int
+from compiler.ir.types import BOOL, TensorType, is_float, is_int, is_unsigned
 from compiler.primitives import ad, ops
 from compiler.primitives.base import check, same_shape_rule
 from compiler.primitives.batching import elementwise_rule
@@ -182,6 +182,8 @@ def _lower_abs(cg: Any, op: Any, a: list[Any]) -> Any:
     if is_float(op.operands[0].dtype):
         return cg.intrinsic("llvm.fabs", a)
     (x,) = a
+    if is_unsigned(op.operands[0].dtype):
+        return x
     return cg.b.select(cg.b.icmp_signed("<", x, x.type(0)), cg.b.neg(x), x)
 
 
@@ -192,6 +194,8 @@ def _lower_sign(cg: Any, op: Any, a: list[Any]) -> Any:
         nan_or_zero = b.select(b.fcmp_ordered("==", x, zero), zero, x)   # sign(-0.0) is +0.0
         pos = b.select(b.fcmp_ordered(">", x, zero), x.type(1.0), nan_or_zero)
         return b.select(b.fcmp_ordered("<", x, zero), x.type(-1.0), pos)
+    if is_unsigned(op.operands[0].dtype):
+        return b.zext(b.icmp_unsigned("!=", x, zero), x.type)
     gt = b.zext(b.icmp_signed(">", x, zero), x.type)
     lt = b.zext(b.icmp_signed("<", x, zero), x.type)
     return b.sub(gt, lt)
@@ -202,8 +206,7 @@ def _lower_maxmin(which: str) -> Lower:
         if is_float(op.operands[0].dtype):
             return cg.intrinsic("llvm.maximum" if which == ">" else "llvm.minimum", a)
         x, y = a
-        cmp = cg.b.icmp_unsigned if op.operands[0].dtype == BOOL else cg.b.icmp_signed
-        return cg.b.select(cmp(which, x, y), x, y)
+        return cg.b.select(cg.icmp(op.operands[0].dtype, which, x, y), x, y)
     return lower
 
 
@@ -247,16 +250,26 @@ def _int_divmod(cg: Any, x: Any, y: Any) -> tuple[Any, Any]:
     return b.select(y_zero, zero, q), b.select(y_zero, zero, r)
 
 
+def _uint_divmod(cg: Any, x: Any, y: Any) -> tuple[Any, Any]:
+    """Unsigned division and modulo; division by zero gives 0 as in NumPy."""
+    b = cg.b
+    zero = x.type(0)
+    y_zero = b.icmp_unsigned("==", y, zero)
+    safe_y = b.select(y_zero, x.type(1), y)
+    return b.select(y_zero, zero, b.udiv(x, safe_y)), b.select(y_zero, zero, b.urem(x, safe_y))
+
+
 def _lower_divmod(which: int) -> Lower:
     def lower(cg: Any, op: Any, a: list[Any]) -> Any:
-        fn = _float_divmod if is_float(op.operands[0].dtype) else _int_divmod
+        dtype = op.operands[0].dtype
+        fn = _float_divmod if is_float(dtype) else _uint_divmod if is_unsigned(dtype) else _int_divmod
         return fn(cg, *a)[which]
     return lower
 
 
 def _lower_pow(cg: Any, op: Any, a: list[Any]) -> Any:
     if not is_float(op.operands[0].dtype):
-        return cg.int_pow(*a)
+        return cg.int_pow(*a, signed=not is_unsigned(op.operands[0].dtype))
     out = cg.vecmath("pow", a)
     if op.params.get("scalar_exponent"):
         x, y = a
@@ -292,9 +305,10 @@ def _ref_pow(x: np.ndarray, y: np.ndarray, scalar_exponent: bool = False) -> np.
         # one exponent value at a time: each takes NumPy's loop for that scalar exponent
         out = np.empty(np.broadcast_shapes(np.shape(x), np.shape(y)), np.result_type(x, y))
         x, y = np.broadcast_arrays(x, y)
+        half = out.dtype == np.float16     # ** of float16: the fast paths, in float32, rounded
         for v in np.unique(y):
             at = (y == v) | (np.isnan(y) & np.isnan(v))
-            out[at] = np.power(x[at], v)
+            out[at] = np.power(x[at].astype(np.float32), np.float32(v)) if half else np.power(x[at], v)
         return out
 
 
@@ -374,7 +388,7 @@ def _compare(pred: str) -> Lower:
         if is_float(dtype):
             # != is true when either side is nan; every other comparison is false then
             return (cg.b.fcmp_unordered if pred == "!=" else cg.b.fcmp_ordered)(pred, *a)
-        return (cg.b.icmp_unsigned if dtype == BOOL else cg.b.icmp_signed)(pred, *a)
+        return cg.icmp(dtype, pred, *a)
     return lower
 
 
@@ -389,6 +403,31 @@ and_ = elementwise(ops.and_p, np.bitwise_and, lambda cg, op, a: cg.b.and_(*a), _
 or_ = elementwise(ops.or_p, np.bitwise_or, lambda cg, op, a: cg.b.or_(*a), _int_or_bool)
 xor = elementwise(ops.xor_p, np.bitwise_xor, lambda cg, op, a: cg.b.xor(*a), _int_or_bool)
 not_ = elementwise(ops.not_p, np.invert, lambda cg, op, a: cg.b.not_(a[0]), _int_or_bool)
+
+
+def _int_only(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dtype:
+    check(is_int(dtypes[0]), f"operand must be an integer, got {dtypes[0]}")
+    return _same(dtypes, params)
+
+
+def _lower_shift(left: bool) -> Lower:
+    """NumPy's npy_lshift / npy_rshift: a shift by the width or more (or by a negative amount,
+    as an unsigned count) gives 0, or -1 for a negative signed value shifted right."""
+    def lower(cg: Any, op: Any, a: list[Any]) -> Any:
+        x, y = a
+        b, width = cg.b, x.type(x.type.width)
+        inside = b.icmp_unsigned("<", y, width)
+        amount = b.select(inside, y, x.type(0))
+        if left:
+            return b.select(inside, b.shl(x, amount), x.type(0))
+        if is_unsigned(op.operands[0].dtype):
+            return b.select(inside, b.lshr(x, amount), x.type(0))
+        return b.ashr(x, b.select(inside, y, x.type(x.type.width - 1)))
+    return lower
+
+
+shl = elementwise(ops.shl_p, _ref_int_safe(np.left_shift), _lower_shift(True), _int_only)
+shr = elementwise(ops.shr_p, _ref_int_safe(np.right_shift), _lower_shift(False), _int_only)
 
 
 def _select_rule(in_types: tuple[TensorType, ...], params: dict[str, Any]) -> tuple[TensorType, ...]:

@@ -107,6 +107,8 @@ ge_p, ge = _binary("ge")
 and_p, and_ = _binary("and")
 or_p, or_ = _binary("or")
 xor_p, xor = _binary("xor")
+shl_p, shl = _binary("shl")
+shr_p, shr = _binary("shr")
 
 # ---- checks (compiler/primitives/checks.py) --------------------------------------------
 

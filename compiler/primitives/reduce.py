@@ -14,7 +14,7 @@ import numpy as np
 
 from compiler.ir import dims
 from compiler.ir.primitive import Primitive, define
-from compiler.ir.types import BOOL, I64, TensorType, is_float
+from compiler.ir.types import BOOL, F16, I64, TensorType, is_float
 from compiler.primitives import ad, ops
 from compiler.primitives.base import check
 from compiler.primitives.batching import reemit, shift_axes
@@ -47,7 +47,9 @@ def _combine(kind: str) -> Callable[..., Any]:
         b = cg.b
         if kind in ("sum", "prod"):
             if is_float(dtype):
-                return cg.reassoc(b.fadd(acc, v) if kind == "sum" else b.fmul(acc, v))
+                value = b.fadd(acc, v) if kind == "sum" else b.fmul(acc, v)
+                # float16 rounds every step (no reordering): see _lower_accumulate and scans
+                return value if dtype == F16 else cg.reassoc(value)
             if dtype == BOOL:
                 return b.or_(acc, v) if kind == "sum" else b.and_(acc, v)
             return b.add(acc, v) if kind == "sum" else b.mul(acc, v)
@@ -55,8 +57,7 @@ def _combine(kind: str) -> Callable[..., Any]:
             return b.and_(acc, v) if kind == "and" else b.or_(acc, v)
         if is_float(dtype):
             return cg.intrinsic("llvm.maximum" if kind == "max" else "llvm.minimum", [acc, v])
-        cmp = b.icmp_unsigned if dtype == BOOL else b.icmp_signed
-        return b.select(cmp(">" if kind == "max" else "<", v, acc), v, acc)
+        return b.select(cg.icmp(dtype, ">" if kind == "max" else "<", v, acc), v, acc)
     return combine
 
 
@@ -100,7 +101,9 @@ def _lower_accumulate(kind: str) -> Callable[..., bool]:
         if not _keeps_last_axis(op):
             return False
         dtype = x.dtype
-        pairwise = _pairwise(kind, dtype)
+        # float16 rows fold into the float16 output row, rounding at every step, as NumPy's
+        # reduction over an outer axis does (a whole-row sum accumulates in float32)
+        pairwise = None if dtype == F16 else _pairwise(kind, dtype)
         if pairwise is not None and cg.accumulate_pairwise(
                 x.shape, axes, out, _init_value(cg, dtype, kind), pairwise(cg), lambda full: cg.read(x, full)):
             return True
@@ -170,7 +173,7 @@ def _lower_arg(which: str) -> Callable[..., Any]:
                 better = b.or_(better, b.and_(v_nan, b.not_(best_nan)))
                 better = b.and_(better, b.not_(best_nan))
             else:
-                better = (b.icmp_unsigned if dtype == BOOL else b.icmp_signed)(which, v, best)
+                better = cg.icmp(dtype, which, v, best)
             first = b.icmp_signed("==", best_i, cg.index(-1))
             better = b.or_(better, first)
             return [b.select(better, v, best), b.select(better, full_idx[axis], best_i)]
@@ -212,7 +215,8 @@ def _lower_scan(kind: str) -> Callable[..., Any]:
     def lower(cg: Any, op: Any, outs: list[Any]) -> None:
         x, axis = op.operands[0], op.params["axis"]
         outer = tuple(d if i != axis else 1 for i, d in enumerate(x.shape))
-        pairwise = _pairwise(kind, x.dtype)
+        half = x.dtype == F16       # NumPy's float16 accumulate rounds every partial result
+        pairwise = None if half else _pairwise(kind, x.dtype)
         if pairwise is not None:
             with cg.loop_nest(outer) as idx:
                 def at(k: Any) -> list[Any]:
@@ -228,6 +232,7 @@ def _lower_scan(kind: str) -> Callable[..., Any]:
                 full = list(idx)
                 full[axis] = k
                 new = _combine(kind)(cg, x.dtype, cg.b.load(acc), cg.read(x, full))
+                new = cg.round_half(new) if half else new
                 cg.b.store(new, acc)
                 cg.store(outs[0], full, new)
     return lower

@@ -25,6 +25,10 @@ def half(x):
     return x * np.float32(0.5)
 
 
+@jit(signature="u8[n], f16[n]")
+def small(c, h):
+    return c // 3 + c, h * h + 1.0, (c > 100) | (h < 0), c * h
+
 @jit(signature="f64[n]")
 def quartic(x):
     n = x.shape[0]

@@ -102,14 +102,10 @@ AXPY_CASES = [
     Case("int64", lambda t: (np.array([1, -2, 3]), W), {"grad": NOT_FLOAT}),
     Case("int32", lambda t: (np.array([1, -2, 3], np.int32), W), {"grad": NOT_FLOAT}),
     Case("bool", lambda t: (np.array([True, False, True]), W), {"grad": NOT_FLOAT}),
-    Case("float16", lambda t: (X.astype(np.float16), W),
-         {"jit": LAZY_DTYPE, "vmap": LAZY_DTYPE, "grad": LAZY_DTYPE}),
-    Case("uint8", lambda t: (np.array([1, 2, 3], np.uint8), W),
-         {"jit": LAZY_DTYPE, "vmap": LAZY_DTYPE, "grad": LAZY_DTYPE}),
-    Case("int16", lambda t: (np.array([1, -2, 3], np.int16), W),
-         {"jit": LAZY_DTYPE, "vmap": LAZY_DTYPE, "grad": LAZY_DTYPE}),
-    Case("uint64", lambda t: (np.array([1, 2, 3], np.uint64), W),
-         {"jit": LAZY_DTYPE, "vmap": LAZY_DTYPE, "grad": LAZY_DTYPE}),
+    Case("float16", lambda t: (X.astype(np.float16), W)),
+    Case("uint8", lambda t: (np.array([1, 2, 3], np.uint8), W), {"grad": NOT_FLOAT}),
+    Case("int16", lambda t: (np.array([1, -2, 3], np.int16), W), {"grad": NOT_FLOAT}),
+    Case("uint64", lambda t: (np.array([1, 2, 3], np.uint64), W), {"grad": NOT_FLOAT}),
     Case("complex128", lambda t: (X + 1j, W), {"all": Err(TE, "x")}),
     Case("complex64", lambda t: ((X + 1j).astype(np.complex64), W), {"all": Err(TE, "x")}),
     Case("object", lambda t: (X.astype(object), W), {"all": Err(TE, "x")}),
@@ -272,8 +268,10 @@ SHIFT_CASES = [
     Case("wrapping add", lambda t: (2**62, KI)),        # int64 wraps around, as in NumPy
     Case("python float", lambda t: (0.5, KI), {"native": Err(TE, "s", "float64")}),
     Case("float64 array", lambda t: (3, KI.astype(np.float64)), {"native": Err(TE, "k", "float64")}),
-    Case("uint64 array", lambda t: (3, np.array([1, 2], np.uint64)),
-         {"native": Err(TE, "k", "uint64"), "jit": Err(TE, "k", "not supported")}),
+    Case("uint64 array", lambda t: (3, np.array([1, 2], np.uint64)), {"native": Err(TE, "k", "uint64")}),
+    Case("uint8 array", lambda t: (3, np.array([1, 250], np.uint8))),   # safe to int64: converted
+    Case("uint8 array, int beyond it", lambda t: (300, np.array([1, 250], np.uint8)),
+         {"jit": Err(OverflowError, None, "out of bounds for uint8")}),
     Case("list with big int", lambda t: (3, [1, 2**70]),       # a list + an int: Python's TypeError
          {"native": Err(TE, "k", "object"), "jit": Err(CompileError, None, "can only concatenate")}),
 ]
@@ -302,7 +300,7 @@ def _as_int64(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 HALF_CASES = [
     Case("float32", lambda t: (np.array([1.0, -3.0, np.inf], np.float32),)),
-    Case("float16", lambda t: (np.array([1.0, -3.0], np.float16),), {"jit": LAZY_DTYPE}),
+    Case("float16", lambda t: (np.array([1.0, -3.0], np.float16),)),
     Case("float64", lambda t: (np.array([1.0, -3.0]),), {"native": Err(TE, "x", "float64")}),
     Case("int64", lambda t: (np.array([1, -3]),), {"native": Err(TE, "x", "int64")}),
     Case("int32 (not safe to float32)", lambda t: (np.array([1, -3], np.int32),),
@@ -318,6 +316,49 @@ def test_half(case, kind, request, tmp_path):
     args = case.make(tmp_path)
     fn = K.half.fn if kind == "jit" else (lambda x: K.half.fn(np.asarray(x, np.float32)))
     _check(kind, kernel, fn, args, case.expected(kind))
+
+
+# ---- uint8 and float16 arguments: f(c: u8[n], h: f16[n]) ---------------------------------------
+
+C8 = np.array([0, 7, 200, 255], np.uint8)
+H16 = np.array([0.5, -2.0, 3.25, 1000.0], np.float16)
+
+SMALL_CASES = [
+    Case("uint8 and float16", lambda t: (C8, H16)),
+    Case("bool for uint8", lambda t: (C8 > 100, H16)),                  # safe casts: converted
+    Case("int8 for uint8", lambda t: (C8.astype(np.int8), H16), {"native": Err(TE, "c", "int8")}),
+    Case("uint16 for uint8", lambda t: (C8.astype(np.uint16), H16), {"native": Err(TE, "c", "uint16")}),
+    Case("float32 for float16", lambda t: (C8, H16.astype(np.float32)), {"native": Err(TE, "h", "float32")}),
+    Case("int8 for float16", lambda t: (C8, np.array([1, -2, 3, 4], np.int8))),   # int8 -> f16 is safe
+    Case("rank 2 float16", lambda t: (C8, H16.reshape(2, 2)), {"native": Err(VE, "h", "1-d"),
+                                                               "jit": Err(CompileError, None, "broadcast")}),
+]
+
+
+@pytest.mark.parametrize("case, kind", _params(SMALL_CASES, ("jit", "signature", "load")))
+def test_small_dtypes(case, kind, request, tmp_path):
+    kernel = {"jit": lambda: jit(K.small.fn), "signature": lambda: K.small,
+              "load": lambda: request.getfixturevalue("lib").small}[kind]()
+    args = case.make(tmp_path)
+    fn = K.small.fn if kind == "jit" else \
+        (lambda c, h: K.small.fn(np.asarray(c).astype(np.uint8), np.asarray(h).astype(np.float16)))
+    expected = case.expected(kind)
+    if expected != N:
+        _check(kind, kernel, fn, args, expected)
+        return
+    got, want = kernel(*args), fn(*args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):                 # exact: float16 rounds every result as NumPy does
+        np.testing.assert_array_equal(g, w, strict=True)
+
+
+def test_built_library_manifest_and_header_name_the_small_dtypes(lib):
+    entry = next(k for k in lib.manifest["kernels"] if k["name"] == "small")
+    assert entry["inputs"] == [{"name": "c", "type": "u8[n]"}, {"name": "h", "type": "f16[n]"}]
+    assert [o["type"] for o in entry["outputs"]] == ["u8[n]", "f16[n]", "bool[n]", "f16[n]"]
+    assert [a.dtype for a in lib.small.native.inputs] == [np.dtype(np.uint8), np.dtype(np.float16)]
+    header = lib.path.with_suffix(".h").read_text()
+    assert "uint8_t" in header and "_Float16" in header
 
 
 # ---- the crash-prone cases, in a subprocess ---------------------------------------------------

@@ -27,14 +27,15 @@ def test_dims_canonical_form():
     assert dims.parse_dim(str(2 * n * m - 3)) == 2 * n * m - 3
 
 
-@pytest.mark.parametrize("text", ["f64[n, 3]", "f32[]", "i64[2, n, m]", "bool[1]"])
+@pytest.mark.parametrize("text", ["f64[n, 3]", "f32[]", "i64[2, n, m]", "bool[1]", "i8[n]", "i16[2]",
+                                  "u8[n, 3]", "u16[]", "u32[4]", "u64[n]", "f16[n, m]"])
 def test_type_round_trip(text):
     assert str(parse_type(text)) == text
 
 
 def test_type_errors():
     with pytest.raises(ValueError, match="unknown dtype"):
-        parse_type("f16[3]")
+        parse_type("f128[3]")
     with pytest.raises(ValueError, match="negative"):
         parse_type("f64[-1]")
 

@@ -309,7 +309,7 @@ ERRORS = [
      r"line 2, column 18: exp gives \(f64\[3\]\) but the text says \(f32\[3\]\)"),
     ("shape rule", GOOD.replace("exp(%x) : f64[3]", "reduce_sum(%x) {axes=(4,)} : f64[]"),
      r"line 2, column 8: reduce_sum: the shape rule rejects this op"),
-    ("unknown dtype", GOOD.replace("%x: f64[3]", "%x: f16[3]"), r"line 1, column 13: unknown dtype 'f16'"),
+    ("unknown dtype", GOOD.replace("%x: f64[3]", "%x: f128[3]"), r"line 1, column 13: unknown dtype 'f128'"),
     ("missing brace", GOOD[:-1], r"line 3, column 12: expected '}' closing the function, found the end"),
     ("return type", GOOD.replace("-> (f64[3])", "-> (f64[4])"),
      r"line 1, column 25: @f returns \(f64\[3\]\) but its signature says \(f64\[4\]\)"),

@@ -29,12 +29,18 @@ class Tol:
     signed_zeros: bool = False
 
     def for_dtype(self, dtype: np.dtype) -> tuple[float, float]:
+        if np.dtype(dtype) == np.float16:    # float32's tolerance, widened (not ulps: those scale)
+            return self.f32[0] * F16_WIDEN, self.f32[1] * F16_WIDEN
         return self.f32 if np.dtype(dtype) == np.float32 else self.f64
 
     def widen(self, factor: float) -> "Tol":
         return Tol((self.f32[0] * factor, self.f32[1] * factor),
                    (self.f64[0] * factor, self.f64[1] * factor), self.ulps, self.signed_zeros)
 
+
+#: float16 results (computed in float32, rounded to float16 as NumPy does) get float32's rtol and
+#: atol times this factor (float16's epsilon is 8192 float32 epsilons)
+F16_WIDEN = 1000.0
 
 EXACT = Tol()
 #: correctly rounded IEEE ops agree bit for bit, including the sign of zero

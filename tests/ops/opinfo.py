@@ -50,6 +50,12 @@ INTS = (I32, I64)
 NUMERIC = FLOATS + INTS
 ALL_DTYPES = NUMERIC + (BOOL,)
 
+#: the narrow integer, unsigned and float16 dtypes (tests/ops/test_dtypes.py: a few samples each)
+I8, I16 = np.dtype(np.int8), np.dtype(np.int16)
+U8, U16, U32, U64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+F16 = np.dtype(np.float16)
+SMALL_INTS = (I8, I16, U8, U16, U32, U64)
+
 #: for the spellings of shape and indexing operations, whose lowering does not depend on the
 #: dtype (their primitives are sampled in every dtype by the functions they share)
 STRUCTURAL = (F64, I32)
@@ -150,6 +156,10 @@ class OpInfo:
     prim_samples: PrimSampleFn | None = None
     prim_dtypes: tuple[np.dtype, ...] = FLOATS
     notes: str = ""
+    #: the dtypes of tests/ops/test_dtypes.py (a few samples each); None: float16 where the op
+    #: has a float dtype, the six narrow and unsigned integers where it has int32 or int64
+    #: (only uint8 and float16 for the structural ops, whose lowering ignores the dtype)
+    more_dtypes: tuple[np.dtype, ...] | None = None
 
     def __post_init__(self) -> None:
         self.dtypes = tuple(np.dtype(d) for d in self.dtypes)
@@ -159,6 +169,15 @@ class OpInfo:
                 setattr(self, flag, self.differentiable)
         if self.ref is None:
             self.ref = self.fn
+        if self.more_dtypes is None and self.signature is not None:
+            self.more_dtypes = ()                   # the signature names the dtype
+        if self.more_dtypes is None:
+            floats = (F16,) if any(d.kind == "f" for d in self.dtypes) else ()
+            ints = SMALL_INTS if I32 in self.dtypes or I64 in self.dtypes else ()
+            if self.dtypes == STRUCTURAL:
+                floats, ints = (F16,), (U8,)
+            self.more_dtypes = floats + ints
+        self.more_dtypes = tuple(np.dtype(d) for d in self.more_dtypes)
 
     def __repr__(self) -> str:
         return f"OpInfo({self.name})"
@@ -182,10 +201,12 @@ class OpInfo:
                 out.append(SampleInput((e,), desc="edges"))
             else:
                 out.append(SampleInput((e[:, None], e[None, :].copy()), desc="edges x edges"))
-        if self.int_edges and dtype.kind == "i":
+        if self.int_edges and dtype.kind in "iu":
             info = np.iinfo(dtype)
-            e = np.array([0, 1, -1, 2, -2, 7, -7, 13, info.max, info.min, info.max - 1, info.min + 1],
-                         dtype=dtype)
+            values = [0, 1, -1, 2, -2, 7, -7, 13, info.max, info.min, info.max - 1, info.min + 1]
+            if dtype.kind == "u":
+                values = [0, 1, 2, 7, 13, info.max, info.max - 1, info.max // 2, info.max // 2 + 1, 3, 5, 255]
+            e = np.array(values, dtype=dtype)
             if self.edge_arity == 1:
                 out.append(SampleInput((e,), desc="int edges"))
             else:
@@ -236,6 +257,9 @@ def make(shape: tuple[int, ...], dtype: Any, rng: np.random.Generator, low: floa
         a = rng.random(shape) < 0.5
     elif dtype.kind == "i":
         a = rng.integers(int(np.floor(low)), int(np.ceil(high)) + 1, size=shape)
+    elif dtype.kind == "u":                 # the non-negative part of the range
+        lo = max(int(np.floor(low)), 0)
+        a = rng.integers(lo, max(int(np.ceil(high)), lo) + 1, size=shape)
     else:
         a = rng.uniform(low, high, size=shape)
     return np.asarray(a, dtype=dtype)
@@ -249,6 +273,8 @@ BINARY_SHAPES = [((3, 4), (3, 4)), ((3, 4), (4,)), ((4,), (3, 4)), ((3, 1), (1, 
 #: operand dtypes that promote with the sample dtype (NumPy 2 rules decide the result)
 PARTNERS = {F32: (F64, I32), F64: (F32, I64, BOOL), I32: (I64, F32), I64: (I32, BOOL, F64),
             BOOL: (I32, F32)}
+PARTNERS.update({I8: (U8, F16), I16: (U16,), U8: (I8, F32), U16: (I16,), U32: (I32,), U64: (I64, F64),
+                 F16: (I8, F32)})
 
 
 def unary_samples(low: float = -3.0, high: float = 3.0, *, int_low: float = -5, int_high: float = 5,
@@ -294,7 +320,7 @@ def binary_samples(low: float = -3.0, high: float = 3.0, *, rlow: float | None =
                           desc="negative-stride view with a row slice")
         if partners:
             for other in PARTNERS[dtype]:
-                if other in dtypes:
+                if other in dtypes or dtype in SMALL_INTS + (F16,):
                     yield SampleInput((make((3, 4), dtype, rng, lo, hi), make((4,), other, rng, rlo, rhi)),
                                       desc=f"{dtype.name} with {other.name}")
     return gen
@@ -482,6 +508,14 @@ op("or_op", lambda x, y: x | y, binary_samples(scalars=(False, 6), dtypes=_BITWI
 op("xor_op", lambda x, y: x ^ y, binary_samples(scalars=(True, 6), dtypes=_BITWISE, strong_scalar=False), dtypes=_BITWISE,
    int_edges=True, edge_arity=2, differentiable=False)
 op("invert", lambda x: ~x, unary_samples(), dtypes=_BITWISE, int_edges=True, differentiable=False)
+# shifts by the width or more, or by a negative amount, give 0 (-1 for a negative value shifted
+# right), as NumPy's npy_lshift/npy_rshift: the int edges x int edges sample has both
+for _name, _fn in (("left_shift", lambda x, y: x << y), ("right_shift", lambda x, y: x >> y)):
+    op(_name, _fn, binary_samples(int_low=-20, int_high=20, int_rlow=0, int_rhigh=70, scalars=(3, 1),
+                                  partners=False, strong_scalar=False, dtypes=INTS),
+       dtypes=INTS, int_edges=True, edge_arity=2, differentiable=False)
+alias("np.left_shift", lambda x, y: np.left_shift(x, y), "left_shift")
+alias("np.right_shift", lambda x, y: np.right_shift(x, y), "right_shift")
 alias("np.invert", lambda x: np.invert(x), "invert")
 op("isnan", lambda x: np.isnan(x), unary_samples(), dtypes=NUMERIC, edge_values=FLOAT_EDGES,
    differentiable=False)
@@ -1749,6 +1783,8 @@ prims("hypot", _prim_binary("hypot"))
 prims("pow", _prim_binary("pow", round_y=True, int_y=(0, 4)), dtypes=_INT_AND_FLOAT)
 for _bitwise in ("and", "or", "xor"):
     prims(f"{_bitwise}_op", _prim_binary(_bitwise, int_y=(-9, 9)), dtypes=(BOOL,) + INTS)
+prims("left_shift", _prim_binary("shl", int_y=(-2, 70)), dtypes=INTS)
+prims("right_shift", _prim_binary("shr", int_y=(-2, 70)), dtypes=INTS)
 
 
 def _prim_divmod(prim: str) -> PrimSampleFn:
@@ -1948,8 +1984,9 @@ def _random_uniform_ref(key: Any, low: Any, high: Any) -> Any:
 
 
 op("random.normal", _random_normal, _key_samples, dtypes=(I64,), ref=_random_normal_ref,
-   tol=Tol((1e-6, 1e-6), (1e-13, 1e-14), ulps=4), differentiable=False)
-op("random.uniform", _random_uniform, _uniform_samples, ref=_random_uniform_ref, tol=IEEE)
+   tol=Tol((1e-6, 1e-6), (1e-13, 1e-14), ulps=4), differentiable=False, more_dtypes=())
+op("random.uniform", _random_uniform, _uniform_samples, ref=_random_uniform_ref, tol=IEEE,
+   more_dtypes=(), notes="draws are float32 or float64 (docs/random.md)")
 
 
 def _philox_words(shape: tuple[int, ...], rng: np.random.Generator) -> tuple:
