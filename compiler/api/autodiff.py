@@ -19,7 +19,7 @@ from compiler.api.vmap import check_chunk_size, check_randomness
 from compiler.frontend.pytrees import PyTreeDef, flatten, flatten_static, unflatten
 from compiler.frontend.values import Weak
 from compiler.ir.core import Function
-from compiler.ir.types import TensorType, is_float
+from compiler.ir.types import TensorType, is_complex, is_float, is_inexact
 from compiler.transforms.derivatives import (grad_function, jacfwd_function, jacrev_function,
                                              jvp_fn_function, vjp_fn_function)
 from compiler.transforms.jvp import jvp_function
@@ -228,7 +228,7 @@ def split_aux(program: pipeline.Program, has_aux: bool, who: str) -> tuple[list[
 
 
 def _float_results(fn: Function) -> list[int]:
-    return [i for i, t in enumerate(fn.out_types) if is_float(t.dtype)]
+    return [i for i, t in enumerate(fn.out_types) if is_inexact(t.dtype)]
 
 
 # ---- tracers ------------------------------------------------------------------------------------
@@ -280,10 +280,10 @@ class ADTracer:
                                 f"{type(a_args[k]).__name__} {a_args[k]!r:.40}, a compile-time constant "
                                 f"with nothing to differentiate; pass a float or a float array")
             for i in ranges[k]:
-                if not is_float(fn.in_types[i].dtype):
+                if not is_inexact(fn.in_types[i].dtype):
                     raise TypeError(f"{self.who}: argument '{name}' (argnums={k}) has dtype "
-                                    f"{fn.in_types[i].dtype}; only floating-point inputs can be "
-                                    f"differentiated")
+                                    f"{fn.in_types[i].dtype}; only floating-point and complex inputs "
+                                    f"can be differentiated")
                 active[i] = True
         main, example = split_aux(program, self.has_aux, self.who)
         return Traced(program, argnums, tupled, ranges, active, main, example)
@@ -327,6 +327,10 @@ class GradTracer(ADTracer):
 
     def _scalar_output(self, t: Traced) -> list[int]:
         types = t.fn.out_types
+        if len(t.main) == 1 and is_complex(types[t.main[0]].dtype):
+            raise TypeError(f"{self.who} requires real-valued outputs (the function returned "
+                            f"{types[t.main[0]]}); take .real, abs(...) or a real loss of it "
+                            f"(docs/complex.md)")
         if len(t.main) != 1 or not is_float(types[t.main[0]].dtype) or any(d != 1 for d in types[t.main[0]].shape):
             got = ", ".join(str(types[i]) for i in t.main)
             raise TypeError(f"{self.who}: the function must return one floating-point scalar "
@@ -349,6 +353,9 @@ class JacTracer(ADTracer):
             if not is_float(t.fn.out_types[i].dtype):
                 raise TypeError(f"{self.who}: output {i} has dtype {t.fn.out_types[i].dtype}; only "
                                 f"floating-point outputs have a Jacobian")
+        if any(is_complex(ty.dtype) for ty, on in zip(t.fn.in_types, t.active) if on):
+            raise TypeError(f"{self.who}: Jacobians of complex inputs are not supported; use vjp "
+                            f"or jvp (docs/complex.md)")
         select, tree = finish(self._structure(a_args, t))
         options: dict[str, Any] = dict(active=t.active, rows=t.main, chunk=self.chunk_size, select=select,
                        name=f"{self.who}_{t.fn.name}")
@@ -387,7 +394,7 @@ class VjpTracer(ADTracer):
         primals, cotangents = a_args
         program = self.inner.trace(tuple(primals), {})
         fn = program.function
-        active = [is_float(t.dtype) for t in fn.in_types]
+        active = [is_inexact(t.dtype) for t in fn.in_types]
         main, _ = split_aux(program, self.has_aux, self.who)
         ct_types = self._cotangent_types(fn, main, cotangents)
         given = {o: j for j, o in enumerate(main)}
@@ -424,7 +431,7 @@ class JvpTracer(ADTracer):
         program = self.inner.trace(tuple(primals), {})
         fn = program.function
         t_types = self._tangent_types(fn, primals, tangents)
-        active = [is_float(t.dtype) for t in fn.in_types]
+        active = [is_inexact(t.dtype) for t in fn.in_types]
         _, example = split_aux(program, self.has_aux, self.who)
         main_example = example[0] if self.has_aux else example
         # jvp_fn_function gives the results, then a tangent per result

@@ -427,12 +427,15 @@ def _abstract_leafwise(name: str, value: Any, dynamic: list[Any]) -> Any:
         elif kind == "weak":
             out.append(Weak(TensorType(np.dtype(np.float64), ())))
             dynamic.append(np.float64(leaf))
+        elif kind == "weak complex":
+            out.append(Weak(TensorType(np.dtype(np.complex128), ())))
+            dynamic.append(np.complex128(leaf))
         else:
             out.append(leaf)
     return pytrees.unflatten(tree, out)
 
 
-SUPPORTED_DTYPES = "float32, float64, int32, int64 or bool"
+SUPPORTED_DTYPES = "float32, float64, int32, int64, bool, complex64 or complex128"
 
 
 def _leaf_kind(leaf: Any, name: Callable[[], str]) -> str:
@@ -441,18 +444,21 @@ def _leaf_kind(leaf: Any, name: Callable[[], str]) -> str:
     if isinstance(leaf, (np.ndarray, np.generic)):
         check_array_class(name(), leaf)
         dtype = leaf.dtype.newbyteorder("=") if leaf.dtype.byteorder not in "=|" else leaf.dtype
-        if dtype not in (np.float32, np.float64, np.int32, np.int64, np.bool_) or dtype.names:
+        if dtype not in (np.float32, np.float64, np.int32, np.int64, np.bool_, np.complex64,
+                         np.complex128) or dtype.names:
             raise TypeError(f"argument '{name()}': arrays of dtype {leaf.dtype} are not supported "
                             f"(supported: {SUPPORTED_DTYPES}){_dtype_hint(leaf.dtype, name())}")
         return "array"
     if isinstance(leaf, float):
         return "weak"
+    if isinstance(leaf, complex):
+        return "weak complex"
     return "static"
 
 
 def _dtype_hint(dtype: np.dtype, name: str) -> str:
     target = {"f": "float32" if dtype.itemsize <= 4 else "float64", "u": "int64", "i": "int64",
-              "b": "bool"}.get(dtype.kind)
+              "b": "bool", "c": "complex128"}.get(dtype.kind)
     return f"; convert with {name}.astype(np.{target})" if target else ""
 
 

@@ -196,7 +196,8 @@ def _emit(out: Path, mod_name: str, kernels: list[BuiltKernel], emit: Sequence[s
     return written
 
 
-_C_TYPES = {"f32": "float", "f64": "double", "i32": "int32_t", "i64": "int64_t", "bool": "bool (1 byte)"}
+_C_TYPES = {"f32": "float", "f64": "double", "i32": "int32_t", "i64": "int64_t", "bool": "bool (1 byte)",
+            "c64": "float _Complex", "c128": "double _Complex"}
 
 
 def make_header(lib: Library, kernels: list[BuiltKernel]) -> str:

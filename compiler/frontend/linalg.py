@@ -18,7 +18,7 @@ from compiler.errors import CompileError, OutParameterError, ShapeMismatchError,
 from compiler.frontend import arrays as A
 from compiler.frontend.reductions import reduce
 from compiler.frontend.shapes import diagonal, normalize_axis, prod, ravel, reshape
-from compiler.frontend.ufuncs import binary, sqrt_of_squares, unary
+from compiler.frontend.ufuncs import binary, conj, sqrt_of_squares, unary
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
 from compiler.ir.types import F64, is_float
@@ -138,7 +138,7 @@ def outer(b: Builder, x: Any, y: Any) -> Staged:
 
 def vdot(b: Builder, x: Any, y: Any) -> Staged:
     x, y = _promote(b, x, y)
-    return dot(b, ravel(b, x), ravel(b, y))
+    return dot(b, ravel(b, conj(b, x)), ravel(b, y))     # NumPy conjugates the first operand
 
 
 def tensordot(b: Builder, x: Any, y: Any, axes: Any = 2) -> Staged:

@@ -16,12 +16,13 @@ from compiler.primitives import ops
 from compiler.errors import CompileError, OutParameterError
 from compiler.frontend import arrays as A
 from compiler.frontend.shapes import normalize_axes, normalize_axis, prod, ravel
+from compiler.frontend import ufuncs as U
 from compiler.frontend.ufuncs import binary, sqrt_of_squares, unary
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
 from compiler.ir import dims
 from compiler.ir.dims import Dim
-from compiler.ir.types import BOOL, F64, I64, is_float
+from compiler.ir.types import BOOL, F64, I64, is_complex, is_float, is_inexact, real_dtype
 
 _PRIMS = {"sum": P.reduce_sum, "prod": P.reduce_prod, "max": P.reduce_max, "min": P.reduce_min,
           "all": P.reduce_and, "any": P.reduce_or}
@@ -86,7 +87,7 @@ def mean(b: Builder, x: Any, axis: Any = None, dtype: Any = None, out: Any = Non
     _no_out(out)
     x = A.lift(b, A.normalize_operand(b, x))
     axes = normalize_axes(axis, x.ndim)
-    if dtype is None and not is_float(x.dtype):
+    if dtype is None and not is_inexact(x.dtype):
         dtype = F64
     total = reduce(b, "sum", x, axes, dtype)
     res = A.convert(b, binary(b, "true_divide", total, count(b, x, axes)), total.dtype)
@@ -98,13 +99,18 @@ def var(b: Builder, x: Any, axis: Any = None, dtype: Any = None, out: Any = None
     _no_out(out)
     x = A.lift(b, A.normalize_operand(b, x))
     axes = normalize_axes(axis, x.ndim)
-    if dtype is None and not is_float(x.dtype):
+    if dtype is None and not is_inexact(x.dtype):
         dtype = F64
     n = count(b, x, axes)
     total = reduce(b, "sum", x, axes, dtype, keepdims=True)
     centered = binary(b, "subtract", x, A.convert(b, binary(b, "true_divide", total, n),
                                                    total.dtype))
-    sq = reduce(b, "sum", binary(b, "multiply", centered, centered), axes, dtype)
+    if is_complex(centered.dtype):      # NumPy: the mean of |x - mean|**2, a real result
+        parts = [U.real(b, centered), U.imag(b, centered)]
+        squares = binary(b, "add", *[binary(b, "multiply", p, p) for p in parts])
+        sq = reduce(b, "sum", squares, axes, None if dtype is None else real_dtype(A.supported_dtype(dtype)))
+    else:
+        sq = reduce(b, "sum", binary(b, "multiply", centered, centered), axes, dtype)
     dof = binary(b, "maximum", binary(b, "subtract", n, ddof), 0) if isinstance(n, Staged) \
         else max(n - ddof, 0)
     res = A.convert(b, binary(b, "true_divide", sq, dof), sq.dtype)

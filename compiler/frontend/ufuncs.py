@@ -21,7 +21,7 @@ from compiler.frontend.arrays import Elementwise as E
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
-from compiler.ir.types import BOOL, is_float
+from compiler.ir.types import BOOL, F64, is_complex, is_float, is_inexact, real_dtype
 
 
 def _identity(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
@@ -33,7 +33,7 @@ def _square(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
 
 
 def _reciprocal(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
-    if not is_float(dtype):
+    if not is_inexact(dtype):
         raise Reject(UnsupportedError, "np.reciprocal of integers (C integer division) is not "
                      "supported", "use 1 / x for a float result")
     return ops.div(b, ops.full_like(b, 1.0, vs[0]), vs[0])
@@ -257,3 +257,74 @@ def sqrt_of_squares(b: Builder, v: Staged) -> Staged:
     at_zero = ops.eq(b, x, ops.full_like(b, 0.0, x))
     safe = ops.select(b, at_zero, ops.full_like(b, 1.0, x), x)
     return Staged(ops.select(b, at_zero, ops.full_like(b, 0.0, x), ops.sqrt(b, safe)), weak=v.weak)
+
+
+# ---- complex numbers (docs/complex.md) ---------------------------------------------------
+
+def real(b: Builder, x: Any) -> Staged:
+    """np.real / x.real: the real part (of a real array: the array itself)."""
+    s = A.lift(b, A.normalize_operand(b, x))
+    return Staged(ops.real(b, s.value), weak=s.weak) if is_complex(s.dtype) else s
+
+
+def imag(b: Builder, x: Any) -> Staged:
+    """np.imag / x.imag: the imaginary part (of a real array: zeros of its dtype)."""
+    s = A.lift(b, A.normalize_operand(b, x))
+    if is_complex(s.dtype):
+        return Staged(ops.imag(b, s.value), weak=s.weak)
+    return Staged(ops.zeros_like(b, s.value), weak=s.weak)
+
+
+def conj(b: Builder, x: Any, out: Any = None) -> Staged:
+    """np.conj / np.conjugate / x.conj(): of a real array, the array itself."""
+    if out is not None:
+        raise Reject(UnsupportedError, "out= is not supported: compiled functions return their "
+                     "results", "return the value instead")
+    s = A.lift(b, A.normalize_operand(b, x))
+    return Staged(ops.conj(b, s.value), weak=s.weak) if is_complex(s.dtype) else s
+
+
+def angle(b: Builder, z: Any, deg: bool = False) -> Staged:
+    """np.angle: arctan2(imag, real), in degrees with deg=True (float64 for integer input)."""
+    s = A.lift(b, A.normalize_operand(b, z))
+    if not is_inexact(s.dtype):
+        s = A.convert(b, s, F64)
+    if is_complex(s.dtype):
+        out = ops.arctan2(b, ops.imag(b, s.value), ops.real(b, s.value))
+    else:
+        out = ops.arctan2(b, ops.zeros_like(b, s.value), s.value)
+    if deg:
+        out = ops.mul(b, out, ops.full_like(b, 180.0 / math.pi, out))
+    return Staged(out)
+
+
+def iscomplex(b: Builder, x: Any) -> Staged:
+    """np.iscomplex: imag != 0 per element (all False for a real array)."""
+    s = A.lift(b, A.normalize_operand(b, x))
+    if not is_complex(s.dtype):
+        return Staged(ops.full(b, False, s.type.with_dtype(BOOL)))
+    im = ops.imag(b, s.value)
+    return Staged(ops.ne(b, im, ops.zeros_like(b, im)))
+
+
+def isreal(b: Builder, x: Any) -> Staged:
+    """np.isreal: imag == 0 per element."""
+    s = A.lift(b, A.normalize_operand(b, x))
+    if not is_complex(s.dtype):
+        return Staged(ops.full(b, True, s.type.with_dtype(BOOL)))
+    im = ops.imag(b, s.value)
+    return Staged(ops.eq(b, im, ops.zeros_like(b, im)))
+
+
+def real_if_close(b: Builder, a: Any, tol: float = 100) -> Staged:
+    """np.real_if_close with a static result dtype: a complex array stays complex (NumPy
+    returns the real part only when every imaginary part is small, a decision on values)."""
+    return A.lift(b, A.normalize_operand(b, a))
+
+
+def make_complex(b: Builder, re: Any, im: Any) -> Staged:
+    """re + 1j*im for two real (float) operands, broadcast and promoted as NumPy adds them."""
+    dtype = real_dtype(A.result_dtype([re, im, 1j]))
+    shape = A.broadcast_shapes(A.shape_of(re), A.shape_of(im))
+    return Staged(ops.complex_(b, A.operand(b, re, dtype, shape), A.operand(b, im, dtype, shape)),
+                  weak=A.all_weak([re, im]))

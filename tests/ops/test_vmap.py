@@ -143,7 +143,7 @@ def variant(a: Any, v: int, salt: int) -> np.ndarray:
         if np.array_equal(perm, np.arange(flat.size)):
             perm = np.roll(perm, 1)
         return flat[perm].reshape(a.shape)
-    if a.dtype.kind == "f":
+    if a.dtype.kind in "fc":
         return (a + 0.25 * v).astype(a.dtype)
     if a.dtype == BOOL:
         return a ^ bool(v % 2)
