@@ -55,34 +55,37 @@ def _lower_block(block: Block) -> Block:
     out = Block(args=list(block.args))
     b = Builder(out)
     env: dict[Value, Lowered] = {}
+    whole: dict[Pair, Value] = {}        # pairs read from a complex value: pack to that value
     for a in block.args:
-        env[a] = _split(b, a) if is_complex(a.dtype) else a
+        env[a] = _split(b, a, whole) if is_complex(a.dtype) else a
     for op in block.ops:
         with b.at(op.loc):
-            results = _lower_op(b, op, [env[v] for v in op.operands])
+            results = _lower_op(b, op, [env[v] for v in op.operands], whole)
         env.update(zip(op.results, results))
     with b.at(None):
-        out.results = [_pack(b, env[v], v) for v in block.results]
+        out.results = [_pack(b, env[v], whole) for v in block.results]
     return out
 
 
-def _split(b: Builder, v: Value) -> Pair:
-    return ops.real(b, v), ops.imag(b, v)
+def _split(b: Builder, v: Value, whole: dict[Pair, Value]) -> Pair:
+    pair = (ops.real(b, v), ops.imag(b, v))
+    whole[pair] = v
+    return pair
 
 
-def _pack(b: Builder, x: Lowered, like: Value) -> Value:
+def _pack(b: Builder, x: Lowered, whole: dict[Pair, Value]) -> Value:
     if not isinstance(x, tuple):
         return x
-    return ops.complex_(b, x[0], x[1])
+    return whole[x] if x in whole else ops.complex_(b, x[0], x[1])
 
 
-def _lower_op(b: Builder, op: Op, args: list[Lowered]) -> list[Lowered]:
+def _lower_op(b: Builder, op: Op, args: list[Lowered], whole: dict[Pair, Value]) -> list[Lowered]:
     touches = any(isinstance(a, tuple) for a in args) or any(is_complex(r.dtype) for r in op.results)
     if op.prim.kind == CONTROL or op.regions:
         regions = [_lower_block(r) if _has_complex(r) else r for r in op.regions]
-        operands = [_pack(b, a, v) for a, v in zip(args, op.operands)]
+        operands = [_pack(b, a, whole) for a in args]
         results = b.emit(op.prim, operands, op.params, regions)
-        return [_split(b, r) if is_complex(r.dtype) else r for r in results]
+        return [_split(b, r, whole) if is_complex(r.dtype) else r for r in results]
     if not touches:
         if all(a is v for a, v in zip(args, op.operands)):
             b.block.ops.append(op)
