@@ -165,6 +165,8 @@ def power(b: Builder, x: Any, y: Any, operator: bool = True) -> Staged:
             fast = "reciprocal"
         if fast is not None:
             return A.convert(b, unary(b, fast, A.convert(b, x, dtype)), dtype)
+    if is_complex(dtype) and isinstance(x, Staged) and _small_integer(y):
+        return _complex_integer_power(b, A.convert(b, x, dtype), int(y.real))
     shape = A.broadcast_shapes(A.shape_of(x), A.shape_of(y))
     y_shape = A.shape_of(y)
     scalar = all(d == 1 for d in y_shape) and (not y_shape or tuple(y_shape) != tuple(shape))
@@ -176,6 +178,28 @@ def power(b: Builder, x: Any, y: Any, operator: bool = True) -> Staged:
         return A.convert(b, binary(b, "power", x, y), dtype)
     out = ops.pow_(b, A.operand(b, x, dtype, shape), A.operand(b, y, dtype, shape), scalar_exponent=True)
     return Staged(out, weak=A.all_weak([x, y]))
+
+
+def _small_integer(y: Any) -> bool:
+    """A static exponent that NumPy's complex power computes by multiplications."""
+    return isinstance(y, (int, float, complex)) and not isinstance(y, bool) \
+        and complex(y).imag == 0 and float(complex(y).real).is_integer() and abs(complex(y).real) < 100
+
+
+def _complex_integer_power(b: Builder, x: Staged, n: int) -> Staged:
+    """x ** n for a complex x and an integer |n| < 100, as NumPy's npy_cpow: binary powering,
+    and 1 / x**|n| for a negative n."""
+    result: Staged | None = None
+    base, k = x, abs(n)
+    while k:
+        if k & 1:
+            result = base if result is None else binary(b, "multiply", result, base)
+        k >>= 1
+        if k:
+            base = binary(b, "multiply", base, base)
+    if result is None:
+        return A.convert(b, Staged(ops.full_like(b, 1.0, x.value)), x.dtype)
+    return binary(b, "true_divide", A.constant(b, 1.0, x.dtype), result) if n < 0 else result
 
 
 def _power_operator(x: Any, y: Any) -> Any:
@@ -223,6 +247,9 @@ def _as(b: Builder, v: Any, dtype: np.dtype) -> Staged:
 def round_(b: Builder, x: Any, decimals: int = 0) -> Staged:
     """np.round: half to even; decimals != 0 scales by 10**decimals as NumPy does."""
     x = A.lift(b, A.normalize_operand(b, x))
+    if is_complex(x.dtype):             # NumPy rounds both parts
+        parts = [round_(b, part(b, x), decimals) for part in (real, imag)]
+        return Staged(ops.complex_(b, parts[0].value, parts[1].value), weak=x.weak)
     if not is_float(x.dtype):
         return Staged(x.value) if decimals >= 0 else _round_scaled(b, x, decimals)
     if decimals == 0:

@@ -145,9 +145,20 @@ def test_signature_kernel_and_non_contiguous_input():
     np.testing.assert_allclose(k(z, x), z * x + np.conj(z), rtol=1e-15)
 
 
-def test_unsupported_complex_function_names_itself():
-    with pytest.raises(errors.UnsupportedError, match="maximum of complex values"):
-        jit(lambda z: np.maximum(z, z * 2))(crandn(3))
+@pytest.mark.parametrize("fn, match", [
+    (lambda z: np.maximum(z, z * 2), "np.maximum of complex values"),
+    (lambda z: np.max(z), "np.max of complex values"),
+    (lambda z: np.argmin(z), "np.argmin of complex values"),
+])
+def test_unsupported_complex_function_names_itself(fn, match):
+    with pytest.raises(errors.UnsupportedError, match=match):
+        jit(fn)(crandn(3))
+
+
+@pytest.mark.parametrize("fn", [lambda z: np.prod(z), lambda z: np.cumprod(z)])
+def test_complex_products_over_symbolic_sizes_are_refused(fn):
+    with pytest.raises(errors.UnsupportedError, match="symbolic size n"):
+        jit(fn, signature="c128[n] -> c128[]")
 
 
 def test_phase_rotation_kernel_is_vectorized():

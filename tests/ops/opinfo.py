@@ -2014,8 +2014,13 @@ op("complex.truediv", lambda x, y: x / y, complex_binary(rlow=0.5, rhigh=2.0), d
    tol=_C_REDUCTION)
 op("complex.pow", lambda x, y: x ** y, complex_binary(0.2, 2.0, -1.5, 1.5), dtypes=COMPLEX,
    tol=_C_TRANSCENDENTAL)
-op("complex.pow.integer", lambda x: (x ** 2, x ** 1, np.square(x), np.reciprocal(x)),
+op("complex.pow.integer", lambda x: (x ** 2, x ** 1, np.square(x), np.reciprocal(x), x ** -1, x ** 5,
+                                     x ** -3, x ** 0, np.power(x, 3.0)),
    complex_unary(0.5, 2.0), dtypes=COMPLEX, tol=_C_REDUCTION)
+op("complex.round", lambda x: (np.round(x), np.round(x * 10, 1), np.around(x, -1)),
+   complex_unary(-30.0, 30.0), dtypes=COMPLEX, tol=IEEE, differentiable=False)
+op("complex.norm", lambda x: (np.linalg.norm(x), np.linalg.norm(x, 1), np.linalg.norm(x, np.inf)),
+   complex_unary(shapes=((7,), (4,))), dtypes=COMPLEX, tol=_C_REDUCTION)
 op("complex.neg", lambda x: (-x, +x), complex_unary(), dtypes=COMPLEX, tol=IEEE)
 op("complex.literals", lambda x: x * 1j + (2 - 0.5j) - complex(1.0, 3.0) / 2, complex_unary(),
    dtypes=COMPLEX, tol=REDUCTION)
