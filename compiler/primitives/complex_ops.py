@@ -68,6 +68,12 @@ def _lower_complex(cg: Any, op: Any, a: list[Any]) -> Any:
     return cg.complex_value(op.results[0].dtype, a[0], a[1])
 
 
+def _lower_conj(cg: Any, op: Any, a: list[Any]) -> Any:
+    # (the lowering pass rewrites conj into real ops; this is for a conj left in place)
+    re, im = cg.b.extract_value(a[0], 0), cg.b.extract_value(a[0], 1)
+    return cg.complex_value(op.results[0].dtype, re, cg.b.fneg(im))
+
+
 real = define(
     ops.real_p, shape_rule=same_shape_rule(_part_rule), numpy_ref=np.real,
     lower=lambda cg, op, a: cg.b.extract_value(a[0], 0), vmap_rule=elementwise_rule, cheap=True,
@@ -79,7 +85,7 @@ imag = define(
     complex_rule=lambda b, op, args: [args[0][1]], doc="np.imag, elementwise (complex operand)",
     **ad.linear(lambda b, op, p, ct: [ops.complex_(b, ops.zeros_like(b, ct), ct)]))
 conj = define(
-    ops.conj_p, shape_rule=same_shape_rule(_conj_rule), numpy_ref=np.conjugate, lower=None,
+    ops.conj_p, shape_rule=same_shape_rule(_conj_rule), numpy_ref=np.conjugate, lower=_lower_conj,
     vmap_rule=elementwise_rule, complex_rule=lambda b, op, args: [(args[0][0], ops.neg(b, args[0][1]))],
     doc="np.conjugate, elementwise (complex operand)",
     **ad.linear(lambda b, op, p, ct: [ops.conj(b, ct)]))
