@@ -241,7 +241,11 @@ def power(b: Any, ar: Value, ai: Value, br: Value, bi: Value) -> Pair:
 
 
 #: the complex decompositions of the elementwise primitives, by primitive:
-#: ``fn(b, *parts) -> (re, im)`` with the parts of each operand in order
+#: ``fn(b, *parts) -> (re, im)`` with the parts of each operand in order (unary: ``fn(b, re,
+#: im)``, binary: ``fn(b, a_re, a_im, b_re, b_im)``). An entry is all a function needs: the
+#: shape rules of the math functions accept complex operands once their primitive has a
+#: complex rule, the frontend then stages them, and their derivative (``d=`` in
+#: elementwise.py, conjugated in reverse mode) is the complex one.
 MATH: dict[Primitive, Callable[..., Pair]] = {
     ops.mul_p: mul,
     ops.div_p: div,

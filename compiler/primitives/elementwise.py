@@ -326,25 +326,33 @@ hypot = elementwise(ops.hypot_p, np.hypot, _math("hypot"), _float_only,
 
 # ---- transcendental and rounding (float operands; the frontend casts ints as NumPy does)
 
-def _float_unary(prim: Primitive, ref: Callable[..., Any], lower: Lower, d: Any,
-                 dtype_rule: Callable[..., np.dtype] = _float_only) -> Primitive:
+def _float_or_ruled_complex(prim: Primitive) -> Callable[..., np.dtype]:
+    """Float operands, or complex ones once the primitive has a complex rule (the entries of
+    primitives/complex_ops.py's MATH table): registering the rule is all it takes."""
+    def rule(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dtype:
+        if dtypes[0].kind == "c" and prim.complex_rule is not None:
+            return _same(dtypes, params)
+        return _float_only(dtypes, params)
+    return rule
+
+
+def _float_unary(prim: Primitive, ref: Callable[..., Any], lower: Lower, d: Any) -> Primitive:
     def checked(x: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             return ref(x)
     checked.__doc__ = ref.__doc__
     checked.__wrapped__ = ref    # type: ignore[attr-defined]
-    return elementwise(prim, checked, lower, dtype_rule, d=d if d == "zero" else (d,))
+    return elementwise(prim, checked, lower, _float_or_ruled_complex(prim), d=d if d == "zero" else (d,))
 
 
-exp = _float_unary(ops.exp_p, np.exp, _math("exp"), lambda b, x, y: y, _inexact)
+exp = _float_unary(ops.exp_p, np.exp, _math("exp"), lambda b, x, y: y)
 exp2 = _float_unary(ops.exp2_p, np.exp2, _math("exp2"), _scaled(np.log(2.0), lambda b, x, y: y))
 expm1 = _float_unary(ops.expm1_p, np.expm1, _math("expm1"), lambda b, x, y: ops.add(b, y, _c(b, 1.0, y)))
-log = _float_unary(ops.log_p, np.log, _math("log"), lambda b, x, y: ops.div(b, _c(b, 1.0, x), x), _inexact)
+log = _float_unary(ops.log_p, np.log, _math("log"), lambda b, x, y: ops.div(b, _c(b, 1.0, x), x))
 log2 = _float_unary(ops.log2_p, np.log2, _math("log2"), lambda b, x, y: ops.div(b, _c(b, 1.0 / np.log(2.0), x), x))
 log10 = _float_unary(ops.log10_p, np.log10, _math("log10"), lambda b, x, y: ops.div(b, _c(b, 1.0 / np.log(10.0), x), x))
 log1p = _float_unary(ops.log1p_p, np.log1p, _math("log1p"), lambda b, x, y: ops.div(b, _c(b, 1.0, x), ops.add(b, x, _c(b, 1.0, x))))
-sqrt = _float_unary(ops.sqrt_p, np.sqrt, _intrinsic("llvm.sqrt"), lambda b, x, y: ops.div(b, _c(b, 0.5, y), y),
-                    _inexact)
+sqrt = _float_unary(ops.sqrt_p, np.sqrt, _intrinsic("llvm.sqrt"), lambda b, x, y: ops.div(b, _c(b, 0.5, y), y))
 cbrt = _float_unary(ops.cbrt_p, np.cbrt, _math("cbrt"), lambda b, x, y: ops.div(b, _c(b, 1.0 / 3.0, y), ops.mul(b, y, y)))
 sin = _float_unary(ops.sin_p, np.sin, _math("sin"), lambda b, x, y: ops.cos(b, x))
 cos = _float_unary(ops.cos_p, np.cos, _math("cos"), lambda b, x, y: ops.neg(b, ops.sin(b, x)))
