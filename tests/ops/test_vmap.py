@@ -239,7 +239,7 @@ def _cases() -> tuple[list, list, list, list, list, list]:
                 with_arrays = with_arrays[:N_FLOAT32]
             for k, (i, s) in enumerate(with_arrays):
                 base = f"{op.name}-{dtype.name}-{i}-{s.desc}"
-                if dtype == F64 or len(array_slots(s.args)) <= 2:
+                if dtype == F64 or dtype.kind == "c" or len(array_slots(s.args)) <= 2:
                     every.append(pytest.param(op, dtype, i, s, id=base))
                 combos = all_combos(s.args)
                 zero = {slot: 0 for slot in array_slots(s.args)}
