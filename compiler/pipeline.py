@@ -3,7 +3,8 @@
     frontend                               Python source -> IR              stage()
     vmap | vjp | grad | jacrev | jacfwd |  the transforms a Kernel asks     transform()
       grad_and_value | vjp_fn | jvp | jvp_fn   for, in order
-    canonicalize -> simplify               IR -> optimized IR               optimize_ir()
+    canonicalize -> complex -> simplify    IR -> optimized IR (complex values  optimize_ir()
+                                           split into real pairs)
     codegen                                fusion + loop nests -> LLVM IR   codegen()
     parse -> optimize -> emit              O3 + vectorization -> object     compile_llvm()
 
@@ -36,6 +37,7 @@ from compiler.ir.core import Function
 from compiler.ir.printer import format_function
 from compiler.ir.verify import verify
 from compiler.transforms.canonicalize import canonicalize
+from compiler.transforms.complex import lower_complex
 from compiler.transforms.simplify import simplify
 from runtime.abi import ErrorSite
 
@@ -183,6 +185,7 @@ class NativeCode:
 def optimize_ir(fn: Function) -> Function:
     """Target-independent simplification of the IR."""
     fn = run(canonicalize, fn, name="canonicalize")
+    fn = run(lower_complex, fn, name="complex")
     return run(simplify, fn, name="simplify")
 
 

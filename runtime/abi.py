@@ -26,6 +26,7 @@ COMPATIBLE_ABI_VERSIONS = (2, 3)
 
 DTYPES: dict[str, np.dtype] = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64), "i32": np.dtype(np.int32),
           "i64": np.dtype(np.int64), "bool": np.dtype(np.bool_)}
+DTYPES.update({"c64": np.dtype(np.complex64), "c128": np.dtype(np.complex128)})
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 #: the narrow and unsigned integers and float16
 DTYPES.update({"i8": np.dtype(np.int8), "i16": np.dtype(np.int16), "u8": np.dtype(np.uint8),

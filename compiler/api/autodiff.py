@@ -19,7 +19,7 @@ from compiler.api.vmap import check_chunk_size, check_randomness
 from compiler.frontend.pytrees import PyTreeDef, flatten, flatten_static, unflatten
 from compiler.frontend.values import Staged, Weak
 from compiler.ir.core import Function
-from compiler.ir.types import TensorType, is_float
+from compiler.ir.types import TensorType, is_complex, is_float, is_inexact
 from compiler.transforms.derivatives import (grad_function, jacfwd_function, jacrev_function,
                                              jvp_fn_function, vjp_fn_function)
 from compiler.transforms.jvp import jvp_function
@@ -229,7 +229,7 @@ def split_aux(program: pipeline.Program, has_aux: bool, who: str) -> tuple[list[
 
 
 def _float_results(fn: Function) -> list[int]:
-    return [i for i, t in enumerate(fn.out_types) if is_float(t.dtype)]
+    return [i for i, t in enumerate(fn.out_types) if is_inexact(t.dtype)]
 
 
 # ---- tracers ------------------------------------------------------------------------------------
@@ -281,10 +281,10 @@ class ADTracer:
                                 f"{type(a_args[k]).__name__} {a_args[k]!r:.40}, a compile-time constant "
                                 f"with nothing to differentiate; pass a float or a float array")
             for i in ranges[k]:
-                if not is_float(fn.in_types[i].dtype):
+                if not is_inexact(fn.in_types[i].dtype):
                     raise TypeError(f"{self.who}: argument '{name}' (argnums={k}) has dtype "
-                                    f"{fn.in_types[i].dtype}; only floating-point inputs can be "
-                                    f"differentiated")
+                                    f"{fn.in_types[i].dtype}; only floating-point and complex inputs "
+                                    f"can be differentiated")
                 active[i] = True
         main, example = split_aux(program, self.has_aux, self.who)
         return Traced(program, argnums, tupled, ranges, active, main, example)
@@ -328,6 +328,10 @@ class GradTracer(ADTracer):
 
     def _scalar_output(self, t: Traced) -> list[int]:
         types = t.fn.out_types
+        if len(t.main) == 1 and is_complex(types[t.main[0]].dtype):
+            raise TypeError(f"{self.who} requires real-valued outputs (the function returned "
+                            f"{types[t.main[0]]}); take .real, abs(...) or a real loss of it "
+                            f"(docs/complex.md)")
         if len(t.main) != 1 or not is_float(types[t.main[0]].dtype) or any(d != 1 for d in types[t.main[0]].shape):
             got = ", ".join(str(types[i]) for i in t.main)
             raise TypeError(f"{self.who}: the function must return one floating-point scalar "
@@ -350,6 +354,9 @@ class JacTracer(ADTracer):
             if not is_float(t.fn.out_types[i].dtype):
                 raise TypeError(f"{self.who}: output {i} has dtype {t.fn.out_types[i].dtype}; only "
                                 f"floating-point outputs have a Jacobian")
+        if any(is_complex(ty.dtype) for ty, on in zip(t.fn.in_types, t.active) if on):
+            raise TypeError(f"{self.who}: Jacobians of complex inputs are not supported; use vjp "
+                            f"or jvp (docs/complex.md)")
         select, tree = finish(self._structure(a_args, t))
         options: dict[str, Any] = dict(active=t.active, rows=t.main, chunk=self.chunk_size, select=select,
                        name=f"{self.who}_{t.fn.name}")
@@ -389,7 +396,7 @@ class VjpTracer(ADTracer):
         program = self.inner.trace(tuple(primals), a_kwargs)
         fn = program.function
         n = len(flatten_static(tuple(primals), _is_dynamic)[0])   # then keyword leaves: constants
-        active = [is_float(t.dtype) and i < n for i, t in enumerate(fn.in_types)]
+        active = [is_inexact(t.dtype) and i < n for i, t in enumerate(fn.in_types)]
         main, _ = split_aux(program, self.has_aux, self.who)
         ct_types = self._cotangent_types(fn, main, cotangents)
         given = {o: j for j, o in enumerate(main)}
@@ -427,7 +434,7 @@ class JvpTracer(ADTracer):
         fn = program.function
         n = len(flatten_static(tuple(primals), _is_dynamic)[0])   # then keyword leaves: constants
         t_types = self._tangent_types(fn, primals, tangents, n)
-        active = [is_float(t.dtype) and i < n for i, t in enumerate(fn.in_types)]
+        active = [is_inexact(t.dtype) and i < n for i, t in enumerate(fn.in_types)]
         _, example = split_aux(program, self.has_aux, self.who)
         main_example = example[0] if self.has_aux else example
         # jvp_fn_function gives the results, then a tangent per result

@@ -452,6 +452,9 @@ def _abstract_leafwise(name: str, value: Any, dynamic: list[Any]) -> Any:
         elif kind == "weak":
             out.append(Weak(TensorType(np.dtype(np.float64), ())))
             dynamic.append(np.float64(leaf))
+        elif kind == "weak complex":
+            out.append(Weak(TensorType(np.dtype(np.complex128), ())))
+            dynamic.append(np.complex128(leaf))
         else:
             out.append(leaf)
     return pytrees.unflatten(tree, out)
@@ -472,12 +475,14 @@ def _leaf_kind(leaf: Any, name: Callable[[], str]) -> str:
         return "array"
     if isinstance(leaf, float):
         return "weak"
+    if isinstance(leaf, complex):
+        return "weak complex"
     return "static"
 
 
 def _dtype_hint(dtype: np.dtype, name: str) -> str:
     target = {"f": "float32" if dtype.itemsize <= 4 else "float64", "u": "uint64", "i": "int64",
-              "b": "bool", "c": None}.get(dtype.kind)
+              "b": "bool", "c": "complex128"}.get(dtype.kind)
     return f"; convert with {name}.astype(np.{target})" if target else ""
 
 

@@ -198,7 +198,8 @@ def _emit(out: Path, mod_name: str, kernels: list[BuiltKernel], emit: Sequence[s
 
 _C_TYPES = {"f32": "float", "f64": "double", "i32": "int32_t", "i64": "int64_t", "bool": "bool (1 byte)"}
 _C_TYPES.update({"i8": "int8_t", "i16": "int16_t", "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t",
-                 "u64": "uint64_t", "f16": "_Float16 (IEEE binary16, 2 bytes)"})
+                 "u64": "uint64_t", "f16": "_Float16 (IEEE binary16, 2 bytes)",
+                 "c64": "float _Complex", "c128": "double _Complex"})
 
 
 def make_header(lib: Library, kernels: list[BuiltKernel]) -> str:

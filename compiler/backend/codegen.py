@@ -21,7 +21,7 @@ from compiler.backend.buffers import I1T, I8T, I64T, PTR, Buffer, memory_type, s
 from compiler.backend.fusion import Evaluation, Schedule, schedule
 from compiler.ir import dims
 from compiler.ir.core import Block, Op, Value
-from compiler.ir.types import BOOL, F16, is_float, is_unsigned
+from compiler.ir.types import BOOL, F16, is_complex, is_float, is_unsigned, real_dtype
 from compiler.ir.primitive import CONTROL, ELEMENTWISE, INDEX, OPAQUE
 
 class Codegen:
@@ -78,6 +78,9 @@ class Codegen:
 
     def const(self, dtype: np.dtype, value: Any) -> ll.Constant:
         t = scalar_type(dtype)
+        if is_complex(dtype):
+            part = real_dtype(dtype)
+            return ll.Constant(t, [self.const(part, complex(value).real), self.const(part, complex(value).imag)])
         if dtype == BOOL:
             return ll.Constant(t, int(bool(value)))
         if dtype == F16:
@@ -154,17 +157,44 @@ class Codegen:
         return self.b.gep(buf.ptr, [flat], inbounds=True)
 
     def load(self, buf: Buffer, idx: Sequence[ll.Value]) -> ll.Value:
+        if is_complex(buf.dtype):
+            return self._load_complex(buf, idx)
         v = self.b.load(self._address(buf, idx))
         if buf.dtype == F16:
             return self.b.fpext(v, scalar_type(F16))
         return self.b.trunc(v, I1T) if buf.dtype == BOOL else v
 
     def store(self, buf: Buffer, idx: Sequence[ll.Value], value: ll.Value) -> None:
+        if is_complex(buf.dtype):
+            return self._store_complex(buf, idx, value)
         if buf.dtype == BOOL:
             value = self.b.zext(value, I8T)
         elif buf.dtype == F16:
             value = self.b.fptrunc(value, memory_type(F16))
         self.b.store(value, self._address(buf, idx))
+
+    def complex_value(self, dtype: np.dtype, re: ll.Value, im: ll.Value) -> ll.Value:
+        """The backend's complex scalar ({re, im}) of two real scalars."""
+        pair = ll.Constant(scalar_type(dtype), None)
+        return self.b.insert_value(self.b.insert_value(pair, re, 0), im, 1)
+
+    def _parts(self, buf: Buffer, idx: Sequence[ll.Value]) -> tuple[ll.Value, ll.Value]:
+        """Pointers to the real and imaginary part of an element of a complex buffer: a
+        real-typed base with index 2k and 2k+1, the form LLVM vectorizes as interleaved."""
+        part = scalar_type(buf.dtype).elements[0]
+        base = self.b.bitcast(buf.ptr, ll.PointerType(part))
+        k = self.b.mul(self.linearize(idx, buf.shape), self.index(2))
+        return (self.b.gep(base, [k], inbounds=True),
+                self.b.gep(base, [self.b.add(k, self.index(1))], inbounds=True))
+
+    def _load_complex(self, buf: Buffer, idx: Sequence[ll.Value]) -> ll.Value:
+        re, im = (self.b.load(p) for p in self._parts(buf, idx))
+        return self.complex_value(buf.dtype, re, im)
+
+    def _store_complex(self, buf: Buffer, idx: Sequence[ll.Value], value: ll.Value) -> None:
+        re, im = self._parts(buf, idx)
+        self.b.store(self.b.extract_value(value, 0), re)
+        self.b.store(self.b.extract_value(value, 1), im)
 
     def read_constant(self, array: np.ndarray, idx: Sequence[ll.Value]) -> ll.Value:
         dtype = array.dtype

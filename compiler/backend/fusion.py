@@ -112,8 +112,8 @@ def schedule(block: Block, force: Collection[Value] = ()) -> Schedule:
             pass
         elif op.prim.kind == INDEX and not _has_loop(op) and all(v in cheap or v in block.args for v in op.operands):
             cheap.update(op.results)
-        elif op.prim.cheap and all(v in cheap for v in op.operands):
-            cheap.update(op.results)
+        elif op.prim.cheap and all(v in cheap or _complex_buffer(v, block) for v in op.operands):
+            cheap.update(op.results)        # (the real or imaginary part of a complex argument)
         if op.results and op.results[0] in cheap:
             cheap_depth.update((r, depth) for r in op.results)
         if op.prim.kind in (OPAQUE, CONTROL):
@@ -242,3 +242,9 @@ class Evaluation:
         for user, _ in self.users.get(v, []):
             last = max(last, max(self.places(user), default=last))
         return last
+
+
+def _complex_buffer(v: Value, block: Block) -> bool:
+    """A complex argument of the block: its parts (real, imag: two loads at stride 2) are
+    read where they are used, never copied into buffers of their own."""
+    return v in block.args and v.dtype.kind == "c"

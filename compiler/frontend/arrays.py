@@ -26,17 +26,17 @@ from compiler.ir.builder import Builder
 from compiler.ir.core import Value
 from compiler.ir import dims
 from compiler.ir.dims import Dim, DimExpr
-from compiler.ir.types import BOOL, DTYPES, F64, I64, canonical_dtype, is_float, is_int
+from compiler.ir.types import BOOL, C128, DTYPES, F64, I64, canonical_dtype, is_complex, is_float, is_int
 from compiler.frontend.values import LOCAL, VIEW, Reject, Staged
 
-PY_SCALARS = (bool, int, float)
+PY_SCALARS = (bool, int, float, complex)
 
 
 # ---- static values -----------------------------------------------------------------
 
 def is_scalar_like(x: Any) -> bool:
     """A static number: Python scalar, NumPy scalar or a symbolic dim."""
-    return isinstance(x, (numbers.Number, np.generic, DimExpr)) and not isinstance(x, complex)
+    return isinstance(x, (numbers.Number, np.generic, DimExpr))
 
 
 def is_arraylike(x: Any) -> bool:
@@ -136,7 +136,7 @@ def stand_in(x: Any) -> Any:
     """A cheap value that NumPy promotes exactly as it would promote `x`."""
     if isinstance(x, Staged):
         if x.weak:
-            return {"f": 0.0, "i": 0, "b": False}[x.dtype.kind]
+            return {"f": 0.0, "i": 0, "b": False, "c": 0j}[x.dtype.kind]
         return np.zeros((), x.dtype)
     if isinstance(x, DimExpr):
         return 1
@@ -317,7 +317,9 @@ def apply(b: Builder, spec: Elementwise, args: Sequence[Any]) -> Staged:
         if known is not None:
             return Staged(broadcast_value(b, constant(b, known, BOOL).value, shape), weak=all_weak(args))
     values = [operand(b, a, compute, shape) for a in args]
-    if spec.rule is not None:
+    if is_complex(compute) and spec.rule is None and spec.kind != "logical":
+        out = _complex_elementwise(b, spec, values)
+    elif spec.rule is not None:
         out = spec.rule(b, values, out_dtype)
     elif spec.kind == "round" and not is_float(compute):
         out = values[0]                       # floor(int) is the identity
@@ -347,9 +349,25 @@ def _compare_out_of_range(spec: Elementwise, args: Sequence[Any], compute: np.dt
             inside = info.max if a > info.max else info.min
             return bool(_PY_COMPARE[spec.ufunc](*[a if j == i else inside for j in range(len(args))]))
     return None
+def _complex_elementwise(b: Builder, spec: Elementwise, values: list[Value]) -> Value:
+    """An elementwise function of complex operands: abs and the predicates are real
+    functions of the parts; everything else is its primitive, if it has a complex rule."""
+    name = getattr(spec.ufunc, "__name__", "this function")
+    if spec.kind == "abs":
+        return ops.hypot(b, ops.real(b, values[0]), ops.imag(b, values[0]))
+    if spec.kind == "predicate":
+        re, im = ops.real(b, values[0]), ops.imag(b, values[0])
+        both = ops.and_ if name == "isfinite" else ops.or_
+        return both(b, b.emit1(spec.prim, [re]), b.emit1(spec.prim, [im]))
+    if spec.prim is None or spec.prim.complex_rule is None:
+        raise Reject(UnsupportedError, f"np.{name} of complex values is not supported yet",
+                     "see docs/complex.md for the complex functions that compile")
+    return b.emit1(spec.prim, values)
 
 
 def _compute_dtype(spec: Elementwise, args: Sequence[Any], out_dtype: np.dtype) -> np.dtype:
+    if spec.kind == "abs" and is_complex(result_dtype(args)):
+        return result_dtype(args)
     if spec.kind == "compare":
         return result_dtype(args)
     if spec.kind == "logical":
@@ -390,7 +408,7 @@ def to_python_scalar(b: Builder, x: Staged, kind: str, marker: str) -> Staged:
 
 
 def _item_dtype(dtype: np.dtype) -> np.dtype:
-    return {"f": F64, "i": I64, "u": I64, "b": BOOL}[dtype.kind]
+    return {"f": F64, "i": I64, "u": I64, "b": BOOL, "c": C128}[dtype.kind]
 
 
 def check_single_element(x: Staged, what: str = "") -> None:

@@ -387,6 +387,19 @@ def _scalar_cast(kind: str) -> Callable[..., Any]:
     return handler
 
 
+def _complex(st: Any, real: Any = 0, imag: Any = 0) -> Any:
+    """complex(re, im): a Python complex of static numbers; of staged single-element arrays, a
+    weak complex scalar (each part taken as float() takes it)."""
+    if not isinstance(real, Staged) and not isinstance(imag, Staged):
+        return st.static(lambda: complex(real, imag))
+    if any(isinstance(x, Staged) and x.dtype.kind == "c" for x in (real, imag)):
+        raise Reject(UnsupportedError, "complex() of a complex array value is not supported",
+                     "use x + 1j * y")
+    parts = [A.to_python_scalar(st.b, x, "float", "complex()") if isinstance(x, Staged)
+             else A.constant(st.b, float(x), F64, weak=True) for x in (real, imag)]
+    return Staged(ops.complex_(st.b, parts[0].value, parts[1].value), weak=True)
+
+
 def _abs(st: Any, x: Any) -> Any:
     if isinstance(x, Staged):
         return unary(st.b, "absolute", x)
@@ -506,7 +519,7 @@ _STATIC_HINTS = {"any": "use np.any(x)", "all": "use np.all(x)", "sorted": "np.s
 
 BUILTINS: dict[Any, Callable[..., Any]] = {
     len: _len, range: _range, float: _scalar_cast("float"), int: _scalar_cast("int"),
-    bool: _scalar_cast("bool"), abs: _abs, min: _minmax("min"), max: _minmax("max"), sum: _sum,
+    bool: _scalar_cast("bool"), complex: _complex, abs: _abs, min: _minmax("min"), max: _minmax("max"), sum: _sum,
     isinstance: _isinstance, type: _type, tuple: _container(tuple), list: _container(list),
     dict: _container(dict), set: _container(set), enumerate: _enumerate, zip: _zip,
     reversed: _reversed, map: _map, print: _print, round: _round, divmod: _divmod, pow: _pow,

@@ -18,10 +18,10 @@ from compiler.errors import CompileError, OutParameterError, ShapeMismatchError,
 from compiler.frontend import arrays as A
 from compiler.frontend.reductions import reduce
 from compiler.frontend.shapes import diagonal, normalize_axis, prod, ravel, reshape
-from compiler.frontend.ufuncs import binary, sqrt_of_squares, unary
+from compiler.frontend.ufuncs import binary, conj, sqrt_of_squares, unary
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
-from compiler.ir.types import F16, F64, is_float
+from compiler.ir.types import F16, F64, is_complex, is_float, is_inexact
 
 Axes = tuple[int, ...]
 
@@ -142,7 +142,7 @@ def outer(b: Builder, x: Any, y: Any) -> Staged:
 
 def vdot(b: Builder, x: Any, y: Any) -> Staged:
     x, y = _promote(b, x, y)
-    return dot(b, ravel(b, x), ravel(b, y))
+    return dot(b, ravel(b, conj(b, x)), ravel(b, y))     # NumPy conjugates the first operand
 
 
 def tensordot(b: Builder, x: Any, y: Any, axes: Any = 2) -> Staged:
@@ -169,7 +169,7 @@ def trace(b: Builder, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, d
 def norm(b: Builder, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Staged:
     """np.linalg.norm for vectors (ord None, 1, 2, inf, -inf, 0) and Frobenius for matrices."""
     x = A.lift(b, A.normalize_operand(b, x))
-    if not is_float(x.dtype):
+    if not is_inexact(x.dtype):
         x = A.convert(b, x, F64)
     if ord not in (None, 1, 2, np.inf, -np.inf, 0, "fro") or (
             ord not in (None, "fro") and (axis is None and x.ndim != 1
@@ -178,7 +178,8 @@ def norm(b: Builder, x: Any, ord: Any = None, axis: Any = None, keepdims: bool =
                      "vector norms (ord None, 0, 1, 2, ±inf) and the Frobenius norm are supported")
     mag = unary(b, "absolute", x)
     if ord in (None, 2, "fro"):
-        return sqrt_of_squares(b, reduce(b, "sum", binary(b, "multiply", x, x), axis,
+        sq = x if not is_complex(x.dtype) else mag       # |z|**2 for complex z
+        return sqrt_of_squares(b, reduce(b, "sum", binary(b, "multiply", sq, sq), axis,
                                          keepdims=keepdims))
     if ord == 1:
         return reduce(b, "sum", mag, axis, keepdims=keepdims)

@@ -196,6 +196,13 @@ _FUNCTIONS_BY_NAME: dict[str, Handler] = {
     "uint32": _cast_handler(np.uint32), "uint64": _cast_handler(np.uint64),
     "float16": _cast_handler(np.float16), "half": _cast_handler(np.float16),
     "uintp": _cast_handler(np.uint64),
+    # complex numbers (docs/complex.md)
+    "complex64": _cast_handler(np.complex64), "complex128": _cast_handler(np.complex128),
+    "cdouble": _cast_handler(np.complex128), "csingle": _cast_handler(np.complex64),
+    "real": U.real, "imag": U.imag, "conj": U.conj, "conjugate": U.conj, "angle": U.angle,
+    "iscomplexobj": lambda b, x: A.result_dtype([A.normalize_operand(b, x)]).kind == "c",
+    "isrealobj": lambda b, x: A.result_dtype([A.normalize_operand(b, x)]).kind != "c",
+    "iscomplex": U.iscomplex, "isreal": U.isreal, "real_if_close": U.real_if_close,
 }
 _FUNCTIONS_BY_NAME.update({name: _ufunc_handler(name) for name in U.UFUNCS
                            if hasattr(np, name) and name not in _FUNCTIONS_BY_NAME})
@@ -220,7 +227,7 @@ STATIC_NUMPY = {np.result_type, np.promote_types, np.can_cast, np.isscalar, np.b
 
 DTYPE_CALLABLES = {np.float32, np.float64, np.int32, np.int64, np.bool_, np.double, np.single,
                    np.intp, np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64, np.float16,
-                   np.half, np.uintp}
+                   np.half, np.uintp, np.complex64, np.complex128}
 
 # ---- ndarray methods and attributes -----------------------------------------------------
 
@@ -253,7 +260,7 @@ METHODS: dict[str, Handler] = {
     "flatten": lambda b, x, order="C": S.flatten(b, x), "copy": lambda b, x, order="C": S.copy(b, x),
     "clip": lambda b, x, min=None, max=None, out=None: (R._no_out(out), U.clip(b, x, min, max))[1],
     "round": _round, "dot": L.dot, "item": _item, "take": _take, "diagonal": S.diagonal,
-    "trace": L.trace, "repeat": S.repeat, "conj": lambda b, x: x, "conjugate": lambda b, x: x,
+    "trace": L.trace, "repeat": S.repeat, "conj": U.conj, "conjugate": U.conj,
     "__array__": lambda b, x: x,
 }
 
@@ -270,7 +277,8 @@ ATTRIBUTES: dict[str, Callable[[Builder, Staged], Any]] = {
     "itemsize": lambda b, x: x.dtype.itemsize,
     "nbytes": lambda b, x: S.prod((x.type.size, x.dtype.itemsize)),
     "T": lambda b, x: S.transpose(b, x), "mT": S.matrix_transpose,
-    "real": lambda b, x: S.view(x.value, x), "imag": lambda b, x: S.zeros_like(b, x),
+    "real": lambda b, x: U.real(b, x) if x.dtype.kind == "c" else S.view(x.value, x),
+    "imag": U.imag,
 }
 
 # ---- operators ------------------------------------------------------------------------------

@@ -13,15 +13,16 @@ import numpy as np
 
 import compiler.primitives as P
 from compiler.primitives import ops
-from compiler.errors import CompileError, OutParameterError
+from compiler.errors import CompileError, OutParameterError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend.shapes import normalize_axes, normalize_axis, prod, ravel
+from compiler.frontend import ufuncs as U
 from compiler.frontend.ufuncs import binary, sqrt_of_squares, unary
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
 from compiler.ir import dims
 from compiler.ir.dims import Dim
-from compiler.ir.types import BOOL, F16, F32, F64, I64, is_float
+from compiler.ir.types import BOOL, F16, F32, F64, I64, is_complex, is_float, is_inexact, real_dtype
 
 _PRIMS = {"sum": P.reduce_sum, "prod": P.reduce_prod, "max": P.reduce_max, "min": P.reduce_min,
           "all": P.reduce_and, "any": P.reduce_or}
@@ -53,6 +54,7 @@ def reduce(b: Builder, kind: str, x: Any, axis: Any = None, dtype: Any = None, o
     axes = normalize_axes(axis, x.ndim)
     kw = {} if dtype is None or kind in ("max", "min", "all", "any") else {"dtype": dtype}
     out_dtype = A.oracle(_NUMPY[kind], [x], **kw)
+    _complex_support(x.dtype, x.shape, kind, axes)
     if kind in ("max", "min"):
         _check_nonempty(b, x, axes, f"zero-size array to reduction operation {_UFUNC_NAMES[kind]} "
                         "which has no identity")
@@ -63,6 +65,21 @@ def reduce(b: Builder, kind: str, x: Any, axis: Any = None, dtype: Any = None, o
         src = A.convert_value(b, x.value, out_dtype)
     red = Staged(b.emit1(_PRIMS[kind], [src], {"axes": axes}))
     return _keep(b, red, x, axes, keepdims)
+
+
+def _complex_support(dtype: np.dtype, shape: tuple[Dim, ...], kind: str, axes: tuple[int, ...]) -> None:
+    """The reductions of complex values that compile: sum, prod and cumprod over static sizes
+    (a tree of complex products), all, any; NumPy's lexicographic max/min/argmax/argmin do not."""
+    if not is_complex(dtype):
+        return
+    if kind in ("max", "min", "argmax", "argmin"):
+        raise Reject(UnsupportedError, f"np.{kind} of complex values (NumPy's lexicographic order) "
+                     "is not supported yet", "reduce np.real(x) and np.imag(x), or np.abs(x)")
+    symbolic = [shape[a] for a in axes if not isinstance(shape[a], int)]
+    if kind in ("prod", "cumprod") and symbolic:
+        raise Reject(UnsupportedError, f"np.{kind} of complex values along an axis of symbolic size "
+                     f"{symbolic[0]} is not supported (complex products are combined as a tree "
+                     "whose shape is fixed when compiling)", "use a concrete size in the signature")
 
 
 def _check_nonempty(b: Builder, x: Staged, axes: tuple[int, ...], message: str) -> None:
@@ -87,7 +104,7 @@ def mean(b: Builder, x: Any, axis: Any = None, dtype: Any = None, out: Any = Non
     x = A.lift(b, A.normalize_operand(b, x))
     axes = normalize_axes(axis, x.ndim)
     half = dtype is None and x.dtype == F16     # NumPy sums float16 in float32, rounds the mean
-    if dtype is None and not is_float(x.dtype):
+    if dtype is None and not is_inexact(x.dtype):
         dtype = F64
     total = reduce(b, "sum", x, axes, F32 if half else dtype)
     res = A.convert(b, binary(b, "true_divide", total, count(b, x, axes)), F16 if half else total.dtype)
@@ -99,13 +116,18 @@ def var(b: Builder, x: Any, axis: Any = None, dtype: Any = None, out: Any = None
     _no_out(out)
     x = A.lift(b, A.normalize_operand(b, x))
     axes = normalize_axes(axis, x.ndim)
-    if dtype is None and not is_float(x.dtype):
+    if dtype is None and not is_inexact(x.dtype):
         dtype = F64
     n = count(b, x, axes)
     total = reduce(b, "sum", x, axes, dtype, keepdims=True)
     centered = binary(b, "subtract", x, A.convert(b, binary(b, "true_divide", total, n),
                                                    total.dtype))
-    sq = reduce(b, "sum", binary(b, "multiply", centered, centered), axes, dtype)
+    if is_complex(centered.dtype):      # NumPy: the mean of |x - mean|**2, a real result
+        parts = [U.real(b, centered), U.imag(b, centered)]
+        squares = binary(b, "add", *[binary(b, "multiply", p, p) for p in parts])
+        sq = reduce(b, "sum", squares, axes, None if dtype is None else real_dtype(A.supported_dtype(dtype)))
+    else:
+        sq = reduce(b, "sum", binary(b, "multiply", centered, centered), axes, dtype)
     dof = binary(b, "maximum", binary(b, "subtract", n, ddof), 0) if isinstance(n, Staged) \
         else max(n - ddof, 0)
     res = A.convert(b, binary(b, "true_divide", sq, dof), sq.dtype)
@@ -138,6 +160,7 @@ def arg_reduce(b: Builder, which: str, x: Any, axis: Any = None, out: Any = None
     ax = 0 if axis is None else normalize_axis(axis, x.ndim)
     if src.ndim == 0:
         src = Staged(A.reshape_value(b, src.value, (1,)))
+    _complex_support(src.dtype, src.shape, which, (ax,))
     _check_nonempty(b, src, (ax,), f"attempt to get {which} of an empty sequence")
     res = Staged((ops.argmax if which == "argmax" else ops.argmin)(b, src.value, ax))
     if keepdims:
@@ -156,5 +179,6 @@ def scan(b: Builder, kind: str, x: Any, axis: Any = None, dtype: Any = None,
     out_dtype = A.oracle(fn, [x], **({} if dtype is None else {"dtype": dtype}))
     src = ravel(b, x) if axis is None or x.ndim == 0 else x
     ax = 0 if axis is None else normalize_axis(axis, src.ndim)
+    _complex_support(out_dtype, src.shape, kind, (ax,))
     prim = P.cumsum if kind == "cumsum" else P.cumprod
     return Staged(b.emit1(prim, [A.convert_value(b, src.value, out_dtype)], {"axis": ax}))

@@ -21,7 +21,7 @@ from compiler.frontend.arrays import Elementwise as E
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
-from compiler.ir.types import BOOL, F16, is_float
+from compiler.ir.types import BOOL, F16, F64, is_complex, is_float, is_inexact, real_dtype
 
 
 def _identity(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
@@ -33,7 +33,7 @@ def _square(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
 
 
 def _reciprocal(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
-    if not is_float(dtype):
+    if not is_inexact(dtype):
         raise Reject(UnsupportedError, "np.reciprocal of integers (C integer division) is not "
                      "supported", "use 1 / x for a float result")
     return ops.div(b, ops.full_like(b, 1.0, vs[0]), vs[0])
@@ -167,6 +167,8 @@ def power(b: Builder, x: Any, y: Any, operator: bool = True) -> Staged:
             fast = "reciprocal"
         if fast is not None:
             return A.convert(b, unary(b, fast, A.convert(b, x, dtype)), dtype)
+    if is_complex(dtype) and isinstance(x, Staged) and _small_integer(y):
+        return _complex_integer_power(b, A.convert(b, x, dtype), int(y.real))
     shape = A.broadcast_shapes(A.shape_of(x), A.shape_of(y))
     y_shape = A.shape_of(y)
     scalar = all(d == 1 for d in y_shape) and (not y_shape or tuple(y_shape) != tuple(shape))
@@ -180,6 +182,28 @@ def power(b: Builder, x: Any, y: Any, operator: bool = True) -> Staged:
         return A.convert(b, binary(b, "power", x, y), dtype)
     out = ops.pow_(b, A.operand(b, x, dtype, shape), A.operand(b, y, dtype, shape), scalar_exponent=True)
     return Staged(out, weak=A.all_weak([x, y]))
+
+
+def _small_integer(y: Any) -> bool:
+    """A static exponent that NumPy's complex power computes by multiplications."""
+    return isinstance(y, (int, float, complex)) and not isinstance(y, bool) \
+        and complex(y).imag == 0 and float(complex(y).real).is_integer() and abs(complex(y).real) < 100
+
+
+def _complex_integer_power(b: Builder, x: Staged, n: int) -> Staged:
+    """x ** n for a complex x and an integer |n| < 100, as NumPy's npy_cpow: binary powering,
+    and 1 / x**|n| for a negative n."""
+    result: Staged | None = None
+    base, k = x, abs(n)
+    while k:
+        if k & 1:
+            result = base if result is None else binary(b, "multiply", result, base)
+        k >>= 1
+        if k:
+            base = binary(b, "multiply", base, base)
+    if result is None:
+        return A.convert(b, Staged(ops.full_like(b, 1.0, x.value)), x.dtype)
+    return binary(b, "true_divide", A.constant(b, 1.0, x.dtype), result) if n < 0 else result
 
 
 def _power_operator(x: Any, y: Any) -> Any:
@@ -227,6 +251,9 @@ def _as(b: Builder, v: Any, dtype: np.dtype) -> Staged:
 def round_(b: Builder, x: Any, decimals: int = 0) -> Staged:
     """np.round: half to even; decimals != 0 scales by 10**decimals as NumPy does."""
     x = A.lift(b, A.normalize_operand(b, x))
+    if is_complex(x.dtype):             # NumPy rounds both parts
+        parts = [round_(b, part(b, x), decimals) for part in (real, imag)]
+        return Staged(ops.complex_(b, parts[0].value, parts[1].value), weak=x.weak)
     if not is_float(x.dtype):
         return Staged(x.value) if decimals >= 0 else _round_scaled(b, x, decimals)
     if decimals == 0:
@@ -261,3 +288,74 @@ def sqrt_of_squares(b: Builder, v: Staged) -> Staged:
     at_zero = ops.eq(b, x, ops.full_like(b, 0.0, x))
     safe = ops.select(b, at_zero, ops.full_like(b, 1.0, x), x)
     return Staged(ops.select(b, at_zero, ops.full_like(b, 0.0, x), ops.sqrt(b, safe)), weak=v.weak)
+
+
+# ---- complex numbers (docs/complex.md) ---------------------------------------------------
+
+def real(b: Builder, x: Any) -> Staged:
+    """np.real / x.real: the real part (of a real array: the array itself)."""
+    s = A.lift(b, A.normalize_operand(b, x))
+    return Staged(ops.real(b, s.value), weak=s.weak) if is_complex(s.dtype) else s
+
+
+def imag(b: Builder, x: Any) -> Staged:
+    """np.imag / x.imag: the imaginary part (of a real array: zeros of its dtype)."""
+    s = A.lift(b, A.normalize_operand(b, x))
+    if is_complex(s.dtype):
+        return Staged(ops.imag(b, s.value), weak=s.weak)
+    return Staged(ops.zeros_like(b, s.value), weak=s.weak)
+
+
+def conj(b: Builder, x: Any, out: Any = None) -> Staged:
+    """np.conj / np.conjugate / x.conj(): of a real array, the array itself."""
+    if out is not None:
+        raise Reject(UnsupportedError, "out= is not supported: compiled functions return their "
+                     "results", "return the value instead")
+    s = A.lift(b, A.normalize_operand(b, x))
+    return Staged(ops.conj(b, s.value), weak=s.weak) if is_complex(s.dtype) else s
+
+
+def angle(b: Builder, z: Any, deg: bool = False) -> Staged:
+    """np.angle: arctan2(imag, real), in degrees with deg=True (float64 for integer input)."""
+    s = A.lift(b, A.normalize_operand(b, z))
+    if not is_inexact(s.dtype):
+        s = A.convert(b, s, F64)
+    if is_complex(s.dtype):
+        out = ops.arctan2(b, ops.imag(b, s.value), ops.real(b, s.value))
+    else:
+        out = ops.arctan2(b, ops.zeros_like(b, s.value), s.value)
+    if deg:
+        out = ops.mul(b, out, ops.full_like(b, 180.0 / math.pi, out))
+    return Staged(out)
+
+
+def iscomplex(b: Builder, x: Any) -> Staged:
+    """np.iscomplex: imag != 0 per element (all False for a real array)."""
+    s = A.lift(b, A.normalize_operand(b, x))
+    if not is_complex(s.dtype):
+        return Staged(ops.full(b, False, s.type.with_dtype(BOOL)))
+    im = ops.imag(b, s.value)
+    return Staged(ops.ne(b, im, ops.zeros_like(b, im)))
+
+
+def isreal(b: Builder, x: Any) -> Staged:
+    """np.isreal: imag == 0 per element."""
+    s = A.lift(b, A.normalize_operand(b, x))
+    if not is_complex(s.dtype):
+        return Staged(ops.full(b, True, s.type.with_dtype(BOOL)))
+    im = ops.imag(b, s.value)
+    return Staged(ops.eq(b, im, ops.zeros_like(b, im)))
+
+
+def real_if_close(b: Builder, a: Any, tol: float = 100) -> Staged:
+    """np.real_if_close with a static result dtype: a complex array stays complex (NumPy
+    returns the real part only when every imaginary part is small, a decision on values)."""
+    return A.lift(b, A.normalize_operand(b, a))
+
+
+def make_complex(b: Builder, re: Any, im: Any) -> Staged:
+    """re + 1j*im for two real (float) operands, broadcast and promoted as NumPy adds them."""
+    dtype = real_dtype(A.result_dtype([re, im, 1j]))
+    shape = A.broadcast_shapes(A.shape_of(re), A.shape_of(im))
+    return Staged(ops.complex_(b, A.operand(b, re, dtype, shape), A.operand(b, im, dtype, shape)),
+                  weak=A.all_weak([re, im]))

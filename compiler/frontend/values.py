@@ -27,18 +27,18 @@ from compiler.errors import CompileError
 from compiler.frontend.source import FunctionSource
 from compiler.ir.core import Value
 from compiler.ir.dims import DimExpr
-from compiler.ir.types import BOOL, F64, I64, TensorType
+from compiler.ir.types import BOOL, C128, F64, I64, TensorType
 
 ARG, LOCAL, VIEW = "arg", "local", "view"
 
 
 class Weak:
-    """A dynamic Python scalar argument: a 0-d f64, i64 or bool that promotes weakly."""
+    """A dynamic Python scalar argument: a 0-d f64, i64, bool or c128 that promotes weakly."""
 
     __slots__ = ("type",)
 
     def __init__(self, type: TensorType) -> None:
-        if type.shape != () or type.dtype not in (F64, I64, BOOL):
+        if type.shape != () or type.dtype not in (F64, I64, BOOL, C128):
             raise TypeError(f"Weak needs a 0-d f64, i64 or bool type (a Python float, int "
                             f"or bool), got {type}")
         self.type = type

@@ -451,7 +451,8 @@ class _Parser:
         self.next()
         name = tok.text
         calls: dict[str, Callable[[Token], Any]] = {
-            "array": self.array, "py": self.python_object, "tree": self.tree, "vmap": self.batch_layer}
+            "array": self.array, "py": self.python_object, "tree": self.tree, "vmap": self.batch_layer,
+            "complex": self.complex_number}
         if name in _CONSTANTS:
             return _CONSTANTS[name]
         if name in _DTYPES:
@@ -480,6 +481,18 @@ class _Parser:
             except (TypeError, ValueError, OverflowError) as e:
                 self.fail(f"not a {tok.text} value: {e}", v_tok)
         return dtype
+
+    def complex_number(self, tok: Token) -> complex:
+        """``complex(re, im)``: an element of a complex array or scalar."""
+        self.expect("(")
+        re_tok = self.peek()
+        re = self.value()
+        self.expect(",")
+        im = self.value()
+        self.expect(")")
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (re, im)):
+            self.fail(f"complex(re, im) takes two numbers, not {re!r}, {im!r}", re_tok)
+        return complex(re, im)
 
     def array(self, tok: Token) -> np.ndarray:
         """``array([elements], dtype, shape=(...))`` or ``array(base64('...'), dtype, shape=...)``."""

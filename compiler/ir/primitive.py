@@ -15,7 +15,9 @@ A primitive declares:
 * ``kind`` and ``lower``: how the backend generates code for it (see below),
 * ``vmap_rule``, ``jvp_rule``, ``vjp_rule``: the transform rules, which
   emit IR through a Builder so that they are themselves transformable
-  (see compiler/primitives/batching.py and ad.py for their signatures).
+  (see compiler/primitives/batching.py and ad.py for their signatures),
+* ``complex_rule``: the op on complex values written with real ops on (re, im)
+  pairs (compiler/primitives/complex.py; run by compiler/transforms/complex.py).
 
 Kinds, as the backend sees them:
 
@@ -61,6 +63,8 @@ class Primitive:
     loops: bool = False             # INDEX ops whose lowering runs a loop per element (reductions)
     cheap: bool = False             # ELEMENTWISE ops worth recomputing rather than storing (casts)
     batch_always: bool = False      # vmap runs the rule without batched operands (rng_key)
+    complex_rule: Callable[..., Any] | None = None  # (b, op, args) -> results, complex values as
+                                                    # (re, im) pairs (transforms/complex.py)
     effects: frozenset[str] = field(default_factory=frozenset)
     doc: str = ""
 

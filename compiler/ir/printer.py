@@ -81,11 +81,16 @@ def _element(x: np.generic) -> str:
         return str(bool(x))
     if x.dtype.kind in "iu":
         return str(int(x))
+    if x.dtype.kind == "c":     # complex(re, im), each part as its float's text
+        return f"complex({_element(x.real)}, {_element(x.imag)})"
     # a float32's str is its shortest decimal that reads back as the same float32
     return str(x) if x.dtype.itemsize < 8 else repr(float(x))
 
 
 def _reads_back(text: str, x: np.generic) -> bool:
+    if x.dtype.kind == "c":
+        re, im = text[len("complex("):-1].split(", ")
+        return _reads_back(re, x.real) and _reads_back(im, x.imag)
     if x.dtype.kind != "f":
         return True
     return bool(np.array(float(text), x.dtype).tobytes() == x.tobytes())

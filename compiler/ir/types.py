@@ -1,7 +1,10 @@
 """Tensor types: a dtype and a shape whose dims are integers or symbols.
 
 The dtypes are bool, the signed integers int8 ... int64, the unsigned integers
-uint8 ... uint64 and float16, float32, float64. Promotion follows NumPy 2
+uint8 ... uint64, float16, float32, float64, and complex64 and complex128
+(``c64``/``c128``; docs/complex.md: complex values exist in the IR and the
+transforms, and a lowering pass splits them into real pairs before the backend).
+Promotion follows NumPy 2
 (NEP 50): Python scalars are "weak" and take the array's dtype, which
 :func:`result_dtype` gets by asking NumPy itself. float16 computes in float32
 and rounds every result to float16, as NumPy's float16 loops do.
@@ -18,9 +21,12 @@ from compiler.ir.dims import Dim
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 I32, I64 = np.dtype(np.int32), np.dtype(np.int64)
 BOOL = np.dtype(np.bool_)
+C64, C128 = np.dtype(np.complex64), np.dtype(np.complex128)
 DTYPES: tuple[np.dtype, ...] = (BOOL, I32, I64, F32, F64)
+DTYPES += (C64, C128)
 
 SHORT_NAMES: dict[np.dtype, str] = {F32: "f32", F64: "f64", I32: "i32", I64: "i64", BOOL: "bool"}
+SHORT_NAMES.update({C64: "c64", C128: "c128"})
 BY_SHORT_NAME: dict[str, np.dtype] = {v: k for k, v in SHORT_NAMES.items()}
 
 # the narrow and unsigned integers and float16
@@ -42,6 +48,8 @@ def canonical_dtype(dtype: object) -> np.dtype:
         return I64
     if dtype is bool:
         return BOOL
+    if dtype is complex:
+        return C128
     dt = np.dtype(dtype)  # type: ignore[call-overload]
     if dt not in DTYPES:
         raise TypeError(f"dtype {dt} is not supported (supported: {SUPPORTED})")
@@ -67,6 +75,25 @@ def is_unsigned(dtype: np.dtype) -> bool:
 
 def is_signed(dtype: np.dtype) -> bool:
     return dtype.kind == "i"
+
+
+def is_complex(dtype: np.dtype) -> bool:
+    return dtype.kind == "c"
+
+
+def is_inexact(dtype: np.dtype) -> bool:
+    """Float or complex: the dtypes that carry derivatives."""
+    return dtype.kind in "fc"
+
+
+def real_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype of the real and imaginary parts of a complex dtype (a real dtype itself)."""
+    return F32 if dtype == C64 else F64 if dtype == C128 else dtype
+
+
+def complex_dtype(dtype: np.dtype) -> np.dtype:
+    """The complex dtype whose parts have the real dtype `dtype`."""
+    return C64 if dtype == F32 else C128 if dtype == F64 else dtype
 
 
 def result_dtype(*operands: "np.dtype | bool | int | float") -> np.dtype:

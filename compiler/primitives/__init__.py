@@ -8,6 +8,7 @@ primitives (compiler/function/) register themselves from above.
 from compiler.ir.primitive import REGISTRY, Primitive, undefined
 from compiler.primitives.base import ShapeError
 from compiler.primitives.checks import check_
+from compiler.primitives.complex_ops import complex_, conj, imag, real
 from compiler.primitives.control import chunked, cond, while_
 from compiler.primitives.loops import for_
 from compiler.primitives.elementwise import *  # noqa: F401,F403

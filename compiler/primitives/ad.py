@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 
 from compiler.ir.core import Value
-from compiler.ir.types import is_float
+from compiler.ir.types import is_inexact
 from compiler.primitives import ops
 
 Partial = Callable[..., Value]     # (b, *primals, out) -> d out / d primal_i
@@ -39,11 +39,14 @@ def instantiate(b: Any, t: Value | None, like: Value) -> Value:
 
 
 def differentiable(v: Value) -> bool:
-    return is_float(v.dtype)
+    return is_inexact(v.dtype)
 
 
 def from_partials(*partials: Partial | None) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """(jvp_rule, vjp_rule) of an elementwise op from d out / d operand_i.
+
+    For a complex (holomorphic) op the vjp multiplies by the conjugate partial: the
+    cotangent convention of torch.func (docs/complex.md).
 
     ``partials[i](b, *primals, out)`` gives the partial derivative with respect to
     operand i (None: the op does not depend smoothly on that operand)."""
@@ -62,7 +65,8 @@ def from_partials(*partials: Partial | None) -> tuple[Callable[..., Any], Callab
         (ct,) = cts
         if ct is None:
             return [None] * len(primals)
-        return [None if d is None or not differentiable(x) else ops.mul(b, ct, d(b, *primals, outs[0]))
+        return [None if d is None or not differentiable(x)
+                else ops.mul(b, ct, ops.conj_if_complex(b, d(b, *primals, outs[0])))
                 for x, d in zip(primals, partials)]
     return jvp, vjp
 

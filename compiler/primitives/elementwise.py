@@ -10,13 +10,14 @@ codegen context: ``cg.b`` the IRBuilder, ``cg.vecmath``, ``cg.intrinsic``,
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import numpy as np
 
 from compiler.errors import DataDependentOperationError
 from compiler.ir.primitive import Primitive, define
-from compiler.ir.types import BOOL, TensorType, is_float, is_int, is_unsigned
+from compiler.ir.types import BOOL, TensorType, is_float, is_inexact, is_int, is_unsigned
 from compiler.primitives import ad, ops
 from compiler.primitives.base import check, same_shape_rule
 from compiler.primitives.batching import elementwise_rule
@@ -32,6 +33,12 @@ def _same(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dtype:
 
 def _float_only(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dtype:
     check(is_float(dtypes[0]), f"operand must be floating point, got {dtypes[0]}")
+    return _same(dtypes, params)
+
+
+def _inexact(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dtype:
+    """Float or complex operands (the ops with a complex rule: primitives/complex_ops.py)."""
+    check(is_inexact(dtypes[0]), f"operand must be floating point or complex, got {dtypes[0]}")
     return _same(dtypes, params)
 
 
@@ -319,7 +326,7 @@ add = elementwise(ops.add_p, np.add, _arith("fadd", "add"), d=(_one, _one))
 sub = elementwise(ops.sub_p, np.subtract, _arith("fsub", "sub"), _numeric, d=(_one, _minus_one))
 mul = elementwise(ops.mul_p, np.multiply, _arith("fmul", "mul"),
                   d=(lambda b, x, y, out: y, lambda b, x, y, out: x))
-div = elementwise(ops.div_p, _ref_int_safe(np.true_divide), _arith("fdiv", "sdiv"), _float_only,
+div = elementwise(ops.div_p, _ref_int_safe(np.true_divide), _arith("fdiv", "sdiv"), _inexact,
                   d=(lambda b, x, y, out: ops.div(b, _c(b, 1.0, y), y), lambda b, x, y, out: ops.neg(b, ops.div(b, out, y))))
 floordiv = elementwise(ops.floordiv_p, _ref_int_safe(np.floor_divide), _lower_divmod(0), _numeric, d="zero")
 mod = elementwise(ops.mod_p, _ref_int_safe(np.remainder), _lower_divmod(1), _numeric, d=(_one, _mod_dy))
@@ -332,13 +339,23 @@ hypot = elementwise(ops.hypot_p, np.hypot, _math("hypot"), _float_only,
 
 # ---- transcendental and rounding (float operands; the frontend casts ints as NumPy does)
 
+def _float_or_ruled_complex(prim: Primitive) -> Callable[..., np.dtype]:
+    """Float operands, or complex ones once the primitive has a complex rule (the entries of
+    primitives/complex_ops.py's MATH table): registering the rule is all it takes."""
+    def rule(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dtype:
+        if dtypes[0].kind == "c" and prim.complex_rule is not None:
+            return _same(dtypes, params)
+        return _float_only(dtypes, params)
+    return rule
+
+
 def _float_unary(prim: Primitive, ref: Callable[..., Any], lower: Lower, d: Any) -> Primitive:
     def checked(x: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             return ref(x)
     checked.__doc__ = ref.__doc__
     checked.__wrapped__ = ref    # type: ignore[attr-defined]
-    return elementwise(prim, checked, lower, _float_only, d=d if d == "zero" else (d,))
+    return elementwise(prim, checked, lower, _float_or_ruled_complex(prim), d=d if d == "zero" else (d,))
 
 
 exp = _float_unary(ops.exp_p, np.exp, _math("exp"), lambda b, x, y: y)
@@ -469,7 +486,8 @@ def _convert_rule(in_types: tuple[TensorType, ...], params: dict[str, Any]) -> t
 
 def _ref_convert(x: np.ndarray, dtype: np.dtype, **annotations: Any) -> np.ndarray:
     # annotations: params that only mark the op (data_dependent=".item()" from the frontend)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)   # complex -> real: .real
         return np.asarray(x).astype(dtype)
 
 
@@ -498,14 +516,14 @@ def _jvp_convert(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> li
     (t,) = tangents
     if t is not None and op.params.get("data_dependent"):
         _reject_cut(op)
-    if t is None or not is_float(op.params["dtype"]):
+    if t is None or not is_inexact(op.params["dtype"]):
         return [None]
     return [ops.convert(b, t, op.params["dtype"])]
 
 
 def _vjp_convert(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
     (ct,) = cts
-    if ct is None or not is_float(primals[0].dtype) or not is_float(op.params["dtype"]):
+    if ct is None or not is_inexact(primals[0].dtype) or not is_inexact(op.params["dtype"]):
         return [None]
     return [ops.convert(b, ct, primals[0].dtype)]
 

@@ -163,7 +163,7 @@ def _ct_operand(b: Any, ct: Any, other: Any, mine_ndim: int, mine: tuple, theirs
     ct_their_free = tuple(range(start, start + len(their_free))) if not other_first \
         else tuple(range(nb, nb + len(their_free)))
     dn = ((ct_their_free, tuple(their_free)), (tuple(range(nb)), tuple(tb)))
-    result = ops.dot_general(b, ct, other, dn)
+    result = ops.dot_general(b, ct, ops.conj_if_complex(b, other), dn)   # adjoint: conj (docs/complex.md)
     # result axes: batch, my free (in order), then the other's contracting axes (ascending)
     remaining = sorted(tc)
     pos = []

@@ -369,3 +369,16 @@ def rng_key(b: Builder) -> Value:
     """The key of the current call (uint32[2]): the kernel's implicit random state, which
     its caller passes in (a fresh one per call, see runtime/rng.py)."""
     return b.emit1(rng_key_p, [])
+
+
+# ---- complex numbers (compiler/primitives/complex.py; docs/complex.md) ---------------
+
+real_p, real = _unary("real")
+imag_p, imag = _unary("imag")
+conj_p, conj = _unary("conj")
+complex_p, complex_ = _binary("complex")
+
+
+def conj_if_complex(b: Builder, x: Value) -> Value:
+    """conj(x) for a complex x, x itself for a real one (the adjoint of multiplication by x)."""
+    return conj(b, x) if x.type.dtype.kind == "c" else x

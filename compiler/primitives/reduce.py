@@ -338,7 +338,7 @@ def _vjp_prod(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[An
     if ct is None:
         return [None]
     axes = op.params["axes"]
-    return [ops.mul(b, _spread(b, ct, x, axes), _prod_of_others(b, x, axes))]
+    return [ops.mul(b, _spread(b, ct, x, axes), ops.conj_if_complex(b, _prod_of_others(b, x, axes)))]
 
 
 def _jvp_cumprod(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
@@ -354,8 +354,8 @@ def _vjp_cumprod(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list
     (x,), (ct,) = primals, cts
     if ct is None:
         return [None]
-    back = _rev_cumsum(b, ops.mul(b, ct, outs[0]), op.params["axis"])
-    return [ops.div(b, back, x)]
+    back = _rev_cumsum(b, ops.mul(b, ct, ops.conj_if_complex(b, outs[0])), op.params["axis"])
+    return [ops.div(b, back, ops.conj_if_complex(b, x))]
 
 
 define(reduce_sum, **ad.linear(lambda b, op, p, ct: [_spread(b, ct, p[0], op.params["axes"])]))

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Function, SourceLoc, Value
-from compiler.ir.types import I64, TensorType, is_float
+from compiler.ir.types import I64, TensorType, is_inexact
 from compiler.primitives import ops
 from compiler.primitives.batching import inline_block
 from compiler.transforms.chunked import chunked_function
@@ -78,7 +78,7 @@ def jvp_fn_function(jfn: Function, n_primals: int, n_results: int, active: Seque
         ts = [_cast(b, t, p.type) for t, p, on in zip(tangents, primals, active) if on]
         outs = _call(b, jfn, [*primals, *consts, *ts])
         float_tangents = iter(outs[m:])
-        t_outs = [next(float_tangents) if is_float(r.dtype) else ops.full(b, 0.0, r.type) for r in outs[:m]]
+        t_outs = [next(float_tangents) if is_inexact(r.dtype) else ops.full(b, 0.0, r.type) for r in outs[:m]]
         available = outs[:m] + t_outs
         return [available[i] for i in select]
     names = list(jfn.arg_names[:n]) + [f"t_{a}" for a in jfn.arg_names[:n]] + list(jfn.arg_names[n:n + k])
@@ -137,7 +137,7 @@ def _vjp_rows(b: Builder, vfn: Function, primal: Function, o: int, leaves: list[
     """J[o, leaf] for each leaf: vfn with result o's cotangent batched over its basis and
     the other results' cotangents zero."""
     t = primal.out_types[o]
-    float_outs = [i for i, r in enumerate(primal.out_types) if is_float(r.dtype)]
+    float_outs = [i for i, r in enumerate(primal.out_types) if is_inexact(r.dtype)]   # vjp's cotangents
     n_results = len(primal.results)
 
     def row(hb: Builder, hargs: list[Value]) -> list[Value]:
@@ -158,7 +158,7 @@ def _jvp_columns(b: Builder, primal: Function, leaf: int, args: list[Value],
     col = _assemble("col", primal.in_types + [t], primal.arg_names + ["t"], _last_loc(primal),
                     lambda hb, hargs: _call(hb, jfn, hargs)[n_results:])
     cols = _call(b, _batch_last(col, t, chunk), [*args, one_hot_basis(b, t)])
-    float_outs = [i for i, r in enumerate(primal.out_types) if is_float(r.dtype)]
+    float_outs = [i for i, r in enumerate(primal.out_types) if is_inexact(r.dtype)]
     return {o: to_jacobian_layout(b, c, primal.out_types[o].shape, t.shape, basis_first=True)
             for o, c in zip(float_outs, cols)}
 

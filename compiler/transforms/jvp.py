@@ -17,7 +17,7 @@ from typing import Sequence
 from compiler.errors import UnsupportedError
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Block, Function, Value
-from compiler.ir.types import is_float
+from compiler.ir.types import is_inexact
 from compiler.primitives import ad
 from compiler.transforms.vmap import clone_block
 
@@ -46,7 +46,7 @@ def jvp_block(block: Block, active: Sequence[bool]) -> tuple[Block, list[bool]]:
                 results, out_t = op.prim.jvp_rule(b, op, args, ts)
                 primal.update(zip(op.results, results))
                 for r, t in zip(op.results, out_t):
-                    tangent[r] = t if is_float(r.dtype) else None
+                    tangent[r] = t if is_inexact(r.dtype) else None
                 continue
             results = b.emit(op.prim, args, op.params, [clone_block(r) for r in op.regions])
             primal.update(zip(op.results, results))
@@ -60,18 +60,18 @@ def jvp_block(block: Block, active: Sequence[bool]) -> tuple[Block, list[bool]]:
                 raise UnsupportedError(f"forward-mode differentiation of {op.prim.name} is not supported",
                                        op.loc)
         for r, t in zip(op.results, out_t):
-            tangent[r] = t if is_float(r.dtype) else None
+            tangent[r] = t if is_inexact(r.dtype) else None
     outs = [primal[r] for r in block.results]
     with b.at(block.ops[-1].loc if block.ops else None):
-        t_outs = [ad.instantiate(b, tangent[r], primal[r]) for r in block.results if is_float(r.dtype)]
+        t_outs = [ad.instantiate(b, tangent[r], primal[r]) for r in block.results if is_inexact(r.dtype)]
     new.results = outs + t_outs
-    return new, [is_float(r.dtype) for r in block.results]
+    return new, [is_inexact(r.dtype) for r in block.results]
 
 
 def jvp_function(fn: Function, active: Sequence[bool]) -> Function:
     """`fn` with tangent inputs for the active (float) arguments and tangent outputs for
     every float result."""
-    active = [on and is_float(t.dtype) for on, t in zip(active, fn.in_types)]
+    active = [on and is_inexact(t.dtype) for on, t in zip(active, fn.in_types)]
     body, _ = jvp_block(fn.body, active)
     names = list(fn.arg_names) + [f"t_{n}" for n, on in zip(fn.arg_names, active) if on]
     return Function(f"jvp_{fn.name}", body, names)

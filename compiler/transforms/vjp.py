@@ -18,14 +18,14 @@ from typing import Sequence
 from compiler.errors import DataDependentOperationError, UnsupportedError
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Block, Function, Op, Value
-from compiler.ir.types import is_float
+from compiler.ir.types import is_inexact
 from compiler.primitives import ad
 from compiler.transforms.vmap import clone_block
 
 
 def _active_values(block: Block, active: Sequence[bool]) -> set[Value]:
     """Float values that depend on an active argument."""
-    live = {a for a, on in zip(block.args, active) if on and is_float(a.dtype)}
+    live = {a for a, on in zip(block.args, active) if on and is_inexact(a.dtype)}
     for op in block.ops:
         if any(v in live for v in op.operands):
             marker = op.params.get("data_dependent")
@@ -34,7 +34,7 @@ def _active_values(block: Block, active: Sequence[bool]) -> set[Value]:
                     f"{marker} of a value that depends on a differentiated input: the derivative "
                     f"would silently stop here", op.loc,
                     "keep it an array (x.reshape(()) or x[0]); use np.where for choices")
-            live.update(r for r in op.results if is_float(r.dtype))
+            live.update(r for r in op.results if is_inexact(r.dtype))
     return live
 
 
@@ -42,7 +42,7 @@ def vjp_block(block: Block, active: Sequence[bool], with_primals: bool = True) -
     """A block taking (primals..., cotangents of float results...) and yielding
     (primal results..., cotangents of the active arguments...); without the primal
     results when `with_primals` is False."""
-    out_ct_types = [r.type for r in block.results if is_float(r.dtype)]
+    out_ct_types = [r.type for r in block.results if is_inexact(r.dtype)]
     new = new_block([a.type for a in block.args] + out_ct_types,
                     [a.hint for a in block.args] + ["ct"] * len(out_ct_types))
     live = _active_values(block, active)
@@ -54,7 +54,7 @@ def vjp_block(block: Block, active: Sequence[bool], with_primals: bool = True) -
                              [clone_block(r) for r in op.regions])
         primal.update(zip(op.results, results))
     ct: dict[Value, Value | None] = {}
-    float_results = [r for r in block.results if is_float(r.dtype)]
+    float_results = [r for r in block.results if is_inexact(r.dtype)]
     for r, c in zip(float_results, new.args[len(block.args):]):
         if r in live:
             ct[r] = ad.add_any(b, ct.get(r), c)
@@ -85,7 +85,7 @@ def _backward(b: Builder, op: Op, primal: dict[Value, Value], ct: dict[Value, Va
 
 def vjp_function(fn: Function, active: Sequence[bool]) -> Function:
     """`fn` extended with output-cotangent inputs and input-cotangent outputs."""
-    active = [on and is_float(t.dtype) for on, t in zip(active, fn.in_types)]
+    active = [on and is_inexact(t.dtype) for on, t in zip(active, fn.in_types)]
     body = vjp_block(fn.body, active)
-    names = list(fn.arg_names) + [f"ct{i}" for i, r in enumerate(fn.results) if is_float(r.dtype)]
+    names = list(fn.arg_names) + [f"ct{i}" for i, r in enumerate(fn.results) if is_inexact(r.dtype)]
     return Function(f"vjp_{fn.name}", body, names)

@@ -446,3 +446,21 @@ def test_static_argnums_out_of_range_or_not_ints():
     assert jit(g, static_argnums=3).static_argnums == (3,)
     with pytest.raises(ValueError, match="negative position is ambiguous"):
         jit(g, static_argnums=-1)
+
+
+def test_complex_kernel_builds_and_loads(tmp_path):
+    """complex128 arguments and results through `aotx build` and `runtime.load` (the header
+    names `double _Complex`, the interleaved layout of C99 and NumPy)."""
+    (tmp_path / "cplx.py").write_text(
+        "import numpy as np\nfrom compiler import jit\n\n@jit(signature=\"f64[n], c128[n]\")\n"
+        "def rotate(x, y):\n    return np.exp(1j * x) * y, np.abs(y)\n")
+    assert cli.main(["build", str(tmp_path / "cplx.py"), "-o", str(tmp_path / "o")]) == 0
+    m = json.loads((tmp_path / "o" / "cplx.json").read_text())
+    assert [o["type"] for o in m["kernels"][0]["outputs"]] == ["c128[n]", "f64[n]"]
+    assert "double _Complex" in (tmp_path / "o" / "cplx.h").read_text()
+    lib = runtime.load(tmp_path / "o" / "cplx")
+    x, y = np.linspace(0.0, 3.0, 7), np.arange(7) - 2.5j
+    z, mag = lib.rotate(x, y)
+    assert z.dtype == np.complex128 and mag.dtype == np.float64
+    np.testing.assert_allclose(z, np.exp(1j * x) * y, rtol=1e-15)
+    np.testing.assert_allclose(mag, np.abs(y), rtol=1e-15)

@@ -4,6 +4,7 @@
 dicts: the same structure, the same dtype, the same shape, then the values:
 
 * bool and integer leaves exactly;
+* complex leaves: the real and the imaginary parts, each as a float leaf;
 * float leaves: nan at the same positions, infinities at the same positions
   with the same sign, and finite values within ``tol`` (``rtol``/``atol`` or,
   ULP-aware, within ``ulps`` spacings of the expected value); ``tol.signed_zeros``
@@ -90,6 +91,10 @@ def assert_array_same(got: Any, expected: Any, tol: Tol = EXACT, *, what: str = 
     g, e = np.asarray(got), np.asarray(expected)
     assert g.dtype == e.dtype, f"{what}dtype {g.dtype}, expected {e.dtype}"
     assert g.shape == e.shape, f"{what}shape {g.shape}, expected {e.shape}"
+    if e.dtype.kind == "c":     # complex: the real and the imaginary parts, each as a float
+        assert_array_same(g.real, e.real, tol, what=f"{what}(real part) ")
+        assert_array_same(g.imag, e.imag, tol, what=f"{what}(imaginary part) ")
+        return
     if e.dtype.kind != "f":
         np.testing.assert_array_equal(g, e, err_msg=what, strict=True)
         return

@@ -1998,3 +1998,163 @@ prims("random.normal", lambda dt, rng: [
     PrimSample("philox", _philox_words((), rng), {"lane": lane}, desc=f"lane {lane}") for lane in range(4)]
     + [PrimSample("philox", _philox_words((3,), rng), {"lane": 2}, desc="vector")],
     dtypes=(I32,))
+
+
+# ---- complex numbers (docs/complex.md) ----------------------------------------------------------------
+# complex128 first: the vmap tests take an op's first dtype; the derivative tests of complex
+# ops are tests/ops/test_complex_grad.py (jvp and vjp against finite differences in the real
+# and imaginary directions, and the dot-product test with Re<u, v>).
+
+C64, C128 = np.dtype(np.complex64), np.dtype(np.complex128)
+COMPLEX = (C128, C64)
+
+
+def cmake(shape: tuple[int, ...], dtype: Any, rng: np.random.Generator, low: float = -2.0,
+          high: float = 2.0) -> np.ndarray:
+    """A random complex array: real and imaginary parts uniform in [low, high]."""
+    return (rng.uniform(low, high, shape) + 1j * rng.uniform(low, high, shape)).astype(dtype)
+
+
+def _real_of(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float32) if dtype == C64 else F64
+
+
+def complex_unary(low: float = -2.0, high: float = 2.0,
+                  shapes: tuple[tuple[int, ...], ...] = ((7,), (3, 4), (), (2, 0))) -> SampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        for s in shapes:
+            yield SampleInput((cmake(s, dtype, rng, low, high),))
+    return gen
+
+
+def complex_binary(low: float = -2.0, high: float = 2.0, rlow: float | None = None,
+                   rhigh: float | None = None) -> SampleFn:
+    """Broadcasting complex pairs and a real partner (NEP 50: complex64 + float64 is complex128)."""
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        rlo, rhi = (low if rlow is None else rlow), (high if rhigh is None else rhigh)
+        for sa, sb in (((3, 4), (3, 4)), ((3, 1), (4,)), ((), (5,))):
+            yield SampleInput((cmake(sa, dtype, rng, low, high), cmake(sb, dtype, rng, rlo, rhi)))
+        yield SampleInput((cmake((3, 4), dtype, rng, low, high), make((4,), F64, rng, rlo, rhi)),
+                          desc=f"{dtype.name} with float64")
+        yield SampleInput((make((2, 3), np.float32, rng, low, high), cmake((2, 3), dtype, rng, rlo, rhi)),
+                          desc=f"float32 with {dtype.name}")
+    return gen
+
+
+_C_TRANSCENDENTAL = Tol((2e-5, 1e-6), (1e-12, 1e-13), ulps=8)
+_C_REDUCTION = Tol((2e-5, 2e-5), (1e-12, 1e-12), ulps=8)
+
+op("complex.add", lambda x, y: x + y, complex_binary(), dtypes=COMPLEX, tol=IEEE)
+op("complex.sub", lambda x, y: x - y, complex_binary(), dtypes=COMPLEX, tol=IEEE)
+op("complex.mul", lambda x, y: x * y, complex_binary(), dtypes=COMPLEX, tol=REDUCTION)
+op("complex.truediv", lambda x, y: x / y, complex_binary(rlow=0.5, rhigh=2.0), dtypes=COMPLEX,
+   tol=_C_REDUCTION)
+op("complex.pow", lambda x, y: x ** y, complex_binary(0.2, 2.0, -1.5, 1.5), dtypes=COMPLEX,
+   tol=_C_TRANSCENDENTAL)
+op("complex.pow.integer", lambda x: (x ** 2, x ** 1, np.square(x), np.reciprocal(x), x ** -1, x ** 5,
+                                     x ** -3, x ** 0, np.power(x, 3.0)),
+   complex_unary(0.5, 2.0), dtypes=COMPLEX, tol=_C_REDUCTION)
+op("complex.round", lambda x: (np.round(x), np.round(x * 10, 1), np.around(x, -1)),
+   complex_unary(-30.0, 30.0), dtypes=COMPLEX, tol=IEEE, differentiable=False)
+op("complex.norm", lambda x: (np.linalg.norm(x), np.linalg.norm(x, 1), np.linalg.norm(x, np.inf)),
+   complex_unary(shapes=((7,), (4,))), dtypes=COMPLEX, tol=_C_REDUCTION)
+op("complex.neg", lambda x: (-x, +x), complex_unary(), dtypes=COMPLEX, tol=IEEE)
+op("complex.literals", lambda x: x * 1j + (2 - 0.5j) - complex(1.0, 3.0) / 2, complex_unary(),
+   dtypes=COMPLEX, tol=REDUCTION)
+op("complex.from_parts", lambda x, y: x + 1j * y, lambda dt, rng: [
+   SampleInput((make((5,), _real_of(dt), rng), make((5,), _real_of(dt), rng))),
+   SampleInput((make((2, 3), _real_of(dt), rng), make((3,), _real_of(dt), rng)))],
+   dtypes=COMPLEX, tol=IEEE)
+op("complex.exp", lambda x: np.exp(x), complex_unary(), dtypes=COMPLEX, tol=_C_TRANSCENDENTAL)
+op("complex.log", lambda x: np.log(x), complex_unary(), dtypes=COMPLEX, tol=_C_TRANSCENDENTAL)
+op("complex.sqrt", lambda x: np.sqrt(x), complex_unary(), dtypes=COMPLEX, tol=_C_TRANSCENDENTAL)
+op("complex.abs", lambda x: (np.abs(x), abs(x)), complex_unary(), dtypes=COMPLEX, tol=TRANSCENDENTAL)
+op("complex.parts", lambda x: (np.real(x), np.imag(x), x.real, x.imag), complex_unary(), dtypes=COMPLEX,
+   tol=IEEE)
+op("complex.conj", lambda x: (np.conj(x), np.conjugate(x), x.conj()), complex_unary(), dtypes=COMPLEX,
+   tol=IEEE)
+op("complex.angle", lambda x: (np.angle(x), np.angle(x, deg=True)), complex_unary(), dtypes=COMPLEX,
+   tol=_C_TRANSCENDENTAL)
+
+
+def _complex_edges(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    parts = np.array([0.0, -0.0, 1.5, -2.0, INF, -INF, NAN])
+    z = np.empty((parts.size, parts.size), dtype)
+    z.real, z.imag = parts[:, None], parts[None, :]
+    yield SampleInput((z,), desc="edges x edges")
+
+
+op("complex.predicates", lambda x: (np.isfinite(x), np.isnan(x), np.isinf(x), np.iscomplex(x),
+                                    np.isreal(x), x == x, x != x),
+   lambda dt, rng: [*complex_unary()(dt, rng), *_complex_edges(dt, rng)], dtypes=COMPLEX,
+   differentiable=False)
+op("complex.compare", lambda x, y: (x == y, x != y, x < y, x <= y, x > y, x >= y),
+   lambda dt, rng: [SampleInput((np.array([1 + 2j, 1 + 2j, 1 + 3j, 2 + 0j, 0j], dt),
+                                 np.array([1 + 2j, 1 + 1j, 1 + 2j, 1 + 5j, -0j], dt)), desc="ties"),
+                    *complex_binary()(dt, rng)],
+   dtypes=COMPLEX, differentiable=False)
+op("complex.real_if_close", lambda x: np.real_if_close(x), complex_unary(), dtypes=COMPLEX, tol=IEEE,
+   ref=lambda x: np.asarray(np.real_if_close(x), x.dtype),
+   notes="static result dtype: a complex array stays complex (NumPy decides on the values)")
+op("complex.where", lambda c, x, y: np.where(c, x, y), lambda dt, rng: [
+   SampleInput((make((3, 4), BOOL, rng), cmake((3, 4), dt, rng), cmake((4,), dt, rng))),
+   SampleInput((make((5,), BOOL, rng), cmake((5,), dt, rng), make((5,), F64, rng)), desc="with float64")],
+   dtypes=COMPLEX, tol=IEEE)
+op("complex.structural", lambda x, y: (np.concatenate([x, y], 0), np.stack([x, y], 1), x.reshape(-1),
+                                       x.T, x[1:, ::2], x[::-1, 0], np.transpose(y)),
+   lambda dt, rng: [SampleInput((cmake((2, 3), dt, rng), cmake((2, 3), dt, rng))),
+                    SampleInput((cmake((4, 5), dt, rng), cmake((4, 5), dt, rng)))],
+   dtypes=COMPLEX, tol=IEEE)
+op("complex.take", lambda x, i: (x[i], np.take(x, i), x[:, None] * 2), lambda dt, rng: [
+   SampleInput((cmake((6,), dt, rng), np.array([0, 5, 2, 2], np.int64)))], dtypes=COMPLEX, tol=IEEE)
+op("complex.reductions", lambda x: (np.sum(x), x.sum(axis=0), np.mean(x), x.mean(axis=1)),
+   complex_unary(shapes=((3, 4), (2, 33), (1, 5))), dtypes=COMPLEX, tol=_C_REDUCTION)
+op("complex.var", lambda x: (np.var(x), np.std(x, axis=0), x.var(axis=1, ddof=1)),
+   complex_unary(shapes=((3, 4), (2, 7))), dtypes=COMPLEX, tol=_C_REDUCTION)
+op("complex.prod", lambda x: (np.prod(x), np.prod(x, axis=1), x.prod(axis=0)),
+   complex_unary(0.5, 1.2, shapes=((3, 5), (2, 7), (2, 0))), dtypes=COMPLEX, tol=_C_REDUCTION)
+op("complex.cumsum", lambda x: (np.cumsum(x), np.cumsum(x, axis=0)), complex_unary(shapes=((3, 4), (5, 2))),
+   dtypes=COMPLEX, tol=_C_REDUCTION)
+op("complex.cumprod", lambda x: (np.cumprod(x), np.cumprod(x, axis=1)),
+   complex_unary(0.5, 1.2, shapes=((3, 9), (2, 5), (1, 1))), dtypes=COMPLEX, tol=_C_REDUCTION)
+
+
+def _complex_pairs(shapes: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> SampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        for sa, sb in shapes:
+            yield SampleInput((cmake(sa, dtype, rng), cmake(sb, dtype, rng)))
+        sa, sb = shapes[0]
+        yield SampleInput((cmake(sa, dtype, rng), make(sb, F64, rng)), desc=f"{dtype.name} with float64")
+        yield SampleInput((make(sa, np.float32, rng), cmake(sb, dtype, rng)), desc=f"float32 with {dtype.name}")
+    return gen
+
+
+op("complex.matmul", lambda a, b: a @ b, _complex_pairs([((2, 3), (3, 4)), ((5, 2, 3), (3, 4)), ((3,), (3,))]),
+   dtypes=COMPLEX, tol=_C_REDUCTION)
+op("complex.contractions", lambda a, b: (np.dot(a, b.T), np.inner(a, b), np.outer(a, b), np.vdot(a, b[:2]),
+                                         np.einsum("ij,kj->ik", a, b)),
+   _complex_pairs([((2, 3), (4, 3))]), dtypes=COMPLEX, tol=_C_REDUCTION)
+op("complex.astype", lambda x: (x.astype(np.complex64), x.astype(np.complex128), x.astype(np.float64),
+                                x.astype(np.float32), x.astype(np.int64), x.astype(bool),
+                                np.complex128(x)),
+   lambda dt, rng: [*complex_unary(-20.0, 20.0)(dt, rng), *_complex_edges(dt, rng)][:3], dtypes=COMPLEX,
+   tol=IEEE, notes="complex to real keeps the real part (NumPy's ComplexWarning case)")
+op("complex.from_real", lambda x: (x.astype(np.complex64), x.astype(complex), np.complex128(x)),
+   lambda dt, rng: [SampleInput((make((5,), _real_of(dt), rng),)),
+                    SampleInput((make((3,), I32, rng),), desc="int32")],
+   dtypes=COMPLEX, tol=IEEE)
+op("complex.creation", lambda x: (np.zeros(3, dtype=complex), np.ones_like(x), np.full((2,), 1 + 2j),
+                                  np.zeros_like(x, dtype=np.complex64), np.full_like(x, 2 - 1j)),
+   complex_unary(shapes=((3,), (2, 2))), dtypes=COMPLEX, tol=IEEE, differentiable=False)
+
+
+op("complex.builtin", lambda x: complex(x.real.ravel()[0], x.imag.ravel()[-1]) * x,
+   complex_unary(shapes=((7,), (3, 4))), dtypes=COMPLEX, tol=REDUCTION, supports_vmap=False,
+   differentiable=False, notes="complex(a, b) of array elements is a conversion to a Python "
+   "scalar, as float(a) is: refused under vmap and AD")
+prims("complex.parts", lambda dt, rng: [PrimSample("real", (cmake((3, 4), dt, rng),)),
+                                        PrimSample("imag", (cmake((3, 4), dt, rng),))], dtypes=COMPLEX)
+prims("complex.conj", lambda dt, rng: [PrimSample("conj", (cmake((3, 4), dt, rng),))], dtypes=COMPLEX)
+prims("complex.builtin", lambda dt, rng: [
+    PrimSample("complex", (make((3, 4), _real_of(dt), rng), make((3, 4), _real_of(dt), rng)))],
+    dtypes=COMPLEX)

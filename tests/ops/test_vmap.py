@@ -143,7 +143,7 @@ def variant(a: Any, v: int, salt: int) -> np.ndarray:
         if np.array_equal(perm, np.arange(flat.size)):
             perm = np.roll(perm, 1)
         return flat[perm].reshape(a.shape)
-    if a.dtype.kind == "f":
+    if a.dtype.kind in "fc":
         return (a + 0.25 * v).astype(a.dtype)
     if a.dtype == BOOL:
         return a ^ bool(v % 2)
@@ -239,7 +239,7 @@ def _cases() -> tuple[list, list, list, list, list, list]:
                 with_arrays = with_arrays[:N_FLOAT32]
             for k, (i, s) in enumerate(with_arrays):
                 base = f"{op.name}-{dtype.name}-{i}-{s.desc}"
-                if dtype == F64 or len(array_slots(s.args)) <= 2:
+                if dtype == F64 or dtype.kind == "c" or len(array_slots(s.args)) <= 2:
                     every.append(pytest.param(op, dtype, i, s, id=base))
                 combos = all_combos(s.args)
                 zero = {slot: 0 for slot in array_slots(s.args)}

@@ -30,6 +30,7 @@ from compiler.ir.parser import first_difference, parse, parse_params
 from compiler.ir.printer import format_function
 from compiler.ir.verify import verify
 from compiler.transforms.canonicalize import canonicalize
+from compiler.transforms.complex import lower_complex
 from compiler.transforms.jvp import jvp_function
 from compiler.transforms.simplify import simplify
 from compiler.transforms.vjp import vjp_function
@@ -42,6 +43,7 @@ PASSES: dict[str, Callable[..., Function]] = {
     "vmap": lambda fn, in_dims, out_dims, size: vmap_function(fn, in_dims, out_dims, size),
     "jvp": lambda fn, active: jvp_function(fn, active),
     "vjp": lambda fn, active: vjp_function(fn, active),
+    "complex": lambda fn: lower_complex(fn),
 }
 
 CASES_DIR = Path(__file__).parent / "passes"

@@ -1,0 +1,355 @@
+"""Complex numbers: the primitives real, imag, conj and complex, and every primitive's
+complex rule (docs/complex.md).
+
+Complex values (c64, c128) exist in the IR like any other, so the frontend, vmap and
+AD see complex ops as they see real ones. Before the backend, the lowering pass
+(compiler/transforms/complex.py) replaces every complex value by a pair of real
+values (re, im), op by op, with the primitive's ``complex_rule``:
+
+    complex_rule(b, op, args) -> results
+
+where a complex operand or result is a pair ``(re, im)`` of real Values and a real one
+is a Value. Most primitives need no thought: an op that moves or adds elements
+(broadcast, slice, concatenate, take, reduce_sum, cumsum, select, ...) is applied to
+the real parts and to the imaginary parts (:func:`componentwise`). The arithmetic
+and the math functions are decompositions into real ops, ``fn(b, re, im, ...) ->
+(re, im)``, looked up in :data:`MATH`: that table is the one place to plug in better
+formulas (compiler/primitives/complexmath.py's, when it exists: one line per entry).
+
+AD convention (torch.func): a holomorphic op's vjp multiplies the cotangent by the
+conjugate derivative (ad.from_partials), real/imag/conj/complex are R-linear maps
+whose vjp is their adjoint for the real inner product Re<u, v>.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence, Union
+
+import numpy as np
+
+from compiler.ir.core import Value
+from compiler.ir.primitive import Primitive, define
+from compiler.ir.types import BOOL, TensorType, complex_dtype, is_complex, is_float, real_dtype
+from compiler.primitives import ad, ops
+from compiler.primitives.base import check, same_shape_rule
+from compiler.primitives.batching import elementwise_rule
+
+Pair = tuple[Value, Value]
+Arg = Union[Value, Pair]
+Types = tuple[TensorType, ...]
+
+
+# ---- the four primitives -------------------------------------------------------------
+
+def _part_rule(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dtype:
+    check(is_complex(dtypes[0]), f"operand must be complex, got {dtypes[0]}")
+    return real_dtype(dtypes[0])
+
+
+def _conj_rule(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dtype:
+    check(is_complex(dtypes[0]), f"operand must be complex, got {dtypes[0]}")
+    return dtypes[0]
+
+
+def _complex_rule(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dtype:
+    check(is_float(dtypes[0]) and dtypes[0] == dtypes[1],
+          f"complex: the parts must be one floating-point dtype, got {dtypes[0]} and {dtypes[1]}")
+    return complex_dtype(dtypes[0])
+
+
+def _ref_complex(re: np.ndarray, im: np.ndarray) -> np.ndarray:
+    """re + 1j*im, exactly (inf and nan parts kept as they are)."""
+    re, im = np.broadcast_arrays(np.asarray(re), np.asarray(im))
+    out = np.empty(re.shape, complex_dtype(re.dtype))
+    out.real, out.imag = re, im
+    return out
+
+
+def _lower_complex(cg: Any, op: Any, a: list[Any]) -> Any:
+    return cg.complex_value(op.results[0].dtype, a[0], a[1])
+
+
+def _lower_conj(cg: Any, op: Any, a: list[Any]) -> Any:
+    # (the lowering pass rewrites conj into real ops; this is for a conj left in place)
+    re, im = cg.b.extract_value(a[0], 0), cg.b.extract_value(a[0], 1)
+    return cg.complex_value(op.results[0].dtype, re, cg.b.fneg(im))
+
+
+real = define(
+    ops.real_p, shape_rule=same_shape_rule(_part_rule), numpy_ref=np.real,
+    lower=lambda cg, op, a: cg.b.extract_value(a[0], 0), vmap_rule=elementwise_rule, cheap=True,
+    complex_rule=lambda b, op, args: [args[0][0]], doc="np.real, elementwise (complex operand)",
+    **ad.linear(lambda b, op, p, ct: [ops.complex_(b, ct, ops.zeros_like(b, ct))]))
+imag = define(
+    ops.imag_p, shape_rule=same_shape_rule(_part_rule), numpy_ref=np.imag,
+    lower=lambda cg, op, a: cg.b.extract_value(a[0], 1), vmap_rule=elementwise_rule, cheap=True,
+    complex_rule=lambda b, op, args: [args[0][1]], doc="np.imag, elementwise (complex operand)",
+    **ad.linear(lambda b, op, p, ct: [ops.complex_(b, ops.zeros_like(b, ct), ct)]))
+conj = define(
+    ops.conj_p, shape_rule=same_shape_rule(_conj_rule), numpy_ref=np.conjugate, lower=_lower_conj,
+    vmap_rule=elementwise_rule, complex_rule=lambda b, op, args: [(args[0][0], ops.neg(b, args[0][1]))],
+    doc="np.conjugate, elementwise (complex operand)",
+    **ad.linear(lambda b, op, p, ct: [ops.conj(b, ct)]))
+complex_ = define(
+    ops.complex_p, shape_rule=same_shape_rule(_complex_rule), numpy_ref=_ref_complex,
+    lower=_lower_complex, vmap_rule=elementwise_rule, cheap=True,
+    complex_rule=lambda b, op, args: [(args[0], args[1])], doc="re + 1j*im, elementwise",
+    **ad.linear(lambda b, op, p, ct: [ops.real(b, ct), ops.imag(b, ct)]))
+
+
+# ---- the generic rules ---------------------------------------------------------------
+
+def re(a: Arg) -> Value:
+    return a[0] if isinstance(a, tuple) else a
+
+
+def im(a: Arg) -> Value:
+    return a[1] if isinstance(a, tuple) else a
+
+
+def pair(a: Arg) -> Pair:
+    """A complex operand's parts."""
+    assert isinstance(a, tuple), a
+    return a
+
+
+def componentwise(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
+    """The op applied to the real parts and to the imaginary parts (real operands, such as
+    indices or a predicate, are shared): right for every op that moves, selects or adds
+    elements. A real result (none of these has one) would be an error."""
+    res = b.emit(op.prim, [re(a) for a in args], op.params)
+    ims = b.emit(op.prim, [im(a) for a in args], op.params)
+    return [(r, i) for r, i in zip(res, ims)]
+
+
+_COMPONENTWISE = (ops.neg_p, ops.add_p, ops.sub_p, ops.select_p, ops.broadcast_in_dim_p,
+                  ops.reshape_p, ops.transpose_p, ops.slice_p, ops.rev_p, ops.pad_p, ops.diagonal_p,
+                  ops.concatenate_p, ops.reduce_sum_p, ops.cumsum_p, ops.take_p, ops.dynamic_slice_p,
+                  ops.dynamic_update_slice_p, ops.update_slice_p, ops.scatter_p)
+
+
+def _constant(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
+    value = np.asarray(op.params["value"])
+    part = real_dtype(value.dtype)
+    return [(ops.constant(b, value.real.astype(part)), ops.constant(b, value.imag.astype(part)))]
+
+
+def _convert(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
+    """astype: between complex dtypes part by part; complex to real keeps the real part
+    (NumPy's ComplexWarning case), to bool tests both parts; real to complex adds 0j."""
+    (x,), dst = args, op.params["dtype"]
+    src = op.operands[0].dtype
+    marks = {k: v for k, v in op.params.items() if k != "dtype"}
+    if is_complex(src) and is_complex(dst):
+        part = real_dtype(dst)
+        return [(ops.convert(b, re(x), part), ops.convert(b, im(x), part))]
+    if is_complex(src):
+        if dst == BOOL:
+            return [ops.or_(b, ops.convert(b, re(x), BOOL), ops.convert(b, im(x), BOOL))]
+        return [b.emit1(ops.convert_p, [re(x)], {"dtype": dst, **marks})]
+    assert not isinstance(x, tuple)
+    value = ops.convert(b, x, real_dtype(dst))      # real to complex
+    return [(value, ops.zeros_like(b, value))]
+
+
+def _eq(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
+    x, y = args
+    return [ops.and_(b, ops.eq(b, re(x), re(y)), ops.eq(b, im(x), im(y)))]
+
+
+def _ne(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
+    x, y = args
+    return [ops.or_(b, ops.ne(b, re(x), re(y)), ops.ne(b, im(x), im(y)))]
+
+
+def _ordered(strict: Callable[..., Value], weak: Callable[..., Value]) -> Callable[..., list[Arg]]:
+    """NumPy's order of complex numbers: lexicographic, real part first."""
+    def rule(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
+        x, y = args
+        first = strict(b, re(x), re(y))
+        tie = ops.and_(b, ops.eq(b, re(x), re(y)), weak(b, im(x), im(y)))
+        return [ops.or_(b, first, tie)]
+    return rule
+
+
+# ---- arithmetic and math: (re, im) decompositions ------------------------------------
+
+def mul(b: Any, ar: Value, ai: Value, br: Value, bi: Value) -> Pair:
+    """(a.re b.re - a.im b.im, a.re b.im + a.im b.re)."""
+    return (ops.sub(b, ops.mul(b, ar, br), ops.mul(b, ai, bi)),
+            ops.add(b, ops.mul(b, ar, bi), ops.mul(b, ai, br)))
+
+
+def div(b: Any, ar: Value, ai: Value, br: Value, bi: Value) -> Pair:
+    """Smith's algorithm: scale by the larger part of the divisor (no overflow of |b|^2)."""
+    big_re = ops.ge(b, ops.abs_(b, br), ops.abs_(b, bi))
+    # r = small/large, d = large + small*r; both branches computed and selected
+    r1 = ops.div(b, bi, br)
+    d1 = ops.add(b, br, ops.mul(b, bi, r1))
+    re1 = ops.div(b, ops.add(b, ar, ops.mul(b, ai, r1)), d1)
+    im1 = ops.div(b, ops.sub(b, ai, ops.mul(b, ar, r1)), d1)
+    r2 = ops.div(b, br, bi)
+    d2 = ops.add(b, bi, ops.mul(b, br, r2))
+    re2 = ops.div(b, ops.add(b, ops.mul(b, ar, r2), ai), d2)
+    im2 = ops.div(b, ops.sub(b, ops.mul(b, ai, r2), ar), d2)
+    return ops.select(b, big_re, re1, re2), ops.select(b, big_re, im1, im2)
+
+
+def exp(b: Any, x: Value, y: Value) -> Pair:
+    """exp(x) (cos y, sin y); an imaginary part of 0 stays 0 (exp(inf + 0j) = inf + 0j)."""
+    e = ops.exp(b, x)
+    zero = ops.eq(b, y, ops.zeros_like(b, y))
+    return ops.mul(b, e, ops.cos(b, y)), ops.select(b, zero, y, ops.mul(b, e, ops.sin(b, y)))
+
+
+def log(b: Any, x: Value, y: Value) -> Pair:
+    """(log |z|, arg z)."""
+    return ops.log(b, ops.hypot(b, x, y)), ops.arctan2(b, y, x)
+
+
+def sqrt(b: Any, x: Value, y: Value) -> Pair:
+    """The principal root: t = sqrt((|z| + |x|) / 2); (t, y / 2t) for x >= 0, else
+    (|y| / 2t, ±t with the sign of y); 0 at 0."""
+    zero = ops.zeros_like(b, x)
+    half = ops.full_like(b, 0.5, x)
+    t = ops.sqrt(b, ops.mul(b, ops.add(b, ops.hypot(b, x, y), ops.abs_(b, x)), half))
+    q = ops.div(b, half, t)
+    is_zero = ops.eq(b, t, zero)
+    pos = ops.ge(b, x, zero)
+    neg_y = ops.lt(b, y, zero)
+    re_ = ops.select(b, pos, t, ops.mul(b, ops.abs_(b, y), q))
+    im_ = ops.select(b, pos, ops.mul(b, y, q), ops.select(b, neg_y, ops.neg(b, t), t))
+    return ops.select(b, is_zero, zero, re_), ops.select(b, is_zero, y, im_)
+
+
+def power(b: Any, ar: Value, ai: Value, br: Value, bi: Value) -> Pair:
+    """exp(b log a); 0 ** b is 1 for b == 0 and 0 otherwise (NumPy gives nan for Re b <= 0,
+    b != 0); exponents 1 and 2 exactly (a, a*a)."""
+    lr, li = log(b, ar, ai)
+    er, ei = exp(b, *mul(b, br, bi, lr, li))
+    zero = ops.zeros_like(b, ar)
+    one = ops.full_like(b, 1.0, ar)
+    base_zero = ops.and_(b, ops.eq(b, ar, zero), ops.eq(b, ai, zero))
+    exp_zero = ops.and_(b, ops.eq(b, br, zero), ops.eq(b, bi, zero))
+    er = ops.select(b, base_zero, ops.select(b, exp_zero, one, zero), er)
+    ei = ops.select(b, base_zero, zero, ei)
+    real_exp = ops.eq(b, bi, zero)
+    sq_r, sq_i = mul(b, ar, ai, ar, ai)
+    for k, (kr, ki) in ((1.0, (ar, ai)), (2.0, (sq_r, sq_i))):
+        at = ops.and_(b, real_exp, ops.eq(b, br, ops.full_like(b, k, br)))
+        er, ei = ops.select(b, at, kr, er), ops.select(b, at, ki, ei)
+    return er, ei
+
+
+#: the complex decompositions of the elementwise primitives, by primitive:
+#: ``fn(b, *parts) -> (re, im)`` with the parts of each operand in order (unary: ``fn(b, re,
+#: im)``, binary: ``fn(b, a_re, a_im, b_re, b_im)``). An entry is all a function needs: the
+#: shape rules of the math functions accept complex operands once their primitive has a
+#: complex rule, the frontend then stages them, and their derivative (``d=`` in
+#: elementwise.py, conjugated in reverse mode) is the complex one.
+MATH: dict[Primitive, Callable[..., Pair]] = {
+    ops.mul_p: mul,
+    ops.div_p: div,
+    ops.pow_p: power,
+    ops.exp_p: exp,
+    ops.log_p: log,
+    ops.sqrt_p: sqrt,
+}
+
+
+def _math(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
+    parts: list[Value] = []
+    for a in args:
+        parts += [re(a), im(a)] if isinstance(a, tuple) else [a, ops.zeros_like(b, a)]
+    return [MATH[op.prim](b, *parts)]
+
+
+# ---- products of arrays: reduce_prod, cumprod, dot_general ---------------------------
+
+def _static_axis(op: Any, n: Any) -> int:
+    if not isinstance(n, int):
+        raise NotImplementedError(f"{op.prim.name} of complex values along an axis of symbolic "
+                                  f"size {n}")
+    return n
+
+
+def _ones_like(b: Any, x: Value, shape: Sequence[Any]) -> Value:
+    return ops.full(b, 1.0, x.type.with_shape(tuple(shape)))
+
+
+def _reduce_prod(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
+    """The product over `axes` by halving: the reduced axes moved last and flattened,
+    then the two halves multiplied (a 1 appended to an odd length) until one is left."""
+    xr, xi = pair(args[0])
+    axes = op.params["axes"]
+    keep = [a for a in range(xr.type.ndim) if a not in axes]
+    lead = tuple(xr.type.shape[a] for a in keep)
+    n = 1
+    for a in axes:
+        n *= _static_axis(op, xr.type.shape[a])
+    parts = [ops.reshape(b, ops.transpose(b, v, keep + list(axes)), lead + (n,)) for v in (xr, xi)]
+    k = len(lead)
+    if n == 0:
+        one = _ones_like(b, xr, lead)
+        return [(one, ops.zeros_like(b, one))]
+    while n > 1:
+        if n % 2:
+            parts = [ops.concatenate(b, [parts[0], _ones_like(b, xr, lead + (1,))], k),
+                     ops.concatenate(b, [parts[1], ops.full(b, 0.0, xr.type.with_shape(lead + (1,)))], k)]
+            n += 1
+        h = n // 2
+        lo = [ops.slice_(b, v, (0,) * (k + 1), lead + (h,)) for v in parts]
+        hi = [ops.slice_(b, v, (0,) * k + (h,), lead + (n,)) for v in parts]
+        parts = list(mul(b, lo[0], lo[1], hi[0], hi[1]))
+        n = h
+    return [tuple(ops.reshape(b, v, lead) for v in parts)]    # type: ignore[list-item]
+
+
+def _cumprod(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
+    """The running product by doubling (Hillis-Steele): at step s every element is
+    multiplied by the one s places before it (1 before the start)."""
+    xr, xi = pair(args[0])
+    axis = op.params["axis"]
+    n = _static_axis(op, xr.type.shape[axis])
+    shape = xr.type.shape
+    s = 1
+    while s < n:
+        head = tuple(s if i == axis else d for i, d in enumerate(shape))
+        limit = tuple(n - s if i == axis else d for i, d in enumerate(shape))
+        shifted = [ops.concatenate(b, [fill, ops.slice_(b, v, (0,) * len(shape), limit)], axis)
+                   for v, fill in ((xr, _ones_like(b, xr, head)),
+                                   (xi, ops.full(b, 0.0, xr.type.with_shape(head))))]
+        xr, xi = mul(b, xr, xi, shifted[0], shifted[1])
+        s *= 2
+    return [(xr, xi)]
+
+
+def _dot_general(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
+    """Four real products (two when one operand is real)."""
+    x, y = args
+    dn = op.params["dimension_numbers"]
+
+    def dot(u: Value, v: Value) -> Value:
+        return ops.dot_general(b, u, v, dn)
+    if not isinstance(x, tuple):
+        return [(dot(x, pair(y)[0]), dot(x, pair(y)[1]))]
+    if not isinstance(y, tuple):
+        return [(dot(x[0], y), dot(x[1], y))]
+    return [(ops.sub(b, dot(x[0], y[0]), dot(x[1], y[1])), ops.add(b, dot(x[0], y[1]), dot(x[1], y[0])))]
+
+
+for _prim in _COMPONENTWISE:
+    define(_prim, complex_rule=componentwise)
+for _prim in MATH:
+    define(_prim, complex_rule=_math)
+define(ops.constant_p, complex_rule=_constant)
+define(ops.convert_p, complex_rule=_convert)
+define(ops.eq_p, complex_rule=_eq)
+define(ops.ne_p, complex_rule=_ne)
+define(ops.lt_p, complex_rule=_ordered(ops.lt, ops.lt))
+define(ops.le_p, complex_rule=_ordered(ops.lt, ops.le))
+define(ops.gt_p, complex_rule=_ordered(ops.gt, ops.gt))
+define(ops.ge_p, complex_rule=_ordered(ops.gt, ops.ge))
+define(ops.reduce_prod_p, complex_rule=_reduce_prod)
+define(ops.cumprod_p, complex_rule=_cumprod)
+define(ops.dot_general_p, complex_rule=_dot_general)
+
