@@ -51,6 +51,10 @@ def _fminmax(prim: Any) -> Any:
     def rule(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
         x, y = vs
         out = b.emit1(prim, [x, y])
+        if is_complex(dtype):       # NumPy: x when y has a NaN part, y when x has one
+            nan_x, nan_y = (ops.or_(b, ops.isnan(b, ops.real(b, v)), ops.isnan(b, ops.imag(b, v)))
+                            for v in (x, y))
+            return ops.select(b, nan_y, x, ops.select(b, nan_x, y, out))
         if not is_float(dtype):
             return out
         out = ops.select(b, ops.isnan(b, y), x, out)

@@ -171,6 +171,20 @@ def _ordered(strict: Callable[..., Value], weak: Callable[..., Value]) -> Callab
     return rule
 
 
+
+def _extremum(strict: Callable[..., Value], weak: Callable[..., Value]) -> Callable[..., list[Arg]]:
+    """np.maximum / np.minimum of complex numbers as NumPy's loops compute them: the first
+    operand when it has a NaN part or wins the lexicographic order (a NaN part of the second
+    operand only loses a comparison of real parts), else the second."""
+    def rule(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
+        x, y = args
+        no_nan_im = ops.and_(b, ops.not_(b, ops.isnan(b, im(x))), ops.not_(b, ops.isnan(b, im(y))))
+        wins = ops.or_(b, ops.and_(b, strict(b, re(x), re(y)), no_nan_im),
+                       ops.and_(b, ops.eq(b, re(x), re(y)), weak(b, im(x), im(y))))
+        first = ops.or_(b, ops.or_(b, ops.isnan(b, re(x)), ops.isnan(b, im(x))), wins)
+        return [(ops.select(b, first, re(x), re(y)), ops.select(b, first, im(x), im(y)))]
+    return rule
+
 # ---- arithmetic and math: (re, im) decompositions ------------------------------------
 
 def mul(b: Any, ar: Value, ai: Value, br: Value, bi: Value) -> Pair:
@@ -349,6 +363,8 @@ define(ops.lt_p, complex_rule=_ordered(ops.lt, ops.lt))
 define(ops.le_p, complex_rule=_ordered(ops.lt, ops.le))
 define(ops.gt_p, complex_rule=_ordered(ops.gt, ops.gt))
 define(ops.ge_p, complex_rule=_ordered(ops.gt, ops.ge))
+define(ops.maximum_p, complex_rule=_extremum(ops.gt, ops.ge))
+define(ops.minimum_p, complex_rule=_extremum(ops.lt, ops.le))
 define(ops.reduce_prod_p, complex_rule=_reduce_prod)
 define(ops.cumprod_p, complex_rule=_cumprod)
 define(ops.dot_general_p, complex_rule=_dot_general)
