@@ -62,17 +62,15 @@ def test_every_dtype_pair(name):
     assert not bad, "\n".join(bad[:20])
 
 
-SCALARS = ["True", "2", "-1", "0", "-0.5", "127"]
+SCALARS = ["True", "2", "-1", "0", "-0.5", "127", "2j"]
 
 
 def _scalar_kernel(literals, ops, tmp_path):
     """One function of the twelve arrays returning x OP s and s OP x for every literal s
     (written to a module file: the compiler reads the source)."""
     lines = ["def f(" + ", ".join(f"x{i}" for i in range(len(DTYPES))) + "):", "    return ("]
-    for i in range(len(DTYPES)):
-        for s in literals:
-            for op in ops:
-                lines.append(f"        x{i} {op} {s}, {s} {op} x{i},")
+    for i, s, op in _defined(literals, ops):
+        lines.append(f"        x{i} {op} {s}, {s} {op} x{i},")
     lines.append("    )")
     path = tmp_path / f"promotion_literals_{abs(hash(ops))}.py"
     path.write_text("import numpy as np\n\n\n" + "\n".join(lines) + "\n")
@@ -83,6 +81,21 @@ def _scalar_kernel(literals, ops, tmp_path):
     return module.f
 
 
+def _defined(literals, ops):
+    """(dtype index, literal, operator) for which NumPy defines both `x OP s` and `s OP x`
+    (`//` of complex values is not)."""
+    out = []
+    for i, d in enumerate(DTYPES):
+        for s in literals:
+            for op in ops:
+                try:
+                    eval(f"x {op} {s}, {s} {op} x", {"x": VALUES[d]})
+                except TypeError:
+                    continue
+                out.append((i, s, op))
+    return out
+
+
 @pytest.mark.parametrize("ops", [("+", "<"), ("*", "//")])
 def test_every_dtype_with_python_scalars(ops, tmp_path):
     """Python bool, int and float literals on either side of every dtype, in one kernel
@@ -91,8 +104,7 @@ def test_every_dtype_with_python_scalars(ops, tmp_path):
     fn = _scalar_kernel(fits, ops, tmp_path)
     args = [VALUES[d] for d in DTYPES]
     got, want = jit(fn)(*args), _numpy(fn, *args)
-    labels = [f"{NAMES[i]} {op} {s}" for i in range(len(DTYPES)) for s in fits for op in ops
-              for _ in (0, 1)]
+    labels = [f"{NAMES[i]} {op} {s}" for i, s, op in _defined(fits, ops) for _ in (0, 1)]
     bad = [f"{lab}: {g.dtype} {g.tolist()}, NumPy {w.dtype} {np.asarray(w).tolist()}"
            for lab, g, w in zip(labels, got, want)
            if g.dtype != np.asarray(w).dtype or not _equal(g, w)]
