@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, int]] = [
     ("runtime", 0),
     ("compiler.errors", 1), ("compiler.config", 1), ("compiler.version", 1),
     ("compiler.ir", 2),
-    ("compiler.signature", 3), ("compiler.primitives", 3), ("compiler.primitives.complexmath", 3),
+    ("compiler.signature", 3), ("compiler.primitives", 3),
     ("compiler.transforms", 4), ("compiler.backend", 4),
     ("compiler.frontend", 5),
     ("compiler.function", 6), ("compiler.pipeline", 6),
