@@ -133,8 +133,19 @@ class _E:
                         self.and_(self.iszero(x), self.lt(self.div(self.c(1.0), x), self.c(0.0))))
 
     def copysign(self, mag: Value, sgn: Value) -> Value:
-        a = self.abs(mag)
-        return self.sel(self.signbit(sgn), self.neg(a), a)
+        """|mag| with the sign of sgn, as -mag or mag: its derivative is +-1, never the 0
+        of abs at 0 (the decompositions stay differentiable)."""
+        flip = ops.ne(self.b, self.signbit(mag), self.signbit(sgn))
+        return self.sel(flip, self.neg(mag), mag)
+
+    def copysign_c(self, mag: float, sgn: Value) -> Value:
+        """The constant |mag| with the sign of sgn."""
+        return self.sel(self.signbit(sgn), self.c(-abs(mag)), self.c(abs(mag)))
+
+    def sabs(self, x: Value) -> Value:
+        """|x| as -x or x (derivative +-1 at 0, where abs has 0), for the symmetric reductions
+        f(x) = copysign(g(|x|), x)."""
+        return self.sel(self.signbit(x), self.neg(x), x)
 
     def max(self, x: Value, y: Value) -> Value:
         return ops.maximum(self.b, x, y)
@@ -171,11 +182,15 @@ class _E:
 
     def asinh(self, t: Value) -> Value:
         """Real asinh: log1p(a + a^2/(1 + sqrt(1 + a^2))), log(a) + log 2 for a > 2^28."""
-        a = self.abs(t)
-        a2 = self.mul(a, a)
-        small = ops.log1p(self.b, self.add(a, self.div(a2, self.add(self.c(1.0), ops.sqrt(self.b, self.add(self.c(1.0), a2))))))
-        big = self.add(ops.log(self.b, a), self.c(_LN2))
-        return self.copysign(self.sel(self.gt(a, self.c(2.0 ** 28)), big, small), t)
+        a = self.sabs(t)
+        is_big = self.gt(a, self.c(2.0 ** 28))
+        # each branch sees a harmless argument where the other is taken, so that reverse mode
+        # (a zero cotangent times the branch's derivative) stays finite
+        sa, ba = self.sel(is_big, self.c(1.0), a), self.sel(is_big, a, self.c(1.0))
+        a2 = self.mul(sa, sa)
+        small = ops.log1p(self.b, self.add(sa, self.div(a2, self.add(self.c(1.0), ops.sqrt(self.b, self.add(self.c(1.0), a2))))))
+        big = self.add(ops.log(self.b, ba), self.c(_LN2))
+        return self.copysign(self.sel(is_big, big, small), t)
 
 
 def _widened(fn: Callable[..., Pair]) -> Callable[..., Pair]:
@@ -226,10 +241,10 @@ def cmul_c99(b: Builder, a: Value, bb: Value, c: Value, d: Value) -> Pair:
     one, zero = e.c(1.0), e.c(0.0)
 
     def box(v: Value) -> Value:                     # copysign(isinf(v) ? 1 : 0, v)
-        return e.copysign(e.sel(e.isinf(v), one, zero), v)
+        return e.sel(e.isinf(v), e.copysign_c(1.0, v), e.copysign_c(0.0, v))
 
     def unnan(v: Value) -> Value:                   # nan -> copysign(0, v)
-        return e.sel(e.isnan(v), e.copysign(zero, v), v)
+        return e.sel(e.isnan(v), e.copysign_c(0.0, v), v)
 
     z_inf = e.or_(e.isinf(a), e.isinf(bb))
     w_inf = e.or_(e.isinf(c), e.isinf(d))
@@ -244,9 +259,11 @@ def cmul_c99(b: Builder, a: Value, bb: Value, c: Value, d: Value) -> Pair:
     overflow = e.and_(e.not_(e.or_(z_inf, w_inf)),
                       e.or_(e.isinf(ac), e.isinf(bd), e.isinf(ad), e.isinf(bc)))
     a3, b3, c3, d3 = (e.sel(overflow, unnan(v), v) for v in (a2, b2, c2, d2))
-    inf = e.c(math.inf)
-    rx = e.mul(inf, e.sub(e.mul(a3, c3), e.mul(b3, d3)))
-    ry = e.mul(inf, e.add(e.mul(a3, d3), e.mul(b3, c3)))
+    def times_inf(t: Value) -> Value:                # inf * t without a product (reverse mode)
+        return e.sel(e.or_(e.isnan(t), e.iszero(t)), e.c(math.nan), e.copysign_c(math.inf, t))
+
+    rx = times_inf(e.sub(e.mul(a3, c3), e.mul(b3, d3)))
+    ry = times_inf(e.add(e.mul(a3, d3), e.mul(b3, c3)))
     recalc = e.and_(e.isnan(x), e.isnan(y), e.or_(z_inf, w_inf, overflow))
     return e.sel2(recalc, (rx, ry), (x, y))
 
@@ -257,17 +274,22 @@ def cdiv(b: Builder, ar: Value, ai: Value, br: Value, bi: Value) -> Pair:
     e = _E(b, ar)
     abr, abi = e.abs(br), e.abs(bi)
     one = e.c(1.0)
+    first = e.ge(abr, abi)
+    zero = e.and_(e.iszero(abr), e.iszero(abi))
+    # each branch divides by 1 where it is not taken (finite reverse-mode derivatives)
+    br1 = e.sel(e.and_(first, e.not_(zero)), br, one)
+    bi2 = e.sel(first, one, bi)
+    abr0 = e.sel(zero, abr, one)
     # |br| >= |bi|
-    rat1 = e.div(bi, br)
-    scl1 = e.div(one, e.add(br, e.mul(bi, rat1)))
+    rat1 = e.div(bi, br1)
+    scl1 = e.div(one, e.add(br1, e.mul(bi, rat1)))
     r1 = e.mul(e.add(ar, e.mul(ai, rat1)), scl1), e.mul(e.sub(ai, e.mul(ar, rat1)), scl1)
     # |br| < |bi|
-    rat2 = e.div(br, bi)
-    scl2 = e.div(one, e.add(bi, e.mul(br, rat2)))
+    rat2 = e.div(br, bi2)
+    scl2 = e.div(one, e.add(bi2, e.mul(br, rat2)))
     r2 = e.mul(e.add(e.mul(ar, rat2), ai), scl2), e.mul(e.sub(e.mul(ai, rat2), ar), scl2)
-    zero = e.and_(e.iszero(abr), e.iszero(abi))
-    r0 = e.div(ar, abr), e.div(ai, abr)
-    return e.sel2(e.ge(abr, abi), e.sel2(zero, r0, r1), r2)
+    r0 = e.div(ar, abr0), e.div(ai, abr0)
+    return e.sel2(first, e.sel2(zero, r0, r1), r2)
 
 
 def csquare(b: Builder, re: Value, im: Value) -> Pair:
@@ -280,13 +302,15 @@ def creciprocal(b: Builder, re: Value, im: Value) -> Pair:
     """NumPy's reciprocal: Smith's algorithm for 1/z."""
     e = _E(b, re)
     one = e.c(1.0)
-    r1 = e.div(im, re)
-    d1 = e.add(re, e.mul(im, r1))
+    first = ops.le(b, e.abs(im), e.abs(re))
+    re1, im2 = e.sel(first, re, one), e.sel(first, one, im)    # 1 where the branch is not taken
+    r1 = e.div(im, re1)
+    d1 = e.add(re1, e.mul(im, r1))
     out1 = e.div(one, d1), e.div(e.neg(r1), d1)
-    r2 = e.div(re, im)
-    d2 = e.add(e.mul(re, r2), im)
+    r2 = e.div(re, im2)
+    d2 = e.add(e.mul(re, r2), im2)
     out2 = e.div(r2, d2), e.div(e.neg(one), d2)
-    return e.sel2(ops.le(b, e.abs(im), e.abs(re)), out1, out2)
+    return e.sel2(first, out1, out2)
 
 
 def _cpow_int(b: Builder, ar: Value, ai: Value, n: Value) -> Pair:
@@ -384,8 +408,9 @@ def cexp(b: Builder, x: Value, y: Value) -> Pair:
     yfin = e.isfinite(y)
     # x = -inf, y inf/nan: +0 +- i0 (the sign of y); x = +inf, y inf/nan: inf + i nan
     out = e.sel2(e.and_(e.isinf(x), e.not_(yfin)),
-                 e.sel2(e.lt(x, e.c(0.0)), (e.c(0.0), e.copysign(e.c(0.0), y)), (x, e.c(math.nan))), (re, im))
-    return out[0], e.sel(e.iszero(y), y, out[1])
+                 e.sel2(e.lt(x, e.c(0.0)), (e.c(0.0), e.copysign_c(0.0, y)), (x, e.c(math.nan))), (re, im))
+    # y = 0 gives im = y; for finite x below 1400 the product above is that zero already
+    return out[0], e.sel(e.and_(e.iszero(y), e.not_(e.lt(x, e.c(1400.0)))), y, out[1])
 
 
 @_widened
@@ -400,15 +425,16 @@ def cexp2(b: Builder, x: Value, y: Value) -> Pair:
     d = e.add(err, e.mul(y, e.c(_LN2_LO)))
     d = e.sel(e.lt(e.abs(y), e.c(2.0 ** 900)), d, e.c(0.0))
     cp, sp = ops.cos(b, p), ops.sin(b, p)
-    c, s = e.sub(cp, e.mul(d, sp)), e.add(sp, e.mul(d, cp))
+    c, s = e.sub(cp, e.mul(d, sp)), e.sel(e.iszero(y), sp, e.add(sp, e.mul(d, cp)))   # sin(-0) = -0
     big = e.gt(x, e.c(1000.0))
     f = ops.exp2(b, e.sel(big, e.mul(x, e.c(0.5)), x))
     m = e.sel(big, f, e.c(1.0))
     re, im = e.mul(e.mul(f, c), m), e.mul(e.mul(f, s), m)
     yfin = e.isfinite(y)
     out = e.sel2(e.and_(e.isinf(x), e.not_(yfin)),
-                 e.sel2(e.lt(x, e.c(0.0)), (e.c(0.0), e.copysign(e.c(0.0), y)), (x, e.c(math.nan))), (re, im))
-    return out[0], e.sel(e.iszero(y), y, out[1])
+                 e.sel2(e.lt(x, e.c(0.0)), (e.c(0.0), e.copysign_c(0.0, y)), (x, e.c(math.nan))), (re, im))
+    # y = 0 gives im = y; for finite x below 1400 the product above is that zero already
+    return out[0], e.sel(e.and_(e.iszero(y), e.not_(e.lt(x, e.c(1400.0)))), y, out[1])
 
 
 @_widened
@@ -504,7 +530,7 @@ def csqrt(b: Builder, x: Value, y: Value) -> Pair:
     a, bb = e.mul(x, s), e.mul(y, s)
     h = ops.hypot(b, a, bb)
     half = e.c(0.5)
-    t = ops.sqrt(b, e.mul(e.add(e.abs(a), h), half))
+    t = ops.sqrt(b, e.mul(e.add(e.sabs(a), h), half))
     two_t = e.mul(e.c(2.0), t)
     pos = t, e.div(bb, two_t)
     negv = e.div(e.abs(bb), two_t), e.copysign(t, bb)
@@ -514,7 +540,7 @@ def csqrt(b: Builder, x: Value, y: Value) -> Pair:
     # the special cases, lowest priority first
     xinf = e.isinf(x)
     yy = e.sub(y, y)                       # 0 for finite y, nan otherwise
-    out = e.sel2(xinf, e.sel2(e.signbit(x), (e.abs(yy), e.copysign(inf, y)), (x, e.copysign(yy, y))), (re, im))
+    out = e.sel2(xinf, e.sel2(e.signbit(x), (e.abs(yy), e.copysign_c(math.inf, y)), (x, e.copysign(yy, y))), (re, im))
     out = e.sel2(e.isnan(x), (nan, nan), out)
     out = e.sel2(e.isinf(y), (inf, y), out)
     return e.sel2(e.and_(e.iszero(x), e.iszero(y)), (e.c(0.0), y), out)
@@ -543,11 +569,12 @@ def _csinh(b: Builder, x: Value, y: Value) -> Pair:
     xfin, yfin = e.isfinite(x), e.isfinite(y)
     yy = e.sub(y, y)
     # x = +-inf: (x cos y, inf sin y) for finite y, (x, nan) otherwise
-    xinf = e.sel2(yfin, (e.mul(x, ops.cos(b, y)), e.mul(e.c(math.inf), ops.sin(b, y))), (e.abs(x), yy))
+    xinf = e.sel2(yfin, (e.mul(x, ops.cos(b, y)), e.copysign_c(math.inf, ops.sin(b, y))), (e.abs(x), yy))
     out = e.sel2(e.isinf(x), xinf, (re, im))
     out = e.sel2(e.and_(xfin, e.not_(yfin)), (nan, nan), out)
-    # y = 0: (sinh x, y) for any x
-    out = e.sel2(e.iszero(y), (e.sel(xfin, out[0], x), y), out)
+    # y = 0: (sinh x, y) (the products above give it for finite x below 1400)
+    y0 = e.and_(e.iszero(y), e.not_(e.lt(e.abs(x), e.c(1400.0))))
+    out = e.sel2(y0, (e.sel(xfin, out[0], x), y), out)
     # x = 0 and y inf/nan: (x, nan)
     return e.sel2(e.and_(e.iszero(x), e.not_(yfin)), (x, nan), out)
 
@@ -560,14 +587,14 @@ def _ccosh(b: Builder, x: Value, y: Value) -> Pair:
     nan = e.c(math.nan)
     xfin, yfin = e.isfinite(x), e.isfinite(y)
     yy = e.sub(y, y)
-    xinf = e.sel2(yfin, (e.mul(e.c(math.inf), ops.cos(b, y)), e.mul(x, ops.sin(b, y))),
+    xinf = e.sel2(yfin, (e.copysign_c(math.inf, ops.cos(b, y)), e.mul(x, ops.sin(b, y))),
                   (e.c(math.inf), e.mul(x, yy)))
     out = e.sel2(e.isinf(x), xinf, (re, im))
     out = e.sel2(e.and_(xfin, e.not_(yfin)), (nan, nan), out)
     # y = 0: (cosh x, x*y)-signed zero; x nan or inf: (x*x, copysign(0, x) * y)
-    y0 = e.sel2(xfin, (out[0], e.mul(e.copysign(e.c(0.0), x), y)),
-                (e.mul(x, x), e.mul(e.copysign(e.c(0.0), x), y)))
-    out = e.sel2(e.iszero(y), y0, out)
+    y0 = e.sel2(xfin, (out[0], e.mul(e.copysign_c(0.0, x), y)),
+                (e.mul(x, x), e.mul(e.copysign_c(0.0, x), y)))
+    out = e.sel2(e.and_(e.iszero(y), e.not_(e.lt(e.abs(x), e.c(1400.0)))), y0, out)
     # x = 0 and y inf/nan: (nan, +0)
     return e.sel2(e.and_(e.iszero(x), e.not_(yfin)), (nan, e.c(0.0)), out)
 
@@ -575,9 +602,10 @@ def _ccosh(b: Builder, x: Value, y: Value) -> Pair:
 def _ctanh(b: Builder, x: Value, y: Value) -> Pair:
     e = _E(b, x)
     one = e.c(1.0)
+    far_x = e.ge(e.abs(x), e.c(22.0))
     t = ops.tan(b, y)
     beta = e.add(one, e.mul(t, t))
-    s = ops.sinh(b, x)
+    s = ops.sinh(b, e.sel(far_x, e.c(0.0), x))
     rho = ops.sqrt(b, e.add(one, e.mul(s, s)))
     denom = e.add(one, e.mul(e.mul(beta, s), s))
     re = e.div(e.mul(e.mul(beta, rho), s), denom)
@@ -585,11 +613,11 @@ def _ctanh(b: Builder, x: Value, y: Value) -> Pair:
     # |x| >= 22: tanh x = +-1, im = 4 sin y cos y exp(-2|x|)
     em = ops.exp(b, e.neg(e.abs(x)))
     sc = e.mul(ops.sin(b, y), ops.cos(b, y))
-    far = e.copysign(one, x), e.mul(e.mul(e.mul(e.c(4.0), sc), em), em)
-    out = e.sel2(e.ge(e.abs(x), e.c(22.0)), far, (re, im))
+    far = e.copysign_c(1.0, x), e.mul(e.mul(e.mul(e.c(4.0), sc), em), em)
+    out = e.sel2(far_x, far, (re, im))
     nan = e.c(math.nan)
     out = e.sel2(e.not_(e.isfinite(y)), (nan, nan), out)
-    xinf = e.copysign(one, x), e.copysign(e.c(0.0), e.sel(e.isinf(y), y, sc))
+    xinf = e.copysign_c(1.0, x), e.copysign_c(0.0, e.sel(e.isinf(y), y, sc))
     out = e.sel2(e.isinf(x), xinf, out)
     out = e.sel2(e.isnan(x), (x, e.sel(e.iszero(y), y, nan)), out)
     return e.sel2(e.and_(e.iszero(x), e.not_(e.isfinite(y))), (x, nan), out)
@@ -639,8 +667,9 @@ def _casinh(b: Builder, x: Value, y: Value) -> Pair:
     re, im = asin_im, ops.neg(b, asin_re)                     # asinh z = -i asin(iz)
     ax, ay = e.abs(x), e.abs(y)
     big = e.or_(e.gt(ax, e.c(2.0 ** 28)), e.gt(ay, e.c(2.0 ** 28)))
-    far_re = e.copysign(e.add(_log_abs(e, x, y), e.c(_LN2)), x)
-    far_im = ops.arctan2(b, y, ax)
+    fx, fy = e.sel(big, x, one), e.sel(big, y, e.c(0.0))     # (1, 0) where not taken
+    far_re = e.copysign(e.add(_log_abs(e, fx, fy), e.c(_LN2)), x)
+    far_im = ops.arctan2(b, fy, e.abs(fx))
     out = e.sel2(big, (far_re, far_im), (re, im))
     out = e.sel2(e.lt(e.max(ax, ay), e.c(2.0 ** -30)), (x, y), out)    # asinh z = z + O(z^3)
     # nan: (nan, y) for y = 0; (+-inf, nan) for y = inf; (nan, nan) otherwise
@@ -676,7 +705,8 @@ def carccos(b: Builder, x: Value, y: Value) -> Pair:
     im = e.asinh(e.sub(e.mul(br, ai), e.mul(bi, ar)))
     ax, ay = e.abs(x), e.abs(y)
     big = e.or_(e.gt(ax, e.c(2.0 ** 28)), e.gt(ay, e.c(2.0 ** 28)))
-    far = ops.arctan2(b, ay, x), e.neg(e.copysign(e.add(_log_abs(e, x, y), e.c(_LN2)), y))
+    fx, fy = e.sel(big, x, one), e.sel(big, y, e.c(0.0))
+    far = ops.arctan2(b, e.abs(fy), fx), e.neg(e.copysign(e.add(_log_abs(e, fx, fy), e.c(_LN2)), y))
     out = e.sel2(big, far, (re, im))
     out = e.sel2(e.lt(e.max(ax, ay), e.c(2.0 ** -30)), (e.sub(e.c(math.pi / 2), x), e.neg(y)), out)
     nan = e.c(math.nan)
@@ -698,7 +728,8 @@ def carccosh(b: Builder, x: Value, y: Value) -> Pair:
     im = e.mul(e.c(2.0), ops.arctan2(b, ai, br))
     ax, ay = e.abs(x), e.abs(y)
     big = e.or_(e.gt(ax, e.c(2.0 ** 28)), e.gt(ay, e.c(2.0 ** 28)))
-    far = e.add(_log_abs(e, x, y), e.c(_LN2)), e.copysign(ops.arctan2(b, ay, x), y)
+    fx, fy = e.sel(big, x, one), e.sel(big, y, e.c(0.0))
+    far = e.add(_log_abs(e, fx, fy), e.c(_LN2)), e.copysign(ops.arctan2(b, e.abs(fy), fx), y)
     out = e.sel2(big, far, (re, im))
     tiny = e.lt(e.max(ax, ay), e.c(2.0 ** -30))          # i acos z = i (pi/2 - z) + O(z^3)
     out = e.sel2(tiny, (ay, e.copysign(e.sub(e.c(math.pi / 2), x), y)), out)
@@ -711,17 +742,20 @@ def carccosh(b: Builder, x: Value, y: Value) -> Pair:
 def _catanh(b: Builder, x: Value, y: Value) -> Pair:
     e = _E(b, x)
     one = e.c(1.0)
-    ax, ay = e.abs(x), e.abs(y)
+    ax, ay = e.sabs(x), e.sabs(y)
     big = e.or_(e.gt(ax, e.c(2.0 ** 500)), e.gt(ay, e.c(2.0 ** 500)))
     sx, sy = e.sel(big, e.c(0.0), ax), e.sel(big, e.c(0.0), ay)
     omx = e.sub(one, sx)
     h1 = ops.hypot(b, omx, sy)                              # |1 - z|, no under/overflow
     re = e.mul(e.c(0.25), ops.log1p(b, e.div(e.div(e.mul(e.c(4.0), sx), h1), h1)))
     # |1 - z| < 2^-500 (z near 1): log1p(4x/|1-z|^2) = log(4x) - 2 log|1 - z| to 2^-1000
-    near1 = e.mul(e.c(0.25), e.sub(ops.log(b, e.mul(e.c(4.0), sx)), e.mul(e.c(2.0), ops.log(b, h1))))
-    re = e.sel(e.lt(h1, e.c(2.0 ** -500)), near1, re)
+    is1 = e.lt(h1, e.c(2.0 ** -500))
+    s1, hh1 = e.sel(is1, sx, one), e.sel(is1, h1, one)
+    near1 = e.mul(e.c(0.25), e.sub(ops.log(b, e.mul(e.c(4.0), s1)), e.mul(e.c(2.0), ops.log(b, hh1))))
+    re = e.sel(is1, near1, re)
     im = e.mul(e.c(0.5), ops.arctan2(b, e.mul(e.c(2.0), sy), e.sub(e.c(0.0), e.x2y2m1(sx, sy))))
-    xs, ys = e.mul(ax, e.c(2.0 ** -8)), e.mul(ay, e.c(2.0 ** -8))
+    xs = e.mul(e.sel(big, ax, one), e.c(2.0 ** -8))           # (1, 0) where not taken
+    ys = e.mul(e.sel(big, ay, e.c(0.0)), e.c(2.0 ** -8))
     hs = ops.hypot(b, xs, ys)
     nan = e.c(math.nan)
     far = e.mul(e.div(e.div(xs, hs), hs), e.c(2.0 ** -8)), e.sel(e.or_(e.isnan(x), e.isnan(y)), nan, e.c(math.pi / 2))
