@@ -112,7 +112,8 @@ def main(names: list[str], n: int) -> None:
                 theirs = H.NUMPY_UNARY[name](zc)
             rows.append((name, dtype, len(z), errors(ours, exact, dtype), errors(theirs, exact, dtype)))
             print(name, dtype, rows[-1][2:], file=sys.stderr)
-    print("| function | c128 aotx norm / comp | c128 NumPy norm / comp | c64 aotx norm / comp | c64 NumPy norm / comp |")
+    print("| function | c128 aotx norm / comp | c128 NumPy norm / comp "
+          "| c64 aotx norm / comp | c64 NumPy norm / comp |")
     print("|---|---|---|---|---|")
     fmt = lambda e: f"{e[0]:.2f} / {e[1]:.3g}"                                 # noqa: E731
     for name in names:

@@ -188,7 +188,8 @@ class _E:
         # (a zero cotangent times the branch's derivative) stays finite
         sa, ba = self.sel(is_big, self.c(1.0), a), self.sel(is_big, a, self.c(1.0))
         a2 = self.mul(sa, sa)
-        small = ops.log1p(self.b, self.add(sa, self.div(a2, self.add(self.c(1.0), ops.sqrt(self.b, self.add(self.c(1.0), a2))))))
+        root = ops.sqrt(self.b, self.add(self.c(1.0), a2))
+        small = ops.log1p(self.b, self.add(sa, self.div(a2, self.add(self.c(1.0), root))))
         big = self.add(ops.log(self.b, ba), self.c(_LN2))
         return self.copysign(self.sel(is_big, big, small), t)
 
@@ -423,7 +424,7 @@ def cexp2(b: Builder, x: Value, y: Value) -> Pair:
     lh, ll = e.split(e.c(_LN2))
     err = e.add(e.add(e.add(e.sub(e.mul(yh, lh), p), e.mul(yh, ll)), e.mul(yl, lh)), e.mul(yl, ll))
     d = e.add(err, e.mul(y, e.c(_LN2_LO)))
-    d = e.sel(e.lt(e.abs(y), e.c(2.0 ** 900)), d, e.c(0.0))
+    d = e.sel(e.lt(e.abs(y), e.c(2.0 ** 50)), d, e.c(0.0))       # a first-order correction
     cp, sp = ops.cos(b, p), ops.sin(b, p)
     c, s = e.sub(cp, e.mul(d, sp)), e.sel(e.iszero(y), sp, e.add(sp, e.mul(d, cp)))   # sin(-0) = -0
     big = e.gt(x, e.c(1000.0))

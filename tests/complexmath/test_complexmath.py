@@ -349,9 +349,9 @@ _DERIVATIVE = {       # f'(z) in NumPy, the oracle for jvp and vjp of the real-p
 
 
 #: one function of each kind of code path (the others share them): plain formulas, scaled
-#: exp, Smith's division, the log near |z| = 1, Kahan's tanh, asin/acos/acosh through sqrt(1 +- z),
+#: exp, Smith's division, the log near |z| = 1, Kahan's tanh, asin through sqrt(1 +- z),
 #: atanh with its symmetric reduction, the double-double log1p
-_AD_NAMES = ("exp", "log", "sqrt", "sin", "tanh", "arcsin", "arccosh", "arctan", "log1p", "reciprocal")
+_AD_NAMES = ("exp", "log", "sqrt", "tanh", "arcsin", "arctan", "log1p", "reciprocal")
 
 
 @functools.lru_cache(maxsize=None)
