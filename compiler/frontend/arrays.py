@@ -359,10 +359,33 @@ def _complex_elementwise(b: Builder, spec: Elementwise, values: list[Value]) -> 
         re, im = ops.real(b, values[0]), ops.imag(b, values[0])
         both = ops.and_ if name == "isfinite" else ops.or_
         return both(b, b.emit1(spec.prim, [re]), b.emit1(spec.prim, [im]))
+    if name == "sign":
+        return _complex_sign(b, values[0])
     if spec.prim is None or spec.prim.complex_rule is None:
         raise Reject(UnsupportedError, f"np.{name} of complex values is not supported yet",
                      "see docs/complex.md for the complex functions that compile")
     return b.emit1(spec.prim, values)
+
+
+def _complex_sign(b: Builder, z: Value) -> Value:
+    """NumPy 2's sign of a complex number, z / |z| (0 at 0), built from differentiable real ops
+    (sign is not holomorphic: its derivative comes from the composition). An infinite part
+    counts as +-1 and the other part as 0 (np.sign(inf + 1j) is 1 + 0j; two infinite parts
+    give nan + nanj), as NumPy does."""
+    re, im = ops.real(b, z), ops.imag(b, z)
+    zero = ops.zeros_like(b, re)
+    inf_re, inf_im = ops.isinf(b, re), ops.isinf(b, im)
+    any_inf = ops.or_(b, inf_re, inf_im)
+    re = ops.select(b, any_inf, ops.select(b, inf_re, ops.sign(b, re), zero), re)
+    im = ops.select(b, any_inf, ops.select(b, inf_im, ops.sign(b, im), zero), im)
+    size = ops.hypot(b, re, im)
+    at_zero = ops.eq(b, size, zero)
+    safe = ops.select(b, at_zero, ops.full_like(b, 1.0, size), size)
+    both_inf = ops.and_(b, inf_re, inf_im)                  # NumPy: nan + nanj
+    nan = ops.full_like(b, float("nan"), size)
+    parts = [ops.select(b, both_inf, nan, ops.select(b, at_zero, zero, ops.div(b, v, safe)))
+             for v in (re, im)]
+    return ops.complex_(b, *parts)
 
 
 def _compute_dtype(spec: Elementwise, args: Sequence[Any], out_dtype: np.dtype) -> np.dtype:

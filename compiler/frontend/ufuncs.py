@@ -165,7 +165,7 @@ def power(b: Builder, x: Any, y: Any, operator: bool = True) -> Staged:
     if isinstance(x, Staged) and not x.weak and isinstance(y, (int, float)) \
             and not isinstance(y, bool):
         fast = {2: "square", 1: "positive"}.get(int(y)) if y in (1, 2) else None
-        if is_float(dtype) and y == 0.5:
+        if is_inexact(dtype) and y == 0.5:     # NumPy's fast scalar powers, complex too
             fast = "sqrt"
         elif is_float(dtype) and y == -1:
             fast = "reciprocal"

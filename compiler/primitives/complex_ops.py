@@ -13,8 +13,8 @@ is a Value. Most primitives need no thought: an op that moves or adds elements
 (broadcast, slice, concatenate, take, reduce_sum, cumsum, select, ...) is applied to
 the real parts and to the imaginary parts (:func:`componentwise`). The arithmetic
 and the math functions are decompositions into real ops, ``fn(b, re, im, ...) ->
-(re, im)``, looked up in :data:`MATH`: that table is the one place to plug in better
-formulas (compiler/primitives/complexmath.py's, when it exists: one line per entry).
+(re, im)``, looked up in :data:`MATH`: compiler/primitives/complexmath.py's functions,
+which follow NumPy's loops and C99 Annex G (docs/vecmath.md#complex-functions).
 
 AD convention (torch.func): a holomorphic op's vjp multiplies the cotangent by the
 conjugate derivative (ad.from_partials), real/imag/conj/complex are R-linear maps
@@ -30,6 +30,7 @@ from compiler.ir.core import Value
 from compiler.ir.primitive import Primitive, define
 from compiler.ir.types import BOOL, TensorType, complex_dtype, is_complex, is_float, real_dtype
 from compiler.primitives import ad, ops
+from compiler.primitives import complexmath as cm
 from compiler.primitives.base import check, same_shape_rule
 from compiler.primitives.batching import elementwise_rule
 
@@ -187,73 +188,6 @@ def _extremum(strict: Callable[..., Value], weak: Callable[..., Value]) -> Calla
 
 # ---- arithmetic and math: (re, im) decompositions ------------------------------------
 
-def mul(b: Any, ar: Value, ai: Value, br: Value, bi: Value) -> Pair:
-    """(a.re b.re - a.im b.im, a.re b.im + a.im b.re)."""
-    return (ops.sub(b, ops.mul(b, ar, br), ops.mul(b, ai, bi)),
-            ops.add(b, ops.mul(b, ar, bi), ops.mul(b, ai, br)))
-
-
-def div(b: Any, ar: Value, ai: Value, br: Value, bi: Value) -> Pair:
-    """Smith's algorithm: scale by the larger part of the divisor (no overflow of |b|^2)."""
-    big_re = ops.ge(b, ops.abs_(b, br), ops.abs_(b, bi))
-    # r = small/large, d = large + small*r; both branches computed and selected
-    r1 = ops.div(b, bi, br)
-    d1 = ops.add(b, br, ops.mul(b, bi, r1))
-    re1 = ops.div(b, ops.add(b, ar, ops.mul(b, ai, r1)), d1)
-    im1 = ops.div(b, ops.sub(b, ai, ops.mul(b, ar, r1)), d1)
-    r2 = ops.div(b, br, bi)
-    d2 = ops.add(b, bi, ops.mul(b, br, r2))
-    re2 = ops.div(b, ops.add(b, ops.mul(b, ar, r2), ai), d2)
-    im2 = ops.div(b, ops.sub(b, ops.mul(b, ai, r2), ar), d2)
-    return ops.select(b, big_re, re1, re2), ops.select(b, big_re, im1, im2)
-
-
-def exp(b: Any, x: Value, y: Value) -> Pair:
-    """exp(x) (cos y, sin y); an imaginary part of 0 stays 0 (exp(inf + 0j) = inf + 0j)."""
-    e = ops.exp(b, x)
-    zero = ops.eq(b, y, ops.zeros_like(b, y))
-    return ops.mul(b, e, ops.cos(b, y)), ops.select(b, zero, y, ops.mul(b, e, ops.sin(b, y)))
-
-
-def log(b: Any, x: Value, y: Value) -> Pair:
-    """(log |z|, arg z)."""
-    return ops.log(b, ops.hypot(b, x, y)), ops.arctan2(b, y, x)
-
-
-def sqrt(b: Any, x: Value, y: Value) -> Pair:
-    """The principal root: t = sqrt((|z| + |x|) / 2); (t, y / 2t) for x >= 0, else
-    (|y| / 2t, ±t with the sign of y); 0 at 0."""
-    zero = ops.zeros_like(b, x)
-    half = ops.full_like(b, 0.5, x)
-    t = ops.sqrt(b, ops.mul(b, ops.add(b, ops.hypot(b, x, y), ops.abs_(b, x)), half))
-    q = ops.div(b, half, t)
-    is_zero = ops.eq(b, t, zero)
-    pos = ops.ge(b, x, zero)
-    neg_y = ops.lt(b, y, zero)
-    re_ = ops.select(b, pos, t, ops.mul(b, ops.abs_(b, y), q))
-    im_ = ops.select(b, pos, ops.mul(b, y, q), ops.select(b, neg_y, ops.neg(b, t), t))
-    return ops.select(b, is_zero, zero, re_), ops.select(b, is_zero, y, im_)
-
-
-def power(b: Any, ar: Value, ai: Value, br: Value, bi: Value) -> Pair:
-    """exp(b log a); 0 ** b is 1 for b == 0 and 0 otherwise (NumPy gives nan for Re b <= 0,
-    b != 0); exponents 1 and 2 exactly (a, a*a)."""
-    lr, li = log(b, ar, ai)
-    er, ei = exp(b, *mul(b, br, bi, lr, li))
-    zero = ops.zeros_like(b, ar)
-    one = ops.full_like(b, 1.0, ar)
-    base_zero = ops.and_(b, ops.eq(b, ar, zero), ops.eq(b, ai, zero))
-    exp_zero = ops.and_(b, ops.eq(b, br, zero), ops.eq(b, bi, zero))
-    er = ops.select(b, base_zero, ops.select(b, exp_zero, one, zero), er)
-    ei = ops.select(b, base_zero, zero, ei)
-    real_exp = ops.eq(b, bi, zero)
-    sq_r, sq_i = mul(b, ar, ai, ar, ai)
-    for k, (kr, ki) in ((1.0, (ar, ai)), (2.0, (sq_r, sq_i))):
-        at = ops.and_(b, real_exp, ops.eq(b, br, ops.full_like(b, k, br)))
-        er, ei = ops.select(b, at, kr, er), ops.select(b, at, ki, ei)
-    return er, ei
-
-
 #: the complex decompositions of the elementwise primitives, by primitive:
 #: ``fn(b, *parts) -> (re, im)`` with the parts of each operand in order (unary: ``fn(b, re,
 #: im)``, binary: ``fn(b, a_re, a_im, b_re, b_im)``). An entry is all a function needs: the
@@ -261,12 +195,13 @@ def power(b: Any, ar: Value, ai: Value, br: Value, bi: Value) -> Pair:
 #: complex rule, the frontend then stages them, and their derivative (``d=`` in
 #: elementwise.py, conjugated in reverse mode) is the complex one.
 MATH: dict[Primitive, Callable[..., Pair]] = {
-    ops.mul_p: mul,
-    ops.div_p: div,
-    ops.pow_p: power,
-    ops.exp_p: exp,
-    ops.log_p: log,
-    ops.sqrt_p: sqrt,
+    ops.mul_p: cm.cmul, ops.div_p: cm.cdiv, ops.pow_p: cm.cpow,
+    ops.exp_p: cm.cexp, ops.exp2_p: cm.cexp2, ops.expm1_p: cm.cexpm1,
+    ops.log_p: cm.clog, ops.log2_p: cm.clog2, ops.log10_p: cm.clog10, ops.log1p_p: cm.clog1p,
+    ops.sqrt_p: cm.csqrt,
+    ops.sin_p: cm.csin, ops.cos_p: cm.ccos, ops.tan_p: cm.ctan,
+    ops.sinh_p: cm.csinh, ops.cosh_p: cm.ccosh, ops.tanh_p: cm.ctanh,
+    ops.arcsin_p: cm.carcsin, ops.arccos_p: cm.carccos, ops.arctan_p: cm.carctan,
 }
 
 
@@ -313,7 +248,7 @@ def _reduce_prod(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
         h = n // 2
         lo = [ops.slice_(b, v, (0,) * (k + 1), lead + (h,)) for v in parts]
         hi = [ops.slice_(b, v, (0,) * k + (h,), lead + (n,)) for v in parts]
-        parts = list(mul(b, lo[0], lo[1], hi[0], hi[1]))
+        parts = list(cm.cmul(b, lo[0], lo[1], hi[0], hi[1]))
         n = h
     return [tuple(ops.reshape(b, v, lead) for v in parts)]    # type: ignore[list-item]
 
@@ -332,7 +267,7 @@ def _cumprod(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
         shifted = [ops.concatenate(b, [fill, ops.slice_(b, v, (0,) * len(shape), limit)], axis)
                    for v, fill in ((xr, _ones_like(b, xr, head)),
                                    (xi, ops.full(b, 0.0, xr.type.with_shape(head))))]
-        xr, xi = mul(b, xr, xi, shifted[0], shifted[1])
+        xr, xi = cm.cmul(b, xr, xi, shifted[0], shifted[1])
         s *= 2
     return [(xr, xi)]
 

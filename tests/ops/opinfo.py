@@ -2068,6 +2068,12 @@ op("complex.from_parts", lambda x, y: x + 1j * y, lambda dt, rng: [
 op("complex.exp", lambda x: np.exp(x), complex_unary(), dtypes=COMPLEX, tol=_C_TRANSCENDENTAL)
 op("complex.log", lambda x: np.log(x), complex_unary(), dtypes=COMPLEX, tol=_C_TRANSCENDENTAL)
 op("complex.sqrt", lambda x: np.sqrt(x), complex_unary(), dtypes=COMPLEX, tol=_C_TRANSCENDENTAL)
+for _name in ("exp2", "expm1", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh", "cosh", "tanh",
+              "arcsin", "arccos", "arctan"):
+    op(f"complex.{_name}", getattr(np, _name), complex_unary(-1.5, 1.5), dtypes=COMPLEX, tol=_C_TRANSCENDENTAL)
+op("complex.sign", lambda x: np.sign(x), complex_unary(), dtypes=COMPLEX, tol=_C_TRANSCENDENTAL)
+op("complex.maximum", lambda x, y: (np.maximum(x, y), np.minimum(x, y), np.fmax(x, y), np.fmin(x, y)),
+   complex_binary(), dtypes=COMPLEX, tol=IEEE, differentiable=False)
 op("complex.abs", lambda x: (np.abs(x), abs(x)), complex_unary(), dtypes=COMPLEX, tol=TRANSCENDENTAL)
 op("complex.parts", lambda x: (np.real(x), np.imag(x), x.real, x.imag), complex_unary(), dtypes=COMPLEX,
    tol=IEEE)
