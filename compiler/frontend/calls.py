@@ -24,6 +24,7 @@ from compiler.errors import CompileError, OutParameterError, SideEffectError, Un
 from compiler.frontend import arrays as A
 from compiler.frontend import numpy_api as NP
 from compiler.frontend import reductions as R
+from compiler.frontend import ufunc_methods as UM
 from compiler.frontend.control import assigned_names
 from compiler.frontend.pytrees import flatten_static, unflatten
 from compiler.frontend.source import function_source
@@ -121,6 +122,8 @@ class CallMixin:
                 kwargs.update(self.visit(kw.value))  # type: ignore[attr-defined]
             else:
                 kwargs[kw.arg] = self.visit(kw.value)  # type: ignore[attr-defined]
+        if _ufunc_method(fn) == "at":
+            return self._ufunc_at(node, fn.__self__, args, kwargs)
         if kwargs.get("out") is not None:
             raise Reject(OutParameterError, "out= is not supported: compiled functions return "
                          "their results", "return the value instead; the compiler fuses the "
@@ -141,6 +144,9 @@ class CallMixin:
             return EXTERNAL[fn.__func__](self, fn.__self__, *args, **kwargs)
         if _hashable(fn) and fn in NP.NUMPY_FUNCTIONS:
             return self._call_numpy(fn, args, kwargs)
+        method = _ufunc_method(fn)
+        if method is not None:
+            return self._call_ufunc_method(fn, method, args, kwargs)
         name = NP.numpy_name(fn)
         if name is not None:
             if _hashable(fn) and fn in NP.STATIC_NUMPY and not _any_dynamic(args, kwargs):
@@ -153,6 +159,41 @@ class CallMixin:
         if isinstance(fn, Closure):
             return self.call_closure(fn, args, kwargs)
         return self._call_python(fn, args, kwargs)
+
+    def _call_ufunc_method(self, fn: Any, method: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """np.<ufunc>.reduce / accumulate / outer (ufunc_methods.py); in Python on static values."""
+        uf = fn.__self__
+        if method == "at":
+            raise Reject(UnsupportedError, f"{uf.__name__}.at modifies its first argument, which "
+                         "must be an array variable", "write np.add.at(y, idx, v) with y a name")
+        handler = UM.METHODS.get(method)
+        if handler is None:
+            raise Reject(UnsupportedError, f"np.{uf.__name__}.{method} is not supported",
+                         "supported ufunc methods: reduce, accumulate, outer, at")
+        if not _any_dynamic(args, kwargs):
+            result = self.static(lambda: fn(*args, **kwargs), f"np.{uf.__name__}.{method}")  # type: ignore[attr-defined]
+            return self.register_local(result) if isinstance(result, np.ndarray) else result  # type: ignore[attr-defined]
+        self._bind(handler, f"np.{uf.__name__}.{method}", uf, *args, **kwargs)
+        return handler(self.b, uf, *args, **kwargs)
+
+    def _ufunc_at(self, node: ast.Call, uf: np.ufunc, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """``np.add.at(y, idx, v)``: y becomes the functional update (an assignment to y)."""
+        values = kwargs.pop("b", args[2] if len(args) == 3 else None)
+        if kwargs or not 2 <= len(args) <= 3:
+            raise Reject(CompileError, f"np.{uf.__name__}.at() takes (a, indices, b=None)")
+        obj, indices = args[0], args[1]
+        first = node.args[0] if node.args else None
+        if isinstance(obj, np.ndarray) and not isinstance(first, ast.Name):
+            raise Reject(UnsupportedError, f"{uf.__name__}.at into a constant array this way is "
+                         "not supported", "bind it to a name first")
+        x = A.lift(self.b, obj) if isinstance(obj, np.ndarray) else obj
+        if not isinstance(x, Staged) or x.weak:
+            raise Reject(CompileError, f"{uf.__name__}.at: the first argument must be an array")
+        new = UM.at(self.b, uf, x, indices, values)
+        target = ast.Subscript(value=first or ast.Name("x"), slice=ast.Constant(Ellipsis),
+                               ctx=ast.Store())
+        self.setitem(obj, Ellipsis, new, target)  # type: ignore[attr-defined]
+        return None
 
     def _call_kernel(self, kernel: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Inline a Kernel (``jit``, ``vmap``, ...): stage it for these argument types."""
@@ -295,6 +336,13 @@ class CallMixin:
                 return None
             except ReturnSignal as r:
                 return r.value
+
+
+def _ufunc_method(fn: Any) -> str | None:
+    """'reduce' for np.add.reduce (a method of a NumPy ufunc), else None."""
+    if isinstance(fn, types.BuiltinMethodType) and isinstance(getattr(fn, "__self__", None), np.ufunc):
+        return fn.__name__
+    return None
 
 
 def _ufunc_spec(name: str) -> Any:
