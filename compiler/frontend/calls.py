@@ -23,12 +23,13 @@ import numpy as np
 from compiler.errors import CompileError, OutParameterError, SideEffectError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import numpy_api as NP
+from compiler.frontend import pylib as PL
 from compiler.frontend import reductions as R
 from compiler.frontend import ufunc_methods as UM
 from compiler.frontend.control import assigned_names
 from compiler.frontend.pytrees import flatten_static, unflatten
 from compiler.frontend.source import function_source
-from compiler.frontend.ufuncs import UFUNCS, binary, divmod_, round_, unary, where
+from compiler.frontend.ufuncs import UFUNCS, binary, divmod_, round_, unary
 from compiler.frontend.values import BoundMethod, Closure, Reject, ReturnSignal, Scope, Staged, Weak
 from compiler.frontend.random import implicit_key
 from compiler.primitives import ops
@@ -138,6 +139,9 @@ class CallMixin:
             return self._call_method(fn, args, kwargs)
         if _hashable(fn) and fn in EXTERNAL:
             return EXTERNAL[fn](self, *args, **kwargs)
+        library = PL.handler_for(fn)
+        if library is not None:                 # operator, functools, itertools, np.ndindex, sorted
+            return library(self, *args, **kwargs)
         if isinstance(fn, types.MethodType) and _hashable(fn.__func__) and fn.__func__ in EXTERNAL:
             # a registered function called as a bound (class)method, e.g. MyFunction.apply:
             # the handler gets the bound object first (compiler.Function, custom.py)
@@ -432,24 +436,6 @@ def _abs(st: Any, x: Any) -> Any:
     return st.static(lambda: abs(x))
 
 
-def _minmax(which: str) -> Callable[..., Any]:
-    pyfn = min if which == "min" else max
-
-    def handler(st: Any, *args: Any, **kwargs: Any) -> Any:
-        items = list(st.iterate(args[0])) if len(args) == 1 else list(args)
-        if not any(isinstance(x, Staged) for x in items) or kwargs:
-            return st.static(lambda: pyfn(*args, **kwargs))
-        if not items:
-            raise Reject(CompileError, f"{which}() arg is an empty sequence")
-        best = items[0]
-        for x in items[1:]:
-            better = binary(st.b, "less" if which == "min" else "greater", x, best)
-            A.check_single_element(better, f"{which}()")
-            best = where(st.b, better, x, best)
-        return best
-    return handler
-
-
 def _sum(st: Any, iterable: Any, start: Any = 0) -> Any:
     if isinstance(iterable, Staged):
         total = R.reduce(st.b, "sum", iterable, 0, iterable.dtype)
@@ -540,19 +526,18 @@ def _static_only(fn: Any) -> Callable[..., Any]:
     return handler
 
 
-_STATIC_HINTS = {"any": "use np.any(x)", "all": "use np.all(x)", "sorted": "np.sort is not "
-                 "supported yet", "hash": None, "id": None, "str": None, "repr": None}
+_STATIC_HINTS = {"hash": None, "id": None, "str": None, "repr": None}
 
 BUILTINS: dict[Any, Callable[..., Any]] = {
     len: _len, range: _range, float: _scalar_cast("float"), int: _scalar_cast("int"),
-    bool: _scalar_cast("bool"), abs: _abs, min: _minmax("min"), max: _minmax("max"), sum: _sum,
+    bool: _scalar_cast("bool"), abs: _abs, sum: _sum,
     isinstance: _isinstance, type: _type, tuple: _container(tuple), list: _container(list),
     dict: _container(dict), set: _container(set), enumerate: _enumerate, zip: _zip,
     reversed: _reversed, map: _map, print: _print, round: _round, divmod: _divmod, pow: _pow,
     open: _reject_io("open"), input: _reject_io("input"), exec: _reject_io("exec"),
     eval: _reject_io("eval"),
 }
-for _fn in (any, all, sorted, str, repr, getattr, hasattr, callable, slice, issubclass, chr, ord,
+for _fn in (str, repr, getattr, hasattr, callable, slice, issubclass, chr, ord,
             hash, format, iter, next, frozenset, filter, id):
     BUILTINS.setdefault(_fn, _static_only(_fn))
 BUILTINS[functools.partial] = lambda st, fn, *args, **kwargs: functools.partial(fn, *args, **kwargs)
