@@ -629,6 +629,8 @@ class Stager(CallMixin, ast.NodeVisitor):
     def subscript(self, obj: Any, index: Any) -> Any:
         if isinstance(obj, Staged) or (isinstance(obj, np.ndarray) and _has_dynamic(index)):
             return I.getitem(self.b, obj, index)
+        if _has_dynamic(index) and isinstance(obj, NP.INDEX_OBJECTS):       # np.r_[...], np.c_[...]
+            return NP.index_concatenate(self.b, obj, index)
         if _has_dynamic(index):
             raise Reject(UnsupportedError, f"indexing a {type(obj).__name__} with an array value "
                          "is not supported", "make it an array first (np.stack / np.asarray)")
