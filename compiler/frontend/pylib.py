@@ -74,8 +74,9 @@ def _compare(op: type | None) -> Handler:
 
 
 def _unary(op: type) -> Handler:
-    names = {ast.USub: "negative", ast.UAdd: "positive", ast.Invert: "invert"}
-    pyops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
+    names: dict[type, str] = {ast.USub: "negative", ast.UAdd: "positive", ast.Invert: "invert"}
+    pyops: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos,
+                                               ast.Invert: operator.invert}
 
     def handler(st: Any, a: Any) -> Any:
         if isinstance(a, Staged):

@@ -19,7 +19,7 @@ binary ufunc of :data:`ufuncs.UFUNCS` (one mechanism, not one branch per name).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -41,7 +41,7 @@ ASSOCIATIVE = {"add", "multiply", "maximum", "minimum", "fmax", "fmin", "logadde
                "logaddexp2", "logical_and", "logical_or", "logical_xor", "bitwise_and",
                "bitwise_or", "bitwise_xor", "hypot"}
 MAX_SEQUENTIAL = 1024      # steps of a left-to-right fold or of an unrolled ufunc.at
-_NO_VALUE = np._NoValue    # type: ignore[attr-defined]
+_NO_VALUE: Any = np._NoValue
 
 
 def ufunc_name(uf: np.ufunc) -> str:
@@ -228,7 +228,8 @@ def at(b: Builder, uf: np.ufunc, x: Staged, indices: Any, values: Any = None) ->
         vb = Staged(A.broadcast_value(b, vb.value, target), weak=vb.weak)
     out = x
     for flat in range(total):
-        pos = np.unravel_index(flat, tuple(bshape)) if bshape else ()
+        pos = tuple(int(p) for p in np.unravel_index(flat, [S._static_dim(d) for d in bshape])) \
+            if bshape else ()
         key = tuple(_entry(b, i, pos) for i in idx)
         current = I.getitem(b, out, key)
         new = binary(b, name, current, I.getitem(b, vb, pos) if pos else vb)
@@ -267,4 +268,4 @@ def _wrapped(b: Builder, i: Any, n: Any) -> Staged:
     return _wrapped(b, A.constant(b, arr, I64), n)
 
 
-METHODS = {"reduce": reduce, "accumulate": accumulate, "outer": outer}
+METHODS: dict[str, Callable[..., Any]] = {"reduce": reduce, "accumulate": accumulate, "outer": outer}
