@@ -56,7 +56,7 @@ def ufunc_name(uf: np.ufunc) -> str:
 
 def _fold(b: Builder, name: str, x: Staged, axis: int) -> Staged:
     """Reduce axis `axis` of x (static size >= 1) with the binary ufunc `name`."""
-    n = S._static_dim(x.shape[axis])
+    n = _static_axis(name, "reduce", x.shape[axis])
     if name in ASSOCIATIVE:
         while n > 1:
             half = n // 2
@@ -73,6 +73,17 @@ def _fold(b: Builder, name: str, x: Staged, axis: int) -> Staged:
     for k in range(1, n):
         acc = binary(b, name, acc, S.squeeze(b, Staged(I.static_slice(b, x, axis, k, k + 1)), axis))
     return acc
+
+
+def _static_axis(name: str, method: str, d: Any) -> int:
+    if not isinstance(d, int):
+        hint = ("np.add, np.multiply, np.maximum, np.minimum, np.logical_and and np.logical_or "
+                "reduce symbolic axes")
+        if name.startswith("logaddexp"):
+            hint += "; for logaddexp write m = x.max(); m + np.log(np.sum(np.exp(x - m)))"
+        raise Reject(UnsupportedError, f"np.{name}.{method} over an axis of symbolic size {d}: "
+                     "this ufunc's fold needs a static size", hint)
+    return d
 
 
 def _sequential(name: str, n: int) -> None:
@@ -116,7 +127,7 @@ def reduce(b: Builder, uf: np.ufunc, array: Any, axis: Any = 0, dtype: Any = Non
 
 
 def _reduce_axis(b: Builder, uf: np.ufunc, name: str, x: Staged, axis: int, initial: Any) -> Staged:
-    n = S._static_dim(x.shape[axis])
+    n = _static_axis(name, "reduce", x.shape[axis])
     if initial is not _NO_VALUE:
         first = S.broadcast_to(b, A.convert(b, A.lift(b, A.normalize_operand(b, initial)), x.dtype),
                                tuple(1 if i == axis else d for i, d in enumerate(x.shape)))
@@ -145,7 +156,7 @@ def accumulate(b: Builder, uf: np.ufunc, array: Any, axis: int = 0, dtype: Any =
         return R.scan(b, _SCANS[name], x, ax, dtype)
     if dtype is not None:
         x = A.astype(b, x, dtype)
-    n = S._static_dim(x.shape[ax])
+    n = _static_axis(name, "accumulate", x.shape[ax])
     dt = A.oracle(uf, [x, x])
     x = A.convert(b, x, dt)
     if n <= 1:
