@@ -220,15 +220,8 @@ def at(b: Builder, uf: np.ufunc, x: Staged, indices: Any, values: Any = None) ->
     except Reject:
         raise Reject(CompileError, f"{name}.at: values of shape {A.fmt_shape(A.shape_of(v))} do "
                      f"not broadcast to the indexed shape {A.fmt_shape(target)}") from None
-    if name in ("add", "subtract") and len(idx) == 1 and A.shape_of(idx[0]) != ():
-        upd = v if name == "add" else binary(b, "subtract", 0, v)
-        i0 = _wrapped(b, idx[0], x.shape[0])
-        dt = A.oracle(uf, [x, upd])
-        if not np.can_cast(dt, x.dtype, "same_kind") and dt != x.dtype:
-            raise Reject(CompileError, f"Cannot cast ufunc '{name}' output from {dt!r} to "
-                         f"{x.dtype!r} with casting rule 'same_kind'")
-        updv = A.operand(b, upd, x.dtype, target)
-        return Staged(ops.scatter(b, x.value, i0.value, updv, axis=0, mode="add"))
+    if name in ("add", "subtract") and bshape:
+        return _scatter_add(b, uf, name, x, idx, v, bshape, target)
     total = A.prod(bshape)
     if not isinstance(total, int):
         raise Reject(UnsupportedError, f"{name}.at with index arrays of symbolic size "
@@ -250,6 +243,32 @@ def at(b: Builder, uf: np.ufunc, x: Staged, indices: Any, values: Any = None) ->
                          f"{x.dtype!r} with casting rule 'same_kind'")
         out = Staged(I.setitem(b, out, key, A.convert(b, new, x.dtype)))
     return out
+
+
+def _scatter_add(b: Builder, uf: np.ufunc, name: str, x: Staged, idx: tuple[Any, ...], v: Any,
+                 bshape: tuple[Any, ...], target: tuple[Any, ...]) -> Staged:
+    """add.at / subtract.at as one scatter-add over the flattened leading axes."""
+    upd = v if name == "add" else binary(b, "subtract", 0, v)
+    dt = A.oracle(uf, [x, upd])
+    if not np.can_cast(dt, x.dtype, "same_kind"):
+        raise Reject(CompileError, f"Cannot cast ufunc '{name}' output from {dt!r} to "
+                     f"{x.dtype!r} with casting rule 'same_kind'")
+    lead, rest = tuple(x.shape[:len(idx)]), tuple(x.shape[len(idx):])
+    flat: Any = None
+    stride: Any = 1
+    for i, d in reversed(list(zip(idx, lead))):
+        term = A.broadcast_value(b, _wrapped(b, i, d).value, bshape)
+        if stride != 1:
+            s = A.lift(b, stride, I64) if isinstance(stride, int) else A.dim_value(b, stride)
+            term = ops.mul(b, term, A.broadcast_value(b, s.value, bshape))
+        flat = term if flat is None else ops.add(b, flat, term)
+        stride = A.prod((stride, d))
+    count = A.prod(bshape)
+    flat = A.reshape_value(b, flat, (count,))
+    xs = A.reshape_value(b, x.value, (A.prod(lead),) + rest)
+    updv = A.reshape_value(b, A.operand(b, upd, x.dtype, target), (count,) + rest)
+    out = ops.scatter(b, xs, flat, updv, axis=0, mode="add")
+    return Staged(A.reshape_value(b, out, tuple(x.shape)))
 
 
 def _entry(b: Builder, i: Any, pos: tuple[int, ...]) -> Any:

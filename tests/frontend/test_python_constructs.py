@@ -184,6 +184,12 @@ def test_index_iterator_loop_is_a_loop_op_not_unrolled():
     assert ir.count("take") + ir.count("dynamic_slice") < 20    # one body, not 1200
 
 
+def test_ndenumerate_loop_under_vmap():
+    xs = RNG.standard_normal((3, 4, 6))
+    same(jit(vmap(over_ndenumerate))(xs), np.array([over_ndenumerate(x) for x in xs]),
+         rtol=1e-12)
+
+
 def test_ndindex_loop_gradient_matches_finite_differences():
     got = jit(grad(over_ndenumerate))(X)
     np.testing.assert_allclose(got, jacobian(over_ndenumerate, (X,)), rtol=1e-7, atol=1e-8)
@@ -271,6 +277,23 @@ def test_ufunc_at_accumulates_repeated_indices():
     compiled_equals_numpy(add_at, X, np.array([0, 3, 3]), X[:3] * 2)
     compiled_equals_numpy(lambda y: add_at(y, [0, 0, 2], 1.0), V)
     compiled_equals_numpy(many_at, X, np.array([0, 0, 3]))
+
+
+def add_at_rows_cols(y, r, c, v):
+    out = y.copy()
+    np.add.at(out, (r, c), v)
+    np.subtract.at(out, (r[:2], 1), 1.0)
+    np.add.at(out, (0, c[:3]), 5.0)
+    np.add.at(out, [3, 3, -1], y[0])
+    return out
+
+
+def test_ufunc_at_on_several_axes_and_symbolic_sizes():
+    r, c = np.array([0, 0, 3, 3, -1]), np.array([1, 1, 5, 5, 0])
+    for v in (np.arange(5.0), 2.0):
+        compiled_equals_numpy(add_at_rows_cols, X, r, c, v)
+    k = jit(add_at_rows_cols, signature="f64[n, m], i64[k], i64[k], f64[k] -> f64[n, m]")
+    same(k(X, r, c, np.arange(5.0)), add_at_rows_cols(X, r, c, np.arange(5.0)))
 
 
 def test_ufunc_at_under_vmap_and_grad():
