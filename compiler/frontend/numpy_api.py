@@ -190,10 +190,14 @@ def index_concatenate(b: Builder, obj: Any, key: Any) -> Any:
     for item in items:
         if isinstance(item, slice):
             bounds = [item.start, item.stop, item.step]
-            if any(isinstance(v, (Staged, DimExpr)) for v in bounds):
+            if any(isinstance(v, Staged) for v in bounds):
                 raise Reject(UnsupportedError, "np.r_ slices need static bounds: the length "
                              "would depend on run-time values", "use np.arange with static bounds")
-            piece: Any = np.r_[item]
+            if any(isinstance(v, DimExpr) for v in bounds) and not isinstance(item.step, complex):
+                piece: Any = S.arange(b, 0 if item.start is None else item.start, item.stop,
+                                      item.step)
+            else:
+                piece = np.r_[item]
             scalar = False
         else:
             item = A.normalize_operand(b, item)

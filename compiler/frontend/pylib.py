@@ -56,6 +56,10 @@ _BINARY = {operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult,
            operator.pow: ast.Pow, operator.matmul: ast.MatMult, operator.and_: ast.BitAnd,
            operator.or_: ast.BitOr, operator.xor: ast.BitXor, operator.lshift: ast.LShift,
            operator.rshift: ast.RShift}
+_INPLACE = {operator.iadd: ast.Add, operator.isub: ast.Sub, operator.imul: ast.Mult,
+            operator.itruediv: ast.Div, operator.ifloordiv: ast.FloorDiv, operator.imod: ast.Mod,
+            operator.ipow: ast.Pow, operator.imatmul: ast.MatMult, operator.iand: ast.BitAnd,
+            operator.ior: ast.BitOr, operator.ixor: ast.BitXor}
 _COMPARE = {operator.lt: ast.Lt, operator.le: ast.LtE, operator.eq: ast.Eq,
             operator.ne: ast.NotEq, operator.gt: ast.Gt, operator.ge: ast.GtE,
             operator.contains: None}
@@ -65,6 +69,11 @@ _UNARY = {operator.neg: ast.USub, operator.pos: ast.UAdd, operator.invert: ast.I
 
 def _binary(op: type) -> Handler:
     return lambda st, a, b: st.binop(op(), a, b)
+
+
+def _inplace(op: type) -> Handler:
+    """operator.iadd(a, b) is ``a += b``: in place for a local array, as the statement."""
+    return lambda st, a, b: st.augment(a, op(), b)
 
 
 def _compare(op: type | None) -> Handler:
@@ -127,6 +136,7 @@ def _getter(st: Any, getter: Any, obj: Any) -> Any:
 OPERATOR: dict[Any, Handler] = {
     **{fn: _binary(op) for fn, op in _BINARY.items()},
     **{fn: _compare(op) for fn, op in _COMPARE.items()},
+    **{fn: _inplace(op) for fn, op in _INPLACE.items()},
     **{fn: _unary(op) for fn, op in _UNARY.items()},
     operator.not_: _not, operator.truth: _truth, operator.getitem: _getitem,
     operator.index: _index, operator.abs: _abs,

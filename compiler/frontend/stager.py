@@ -629,7 +629,8 @@ class Stager(CallMixin, ast.NodeVisitor):
     def subscript(self, obj: Any, index: Any) -> Any:
         if isinstance(obj, Staged) or (isinstance(obj, np.ndarray) and _has_dynamic(index)):
             return I.getitem(self.b, obj, index)
-        if _has_dynamic(index) and isinstance(obj, NP.INDEX_OBJECTS):       # np.r_[...], np.c_[...]
+        if isinstance(obj, NP.INDEX_OBJECTS) and (_has_dynamic(index) or _has_size(index)):
+            # np.r_[...], np.c_[...] with arrays or symbolic slice bounds
             return NP.index_concatenate(self.b, obj, index)
         if _has_dynamic(index):
             raise Reject(UnsupportedError, f"indexing a {type(obj).__name__} with an array value "
@@ -836,6 +837,17 @@ def _has_dynamic(x: Any) -> bool:
         return True
     if isinstance(x, (tuple, list)):
         return any(_has_dynamic(e) for e in x)
+    return False
+
+
+def _has_size(x: Any) -> bool:
+    """Does an index hold a symbolic size (in a slice bound too)?"""
+    if isinstance(x, DimExpr):
+        return True
+    if isinstance(x, slice):
+        return any(isinstance(v, DimExpr) for v in (x.start, x.stop, x.step))
+    if isinstance(x, tuple):
+        return any(_has_size(e) for e in x)
     return False
 
 

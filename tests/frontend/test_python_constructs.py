@@ -345,6 +345,17 @@ def test_operator_and_functools_reduce():
     compiled_equals_numpy(with_operators, a, a[::-1].copy(), rtol=1e-12)
 
 
+def inplace_operators(a):
+    y = a.copy()
+    z = operator.iadd(y, 1.0)           # y += 1.0: z is y
+    operator.imul(y, 2.0)
+    return y, z, operator.iadd(3, 4) * a, operator.isub(a, 1.0)
+
+
+def test_inplace_operator_functions_are_augmented_assignments():
+    compiled_equals_numpy(inplace_operators, V)
+
+
 def on_dict_keys(p):
     keys = sorted(p)
     total = sum(p[k].sum() for k in keys)
@@ -397,6 +408,11 @@ def concatenators(v, x):
 def test_r_and_c():
     compiled_equals_numpy(concatenators, V, X)
     compiled_equals_numpy(lambda v: np.r_[v, 0.5, 2], V.astype(np.float32))
+
+
+def test_r_with_symbolic_slice_bound():
+    k = jit(lambda v: np.r_[0:v.shape[0]] * v + np.r_[v, v][: v.shape[0]], signature="f64[n] -> f64[n]")
+    same(k(V), np.r_[0:5] * V + V)
 
 
 def test_einsum_sublist_form():
