@@ -483,3 +483,16 @@ def test_shape_condition_with_symbolic_size_is_a_clear_error():
     with pytest.raises(UnsupportedError, match="symbolic size") as info:
         jit(halvings, signature="f64[n] -> f64[n]")(np.ones(4))
     assert "concrete size in the signature" in info.value.hint
+
+
+def parity(x):
+    n = x.shape[0]
+    if n % 2 == 0:          # under a signature: a run-time branch on the size
+        return x * 2.0
+    return x - 1.0
+
+
+def test_if_on_symbolic_size_arithmetic_is_a_run_time_branch():
+    k = jit(parity, signature="f64[n] -> f64[n]")
+    for n in (3, 4):
+        same(k(np.arange(float(n))), parity(np.arange(float(n))))
