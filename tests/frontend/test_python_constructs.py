@@ -496,3 +496,20 @@ def test_if_on_symbolic_size_arithmetic_is_a_run_time_branch():
     k = jit(parity, signature="f64[n] -> f64[n]")
     for n in (3, 4):
         same(k(np.arange(float(n))), parity(np.arange(float(n))))
+
+
+def at_then_scan(a, idx):
+    y = a.copy()
+    np.maximum.at(y, idx, 0.3)          # one update per index entry, in order
+    np.multiply.at(y, idx[:2], 1.5)
+    return np.sum(np.logaddexp.accumulate(y, axis=1) ** 2) + np.sum(np.subtract.reduce(y, axis=0) ** 2)
+
+
+def test_sequential_ufunc_at_under_grad_and_vmap():
+    idx = np.array([0, 0, 3])
+    got = jit(grad(at_then_scan))(X, idx)
+    np.testing.assert_allclose(got, jacobian(lambda a: at_then_scan(a, idx), (X,)),
+                               rtol=1e-6, atol=1e-7)
+    xs, ids = RNG.standard_normal((3, 4, 6)), np.array([[0, 1, 2], [3, 3, 3], [1, 0, 1]])
+    same(jit(vmap(at_then_scan))(xs, ids), np.array([at_then_scan(x, i) for x, i in zip(xs, ids)]),
+         rtol=1e-12)
