@@ -11,6 +11,8 @@ binary ufunc of :data:`ufuncs.UFUNCS` (one mechanism, not one branch per name).
 * ``accumulate``: add and multiply are cumsum and cumprod; another associative ufunc
   (maximum, minimum, logaddexp, ...) is a prefix scan of ``log2(n)`` shifted steps
   (Hillis-Steele), a non-associative one a left-to-right scan.
+* Over an axis of symbolic size, ``accumulate`` (and ``reduce``, as its last row) is a
+  ``for`` op carrying the result: ``out[k] = uf(out[k - 1], out[k])``.
 * ``outer(a, b)``: the ufunc of ``a`` reshaped to ``a.shape + (1,) * b.ndim`` and ``b``.
 * ``at(x, idx, v)``: the functional update ``x = x with x[idx] op= v`` applied unbuffered
   (a repeated index accumulates, as in NumPy); the caller's stager assigns the result.
@@ -30,9 +32,12 @@ from compiler.frontend import reductions as R
 from compiler.frontend import shapes as S
 from compiler.frontend.ufuncs import UFUNCS, binary
 from compiler.frontend.values import Reject, Staged
+from compiler.ir import dims
 from compiler.ir.builder import Builder
-from compiler.ir.types import I64
+from compiler.ir.core import Block, Value
+from compiler.ir.types import I64, TensorType
 from compiler.primitives import ops
+from compiler.primitives.loops import trip_count
 
 _REDUCTIONS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
                "logical_and": "all", "logical_or": "any"}
@@ -56,7 +61,7 @@ def ufunc_name(uf: np.ufunc) -> str:
 
 def _fold(b: Builder, name: str, x: Staged, axis: int) -> Staged:
     """Reduce axis `axis` of x (static size >= 1) with the binary ufunc `name`."""
-    n = _static_axis(name, "reduce", x.shape[axis])
+    n = S._static_dim(x.shape[axis])
     if name in ASSOCIATIVE:
         while n > 1:
             half = n // 2
@@ -75,15 +80,44 @@ def _fold(b: Builder, name: str, x: Staged, axis: int) -> Staged:
     return acc
 
 
-def _static_axis(name: str, method: str, d: Any) -> int:
-    if not isinstance(d, int):
-        hint = ("np.add, np.multiply, np.maximum, np.minimum, np.logical_and and np.logical_or "
-                "reduce symbolic axes")
-        if name.startswith("logaddexp"):
-            hint += "; for logaddexp write m = x.max(); m + np.log(np.sum(np.exp(x - m)))"
-        raise Reject(UnsupportedError, f"np.{name}.{method} over an axis of symbolic size {d}: "
-                     "this ufunc's fold needs a static size", hint)
-    return d
+def loop_scan(b: Builder, name: str, x: Staged, axis: int) -> Staged:
+    """accumulate over an axis of any size (a symbolic one): a ``for`` op whose carry starts
+    as x (moved to the front) and becomes the result, out[k] = uf(out[k - 1], out[k])."""
+    xm = S.moveaxis(b, x, axis, 0)
+    t = xm.value.type
+    n, rest = t.shape[0], tuple(t.shape[1:])
+    body = Block()
+    i = Value(TensorType(I64, ()), None, 0, "k")
+    out = Value(t, None, 1, "")
+    body.args.extend([i, out])
+    with b.inside(body):
+        zeros = [ops.scalar(b, 0, I64) for _ in rest]
+        before = ops.sub(b, i, ops.scalar(b, 1, I64))
+        prev = ops.dynamic_slice(b, out, [before, *zeros], (1, *rest))
+        cur = ops.dynamic_slice(b, out, [i, *zeros], (1, *rest))
+        new = A.convert(b, binary(b, name, Staged(prev), Staged(cur)), t.dtype)
+        body.results = [ops.dynamic_update_slice(b, out, new.value, [i, *zeros])]
+    start, stop = ops.scalar(b, 1, I64), A.dim_value(b, n).value
+    (res,) = ops.for_loop(b, start, stop, [xm.value], body, 1, trip_count(1, n, 1))
+    return S.moveaxis(b, Staged(res), 0, axis)
+
+
+def _loop_reduce(b: Builder, uf: np.ufunc, name: str, x: Staged, axis: int, initial: Any) -> Staged:
+    """reduce over a symbolic axis: the last row of the loop scan. The fold starts from
+    `initial`, else from the ufunc's identity (so an empty axis gives it, as in NumPy), else
+    from the first element (an empty axis is NumPy's ValueError, when the kernel runs)."""
+    first = initial if initial is not _NO_VALUE else uf.identity
+    if first is not None:
+        head = S.broadcast_to(b, A.convert(b, A.lift(b, A.normalize_operand(b, first)), x.dtype),
+                              tuple(1 if k == axis else d for k, d in enumerate(x.shape)))
+        x = S.concatenate(b, [head, x], axis)
+    else:
+        R._check_nonempty(b, x, (axis,), f"zero-size array to reduction operation {name} which "
+                          "has no identity")
+    n = x.shape[axis]
+    scanned = loop_scan(b, name, x, axis)
+    last = Staged(I.static_slice(b, scanned, axis, dims.add(n, -1), n))
+    return S.squeeze(b, last, axis)
 
 
 def _sequential(name: str, n: int) -> None:
@@ -127,7 +161,9 @@ def reduce(b: Builder, uf: np.ufunc, array: Any, axis: Any = 0, dtype: Any = Non
 
 
 def _reduce_axis(b: Builder, uf: np.ufunc, name: str, x: Staged, axis: int, initial: Any) -> Staged:
-    n = _static_axis(name, "reduce", x.shape[axis])
+    if not isinstance(x.shape[axis], int):
+        return _loop_reduce(b, uf, name, x, axis, initial)
+    n = x.shape[axis]
     if initial is not _NO_VALUE:
         first = S.broadcast_to(b, A.convert(b, A.lift(b, A.normalize_operand(b, initial)), x.dtype),
                                tuple(1 if i == axis else d for i, d in enumerate(x.shape)))
@@ -156,9 +192,11 @@ def accumulate(b: Builder, uf: np.ufunc, array: Any, axis: int = 0, dtype: Any =
         return R.scan(b, _SCANS[name], x, ax, dtype)
     if dtype is not None:
         x = A.astype(b, x, dtype)
-    n = _static_axis(name, "accumulate", x.shape[ax])
     dt = A.oracle(uf, [x, x])
     x = A.convert(b, x, dt)
+    if not isinstance(x.shape[ax], int):
+        return loop_scan(b, name, x, ax)
+    n = x.shape[ax]
     if n <= 1:
         return x
     if name in ASSOCIATIVE:

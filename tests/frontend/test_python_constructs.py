@@ -319,12 +319,38 @@ def test_ufunc_methods_under_vmap_and_grad():
     same(jit(vmap(f))(xs), np.array([f(x) for x in xs]), rtol=1e-12)
 
 
-def test_ufunc_method_on_symbolic_axis():
-    k = jit(lambda a: np.add.reduce(a) + np.maximum.reduce(a), signature="f64[n] -> f64[]")
-    same(k(V), np.add.reduce(V) + np.maximum.reduce(V))
-    with pytest.raises(UnsupportedError, match="symbolic size") as info:
-        jit(lambda a: np.logaddexp.reduce(a), signature="f64[n] -> f64[]")(V)
-    assert "np.log(np.sum(np.exp(x - m)))" in info.value.hint
+def symbolic_folds(a):
+    return (np.add.reduce(a), np.maximum.reduce(a), np.maximum.accumulate(a),
+            np.logaddexp.accumulate(a), np.subtract.accumulate(a), np.logaddexp.reduce(a),
+            np.fmax.reduce(a), np.subtract.reduce(a), np.logaddexp.reduce(a, initial=1.0))
+
+
+SYMBOLIC_FOLDS = jit(symbolic_folds, signature="f64[n] -> (f64[], f64[], f64[n], f64[n], f64[n], "
+                     "f64[], f64[], f64[], f64[])")
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 9])
+def test_ufunc_methods_on_symbolic_axis(n):
+    x = RNG.standard_normal(n)
+    same(SYMBOLIC_FOLDS(x), symbolic_folds(x), rtol=1e-12)
+
+
+def test_ufunc_methods_on_empty_symbolic_axis():
+    k = jit(lambda a: (np.logaddexp.reduce(a), np.maximum.accumulate(a)),
+            signature="f64[n] -> (f64[], f64[n])")
+    same(k(np.zeros(0)), (np.logaddexp.reduce(np.zeros(0)), np.zeros(0)))
+    with pytest.raises(ValueError, match="which has no identity"):
+        SYMBOLIC_FOLDS(np.zeros(0))
+    with pytest.raises(ValueError, match="which has no identity"):
+        symbolic_folds(np.zeros(0))
+
+
+def test_ufunc_loop_scan_under_grad_and_vmap():
+    def h(a):
+        return np.sum(np.logaddexp.accumulate(a) ** 2) + np.subtract.reduce(a) ** 2
+    g = jit(grad(h), signature="f64[n] -> f64[n]")
+    np.testing.assert_allclose(g(V), jacobian(h, (V,)), rtol=1e-6, atol=1e-8)
+    same(jit(vmap(h), signature="f64[b, n] -> f64[b]")(X), np.array([h(x) for x in X]), rtol=1e-12)
 
 
 # ---- operator, functools, builtins -----------------------------------------------------------
