@@ -28,6 +28,7 @@ from compiler.frontend import indexing as I
 from compiler.frontend import reductions as R
 from compiler.frontend.ufuncs import binary, unary, where
 from compiler.frontend.values import Reject, Staged
+from compiler.ir import dims
 from compiler.ir.dims import DimExpr
 from compiler.primitives import ops
 
@@ -292,6 +293,12 @@ def minmax(which: str) -> Handler:
                 raise Reject(CompileError, f"{which}() arg is an empty sequence")
             best = st.static(lambda: pyfn(range(len(items)), key=lambda i: keys[i]), f"{which}()")
             return items[best]
+        if any(isinstance(x, DimExpr) for x in items) and all(
+                isinstance(x, (int, DimExpr)) and not isinstance(x, bool) for x in items):
+            best = items[0]                 # symbolic sizes: max(n - 2, 0) stays symbolic
+            for x in items[1:]:
+                best = dims.minimum(best, x) if which == "min" else dims.maximum(best, x)
+            return best
         if not any(isinstance(x, Staged) for x in items):
             return st.static(lambda: pyfn(items, **kwargs) if len(args) == 1
                              else pyfn(*args, **kwargs), f"{which}()")

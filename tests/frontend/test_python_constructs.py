@@ -539,3 +539,14 @@ def test_sequential_ufunc_at_under_grad_and_vmap():
     xs, ids = RNG.standard_normal((3, 4, 6)), np.array([[0, 1, 2], [3, 3, 3], [1, 0, 1]])
     same(jit(vmap(at_then_scan))(xs, ids), np.array([at_then_scan(x, i) for x, i in zip(xs, ids)]),
          rtol=1e-12)
+
+
+def sized_by_max(x):
+    n = x.shape[0]
+    return np.zeros(max(n - 2, 1)) + 1.0, x[: min(n, 3)]
+
+
+def test_min_max_of_symbolic_sizes_stay_symbolic():
+    k = jit(sized_by_max, signature="f64[n]")
+    for n in (1, 2, 5):
+        same(k(np.arange(float(n))), sized_by_max(np.arange(float(n))))
