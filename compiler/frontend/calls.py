@@ -23,12 +23,14 @@ import numpy as np
 from compiler.errors import CompileError, OutParameterError, SideEffectError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import numpy_api as NP
+from compiler.frontend import pylib as PL
 from compiler.frontend import reductions as R
 from compiler.frontend.closures import CAPTURED, closure_signature
+from compiler.frontend import ufunc_methods as UM
 from compiler.frontend.control import assigned_names
 from compiler.frontend.pytrees import flatten_static, unflatten
 from compiler.frontend.source import function_source
-from compiler.frontend.ufuncs import UFUNCS, binary, divmod_, round_, unary, where
+from compiler.frontend.ufuncs import UFUNCS, binary, divmod_, round_, unary
 from compiler.frontend.values import BoundMethod, Closure, Reject, ReturnSignal, Scope, Staged, Weak
 from compiler.frontend.random import implicit_key
 from compiler.primitives import ops
@@ -122,6 +124,8 @@ class CallMixin:
                 kwargs.update(self.visit(kw.value))  # type: ignore[attr-defined]
             else:
                 kwargs[kw.arg] = self.visit(kw.value)  # type: ignore[attr-defined]
+        if _ufunc_method(fn) == "at":
+            return self._ufunc_at(node, fn.__self__, args, kwargs)
         if kwargs.get("out") is not None:
             raise Reject(OutParameterError, "out= is not supported: compiled functions return "
                          "their results", "return the value instead; the compiler fuses the "
@@ -136,12 +140,18 @@ class CallMixin:
             return self._call_method(fn, args, kwargs)
         if _hashable(fn) and fn in EXTERNAL:
             return EXTERNAL[fn](self, *args, **kwargs)
+        library = PL.handler_for(fn)
+        if library is not None:                 # operator, functools, itertools, np.ndindex, sorted
+            return library(self, *args, **kwargs)
         if isinstance(fn, types.MethodType) and _hashable(fn.__func__) and fn.__func__ in EXTERNAL:
             # a registered function called as a bound (class)method, e.g. MyFunction.apply:
             # the handler gets the bound object first (compiler.Function, custom.py)
             return EXTERNAL[fn.__func__](self, fn.__self__, *args, **kwargs)
         if _hashable(fn) and fn in NP.NUMPY_FUNCTIONS:
             return self._call_numpy(fn, args, kwargs)
+        method = _ufunc_method(fn)
+        if method is not None:
+            return self._call_ufunc_method(fn, method, args, kwargs)
         name = NP.numpy_name(fn)
         if name is not None:
             if _hashable(fn) and fn in NP.STATIC_NUMPY and not _any_dynamic(args, kwargs):
@@ -154,6 +164,41 @@ class CallMixin:
         if isinstance(fn, Closure):
             return self.call_closure(fn, args, kwargs)
         return self._call_python(fn, args, kwargs)
+
+    def _call_ufunc_method(self, fn: Any, method: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """np.<ufunc>.reduce / accumulate / outer (ufunc_methods.py); in Python on static values."""
+        uf = fn.__self__
+        if method == "at":
+            raise Reject(UnsupportedError, f"{uf.__name__}.at modifies its first argument, which "
+                         "must be an array variable", "write np.add.at(y, idx, v) with y a name")
+        handler = UM.METHODS.get(method)
+        if handler is None:
+            raise Reject(UnsupportedError, f"np.{uf.__name__}.{method} is not supported",
+                         "supported ufunc methods: reduce, accumulate, outer, at")
+        if not _any_dynamic(args, kwargs):
+            result = self.static(lambda: fn(*args, **kwargs), f"np.{uf.__name__}.{method}")  # type: ignore[attr-defined]
+            return self.register_local(result) if isinstance(result, np.ndarray) else result  # type: ignore[attr-defined]
+        self._bind(handler, f"np.{uf.__name__}.{method}", uf, *args, **kwargs)
+        return handler(self.b, uf, *args, **kwargs)
+
+    def _ufunc_at(self, node: ast.Call, uf: np.ufunc, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """``np.add.at(y, idx, v)``: y becomes the functional update (an assignment to y)."""
+        values = kwargs.pop("b", args[2] if len(args) == 3 else None)
+        if kwargs or not 2 <= len(args) <= 3:
+            raise Reject(CompileError, f"np.{uf.__name__}.at() takes (a, indices, b=None)")
+        obj, indices = args[0], args[1]
+        first = node.args[0] if node.args else None
+        if isinstance(obj, np.ndarray) and not isinstance(first, ast.Name):
+            raise Reject(UnsupportedError, f"{uf.__name__}.at into a constant array this way is "
+                         "not supported", "bind it to a name first")
+        x = A.lift(self.b, obj) if isinstance(obj, np.ndarray) else obj
+        if not isinstance(x, Staged) or x.weak:
+            raise Reject(CompileError, f"{uf.__name__}.at: the first argument must be an array")
+        new = UM.at(self.b, uf, x, indices, values)
+        target = ast.Subscript(value=first or ast.Name("x"), slice=ast.Constant(Ellipsis),
+                               ctx=ast.Store())
+        self.setitem(obj, Ellipsis, new, target)  # type: ignore[attr-defined]
+        return None
 
     def _call_kernel(self, kernel: Any, args: list[Any], kwargs: dict[str, Any],
                      arrays: bool = False) -> Any:
@@ -324,6 +369,13 @@ class CallMixin:
                 return r.value
 
 
+def _ufunc_method(fn: Any) -> str | None:
+    """'reduce' for np.add.reduce (a method of a NumPy ufunc), else None."""
+    if isinstance(fn, types.BuiltinMethodType) and isinstance(getattr(fn, "__self__", None), np.ufunc):
+        return fn.__name__
+    return None
+
+
 def _ufunc_spec(name: str) -> Any:
     return UFUNCS[name]
 
@@ -404,24 +456,6 @@ def _abs(st: Any, x: Any) -> Any:
     if isinstance(x, Staged):
         return unary(st.b, "absolute", x)
     return st.static(lambda: abs(x))
-
-
-def _minmax(which: str) -> Callable[..., Any]:
-    pyfn = min if which == "min" else max
-
-    def handler(st: Any, *args: Any, **kwargs: Any) -> Any:
-        items = list(st.iterate(args[0])) if len(args) == 1 else list(args)
-        if not any(isinstance(x, Staged) for x in items) or kwargs:
-            return st.static(lambda: pyfn(*args, **kwargs))
-        if not items:
-            raise Reject(CompileError, f"{which}() arg is an empty sequence")
-        best = items[0]
-        for x in items[1:]:
-            better = binary(st.b, "less" if which == "min" else "greater", x, best)
-            A.check_single_element(better, f"{which}()")
-            best = where(st.b, better, x, best)
-        return best
-    return handler
 
 
 def _sum(st: Any, iterable: Any, start: Any = 0) -> Any:
@@ -514,19 +548,18 @@ def _static_only(fn: Any) -> Callable[..., Any]:
     return handler
 
 
-_STATIC_HINTS = {"any": "use np.any(x)", "all": "use np.all(x)", "sorted": "np.sort is not "
-                 "supported yet", "hash": None, "id": None, "str": None, "repr": None}
+_STATIC_HINTS = {"hash": None, "id": None, "str": None, "repr": None}
 
 BUILTINS: dict[Any, Callable[..., Any]] = {
     len: _len, range: _range, float: _scalar_cast("float"), int: _scalar_cast("int"),
-    bool: _scalar_cast("bool"), complex: _complex, abs: _abs, min: _minmax("min"), max: _minmax("max"), sum: _sum,
+    bool: _scalar_cast("bool"), complex: _complex, abs: _abs, sum: _sum,
     isinstance: _isinstance, type: _type, tuple: _container(tuple), list: _container(list),
     dict: _container(dict), set: _container(set), enumerate: _enumerate, zip: _zip,
     reversed: _reversed, map: _map, print: _print, round: _round, divmod: _divmod, pow: _pow,
     open: _reject_io("open"), input: _reject_io("input"), exec: _reject_io("exec"),
     eval: _reject_io("eval"),
 }
-for _fn in (any, all, sorted, str, repr, getattr, hasattr, callable, slice, issubclass, chr, ord,
+for _fn in (str, repr, getattr, hasattr, callable, slice, issubclass, chr, ord,
             hash, format, iter, next, frozenset, filter, id):
     BUILTINS.setdefault(_fn, _static_only(_fn))
 BUILTINS[functools.partial] = lambda st, fn, *args, **kwargs: functools.partial(fn, *args, **kwargs)

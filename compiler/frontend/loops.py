@@ -26,6 +26,7 @@ Otherwise the error of the loop attempt is the user's error.
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -242,6 +243,9 @@ def plan(st: Any, node: ast.expr) -> LoopPlan | StaticIterable:
     """How a ``for`` loop over `node` can run."""
     if _is_builtin(st, node, range):
         return _range_plan(st, node)
+    grid = _grid_plan(st, node)
+    if grid is not None:
+        return grid
     if _is_builtin(st, node, enumerate) and isinstance(node, ast.Call):
         if not node.args or len(node.args) > 2 or any(k.arg != "start" for k in node.keywords):
             return StaticIterable(st.visit(node))
@@ -271,6 +275,62 @@ def plan(st: Any, node: ast.expr) -> LoopPlan | StaticIterable:
     if isinstance(value, range):
         return LoopPlan(value.start, value.stop, value.step, len(value), lambda st, i: i)
     return StaticIterable(value)
+
+
+def _grid_plan(st: Any, node: ast.expr) -> LoopPlan | None:
+    """``np.ndindex(shape)``, ``np.ndenumerate(x)`` and ``itertools.product`` of ranges with
+    static sizes: one counted loop over the flat position k, the target unravelled from k
+    (a tuple of Python ints when unrolled, of int64 values in a loop op)."""
+    if not isinstance(node, ast.Call) or node.keywords:
+        return None
+    try:
+        fn = st.visit(node.func)
+    except Reject:
+        return None
+    if fn is not np.ndindex and fn is not np.ndenumerate and fn is not itertools.product:
+        return None
+    args: list[Any] = []
+    for a in node.args:
+        if isinstance(a, ast.Starred):
+            args.extend(st.iterate(st.visit(a.value)))
+        else:
+            args.append(st.visit(a))
+    array = None
+    if fn is np.ndenumerate:
+        if len(args) != 1 or not isinstance(args[0], Staged):
+            return None
+        array = args[0]
+        args = [tuple(array.shape)]
+    if fn is not itertools.product and len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = list(args[0])
+    if fn is itertools.product:
+        if not args or not all(isinstance(r, range) for r in args):
+            return None
+        ranges = list(args)
+    elif all(isinstance(d, int) and not isinstance(d, bool) for d in args):
+        ranges = [range(d) for d in args]
+    else:
+        return None
+    shape = [len(r) for r in ranges]
+    trip = math.prod(shape)
+    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+
+    def target(st: Any, k: Any) -> Any:
+        if not isinstance(k, Staged):
+            index = tuple(r[(k // s) % n] for r, s, n in zip(ranges, strides, shape))
+        else:
+            parts = []
+            for r, s, n in zip(ranges, strides, shape):
+                pos = ops.floordiv(st.b, k.value, ops.scalar(st.b, s, I64)) if s != 1 else k.value
+                pos = ops.mod(st.b, pos, ops.scalar(st.b, n, I64))
+                if r.step != 1:
+                    pos = ops.mul(st.b, pos, ops.scalar(st.b, r.step, I64))
+                if r.start != 0:
+                    pos = ops.add(st.b, pos, ops.scalar(st.b, r.start, I64))
+                parts.append(Staged(pos, weak=True))
+            index = tuple(parts)
+        return index if array is None else (index, I.getitem(st.b, array, index))
+    return LoopPlan(0, trip, 1, trip, target)
 
 
 def _offset(st: Any, k: Any, first: int) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -24,6 +25,7 @@ from compiler.frontend import shapes as S
 from compiler.frontend import ufuncs as U
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
+from compiler.ir.dims import DimExpr
 
 Handler = Callable[..., Any]
 
@@ -115,18 +117,114 @@ def _append(b: Builder, arr: Any, values: Any, axis: Any = None) -> Staged:
     return S.concatenate(b, [arr, values], axis)
 
 
-def _split(b: Builder, ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Staged]:
-    x = A.lift(b, ary)
-    ax = S.normalize_axis(axis, x.ndim)
-    n = S._static_dim(x.shape[ax])
-    if isinstance(indices_or_sections, (int, np.integer)):
-        k = int(indices_or_sections)
-        if n % k:
-            raise Reject(CompileError, "array split does not result in an equal division")
-        bounds = [i * (n // k) for i in range(k + 1)]
-    else:
-        bounds = [0] + [min(int(i), n) for i in indices_or_sections] + [n]
-    return [Staged(I.static_slice(b, x, ax, lo, max(lo, hi))) for lo, hi in zip(bounds, bounds[1:])]
+def _split(equal: bool) -> Handler:
+    def handler(b: Builder, ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Staged]:
+        return S.split(b, ary, indices_or_sections, axis, equal)
+    return handler
+
+
+def _row_stack(b: Builder, tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Staged:
+    """np.row_stack: NumPy 2 deprecates the alias of np.vstack; it warns the same way (once,
+    when the function compiles)."""
+    warnings.warn("`row_stack` alias is deprecated. Use `np.vstack` directly.", DeprecationWarning,
+                  stacklevel=2)
+    return S.vstack(b, tup, dtype)
+
+
+def _einsum(b: Builder, *operands: Any, out: Any = None, dtype: Any = None, order: str = "K",
+            casting: str = "safe", optimize: Any = False) -> Staged:
+    """np.einsum with a subscripts string, or in sublist form:
+    ``np.einsum(a, [0, 1], b, [1, 2], [0, 2])`` (integers name the axes, ``...`` allowed)."""
+    R._no_out(out)
+    if operands and isinstance(operands[0], str):
+        return L.einsum(b, operands[0], *operands[1:], dtype=dtype)
+    args = list(operands)
+    arrays, terms = args[0::2], args[1::2]
+    output = None
+    if len(args) % 2 == 1:
+        arrays, output = arrays[:-1], args[-1]
+    spec = ",".join(_sublist(t) for t in terms)
+    if output is not None:
+        spec += "->" + _sublist(output)
+    return L.einsum(b, spec, *arrays, dtype=dtype)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _sublist(labels: Any) -> str:
+    if isinstance(labels, Staged) or not isinstance(labels, (list, tuple)):
+        raise Reject(CompileError, "einsum sublist form: each operand must be followed by a list "
+                     "of axis labels (integers, or ...)")
+    out = []
+    for lab in labels:
+        if lab is Ellipsis:
+            out.append("...")
+        elif isinstance(lab, (int, np.integer)) and not isinstance(lab, bool) and 0 <= lab < 52:
+            out.append(_LETTERS[int(lab)])
+        else:
+            raise Reject(CompileError, f"einsum sublist label {lab!r}: labels are integers in "
+                         "[0, 52) or Ellipsis")
+    return "".join(out)
+
+
+def index_concatenate(b: Builder, obj: Any, key: Any) -> Any:
+    """np.r_[...] / np.c_[...] with array items: NumPy's AxisConcatenator (slices with static
+    bounds become np.arange / np.linspace, scalars weak one-element arrays, ``ndmin`` and
+    ``trans1d`` as in NumPy; a leading string 'axis', 'axis,ndmin' or 'axis,ndmin,trans1d')."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    axis, ndmin, trans1d = (-1, 2, 0) if isinstance(obj, type(np.c_)) else (0, 1, -1)
+    if items and isinstance(items[0], str):
+        directive = items.pop(0)
+        try:
+            parts = [int(p) for p in directive.split(",")]
+        except ValueError:
+            raise Reject(UnsupportedError, f"np.r_ directive {directive!r} is not supported",
+                         "use an 'axis', 'axis,ndmin' or 'axis,ndmin,trans1d' string") from None
+        axis = parts[0]
+        if len(parts) > 1:
+            ndmin = parts[1]
+        if len(parts) > 2:
+            trans1d = parts[2]
+    pieces: list[Any] = []
+    for item in items:
+        if isinstance(item, slice):
+            bounds = [item.start, item.stop, item.step]
+            if any(isinstance(v, Staged) for v in bounds):
+                raise Reject(UnsupportedError, "np.r_ slices need static bounds: the length "
+                             "would depend on run-time values", "use np.arange with static bounds")
+            if any(isinstance(v, DimExpr) for v in bounds) and not isinstance(item.step, complex):
+                piece: Any = S.arange(b, 0 if item.start is None else item.start, item.stop,
+                                      item.step)
+            else:
+                piece = np.r_[item]
+            scalar = False
+        else:
+            item = A.normalize_operand(b, item)
+            scalar = isinstance(item, A.PY_SCALARS) or (isinstance(item, Staged) and item.weak)
+            piece = item
+        pieces.append((piece, scalar))
+    if not pieces:
+        return np.r_[()]
+    dtype = A.result_dtype([p for p, _ in pieces])
+    arrays = []
+    for piece, _ in pieces:
+        x = A.convert(b, A.lift(b, piece, dtype if not isinstance(piece, Staged) else None), dtype)
+        nd = x.ndim
+        if nd < ndmin:
+            x = Staged(A.reshape_value(b, x.value, (1,) * (ndmin - nd) + tuple(x.shape)))
+            if trans1d != -1:
+                k2, k1 = ndmin - nd, trans1d
+                if k1 < 0:
+                    k1 += k2 + 1
+                perm = list(range(ndmin))
+                perm = perm[:k1] + perm[k2:] + perm[k1:k2]
+                x = S.transpose(b, x, tuple(perm))
+        arrays.append(x)
+    return S.concatenate(b, arrays, axis)
+
+
+INDEX_OBJECTS = (type(np.r_), type(np.c_))
 
 
 def _take(b: Builder, a: Any, indices: Any, axis: Any = None) -> Staged:
@@ -171,7 +269,7 @@ _FUNCTIONS_BY_NAME: dict[str, Handler] = {
     "cumsum": _scan("cumsum"), "cumprod": _scan("cumprod"),
     # contractions
     "dot": L.dot, "matmul": L.matmul, "inner": L.inner, "outer": L.outer, "vdot": L.vdot,
-    "tensordot": L.tensordot, "einsum": L.einsum, "trace": L.trace,
+    "tensordot": L.tensordot, "einsum": _einsum, "trace": L.trace,
     # shapes
     "reshape": _reshape_fn, "ravel": lambda b, a, order="C": (_order(order), S.ravel(b, a))[1],
     "transpose": lambda b, a, axes=None: S.transpose(b, a, axes),
@@ -183,7 +281,10 @@ _FUNCTIONS_BY_NAME: dict[str, Handler] = {
     "flip": S.flip, "fliplr": lambda b, m: S.flip(b, m, 1), "flipud": lambda b, m: S.flip(b, m, 0),
     "tile": S.tile, "repeat": S.repeat, "roll": S.roll, "pad": S.pad, "append": _append,
     "atleast_1d": lambda b, a: S.atleast_nd(b, a, 1), "atleast_2d": lambda b, a: S.atleast_nd(b, a, 2),
-    "atleast_3d": lambda b, a: S.atleast_nd(b, a, 3), "split": _split, "array_split": _split,
+    "atleast_3d": lambda b, a: S.atleast_nd(b, a, 3), "split": _split(True),
+    "array_split": _split(False), "hsplit": S.split_along("hsplit"),
+    "vsplit": S.split_along("vsplit"), "dsplit": S.split_along("dsplit"), "row_stack": _row_stack,
+    "rollaxis": S.rollaxis, "rot90": S.rot90,
     "take": _take, "shape": _shape, "ndim": lambda b, a: len(_shape(b, a)),
     "size": lambda b, a: S.prod(_shape(b, a)),
     # casts

@@ -617,3 +617,93 @@ def copy(b: Builder, x: Any) -> Staged:
     x = A.lift(b, x)
     return Staged(x.value, origin=LOCAL)
 
+
+
+# ---- more axis permutations and splits ---------------------------------------------------
+
+
+def rollaxis(b: Builder, x: Any, axis: Any, start: Any = 0) -> Staged:
+    """np.rollaxis: `axis` moved to before position `start` (NumPy's own algorithm)."""
+    x = A.lift(b, x)
+    n = x.ndim
+    ax = normalize_axis(axis, n)
+    st = operator.index(start)
+    if st < 0:
+        st += n
+    if not 0 <= st < n + 1:
+        raise Reject(CompileError, f"'start' arg requires {-n} <= start < {n + 1}, but {start} "
+                     "was passed in")
+    if ax < st:
+        st -= 1
+    axes = [i for i in range(n) if i != ax]
+    axes.insert(st, ax)
+    return transpose(b, x, tuple(axes))
+
+
+def rot90(b: Builder, m: Any, k: Any = 1, axes: Any = (0, 1)) -> Staged:
+    """np.rot90: k quarter turns in the plane of `axes`, from the first towards the second."""
+    x = A.lift(b, m)
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise Reject(CompileError, "len(axes) must be 2.")
+    a0, a1 = (operator.index(a) for a in axes)
+    if a0 == a1 or abs(a0 - a1) == x.ndim:
+        raise Reject(CompileError, "Axes must be different.")
+    if not (-x.ndim <= a0 < x.ndim and -x.ndim <= a1 < x.ndim):
+        raise Reject(CompileError, f"Axes={axes} out of range for array of ndim={x.ndim}.")
+    turns = operator.index(k) % 4
+    if turns == 0:
+        return view(x.value, x)
+    if turns == 2:
+        return flip(b, flip(b, x, a0), a1)
+    perm = list(range(x.ndim))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if turns == 1:
+        return transpose(b, flip(b, x, a1), tuple(perm))
+    return flip(b, transpose(b, x, tuple(perm)), a1)
+
+
+def split_bounds(n: int, indices_or_sections: Any, equal: bool) -> list[int]:
+    """The boundaries of np.split (`equal`) / np.array_split along an axis of size n."""
+    if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(indices_or_sections, bool):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise Reject(CompileError, "number sections must be larger than 0.")
+        if equal and n % k:
+            raise Reject(CompileError, "array split does not result in an equal division")
+        each, extra = divmod(n, k)
+        sizes = [0] + [each + 1] * extra + [each] * (k - extra)
+        return [int(s) for s in np.cumsum(sizes)]
+    if isinstance(indices_or_sections, Staged) or any(
+            isinstance(i, (Staged, DimExpr)) for i in indices_or_sections):
+        raise Reject(UnsupportedError, "split points must be static integers",
+                     "the pieces' shapes would depend on run-time values")
+    return [0] + [int(i) for i in indices_or_sections] + [n]
+
+
+def split(b: Builder, ary: Any, indices_or_sections: Any, axis: int = 0,
+          equal: bool = True) -> list[Staged]:
+    """np.split / np.array_split: views of consecutive pieces (indices clamp as in NumPy)."""
+    x = A.lift(b, ary)
+    ax = normalize_axis(axis, x.ndim)
+    n = _static_dim(x.shape[ax])
+    bounds = split_bounds(n, indices_or_sections, equal)
+    out = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        lo_c = min(max(lo if lo >= 0 else lo + n, 0), n)
+        hi_c = min(max(hi if hi >= 0 else hi + n, 0), n)
+        out.append(view(static_slice(b, x, ax, lo_c, max(lo_c, hi_c)), x))
+    return out
+
+
+def split_along(which: str) -> Any:
+    """np.hsplit / np.vsplit / np.dsplit."""
+    def handler(b: Builder, ary: Any, indices_or_sections: Any) -> list[Staged]:
+        x = A.lift(b, ary)
+        least = {"hsplit": 1, "vsplit": 2, "dsplit": 3}[which]
+        if x.ndim < least:
+            raise Reject(CompileError, f"{which} only works on arrays of {least} or more "
+                         "dimensions")
+        axis = {"hsplit": 1 if x.ndim > 1 else 0, "vsplit": 0, "dsplit": 2}[which]
+        return split(b, x, indices_or_sections, axis)
+    return handler

@@ -404,13 +404,43 @@ class Stager(CallMixin, ast.NodeVisitor):
                              "instead (has_aux=True under transforms)")
 
     def visit_Assert(self, node: ast.Assert) -> None:
+        """``assert test, msg``: a static test is checked now (a CompileError when it fails);
+        an array test becomes a run-time ``check`` raising AssertionError with the message at
+        this line (per element under vmap; on primal values under AD). Array-valued fields of
+        an f-string message keep their source text (``f"got {x}"`` says ``got {x}``)."""
         test = self.visit(node.test)
         if isinstance(test, Staged):
-            raise Reject(UnsupportedError, "assert on an array value cannot be checked at compile "
-                         "time", "check inputs before calling the compiled function")
+            A.check_single_element(test, "assert")
+            sizes: list[DimExpr] = []
+            message = self._assert_message(node.msg, sizes)
+            ops.check(self.b, A.truth_value(self.b, test), "AssertionError", message, sizes)
+            return
         if not self.truth(test):
-            msg = "" if node.msg is None else f": {self.visit(node.msg)}"
+            msg = "" if node.msg is None else f": {self._assert_message(node.msg, [])}"
             raise Reject(CompileError, f"assertion failed at compile time{msg}")
+
+    def _assert_message(self, node: ast.expr | None, sizes: list[DimExpr]) -> str:
+        """The text of an assert's message: static values formatted now, a symbolic size as a
+        placeholder filled with its run-time value (appended to `sizes`), an array value as
+        its source text in braces."""
+        if node is None:
+            return ""
+        fields = node.values if isinstance(node, ast.JoinedStr) else [node]
+        parts: list[str] = []
+        for v in fields:
+            expr = v.value if isinstance(v, ast.FormattedValue) else v
+            value = self.visit(expr)
+            if isinstance(value, Staged):
+                parts.append("{" + ast.unparse(expr) + "}")
+            elif isinstance(value, DimExpr) and (not isinstance(v, ast.FormattedValue)
+                                                 or v.format_spec is None):
+                parts.append("{%d}" % len(sizes))
+                sizes.append(value)
+            elif isinstance(v, ast.FormattedValue):
+                parts.append(self.visit(v))
+            else:
+                parts.append(self.static(lambda: str(value)))
+        return "".join(parts)
 
     def visit_Raise(self, node: ast.Raise) -> None:
         if self.depth:
@@ -600,6 +630,9 @@ class Stager(CallMixin, ast.NodeVisitor):
     def subscript(self, obj: Any, index: Any) -> Any:
         if isinstance(obj, Staged) or (isinstance(obj, np.ndarray) and _has_dynamic(index)):
             return I.getitem(self.b, obj, index)
+        if isinstance(obj, NP.INDEX_OBJECTS) and (_has_dynamic(index) or _has_size(index)):
+            # np.r_[...], np.c_[...] with arrays or symbolic slice bounds
+            return NP.index_concatenate(self.b, obj, index)
         if _has_dynamic(index):
             raise Reject(UnsupportedError, f"indexing a {type(obj).__name__} with an array value "
                          "is not supported", "make it an array first (np.stack / np.asarray)")
@@ -805,6 +838,17 @@ def _has_dynamic(x: Any) -> bool:
         return True
     if isinstance(x, (tuple, list)):
         return any(_has_dynamic(e) for e in x)
+    return False
+
+
+def _has_size(x: Any) -> bool:
+    """Does an index hold a symbolic size (in a slice bound too)?"""
+    if isinstance(x, DimExpr):
+        return True
+    if isinstance(x, slice):
+        return any(isinstance(v, DimExpr) for v in (x.start, x.stop, x.step))
+    if isinstance(x, tuple):
+        return any(_has_size(e) for e in x)
     return False
 
 
