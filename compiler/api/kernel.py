@@ -38,7 +38,7 @@ from compiler.ir.printer import format_function
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
 from runtime.abi import ERROR_BASE, kernel_error, parse_spec
-from runtime.loader import KERNEL_CFUNC, NativeKernel, check_array_class
+from runtime.loader import KERNEL_CFUNC, NativeKernel, check_array_class, write_back
 
 
 @dataclass
@@ -73,12 +73,14 @@ class Specialization:
             self._probe = cache.Probe(kernel, abstract_args, abstract_kwargs, target)
         hit = None if cache.is_deferred() else self._probe.load()
         if hit is not None:                  # no staging, no LLVM: load the cached object
-            self.program = cache.RestoredProgram(hit.out_tree)
+            self.program = cache.RestoredProgram(hit.out_tree, updates=hit.native.updates)
             self.out_types, self.object, self.native = hit.out_types, hit.object, hit.native
             return
         with self._probe.recording(), config.boundscheck_scope(self.boundscheck):
-            self.program = kernel.trace(abstract_args, abstract_kwargs)
-        self.out_types = [str(t) for t in self.program.function.out_types]
+            self.program = kernel.trace(abstract_args, abstract_kwargs, updates=True)
+        # the results (the new values of updated arguments come after them)
+        out_types = self.program.function.out_types
+        self.out_types = [str(t) for t in out_types[:len(out_types) - len(self.program.updates)]]
         if cache.is_deferred():              # `aotx build`: compiled for its own target, or on first use
             self.native = cache.DeferredNative(self._compile)
         else:
@@ -98,7 +100,7 @@ class Specialization:
         outs = [parse_spec(f"result{i}", str(t)) for i, t in enumerate(self.artifacts.ir_optimized.out_types)]
         self.native = NativeKernel(self.kernel.__name__, loaded.address(self.artifacts.name), ins, outs,
                                    self.artifacts.symbols, keepalive=loaded, errors=self.artifacts.errors,
-                                   random=self.artifacts.random)
+                                   random=self.artifacts.random, updates=self.program.updates)
         self._probe.store(self)
         return self.native
 
@@ -107,7 +109,7 @@ class Specialization:
         if self.artifacts is None:
             if self.program.function is None:
                 with config.boundscheck_scope(self.boundscheck):
-                    self.program = self.kernel.trace(*self.abstract)
+                    self.program = self.kernel.trace(*self.abstract, updates=True)
             self.artifacts = pipeline.compile_ir(self.program.function, self.symbol, targets.host(),
                                                  fastmath=self.kernel.fastmath)
         return self.artifacts
@@ -147,6 +149,7 @@ class _FastPlan:
         native = spec.native
         self.ok = not native.symbols and not native.random and all(isinstance(d, int) for s in native.inputs + native.outputs
                                              for d in s.dims)
+        self.updates = native.updates       # written back after the call (runtime/loader.py)
         self.spec = spec
         if not self.ok:
             return
@@ -157,13 +160,16 @@ class _FastPlan:
         self.outs = [(s.dtype, tuple(s.dims)) for s in native.outputs]
         self.n_in, self.n_out = max(len(self.ins), 1), max(len(self.outs), 1)
         self.syms = (ctypes.c_int64 * 1)()
-        _, tree = pytrees.flatten(pytrees.unflatten(spec.program.out_tree, list(range(len(self.outs)))))
-        self.single = tree == pytrees.flatten(0)[1] and len(self.outs) == 1
+        self.n_results = len(self.outs) - len(self.updates)
+        _, tree = pytrees.flatten(pytrees.unflatten(spec.program.out_tree, list(range(self.n_results))))
+        self.single = tree == pytrees.flatten(0)[1] and self.n_results == 1
 
     def __call__(self, arrays: Sequence[np.ndarray]) -> Any:
         for a, (dtype, shape) in zip(arrays, self.ins):
             if a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous:
                 return self.spec.call(arrays)
+        if self.updates and not all(arrays[i].flags.writeable for i in self.updates):
+            return self.spec.call(arrays)            # the checked path raises the error
         outs = [np.empty(shape, dtype) for dtype, shape in self.outs]
         in_ptrs = (ctypes.c_void_p * self.n_in)(*[a.ctypes.data for a in arrays])
         out_ptrs = (ctypes.c_void_p * self.n_out)(*[o.ctypes.data for o in outs])
@@ -174,6 +180,8 @@ class _FastPlan:
             if status >= ERROR_BASE:             # a check failed: its exception (no symbols here)
                 raise kernel_error(self.name, status, self.errors, {})
             return self.spec.call(arrays)        # the checked path raises the proper error
+        if self.updates:
+            outs = write_back(outs, arrays, self.updates)
         if self.single:
             return _scalarize(outs[0])
         return pytrees.unflatten(self.spec.program.out_tree, [_scalarize(o) for o in outs])
@@ -227,13 +235,17 @@ class Kernel:
                 raise _boundary(e)
 
     # ---- specialization ------------------------------------------------------------------
-    def trace(self, abstract_args: tuple, abstract_kwargs: dict) -> pipeline.Program:
+    def trace(self, abstract_args: tuple, abstract_kwargs: dict, *,
+              updates: bool = False) -> pipeline.Program:
         """Stage this kernel's computation for abstract arguments: the frontend, then the
-        transform passes of its tracer (IR + pytree structure)."""
+        transform passes of its tracer (IR + pytree structure). With `updates` (a plain
+        jit's own specializations), writes into the arguments are compiled; a transform's
+        tracer traces its inner kernel without, so they are a SideEffectError there."""
         with config.boundscheck_scope(self.boundscheck):
             if self._tracer is not None:
                 return self._tracer(abstract_args, abstract_kwargs)
-            return pipeline.stage(self.fn, abstract_args, abstract_kwargs, name=self.__name__)
+            return pipeline.stage(self.fn, abstract_args, abstract_kwargs, name=self.__name__,
+                                  updates=updates)
 
     def arg_name(self, i: int) -> str:
         params = [p.name for p in self._signature.parameters.values()

@@ -43,6 +43,9 @@ class StagedProgram:
     function: Function          # inputs = flattened dynamic leaves, outputs = result leaves
     in_tree: PyTreeDef          # structure of (args, kwargs), static leaves recorded
     out_tree: PyTreeDef         # structure of the return value
+    # inputs the function writes into (plain jit: NumPy's in-place semantics): the new
+    # value of input updates[k] is the function's result number (n_results + k)
+    updates: tuple[int, ...] = ()
 
 
 def _is_dynamic(x: Any) -> bool:
@@ -50,8 +53,12 @@ def _is_dynamic(x: Any) -> bool:
 
 
 def stage(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
-          name: str | None = None) -> StagedProgram:
-    """Lower `fn(*args, **kwargs)` to IR (see the module docstring for the argument leaves)."""
+          name: str | None = None, updates: bool = False) -> StagedProgram:
+    """Lower `fn(*args, **kwargs)` to IR (see the module docstring for the argument leaves).
+
+    With `updates`, writes into the arguments' elements are compiled (NumPy's in-place
+    semantics): the final value of each written argument is an extra result, listed in
+    ``StagedProgram.updates``; without, they are a SideEffectError (the transforms)."""
     args, kwargs = tuple(args), dict(kwargs)
     leaves, in_tree = flatten_static((args, kwargs), _is_dynamic)
     hints = _arg_hints(fn, args, kwargs)
@@ -61,21 +68,23 @@ def stage(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     stager = Stager(builder)
     staged = [Staged(v, weak=isinstance(leaf, Weak), origin=ARG, name=h)
               for v, leaf, h in zip(block.args, leaves, hints)]
+    stager.arguments, stager.updates = list(staged), updates
     call_args, call_kwargs = unflatten(in_tree, staged)
     try:
         out, loc = _run(stager, fn, list(call_args), call_kwargs)
         results, out_tree = _outputs(stager, out, loc)
+        written = tuple(i for i, s in enumerate(staged) if s.value is not block.args[i])
+        results += [staged[i].value for i in written]
         block.results = results
         stager.drop_unused_random_state()
     except CompileError as e:
         raise e.with_traceback(None) from e.__cause__
-    block.results = results
     function = Function(fn_name, block, arg_names=list(hints))
     try:
         verify(function)
     except VerifyError as e:
         raise InternalCompilerError(f"the frontend built invalid IR for {fn_name}: {e}") from None
-    return StagedProgram(function, in_tree, out_tree)
+    return StagedProgram(function, in_tree, out_tree, written)
 
 
 def _function_name(fn: Any) -> str:

@@ -26,6 +26,7 @@ from compiler.ir import dims
 from compiler.ir.dims import Dim, DimExpr
 from compiler.ir.types import BOOL, DTYPES, F64, I64, canonical_dtype, is_float
 from compiler.frontend.values import LOCAL, VIEW, Reject, Staged
+from compiler.frontend.writes import view_path
 
 PY_SCALARS = (bool, int, float)
 
@@ -392,8 +393,11 @@ def prod(shape: Sequence[Dim]) -> Dim:
     return total
 
 
-def view(value: Value, base: Any) -> Staged:
-    """A NumPy view of `base` (a Staged) computed by `value`."""
+def view(value: Value, base: Any, readonly: bool = False) -> Staged:
+    """A NumPy view of `base` (a Staged) computed by `value`: writes into it are written
+    back into `base` when `value` is an index remap of base's value (writes.py), and are
+    NumPy's ValueError when `readonly` (np.broadcast_to, np.diagonal)."""
     if isinstance(base, Staged):
-        return Staged(value, origin=VIEW, base=base)
+        return Staged(value, origin=VIEW, base=base, path=view_path(value, base.value),
+                      readonly=readonly)
     return Staged(value)

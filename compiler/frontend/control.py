@@ -319,9 +319,10 @@ def _merge_if(st: Any, node: ast.If, pred: Staged) -> None:
     new_env, new_vals = merge(st, pv, [bt, bf], trees, "if", labels)
     for n, v in new_env.items():
         env[n] = v
+    keep = {id(objs[i]) for i in changed}      # views merged alongside their base stay valid
     for i, v in zip(changed, new_vals):
         objs[i].value = v.value
-        objs[i].mark_written()
+        objs[i].mark_written(keep)
 
 
 # ---- data-dependent while -------------------------------------------------------------------
@@ -595,12 +596,13 @@ def _bind(st: Any, carry: Carry, results: list[Value]) -> None:
     it = iter(results)
     leaves: list[Any] = []
     mutated = carry.mutated or [False] * len(carry.inits)
+    keep = {id(x) for x in carry.inits if isinstance(x, Staged)}   # carried alongside their base
     for i, (x, t) in enumerate(zip(carry.inits, carry.types)):
         if t is None:
             leaves.append(x)
         elif i >= carry.n_env or (mutated[i] and isinstance(x, Staged)):
             x.value = next(it)
-            x.mark_written()
+            x.mark_written(keep)
             leaves.append(x)
         else:
             leaves.append(Staged(next(it), weak=t.weak))

@@ -26,11 +26,12 @@ from compiler.errors import CompileError, InternalCompilerError, ShapeMismatchEr
     SideEffectError, TruthValueError, UnsupportedError, source_excerpt
 from compiler.frontend import arrays as A
 from compiler.frontend import control, loops, pytrees
+from compiler.frontend import writes as W
 from compiler.frontend import indexing as I
 from compiler.frontend import numpy_api as NP
 from compiler.frontend.calls import CallMixin
 from compiler.frontend.ufuncs import binary, unary
-from compiler.frontend.values import ARG, VIEW, Scope, BreakSignal, ContinueSignal, Reject, \
+from compiler.frontend.values import ARG, Scope, BreakSignal, ContinueSignal, Reject, \
     ReturnSignal, Staged, Undefined
 from compiler.ir import dims
 from compiler.ir.builder import Builder
@@ -83,6 +84,8 @@ class Stager(CallMixin, ast.NodeVisitor):
         self.rng: Staged | None = None          # the implicit random state (see random_state)
         self.rng_key: Value | None = None       # the call's key, from which its draws derive
         self.rng_drawn = False                  # has a draw used it yet (then it carries its line)
+        self.arguments: list[Staged] = []       # the function's array arguments (writes.py)
+        self.updates = False                    # may it write into them (plain jit only)
 
     # ---- dispatch and errors -------------------------------------------------------------
 
@@ -207,13 +210,17 @@ class Stager(CallMixin, ast.NodeVisitor):
         seen: dict[int, Staged] = {}
         state = self.random_state()
         seen[id(state)] = state
+        for arg in self.arguments:           # updated through views, or by inlined kernels
+            seen.setdefault(id(arg), arg)
         for scope in self.scopes:
             s: Scope | None = scope
             while s is not None:
                 for v in s.env.values():
                     for leaf in pytrees.flatten(v, is_leaf=lambda x: isinstance(x, Staged))[0]:
                         if isinstance(leaf, Staged) and not leaf.stale:
-                            seen.setdefault(id(leaf), leaf)
+                            for node in W.chain(leaf):     # a write through a view updates its bases
+                                if not node.stale:
+                                    seen.setdefault(id(node), node)
                 s = s.parent
         return list(seen.values())
 
@@ -456,9 +463,8 @@ class Stager(CallMixin, ast.NodeVisitor):
 
     def setitem(self, obj: Any, index: Any, value: Any, target: ast.Subscript) -> None:
         if isinstance(obj, Staged):
-            self._check_writable(obj, ast.unparse(target.value))
-            obj.value = I.setitem(self.b, obj, index, value)
-            obj.mark_written()
+            self.check_writable(obj, ast.unparse(target.value))
+            self.write(obj, I.setitem(self.b, obj, index, value))
         elif isinstance(obj, np.ndarray):
             self.check_mutable(obj, "this assignment")
             if not isinstance(target.value, ast.Name):
@@ -474,28 +480,47 @@ class Stager(CallMixin, ast.NodeVisitor):
             raise Reject(SideEffectError, f"assigning into a {type(obj).__name__} from outside the "
                          "function is a side effect", "return the new value instead")
 
-    def _check_writable(self, obj: Staged, text: str) -> None:
-        root = obj.root()
-        if obj.origin == ARG or root.origin == ARG:
-            name = root.name or text
-            raise Reject(SideEffectError, f"assigning into the argument '{name}' would modify the "
-                         "caller's array", f"copy it first: y = {name}.copy(); y[...] = ...; "
-                         "return y")
-        if obj.origin == VIEW:
-            raise Reject(UnsupportedError, "assigning through a view of another array is not "
-                         "supported (NumPy would modify the array it views)",
-                         "assign into the base array directly, or .copy() the view first")
+    def write(self, obj: Staged, new: Value) -> None:
+        """`obj` (checked writable) now holds `new`: written back through the views it is a
+        view of, into an argument at the root (returned to the caller: frontend.stage)."""
+        W.commit(self.b, obj, new)
+
+    def check_writable(self, obj: Staged, text: str) -> None:
+        """May compiled code write into `obj`? Through a view into its base, up to an
+        argument when the kernel may update its arguments (plain jit); NumPy's errors and
+        SideEffectError under the transforms otherwise."""
+        node = obj
+        while node.base is not None:
+            if node.readonly:
+                raise Reject(UnsupportedError, f"assignment destination '{text}' is read-only "
+                             "(NumPy: np.broadcast_to and np.diagonal return read-only views)",
+                             "copy it first: y = np.array(...); y[...] = ...")
+            if node.path is None or node.stale:
+                raise Reject(UnsupportedError, f"assigning through '{text}', a view whose "
+                             "relation to the array it views is not known at compile time "
+                             "(a reshape of a non-contiguous view, or a view chosen by a "
+                             "data-dependent if), is not supported",
+                             "assign into the base array directly, or .copy() the view first")
+            node = node.base
+        if node.origin != ARG:
+            return
+        name = node.name or text
+        if node.weak:
+            raise Reject(CompileError, f"the argument '{name}' is a Python number: it has no "
+                         "elements to assign to", f"return the new value instead")
+        if not self.updates:
+            raise Reject(SideEffectError, f"writing into the argument '{name}' would modify the "
+                         "caller's array, which a transformed function (vmap, grad, jvp, vjp, "
+                         "jacrev, ...) cannot do", f"copy it first: y = {name}.copy(), then "
+                         "update y (and return it)")
 
     def augment(self, current: Any, op: ast.operator, value: Any) -> Any:
-        """`name op= value`: in place for local arrays, rebinding otherwise."""
+        """`name op= value`: in place for arrays (0-d arguments and local scalars rebind, as
+        NumPy scalars do), rebinding otherwise."""
         if isinstance(current, Staged) and current.ndim > 0:
             result = self.inplace_op(current, op, value)
-            if current.origin == VIEW:
-                self._check_writable(current, "the array")
-            if current.origin == ARG:
-                return Staged(result.value)           # rebinding (the caller's array is untouched)
-            current.value = result.value
-            current.mark_written()
+            self.check_writable(current, "the array")
+            self.write(current, result.value)
             return current
         if isinstance(current, list) and isinstance(op, ast.Add):
             self.check_mutable(current, "+=")

@@ -14,12 +14,16 @@ The frontend's one decision (STYLE.md point 14) is made per value:
 Staged objects are mutable boxes, like NumPy arrays: ``y[1:3] = v`` replaces
 ``y.value`` by a functional update, so every name bound to the same object
 sees the change, as in NumPy. ``origin`` and ``base`` record where an array
-comes from, to reject writes that would escape the function (into an
-argument) or that NumPy would route through a view.
+comes from: a view (``x[1:]``, ``x.T``, ``x.reshape(...)``) keeps the chain of
+index-remapping ops (``path``) that reads it from its base, so that a write
+through it is written back into the base (and from there into the argument
+it may view: compiler/frontend/writes.py), and the other live views of the
+base are read again from the updated base.
 """
 from __future__ import annotations
 
 import builtins
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,19 +60,24 @@ class Weak:
 class Staged:
     """An array value computed at run time: an IR value plus Python-side facts."""
 
-    __slots__ = ("value", "weak", "origin", "base", "views", "stale", "name")
+    __slots__ = ("value", "weak", "origin", "base", "views", "stale", "name", "path",
+                 "readonly", "__weakref__")
 
     def __init__(self, value: Value, weak: bool = False, origin: str = LOCAL,
-                 base: "Staged | None" = None, name: str = "") -> None:
+                 base: "Staged | None" = None, name: str = "", path: Any = None,
+                 readonly: bool = False) -> None:
         self.value = value
         self.weak = weak and value.type.shape == ()
         self.origin = origin
         self.base = base              # the array this one is a view of
-        self.views: list[Staged] = []  # views taken of this array (made stale by writes)
-        self.stale = False            # a view whose base was written after it was taken
+        # live views taken of this array (weak: a temporary x[i] is forgotten when dropped)
+        self.views: list[weakref.ref[Staged]] = []
+        self.stale = False            # a view whose base was written and that cannot be re-read
         self.name = name              # the argument name, for messages
+        self.path = path              # the ops reading this view from base.value (None: unknown)
+        self.readonly = readonly      # NumPy's view is read-only (np.broadcast_to, np.diagonal)
         if base is not None:
-            base.views.append(self)
+            base.views.append(weakref.ref(self))
 
     @property
     def type(self) -> TensorType:
@@ -93,12 +102,20 @@ class Staged:
             node = node.base
         return node
 
-    def mark_written(self) -> None:
-        """A write replaced this array's value: views taken earlier no longer match NumPy."""
-        for v in self.views:
-            v.stale = True
-            v.mark_written()
-        self.views = []
+    def live_views(self) -> "list[Staged]":
+        """The views of this array still referenced somewhere (dead references dropped)."""
+        out = [v for v in (r() for r in self.views) if v is not None]
+        self.views = [weakref.ref(v) for v in out]
+        return out
+
+    def mark_written(self, keep: "set[int] | frozenset[int]" = frozenset()) -> None:
+        """This array's value was replaced (by a data-dependent if or a loop): its views,
+        except those in `keep` (ids of objects given their own new value alongside), no
+        longer match NumPy."""
+        for v in self.live_views():
+            if id(v) not in keep:
+                v.stale = True
+            v.mark_written(keep)
 
     def __bool__(self) -> bool:
         raise TypeError("internal: truth value of a staged array requested in Python")
