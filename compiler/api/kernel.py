@@ -33,7 +33,7 @@ from compiler.function import trampoline
 from compiler.function.trampoline import raise_pending
 from compiler.errors import CompileError, InternalCompilerError, UnsupportedError, user_facing
 from compiler.frontend import pytrees
-from compiler.frontend.values import Closure, Reject, Weak
+from compiler.frontend.values import Alias, Closure, Reject, Weak
 from compiler.ir.printer import format_function
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
@@ -187,6 +187,12 @@ class _FastPlan:
         return pytrees.unflatten(self.spec.program.out_tree, [_scalarize(o) for o in outs])
 
 
+def _shared(arrays: Sequence[np.ndarray]) -> bool:
+    """May two of the arrays share memory (then a kernel that writes into one is not called
+    through the fast path: the same array twice has its own specialization)?"""
+    return any(np.may_share_memory(a, b) for i, a in enumerate(arrays) for b in arrays[:i])
+
+
 def _symbol_name(name: str) -> str:
     clean = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     return f"aotx_{clean}"
@@ -279,10 +285,12 @@ class Kernel:
         self._bind(args, kwargs)                 # a clear TypeError for a wrong call
         abstract_args: list[Any] = []
         dynamic: list[Any] = []
+        # a plain jit stages one array passed twice as one argument (writes seen by both names)
+        seen: dict[Any, int] | None = {} if self._tracer is None else None
         for i, value in enumerate(args):
             abstract_args.append(value if i in self.static_argnums
-                                 else _abstract_leafwise(self.arg_name(i), value, dynamic))
-        abstract_kwargs = {k: _abstract_leafwise(k, kwargs[k], dynamic) for k in sorted(kwargs)}
+                                 else _abstract_leafwise(self.arg_name(i), value, dynamic, seen))
+        abstract_kwargs = {k: _abstract_leafwise(k, kwargs[k], dynamic, seen) for k in sorted(kwargs)}
         key = pytrees.flatten((tuple(abstract_args), abstract_kwargs))
         return _hashable_key(key), tuple(abstract_args), abstract_kwargs, dynamic
 
@@ -324,7 +332,7 @@ class Kernel:
             if not kwargs and not self.static_argnums and all(type(a) is np.ndarray for a in args):
                 fast_key = tuple((a.dtype, a.shape) for a in args)
                 spec = self._fast.get(fast_key)
-                if spec is not None:
+                if spec is not None and not (spec.program.updates and _shared(args)):
                     return spec.call_fast(args)
             key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs)
             spec = self._specializations.get(key)
@@ -373,7 +381,7 @@ class Kernel:
     # ---- protocols of the layers below (they do not import this module) -----------------
     def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:
         """Called inside compiled code: stage this kernel for the arguments and inline it."""
-        return stager._call_kernel(self, args, kwargs)
+        return stager._call_kernel(self, args, kwargs, updates=self._tracer is None)
 
     def __aotx_cache_key__(self) -> tuple:
         """What the on-disk cache key covers of this kernel (compiler/cache.py)."""
@@ -425,17 +433,26 @@ def _signature_of(fn: Callable[..., Any]) -> inspect.Signature:
                                   inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
 
 
-def _abstract_leafwise(name: str, value: Any, dynamic: list[Any]) -> Any:
+def _abstract_leafwise(name: str, value: Any, dynamic: list[Any],
+                       seen: dict[Any, int] | None = None) -> Any:
     """Replace array leaves by their types (collecting the arrays in `dynamic`); `name` is
-    the argument's, for errors."""
+    the argument's, for errors. With `seen`, an ndarray that is the same array as an earlier
+    one (same memory, shape, strides and dtype) becomes an Alias of it."""
     leaves, tree = pytrees.flatten(value)
     out: list[Any] = []
     for i, leaf in enumerate(leaves):
         kind = _leaf_kind(leaf, lambda: _leaf_path(name, value, i))
         if kind == "array":
             arr = _native_order(np.asarray(leaf))
-            out.append(TensorType(canonical_dtype(arr.dtype), tuple(arr.shape)))
-            dynamic.append(arr)
+            t = TensorType(canonical_dtype(arr.dtype), tuple(arr.shape))
+            if seen is not None and isinstance(leaf, np.ndarray) and leaf.size:
+                ident = (leaf.__array_interface__["data"][0], leaf.shape, leaf.strides, leaf.dtype.str)
+                if ident in seen:
+                    out.append(Alias(seen[ident], t))
+                    continue
+                seen[ident] = len(dynamic)
+            out.append(t)
+            dynamic.append(leaf if isinstance(leaf, np.ndarray) else arr)   # updates go into leaf
         elif kind == "weak":
             out.append(Weak(TensorType(np.dtype(np.float64), ())))
             dynamic.append(np.float64(leaf))

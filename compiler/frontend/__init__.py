@@ -27,7 +27,7 @@ from compiler.frontend import numpy_api as NP
 from compiler.frontend.pytrees import PyTreeDef, flatten, flatten_static, unflatten
 from compiler.frontend.source import FunctionSource, function_source
 from compiler.frontend.stager import Stager
-from compiler.frontend.values import ARG, Reject, Scope, Staged, Undefined, Weak
+from compiler.frontend.values import ARG, Alias, Reject, Scope, Staged, Undefined, Weak
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Function, SourceLoc
 from compiler.ir.types import TensorType
@@ -69,7 +69,7 @@ def stage(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     staged = [Staged(v, weak=isinstance(leaf, Weak), origin=ARG, name=h)
               for v, leaf, h in zip(block.args, leaves, hints)]
     stager.arguments, stager.updates = list(staged), updates
-    call_args, call_kwargs = unflatten(in_tree, staged)
+    call_args, call_kwargs = _resolve_aliases(unflatten(in_tree, staged), staged)
     try:
         out, loc = _run(stager, fn, list(call_args), call_kwargs)
         results, out_tree = _outputs(stager, out, loc)
@@ -85,6 +85,14 @@ def stage(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     except VerifyError as e:
         raise InternalCompilerError(f"the frontend built invalid IR for {fn_name}: {e}") from None
     return StagedProgram(function, in_tree, out_tree, written)
+
+
+def _resolve_aliases(tree: Any, staged: list[Staged]) -> Any:
+    """Arguments with each Alias leaf replaced by the Staged of the argument it repeats."""
+    leaves, td = flatten(tree, is_leaf=lambda x: isinstance(x, (Staged, Alias)))
+    if not any(isinstance(x, Alias) for x in leaves):
+        return tree
+    return unflatten(td, [staged[x.index] if isinstance(x, Alias) else x for x in leaves])
 
 
 def _function_name(fn: Any) -> str:

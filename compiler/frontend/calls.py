@@ -28,7 +28,8 @@ from compiler.frontend.control import assigned_names
 from compiler.frontend.pytrees import flatten_static, unflatten
 from compiler.frontend.source import function_source
 from compiler.frontend.ufuncs import UFUNCS, binary, divmod_, round_, unary, where
-from compiler.frontend.values import BoundMethod, Closure, Reject, ReturnSignal, Scope, Staged, Weak
+from compiler.frontend.values import Alias, BoundMethod, Closure, Reject, ReturnSignal, Scope, Staged, \
+    Weak
 from compiler.frontend.random import implicit_key
 from compiler.primitives import ops
 from compiler.primitives import random as PR
@@ -154,19 +155,38 @@ class CallMixin:
             return self.call_closure(fn, args, kwargs)
         return self._call_python(fn, args, kwargs)
 
-    def _call_kernel(self, kernel: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        """Inline a Kernel (``jit``, ``vmap``, ...): stage it for these argument types."""
+    def _call_kernel(self, kernel: Any, args: list[Any], kwargs: dict[str, Any],
+                     updates: bool = False) -> Any:
+        """Inline a Kernel (``jit``, ``vmap``, ...): stage it for these argument types. With
+        `updates` (a plain jit), its writes into its arguments are writes into ours (one
+        array passed twice is one argument of it, as in NumPy)."""
         leaves, tree = flatten_static((tuple(args), kwargs), lambda x: isinstance(x, Staged))
-        abstract = [Weak(x.type) if x.weak else x.type for x in leaves]
+        first: dict[int, int] = {}
+        abstract: list[Any] = []
+        distinct: list[Staged] = []
+        for x in leaves:
+            if updates and id(x) in first:
+                abstract.append(Alias(first[id(x)], x.type))
+                continue
+            first[id(x)] = len(distinct)
+            distinct.append(x)
+            abstract.append(Weak(x.type) if x.weak else x.type)
         a_args, a_kwargs = unflatten(tree, abstract)
-        program = kernel.trace(tuple(a_args), a_kwargs)
-        body, values = program.function.body, [x.value for x in leaves]
+        program = kernel.trace(tuple(a_args), a_kwargs, updates=True) if updates \
+            else kernel.trace(tuple(a_args), a_kwargs)
+        body, values = program.function.body, [x.value for x in distinct]
         if any(op.prim is ops.rng_key_p for op in body.ops):
             # its key-less draws take the next key of this function's implicit state, so that
             # two calls of one kernel (or of two kernels) draw different numbers
             body, values = PR.key_as_argument(body), values + [implicit_key(self)]
         results = inline_block(self.b, body, values)
-        return unflatten(program.out_tree, [Staged(v) for v in results])
+        written = getattr(program, "updates", ())
+        n = len(results) - len(written)
+        for i, new in zip(written, results[n:]):
+            target = distinct[i]
+            self.check_writable(target, target.name or "an argument")  # type: ignore[attr-defined]
+            self.write(target, new)  # type: ignore[attr-defined]
+        return unflatten(program.out_tree, [Staged(v) for v in results[:n]])
 
     def _call_python(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if isinstance(fn, types.FunctionType):

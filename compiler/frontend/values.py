@@ -57,6 +57,29 @@ class Weak:
         return f"Weak({self.type})"
 
 
+class Alias:
+    """An array argument that is the same array as the dynamic argument number `index` (one
+    array passed twice, ``f(a, a)``): staged as that argument's own Staged, so that a write
+    through one name is seen through the other, as in NumPy."""
+
+    __slots__ = ("index", "type")
+
+    def __init__(self, index: int, type: TensorType) -> None:
+        self.index, self.type = index, type
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Alias) and (other.index, other.type) == (self.index, self.type)
+
+    def __hash__(self) -> int:
+        return hash(("Alias", self.index, self.type))
+
+    def __repr__(self) -> str:
+        return f"Alias({self.index}, {self.type})"
+
+    def __aotx_cache_key__(self) -> tuple:
+        return ("alias", self.index, str(self.type))
+
+
 class Staged:
     """An array value computed at run time: an IR value plus Python-side facts."""
 
