@@ -21,13 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from compiler.errors import CompileError, InternalCompilerError, UnsupportedError
+from compiler.errors import CompileError, DynamicShapeError, InternalCompilerError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import numpy_api as NP
 from compiler.frontend.pytrees import PyTreeDef, flatten, flatten_static, unflatten
 from compiler.frontend.source import FunctionSource, function_source
 from compiler.frontend.stager import Stager
-from compiler.frontend.values import ARG, Alias, Reject, Scope, Staged, Undefined, Weak
+from compiler.frontend.values import ARG, Alias, Reject, Scope, Selection, Staged, Undefined, Weak
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Function, SourceLoc
 from compiler.ir.types import TensorType
@@ -165,6 +165,10 @@ def _outputs(stager: Stager, out: Any, loc: SourceLoc) -> tuple[list[Any], PyTre
         for leaf in leaves:
             if isinstance(leaf, Staged):
                 values.append(leaf.value)
+            elif isinstance(leaf, Selection):
+                raise DynamicShapeError("the function returns x[mask], whose shape depends on the "
+                                        "values of the mask", stager.return_loc or loc,
+                                        "return np.where(mask, x, fill), or a reduction of x[mask]")
             elif A.is_scalar_like(leaf) or isinstance(leaf, np.ndarray):
                 try:
                     values.append(A.lift(stager.b, leaf).value)

@@ -19,13 +19,14 @@ import numpy as np
 
 import compiler.primitives as P
 from compiler.primitives import ops
-from compiler.errors import CompileError, ShapeMismatchError, TruthValueError, UnsupportedError
+from compiler.errors import CompileError, DynamicShapeError, ShapeMismatchError, TruthValueError, \
+    UnsupportedError
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
 from compiler.ir import dims
 from compiler.ir.dims import Dim, DimExpr
 from compiler.ir.types import BOOL, DTYPES, F64, I64, canonical_dtype, is_float
-from compiler.frontend.values import LOCAL, VIEW, Reject, Staged
+from compiler.frontend.values import LOCAL, VIEW, Reject, Selection, Staged
 from compiler.frontend.writes import view_path
 
 PY_SCALARS = (bool, int, float)
@@ -89,6 +90,10 @@ def lift(b: Builder, x: Any, dtype: np.dtype | None = None) -> Staged:
     """Any array-like as a Staged value; `dtype` casts static values directly."""
     if isinstance(x, Staged):
         return x if dtype is None else convert(b, x, dtype)
+    if isinstance(x, Selection):
+        raise Reject(DynamicShapeError, "boolean mask indexing has a shape that depends on the "
+                     "values of the mask", "use np.where(mask, x, fill) to keep the shape; a "
+                     "reduction of x[mask] (np.sum(x[mask]), x[mask].mean(), .max()) compiles")
     if isinstance(x, DimExpr):
         s = dim_value(b, x)
         return s if dtype is None else convert(b, s, dtype, weak=True)
@@ -282,6 +287,8 @@ class Elementwise:
 
 def normalize_operand(b: Builder, x: Any) -> Any:
     """Lists and tuples become arrays (stacked when they hold staged values)."""
+    if isinstance(x, Selection):
+        return lift(b, x)                # x[mask] where its shape matters: DynamicShapeError
     if isinstance(x, (list, tuple)):
         if _has_staged(x):
             return lift(b, x)

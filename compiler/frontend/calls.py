@@ -23,13 +23,14 @@ import numpy as np
 from compiler.errors import CompileError, OutParameterError, SideEffectError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import numpy_api as NP
+from compiler.frontend import masked as M
 from compiler.frontend import reductions as R
 from compiler.frontend.control import assigned_names
 from compiler.frontend.pytrees import flatten_static, unflatten
 from compiler.frontend.source import function_source
 from compiler.frontend.ufuncs import UFUNCS, binary, divmod_, round_, unary, where
-from compiler.frontend.values import Alias, BoundMethod, Closure, Reject, ReturnSignal, Scope, Staged, \
-    Weak
+from compiler.frontend.values import Alias, BoundMethod, Closure, Reject, ReturnSignal, Scope, \
+    Selection, Staged, Weak
 from compiler.frontend.random import implicit_key
 from compiler.primitives import ops
 from compiler.primitives import random as PR
@@ -40,6 +41,10 @@ from compiler.ir.types import F64, I64
 # external handlers registered by other packages (compiler.cond, compiler.random, ...):
 # fn -> handler(stager, *args, **kwargs)
 EXTERNAL: dict[Any, Callable[..., Any]] = {}
+
+
+# ndarray methods that write into the array: staged as the NumPy function registered above
+INPLACE_METHODS: dict[str, Any] = {"fill": np.copyto, "put": np.put}
 
 
 def register_function(fn: Any, handler: Callable[..., Any]) -> None:
@@ -83,7 +88,13 @@ class CallMixin:
     # ---- attributes -------------------------------------------------------------------------
 
     def get_attribute(self, obj: Any, attr: str) -> Any:
+        if isinstance(obj, Selection):                  # x[mask]: reductions only (masked.py)
+            if attr in M.METHODS or attr == "astype":
+                return BoundMethod(obj, attr)
+            raise M.dynamic(f".{attr}")
         if isinstance(obj, Staged):
+            if attr in INPLACE_METHODS:                 # x.fill(v), x.put(idx, v): writes
+                return BoundMethod(obj, attr)
             if attr in NP.ATTRIBUTES:
                 return NP.ATTRIBUTES[attr](self.b, obj)
             if attr in NP.METHODS:
@@ -101,7 +112,8 @@ class CallMixin:
         value = self.static(lambda: getattr(obj, attr))  # type: ignore[attr-defined]
         if isinstance(obj, types.ModuleType) and obj.__name__.startswith("numpy") \
                 and callable(value) and not isinstance(value, type) and _hashable(value) \
-                and value not in NP.NUMPY_FUNCTIONS and value not in NP.STATIC_NUMPY:
+                and value not in NP.NUMPY_FUNCTIONS and value not in NP.STATIC_NUMPY \
+                and value not in EXTERNAL:
             sub = obj.__name__[len("numpy."):]
             raise NP.unsupported_numpy(f"{sub}.{attr}" if sub else attr)
         return value
@@ -130,6 +142,8 @@ class CallMixin:
 
     def call(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Stage ``fn(*args, **kwargs)``."""
+        if any(isinstance(a, Selection) for a in args) and NP.numpy_name(fn) is not None:
+            return M.call(self.b, fn, args, kwargs, lambda f, xs, kw: self.call(f, xs, kw))
         if hasattr(type(fn), "__aotx_stage_call__"):       # Kernels, vjp_fn / jvp_fn objects
             return fn.__aotx_stage_call__(self, args, kwargs)
         if isinstance(fn, BoundMethod):
@@ -214,6 +228,10 @@ class CallMixin:
 
     def _call_method(self, method: BoundMethod, args: list[Any], kwargs: dict[str, Any]) -> Any:
         obj, name = method.self_value, method.name
+        if isinstance(obj, Selection):
+            return M.method(self.b, obj, name, args, kwargs)
+        if isinstance(obj, Staged) and name in INPLACE_METHODS:
+            return EXTERNAL[INPLACE_METHODS[name]](self, obj, *args, **kwargs)
         if isinstance(obj, (np.ndarray, np.generic)) and not _any_dynamic(args, kwargs):
             if name in _NDARRAY_MUTATORS:
                 self.check_mutable(obj, f"ndarray.{name}()")  # type: ignore[attr-defined]

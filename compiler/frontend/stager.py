@@ -26,12 +26,13 @@ from compiler.errors import CompileError, InternalCompilerError, ShapeMismatchEr
     SideEffectError, TruthValueError, UnsupportedError, source_excerpt
 from compiler.frontend import arrays as A
 from compiler.frontend import control, loops, pytrees
+from compiler.frontend import masked as M
 from compiler.frontend import writes as W
 from compiler.frontend import indexing as I
 from compiler.frontend import numpy_api as NP
-from compiler.frontend.calls import CallMixin
+from compiler.frontend.calls import CallMixin, register_function
 from compiler.frontend.ufuncs import binary, unary
-from compiler.frontend.values import ARG, Scope, BreakSignal, ContinueSignal, Reject, \
+from compiler.frontend.values import ARG, Selection, Scope, BreakSignal, ContinueSignal, Reject, \
     ReturnSignal, Staged, Undefined
 from compiler.ir import dims
 from compiler.ir.builder import Builder
@@ -622,6 +623,11 @@ class Stager(CallMixin, ast.NodeVisitor):
         return self.subscript(self.visit(node.value), self.visit(node.slice))
 
     def subscript(self, obj: Any, index: Any) -> Any:
+        mask = I.mask_index(obj, index)
+        if mask is not None:                   # x[mask]: a Selection (masked.py)
+            return M.select(self.b, obj, mask)
+        if isinstance(obj, Selection):
+            raise M.dynamic("indexing it")
         if isinstance(obj, Staged) or (isinstance(obj, np.ndarray) and _has_dynamic(index)):
             return I.getitem(self.b, obj, index)
         if _has_dynamic(index):
@@ -633,6 +639,11 @@ class Stager(CallMixin, ast.NodeVisitor):
         return self.binop(node.op, self.visit(node.left), self.visit(node.right))
 
     def binop(self, op: ast.operator, left: Any, right: Any) -> Any:
+        if isinstance(left, Selection) or isinstance(right, Selection):
+            handler = NP.BINARY_OPERATORS.get(type(op))
+            if handler is None or isinstance(op, ast.MatMult):
+                raise M.dynamic(f"the operator {_OP_TEXT.get(type(op), '?')}")
+            return M.elementwise(self.b, lambda x, y: handler(self.b, x, y), [left, right])
         if isinstance(left, Staged) or isinstance(right, Staged):
             handler = NP.BINARY_OPERATORS.get(type(op))
             if handler is None:
@@ -658,6 +669,9 @@ class Stager(CallMixin, ast.NodeVisitor):
         value = self.visit(node.operand)
         if isinstance(node.op, ast.Not):
             return self.logical_not(value)
+        if isinstance(value, Selection):
+            name = NP.UNARY_OPERATORS[type(node.op)]
+            return M.elementwise(self.b, lambda x: unary(self.b, name, x), [value])
         if isinstance(value, Staged):
             return unary(self.b, NP.UNARY_OPERATORS[type(node.op)], value)
         if isinstance(value, DimExpr) and isinstance(node.op, (ast.USub, ast.UAdd)):
@@ -728,6 +742,9 @@ class Stager(CallMixin, ast.NodeVisitor):
                 raise Reject(UnsupportedError, "`in` with array values is not supported",
                              "use np.any(x == values)")
             return PY_CMPOPS[type(op)](left, right)
+        if isinstance(left, Selection) or isinstance(right, Selection):
+            name = NP.COMPARE_OPERATORS[type(op)]
+            return M.elementwise(self.b, lambda x, y: binary(self.b, name, x, y), [left, right])
         if isinstance(left, Staged) or isinstance(right, Staged):
             return binary(self.b, NP.COMPARE_OPERATORS[type(op)], left, right)
         if isinstance(left, DimExpr) or isinstance(right, DimExpr):
@@ -799,6 +816,32 @@ class Stager(CallMixin, ast.NodeVisitor):
             raise Reject(UnsupportedError, f"a loop of {len(value)} iterations is too long to "
                          "unroll", "vectorize it with array operations")
         return self.static(lambda: list(value))
+
+
+# ---- NumPy functions that write into their first argument ----------------------------------
+
+
+def _inplace_writer(name: str, update: Callable[..., Value]) -> Callable[..., None]:
+    """The stager's handler for np.<name>(a, ...), which updates `a` and returns None."""
+    def handler(stager: Stager, a: Any = None, *args: Any, **kwargs: Any) -> None:
+        if not isinstance(a, Staged):
+            raise Reject(UnsupportedError if isinstance(a, np.ndarray) else CompileError,
+                         f"np.{name} writes into its first argument, which must be an array "
+                         "value of the function", "build the array with np.array(...) first")
+        stager.check_writable(a, f"the first argument of np.{name}")
+        try:
+            new = update(stager.b, a, *args, **kwargs)
+        except TypeError as e:
+            raise Reject(CompileError, f"np.{name}(): {e}") from None
+        stager.write(a, new)
+    return handler
+
+
+register_function(np.put_along_axis, _inplace_writer("put_along_axis", I.put_along_axis))
+register_function(np.putmask, _inplace_writer("putmask", I.putmask))
+register_function(np.place, _inplace_writer("place", I.place))
+register_function(np.copyto, _inplace_writer("copyto", I.copyto))
+register_function(np.put, _inplace_writer("put", I.put))
 
 
 # ---- helpers ---------------------------------------------------------------------------------

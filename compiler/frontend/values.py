@@ -147,6 +147,21 @@ class Staged:
         return f"<staged {self.type}{' weak' if self.weak else ''}>"
 
 
+class Selection:
+    """``x[mask]`` for a run-time boolean mask: the array (``values``, a snapshot of x) and
+    the mask broadcast to its shape. Its shape depends on data, so it is accepted only where
+    the result's shape does not (reductions, arithmetic with scalars, assignment through the
+    same mask: compiler/frontend/masked.py); anywhere else it is a DynamicShapeError."""
+
+    __slots__ = ("values", "mask")
+
+    def __init__(self, values: Staged, mask: Staged) -> None:
+        self.values, self.mask = values, mask
+
+    def __repr__(self) -> str:
+        return f"<selection of {self.values.type}>"
+
+
 def is_staged(x: Any) -> bool:
     return isinstance(x, Staged)
 

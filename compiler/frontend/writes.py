@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from compiler.ir.builder import Builder
 from compiler.ir.core import Op, Value
 from compiler.primitives import ops
@@ -113,6 +115,40 @@ def _refresh(b: Builder, node: Any, skip: set[int]) -> None:
                 continue
             v.value = replay(b, v.path, node.value)
         _refresh(b, v, skip)
+
+
+def same_value(a: Value, b: Value, depth: int = 12) -> bool:
+    """Do two IR values compute the same thing (the same ops on the same operands)? The two
+    ``x > 0`` of ``y[x > 0] = x[x > 0] - 1`` do."""
+    if a is b:
+        return True
+    if depth == 0 or a.op is None or b.op is None or a.op.prim is not b.op.prim \
+            or a.type != b.type or len(a.op.operands) != len(b.op.operands) \
+            or a.op.results.index(a) != b.op.results.index(b) or a.op.regions or b.op.regions:
+        return False
+    if not _same_params(a.op.params, b.op.params):
+        return False
+    return all(same_value(x, y, depth - 1) for x, y in zip(a.op.operands, b.op.operands))
+
+
+def _same_params(p: dict[str, Any], q: dict[str, Any]) -> bool:
+    if p.keys() != q.keys():
+        return False
+    for k in p:
+        x, y = p[k], q[k]
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.dtype == y.dtype
+                    and x.shape == y.shape and np.array_equal(x, y)):
+                return False
+        elif type(x) is not type(y):
+            return False
+        else:
+            try:
+                if not bool(x == y):
+                    return False
+            except (TypeError, ValueError):
+                return False
+    return True
 
 
 def contiguous(obj: Any) -> bool:
