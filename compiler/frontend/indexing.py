@@ -662,6 +662,8 @@ def mask_index(x: Any, index: Any) -> Staged | None:
 def put_along_axis(b: Builder, arr: Staged, indices: Any, values: Any, axis: Any) -> Value:
     """The new value of arr after np.put_along_axis(arr, indices, values, axis)."""
     if axis is None:
+        if np.ndim(indices) != 1 and A.shape_of(indices) and len(A.shape_of(indices)) != 1:
+            raise Reject(CompileError, "when axis=None, `indices` must have a single dimension.")
         flat = Staged(A.reshape_value(b, arr.value, (arr.type.size,)))
         new = put_along_axis(b, flat, indices, values, 0)
         return A.reshape_value(b, new, tuple(arr.shape))

@@ -299,6 +299,10 @@ class Stager(CallMixin, ast.NodeVisitor):
         elif isinstance(target, ast.Subscript):
             obj, index = self.visit(target.value), self.visit(target.slice)
             current = self.subscript(obj, index)
+            if isinstance(obj, (list, dict, tuple)) and isinstance(current, Staged) \
+                    and current.ndim > 0:      # d["w"] -= g: the array in place, d unchanged
+                self.augment(current, node.op, value)
+                return
             self.setitem(obj, index, self.inplace_op(current, node.op, value), target)
         elif isinstance(target, ast.Attribute) and _attribute_sink(self, target.value):
             self.assign(target, self.binop(node.op, self.visit(target), value))   # ctx.attr op= ...
