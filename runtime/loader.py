@@ -205,7 +205,8 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
     if not np.may_share_memory(a, b):
         return False
     try:
-        return bool(np.shares_memory(a, b, max_work=10_000))
+        work: Any = 10_000               # bounded effort (the stubs list only -1 and 0)
+        return bool(np.shares_memory(a, b, max_work=work))
     except np.exceptions.TooHardError:
         return True
 

@@ -688,7 +688,7 @@ def put_along_axis(b: Builder, arr: Staged, indices: Any, values: Any, axis: Any
     return setitem(b, arr, tuple(items), values)
 
 
-def copyto(b: Builder, dst: Staged, src: Any, casting: str = "same_kind", where: Any = True) -> Value:
+def copyto(b: Builder, dst: Staged, src: Any, casting: Any = "same_kind", where: Any = True) -> Value:
     """The new value of dst after np.copyto(dst, src, casting, where)."""
     s = A.normalize_operand(b, src)
     src_dtype = s.dtype if isinstance(s, Staged) and not s.weak else None

@@ -644,10 +644,11 @@ class Stager(CallMixin, ast.NodeVisitor):
 
     def binop(self, op: ast.operator, left: Any, right: Any) -> Any:
         if isinstance(left, Selection) or isinstance(right, Selection):
-            handler = NP.BINARY_OPERATORS.get(type(op))
-            if handler is None or isinstance(op, ast.MatMult):
+            found = NP.BINARY_OPERATORS.get(type(op))
+            if found is None or isinstance(op, ast.MatMult):
                 raise M.dynamic(f"the operator {_OP_TEXT.get(type(op), '?')}")
-            return M.elementwise(self.b, lambda x, y: handler(self.b, x, y), [left, right])
+            apply: Callable[..., Any] = found
+            return M.elementwise(self.b, lambda x, y: apply(self.b, x, y), [left, right])
         if isinstance(left, Staged) or isinstance(right, Staged):
             handler = NP.BINARY_OPERATORS.get(type(op))
             if handler is None:
