@@ -260,8 +260,9 @@ def test_a_kernel_inlined_in_compiled_code_writes_into_its_callers_array():
 
 def test_lower_shows_the_written_argument_as_a_result():
     low = jit(slice_from_neighbours).lower(np.zeros(5))
-    assert "update_slice" in low.ir and low.ir_optimized.count("return") == 1
-    assert "f64[5]" in low.ir_optimized.split("return")[0].splitlines()[0] or "->" in low.ir_optimized
+    assert "update_slice" in low.ir
+    header = low.ir_optimized.splitlines()[0]
+    assert header.endswith("-> (f64[], f64[5]) {"), header     # the sum, then x's new value
 
 
 # ---- the cache and built libraries ------------------------------------------------------------
@@ -308,8 +309,7 @@ def test_built_library_updates_the_callers_array(tmp_path):
     assert kernels["diffuse"]["updates"] == [0] and kernels["center"]["updates"] == [0]
     assert kernels["diffuse"]["outputs"][-1]["name"] == "u_updated"
     header = (tmp_path / "o" / "stencils.h").read_text()
-    assert "#define AOTX_STENCILS_DIFFUSE_NUM_UPDATES 1" in header.replace("AOTX_STENCILS_", "AOTX_STENCILS_") \
-        or "DIFFUSE_NUM_UPDATES 1" in header
+    assert "DIFFUSE_NUM_UPDATES 1" in header and "CENTER_NUM_UPDATES 1" in header
     assert "the new value of inputs[0] (u)" in header
     sys.modules.pop("stencils", None)
     lib = runtime.load(tmp_path / "o" / "stencils")
