@@ -32,7 +32,7 @@ from compiler.frontend import indexing as I
 from compiler.frontend import numpy_api as NP
 from compiler.frontend.calls import CallMixin, register_function
 from compiler.frontend.ufuncs import binary, unary
-from compiler.frontend.values import ARG, Selection, Scope, BreakSignal, ContinueSignal, Reject, \
+from compiler.frontend.values import ARG, VIEW, Selection, Scope, BreakSignal, ContinueSignal, Reject, \
     ReturnSignal, Staged, Undefined
 from compiler.ir import dims
 from compiler.ir.builder import Builder
@@ -295,7 +295,8 @@ class Stager(CallMixin, ast.NodeVisitor):
         value = self.visit(node.value)
         target = node.target
         if isinstance(target, ast.Name):
-            self.scope.env[target.id] = self.augment(self.visit(target), node.op, value)  # type: ignore[union-attr]
+            self.scope.env[target.id] = self.augment(self.visit(target), node.op, value,  # type: ignore[union-attr]
+                                                     target.id)
         elif isinstance(target, ast.Subscript):
             obj, index = self.visit(target.value), self.visit(target.slice)
             current = self.subscript(obj, index)
@@ -507,6 +508,11 @@ class Stager(CallMixin, ast.NodeVisitor):
                              "data-dependent if), is not supported",
                              "assign into the base array directly, or .copy() the view first")
             node = node.base
+        if node.origin == VIEW:                # a view carried through a compiled loop by name
+            raise Reject(UnsupportedError, f"assigning through '{text}', a view of another array "
+                         "carried through a compiled loop, is not supported",
+                         "write into the base array with the same index (x[0] += ... rather than "
+                         "row += ...), or .copy() the view first")
         if node.origin != ARG:
             return
         name = node.name or text
@@ -519,12 +525,12 @@ class Stager(CallMixin, ast.NodeVisitor):
                          "jacrev, ...) cannot do", f"copy it first: y = {name}.copy(), then "
                          "update y (and return it)")
 
-    def augment(self, current: Any, op: ast.operator, value: Any) -> Any:
+    def augment(self, current: Any, op: ast.operator, value: Any, text: str = "the array") -> Any:
         """`name op= value`: in place for arrays (0-d arguments and local scalars rebind, as
         NumPy scalars do), rebinding otherwise."""
         if isinstance(current, Staged) and current.ndim > 0:
             result = self.inplace_op(current, op, value)
-            self.check_writable(current, "the array")
+            self.check_writable(current, text)
             self.write(current, result.value)
             return current
         if isinstance(current, list) and isinstance(op, ast.Add):

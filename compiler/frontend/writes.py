@@ -106,6 +106,18 @@ def commit(b: Builder, obj: Any, new: Value) -> None:
     _refresh(b, written[-1], on_path)
 
 
+def refresh_roots(b: Builder, changed: list[Any]) -> None:
+    """After a data-dependent if or a compiled loop gave the arrays `changed` new values:
+    every live view of their roots is read again from its (new) base. (A write through a view
+    inside the body reached its base there, so the base's value is the one to trust.)"""
+    roots: dict[int, Any] = {}
+    for obj in changed:
+        root = chain(obj)[-1]
+        roots[id(root)] = root
+    for root in roots.values():
+        _refresh(b, root, set())
+
+
 def _refresh(b: Builder, node: Any, skip: set[int]) -> None:
     for v in node.live_views():
         if id(v) not in skip:

@@ -170,6 +170,38 @@ def test_signature_kernel_updates_with_a_loop_over_a_symbolic_size():
         np.testing.assert_allclose(x, want, rtol=1e-12)
 
 
+def row_accumulates(x):
+    row = x[0]
+    for i in range(x.shape[0]):                  # a compiled loop (symbolic trip count)
+        row += x[i]                              # the view, carried as the array it is
+    return row * 1.0
+
+
+def view_seen_after_loop(x):
+    v = x[0:2]
+    for _ in range(x.shape[0]):
+        x += 1.0
+    return v * 1.0
+
+
+def doubling_while(x):
+    v = x[:, 1]
+    while x.max() < 1000.0:                      # a data-dependent while
+        x *= 2.0
+    return v + 0.0
+
+
+@pytest.mark.parametrize("fn", [row_accumulates, view_seen_after_loop, doubling_while])
+def test_views_and_arguments_through_compiled_loops(fn):
+    kernel = jit(fn, signature="f64[n, 3]")
+    for n in (1, 4):
+        want_x = np.arange(3.0 * n).reshape(n, 3) + 1.0
+        got_x = want_x.copy()
+        want = fn(want_x)
+        np.testing.assert_allclose(kernel(got_x), want, rtol=1e-14)
+        np.testing.assert_allclose(got_x, want_x, rtol=1e-14)
+
+
 # ---- strided, aliased, read-only, converted arguments ------------------------------------------
 
 def test_strided_arguments_are_updated_in_place():
