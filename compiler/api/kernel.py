@@ -187,10 +187,11 @@ class _FastPlan:
         return pytrees.unflatten(self.spec.program.out_tree, [_scalarize(o) for o in outs])
 
 
-def _shared(arrays: Sequence[np.ndarray]) -> bool:
+def _shared(arrays: Sequence[Any]) -> bool:
     """May two of the arrays share memory (then a kernel that writes into one is not called
     through the fast path: the same array twice has its own specialization)?"""
-    return any(np.may_share_memory(a, b) for i, a in enumerate(arrays) for b in arrays[:i])
+    nd = [a for a in arrays if isinstance(a, np.ndarray)]
+    return any(np.may_share_memory(a, b) for i, a in enumerate(nd) for b in nd[:i])
 
 
 def _symbol_name(name: str) -> str:
@@ -279,14 +280,15 @@ class Kernel:
                             f"but the function returns {got}")
         return spec
 
-    def _abstract(self, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict, list[Any]]:
+    def _abstract(self, args: tuple, kwargs: dict,
+                  aliases: bool = False) -> tuple[Any, tuple, dict, list[Any]]:
         """Arguments as passed (positional stay positional: vmap's in_dims apply to them;
-        keywords stay keywords), arrays replaced by their types, in flattening order."""
+        keywords stay keywords), arrays replaced by their types, in flattening order. With
+        `aliases`, an array passed twice is one argument (an Alias for its repeats)."""
         self._bind(args, kwargs)                 # a clear TypeError for a wrong call
         abstract_args: list[Any] = []
         dynamic: list[Any] = []
-        # a plain jit stages one array passed twice as one argument (writes seen by both names)
-        seen: dict[Any, int] | None = {} if self._tracer is None else None
+        seen: dict[Any, int] | None = {} if aliases else None
         for i, value in enumerate(args):
             abstract_args.append(value if i in self.static_argnums
                                  else _abstract_leafwise(self.arg_name(i), value, dynamic, seen))
@@ -338,6 +340,13 @@ class Kernel:
             spec = self._specializations.get(key)
             if spec is None:
                 spec = self._specialization(key, lambda: Specialization(self, a_args, a_kwargs))
+            if spec.program.updates and self._tracer is None and _shared(dynamic):
+                # it writes into its arguments, and one array is passed twice: the two names
+                # are one array, as in NumPy (a specialization of its own)
+                key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs, aliases=True)
+                spec = self._specializations.get(key) or self._specialization(
+                    key, lambda: Specialization(self, a_args, a_kwargs))
+                return spec.call(dynamic)
             if fast_key is not None and len(dynamic) == len(args):
                 self._fast[fast_key] = spec
             return spec.call(dynamic)
