@@ -44,7 +44,7 @@ EXTERNAL: dict[Any, Callable[..., Any]] = {}
 
 
 # ndarray methods that write into the array: staged as the NumPy function registered above
-INPLACE_METHODS: dict[str, Any] = {"fill": np.copyto, "put": np.put}
+INPLACE_METHODS: dict[str, Any] = {"fill": np.ndarray.fill, "put": np.put}
 
 
 def register_function(fn: Any, handler: Callable[..., Any]) -> None:
