@@ -727,6 +727,31 @@ def put(b: Builder, a: Staged, ind: Any, v: Any, mode: str = "raise") -> Value:
     return A.reshape_value(b, new, tuple(a.shape))
 
 
+def fill_diagonal(b: Builder, a: Staged, val: Any, wrap: bool = False) -> Value:
+    """The new value of a after np.fill_diagonal(a, val): a[i, i, ...] = val (repeated)."""
+    if a.ndim < 2:
+        raise Reject(CompileError, "array must be at least 2-d")
+    if a.ndim > 2 and len(set(map(str, a.shape))) != 1:
+        raise Reject(CompileError, "All dimensions of input must be of equal length")
+    if wrap and a.ndim == 2 and a.shape[0] != a.shape[1]:
+        raise Reject(UnsupportedError, "np.fill_diagonal(..., wrap=True) of a tall matrix is "
+                     "not supported", "fill each square block separately")
+    shape = tuple(a.shape)
+    on = ops.eq(b, ops.iota(b, I64, shape, 0), ops.iota(b, I64, shape, 1))
+    for axis in range(2, a.ndim):
+        on = ops.and_(b, on, ops.eq(b, ops.iota(b, I64, shape, 0), ops.iota(b, I64, shape, axis)))
+    v = A.convert(b, A.lift(b, A.normalize_operand(b, val), a.dtype
+                            if not isinstance(val, Staged) else None), a.dtype)
+    n = v.type.size
+    if n == 1:
+        fill = A.broadcast_value(b, A.reshape_value(b, v.value, ()), shape)
+    else:                                   # the k-th diagonal element gets val.flat[k % n]
+        nv = A.constant(b, n, I64).value if isinstance(n, int) else A.dim_value(b, n).value
+        k = ops.mod(b, ops.iota(b, I64, shape, 0), A.broadcast_value(b, nv, shape))
+        fill = ops.take(b, A.reshape_value(b, v.value, (n,)), k, axis=0)
+    return ops.select(b, on, fill, a.value)
+
+
 def putmask(b: Builder, a: Staged, mask: Any, values: Any) -> Value:
     """np.putmask(a, mask, values): a.flat[n] = values.flat[n % len(values)] where mask.flat[n]."""
     m = A.lift(b, A.normalize_operand(b, mask))

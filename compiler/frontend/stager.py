@@ -853,6 +853,7 @@ register_function(np.putmask, _inplace_writer("putmask", I.putmask))
 register_function(np.place, _inplace_writer("place", I.place))
 register_function(np.copyto, _inplace_writer("copyto", I.copyto))
 register_function(np.put, _inplace_writer("put", I.put))
+register_function(np.fill_diagonal, _inplace_writer("fill_diagonal", I.fill_diagonal))
 register_function(np.ndarray.fill, _inplace_writer(   # x.fill(v): casts as assignment does
     "ndarray.fill", lambda b, a, value: I.copyto(b, a, value, casting="unsafe")))
 

@@ -54,6 +54,11 @@ def put_and_place(a, m):
     np.place(a, ~m, np.array([-1.0, -2.0]))
 
 
+def diagonals(a, v):
+    np.fill_diagonal(a, 5.0)
+    np.fill_diagonal(a[1:], v)
+
+
 def put_fill_copyto(a, b):
     a[0].fill(3.0)
     a.put([1, -1], [7.0, 8.0])
@@ -74,6 +79,7 @@ CASES = {
                                         RNG.normal(size=(2, 4)))),
     "put_along": (put_along, lambda: (RNG.normal(size=(3, 4)), np.array([[0], [3], [1]]), 9.0)),
     "put_and_place": (put_and_place, lambda: (RNG.normal(size=(2, 4)), RNG.normal(size=(2, 4)) > 0)),
+    "fill_diagonal": (diagonals, lambda: (RNG.normal(size=(5, 3)), np.array([1.0, 2.0]))),
     "put_fill_copyto": (put_fill_copyto, lambda: (RNG.normal(size=(2, 4)), RNG.random((2, 4)))),
 }
 
