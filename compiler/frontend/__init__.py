@@ -166,8 +166,9 @@ def _outputs(stager: Stager, out: Any, loc: SourceLoc) -> tuple[list[Any], PyTre
             if isinstance(leaf, Staged):
                 values.append(leaf.value)
             elif isinstance(leaf, Selection):
-                raise DynamicShapeError("the function returns x[mask], whose shape depends on the "
-                                        "values of the mask", stager.return_loc or loc,
+                raise DynamicShapeError("the function returns x[mask]: boolean mask indexing has a "
+                                        "shape that depends on the values of the mask",
+                                        stager.return_loc or loc,
                                         "return np.where(mask, x, fill), or a reduction of x[mask]")
             elif A.is_scalar_like(leaf) or isinstance(leaf, np.ndarray):
                 try:
