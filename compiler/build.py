@@ -227,7 +227,7 @@ def _prepare(name: str, symbol: str, kernel: Kernel, target: targets.Target, wan
     out_names = [f"result{i}" for i in range(n_results)] + [f"{names[i]}_updated" for i in program.updates]
     outs = [parse_spec(n, str(t)).to_json() for n, t in zip(out_names, optimized.out_types)]
     info = {"name": name, "symbol": symbol, "inputs": ins, "outputs": outs,
-            "updates": list(program.updates),
+            "updates": list(program.updates), "contiguous": list(program.contiguous),
             "symbols": symbols_of(optimized), "result": _result_tree(name, program),
             "errors": [e.to_json() for e in error_sites(optimized)],
             "random": uses_random(optimized),

@@ -465,6 +465,10 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
                                                     for i in updates) \
                 or len(out_types) + len(updates) != len(outputs):
             raise ValueError(f"updates {updates!r} (or an inconsistent signature)")
+        contiguous = meta.get("contiguous", [])
+        if not isinstance(contiguous, list) or not all(type(i) is int for i in contiguous) \
+                or not set(contiguous) <= set(updates):
+            raise ValueError(f"contiguous {contiguous!r}")
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as e:
         raise BadEntry(f"meta.json does not describe a kernel ({type(e).__name__}: {e})") from None
     problem = object_problem(obj, target.triple)
@@ -476,7 +480,7 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
     except (RuntimeError, KeyError, ValueError, OSError) as e:
         raise BadEntry(f"object.o does not load ({e})") from None
     native = NativeKernel(name, address, inputs, outputs, symbols, keepalive=loaded, errors=errors,
-                          random=random, updates=updates)
+                          random=random, updates=updates, contiguous=contiguous)
     return Restored(meta, obj, out_tree, out_types, native)
 
 
@@ -546,6 +550,7 @@ class RestoredProgram:
     function: Any = None
     in_tree: Any = None
     updates: tuple[int, ...] = ()
+    contiguous: tuple[int, ...] = ()
 
 
 class DeferredNative:
@@ -668,6 +673,7 @@ class Probe:
                     "symbols": list(spec.native.symbols), "out_types": list(spec.out_types),
                     "errors": [e.to_json() for e in spec.native.errors],
                     "random": spec.native.random, "updates": list(spec.native.updates),
+                    "contiguous": list(spec.native.contiguous),
                     "out_tree": tree_to_json(spec.program.out_tree), "deps": deps,
                     "signature": ", ".join(a.type_text for a in spec.native.inputs),
                     "function": f"{getattr(self.kernel.fn, '__module__', '?')}."

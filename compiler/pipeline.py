@@ -55,6 +55,7 @@ class Program:
     # inputs written in place (plain jit): input updates[k]'s new value is the result after
     # the out_tree's leaves, number n_results + k; the runtime writes it into the caller's array
     updates: tuple[int, ...] = ()
+    contiguous: tuple[int, ...] = ()     # of those, the ones that must be C-contiguous
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def _frontend(fn: Callable[..., Any], args: tuple, kwargs: dict, name: str,
               updates: bool) -> Program:
     staged = frontend.stage(fn, args, kwargs, name=name, updates=updates)
     return Program(staged.function, staged.function, staged.in_tree, staged.out_tree,
-                   staged.updates)
+                   staged.updates, staged.contiguous)
 
 
 def transform(program: Program, stages: Sequence[Pass], out_tree: PyTreeDef | None = None) -> Program:

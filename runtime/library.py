@@ -33,7 +33,8 @@ class LibraryKernel:
                                    keepalive=library,
                                    errors=[ErrorSite.from_json(e) for e in info.get("errors", [])],
                                    random=info.get("random", False) is True,
-                                   updates=_updates(info.get("updates", []), len(ins), len(outs)))
+                                   updates=_updates(info.get("updates", []), len(ins), len(outs)),
+                                   contiguous=_contiguous(info.get("contiguous", []), info.get("updates", [])))
         self._result = info.get("result", {"tuple": [trees.LEAF] * (len(outs) - len(self.native.updates))})
         self.__signature__ = inspect.Signature(
             [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in ins])
@@ -62,6 +63,13 @@ def _updates(value: Any, n_inputs: int, n_outputs: int) -> list[int]:
     if not isinstance(value, list) or len(value) > n_outputs or len(set(value)) != len(value) \
             or not all(type(i) is int and 0 <= i < n_inputs for i in value):
         raise ValueError(f"bad \"updates\" {value!r}")
+    return value
+
+
+def _contiguous(value: Any, updates: list[int]) -> list[int]:
+    """The manifest's "contiguous" (updated inputs written through a reshape), checked."""
+    if not isinstance(value, list) or not set(value) <= set(updates):
+        raise ValueError(f"bad \"contiguous\" {value!r}")
     return value
 
 

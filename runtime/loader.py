@@ -124,7 +124,8 @@ class NativeKernel:
 
     def __init__(self, name: str, address: int, inputs: Sequence[ArgSpec], outputs: Sequence[ArgSpec],
                  symbols: Sequence[str], keepalive: Any = None, errors: Sequence[ErrorSite] = (),
-                 random: bool = False, updates: Sequence[int] = ()) -> None:
+                 random: bool = False, updates: Sequence[int] = (),
+                 contiguous: Sequence[int] = ()) -> None:
         self.name = name
         self.address = address
         self.inputs = list(inputs)
@@ -135,6 +136,9 @@ class NativeKernel:
         # inputs the kernel writes into: input updates[k]'s new value is the output
         # len(outputs) - len(updates) + k, copied into the caller's array after the call
         self.updates = tuple(int(i) for i in updates)
+        # of those, the ones written through a reshape: NumPy's reshape is a view (so the
+        # write reaches the caller's array) only of a C-contiguous array
+        self.contiguous = tuple(int(i) for i in contiguous)
         self._fn = KERNEL_CFUNC(address)
         self._keepalive = keepalive
 
@@ -145,7 +149,7 @@ class NativeKernel:
             raise TypeError(f"{self.name}() takes {len(self.inputs)} array arguments, got {len(args)}")
         names = [s.name for s in self.inputs]
         if self.updates:
-            check_updated(self.name, names, args, self.inputs, self.updates)
+            check_updated(self.name, names, args, self.inputs, self.updates, self.contiguous)
         arrays = [convert_argument(n, a, s) for n, a, s in zip(names, args, self.inputs)]
         env = bind_symbols(names, arrays, self.inputs)
         outs = self.call_checked(arrays, env)
@@ -174,7 +178,7 @@ class NativeKernel:
 
 
 def check_updated(kernel: str, names: Sequence[str], args: Sequence[Any], specs: Sequence[ArgSpec],
-                  updates: Sequence[int]) -> None:
+                  updates: Sequence[int], contiguous: Sequence[int] = ()) -> None:
     """Can the kernel's writes go into the caller's arrays as NumPy's would? Each updated
     argument must be an ndarray (TypeError), writeable (ValueError, as NumPy's
     "assignment destination is read-only"), of the kernel's dtype (TypeError: the kernel
@@ -193,6 +197,11 @@ def check_updated(kernel: str, names: Sequence[str], args: Sequence[Any], specs:
             raise TypeError(f"{kernel}: argument '{name}' is updated in place by the kernel as "
                             f"{spec.dtype}, but it is an array of {value.dtype}; NumPy would compute "
                             f"the update in {value.dtype}: pass an array of dtype {spec.dtype}")
+        if i in contiguous and not value.flags.c_contiguous:
+            raise ValueError(f"{kernel}: the kernel writes into argument '{name}' through a "
+                             "reshape, which NumPy makes a view (so the write reaches the array) "
+                             f"only of a C-contiguous array, and '{name}' is not; pass "
+                             f"np.ascontiguousarray({name}), or reshape a copy in the function")
         for j, other in enumerate(args):
             if j != i and isinstance(other, np.ndarray) and _overlap(value, other):
                 raise ValueError(f"{kernel}: arguments '{name}' and '{names[j]}' share memory and "

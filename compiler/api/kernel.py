@@ -73,7 +73,8 @@ class Specialization:
             self._probe = cache.Probe(kernel, abstract_args, abstract_kwargs, target)
         hit = None if cache.is_deferred() else self._probe.load()
         if hit is not None:                  # no staging, no LLVM: load the cached object
-            self.program = cache.RestoredProgram(hit.out_tree, updates=hit.native.updates)
+            self.program = cache.RestoredProgram(hit.out_tree, updates=hit.native.updates,
+                                                 contiguous=hit.native.contiguous)
             self.out_types, self.object, self.native = hit.out_types, hit.object, hit.native
             return
         with self._probe.recording(), config.boundscheck_scope(self.boundscheck):
@@ -100,7 +101,8 @@ class Specialization:
         outs = [parse_spec(f"result{i}", str(t)) for i, t in enumerate(self.artifacts.ir_optimized.out_types)]
         self.native = NativeKernel(self.kernel.__name__, loaded.address(self.artifacts.name), ins, outs,
                                    self.artifacts.symbols, keepalive=loaded, errors=self.artifacts.errors,
-                                   random=self.artifacts.random, updates=self.program.updates)
+                                   random=self.artifacts.random, updates=self.program.updates,
+                                   contiguous=self.program.contiguous)
         self._probe.store(self)
         return self.native
 

@@ -46,6 +46,9 @@ class StagedProgram:
     # inputs the function writes into (plain jit: NumPy's in-place semantics): the new
     # value of input updates[k] is the function's result number (n_results + k)
     updates: tuple[int, ...] = ()
+    # updated inputs written through a reshape: NumPy writes into them only when they are
+    # C-contiguous (else into a copy); the runtime refuses them otherwise
+    contiguous: tuple[int, ...] = ()
 
 
 def _is_dynamic(x: Any) -> bool:
@@ -84,7 +87,8 @@ def stage(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
         verify(function)
     except VerifyError as e:
         raise InternalCompilerError(f"the frontend built invalid IR for {fn_name}: {e}") from None
-    return StagedProgram(function, in_tree, out_tree, written)
+    contiguous = tuple(i for i in written if id(staged[i]) in stager.contiguous)
+    return StagedProgram(function, in_tree, out_tree, written, contiguous)
 
 
 def _resolve_aliases(tree: Any, staged: list[Staged]) -> Any:

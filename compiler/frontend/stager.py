@@ -87,6 +87,7 @@ class Stager(CallMixin, ast.NodeVisitor):
         self.rng_drawn = False                  # has a draw used it yet (then it carries its line)
         self.arguments: list[Staged] = []       # the function's array arguments (writes.py)
         self.updates = False                    # may it write into them (plain jit only)
+        self.contiguous: set[int] = set()       # ids of those written through a reshape
 
     # ---- dispatch and errors -------------------------------------------------------------
 
@@ -489,6 +490,8 @@ class Stager(CallMixin, ast.NodeVisitor):
     def write(self, obj: Staged, new: Value) -> None:
         """`obj` (checked writable) now holds `new`: written back through the views it is a
         view of, into an argument at the root (returned to the caller: frontend.stage)."""
+        if W.through_reshape(obj):            # NumPy's reshape is a view of a contiguous root only
+            self.contiguous.add(id(W.chain(obj)[-1]))
         W.commit(self.b, obj, new)
 
     def check_writable(self, obj: Staged, text: str) -> None:

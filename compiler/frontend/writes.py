@@ -106,6 +106,19 @@ def commit(b: Builder, obj: Any, new: Value) -> None:
     _refresh(b, written[-1], on_path)
 
 
+def through_reshape(obj: Any) -> bool:
+    """Does a write into `obj` reach its root through a reshape that changes the layout (a
+    view of the root only when the root is C-contiguous, as NumPy decides at run time)?"""
+    for node in chain(obj)[:-1]:
+        for op in node.path or ():
+            if op.prim.name == "reshape":
+                before = [d for d in op.operands[0].type.shape if d != 1]
+                after = [d for d in op.results[0].type.shape if d != 1]
+                if before != after:
+                    return True
+    return False
+
+
 def refresh_roots(b: Builder, changed: list[Any]) -> None:
     """After a data-dependent if or a compiled loop gave the arrays `changed` new values:
     every live view of their roots is read again from its (new) base. (A write through a view

@@ -215,6 +215,24 @@ def test_strided_arguments_are_updated_in_place():
     np.testing.assert_allclose(got, want, rtol=1e-13)
 
 
+def through_unit_axes(x):
+    x[None][0, 1] = 5.0                          # a reshape that only adds an axis: always a view
+
+
+def test_a_write_through_a_reshape_needs_a_contiguous_argument():
+    base = RNG.normal(size=(4, 6))
+    numpy_copy = base.copy()
+    through_reshape(numpy_copy.T)                # NumPy: the reshape of x.T is a copy
+    np.testing.assert_array_equal(numpy_copy, base)
+    with pytest.raises(ValueError, match="through a reshape.*not; pass np.ascontiguousarray"):
+        jit(through_reshape)(base.T)             # refused rather than written
+    np.testing.assert_array_equal(base, numpy_copy)
+    want = base.copy()
+    through_unit_axes(want[::2, 0])
+    jit(through_unit_axes)(base[::2, 0])
+    np.testing.assert_array_equal(base, want)
+
+
 def read_after_write(x, y):
     x += y
     return y * 1.0                     # y is x when the same array is passed twice
