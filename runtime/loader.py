@@ -206,8 +206,8 @@ def check_updated(kernel: str, names: Sequence[str], args: Sequence[Any], specs:
             if j != i and isinstance(other, np.ndarray) and _overlap(value, other):
                 raise ValueError(f"{kernel}: arguments '{name}' and '{names[j]}' share memory and "
                                  f"the kernel writes into '{name}'; pass a copy of one of them"
-                                 " (a kernel compiled lazily by jit handles the same array passed "
-                                 "twice)")
+                                 " (a kernel compiled lazily by jit, without signature=, handles "
+                                 "arrays that overlap as NumPy does)")
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:

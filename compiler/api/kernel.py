@@ -33,7 +33,7 @@ from compiler.function import trampoline
 from compiler.function.trampoline import raise_pending
 from compiler.errors import CompileError, InternalCompilerError, UnsupportedError, user_facing
 from compiler.frontend import pytrees
-from compiler.frontend.values import Alias, Closure, Reject, Weak
+from compiler.frontend.values import Alias, Closure, Reject, Strided, Weak
 from compiler.ir.printer import format_function
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
@@ -187,6 +187,69 @@ class _FastPlan:
         if self.single:
             return _scalarize(outs[0])
         return pytrees.unflatten(self.spec.program.out_tree, [_scalarize(o) for o in outs])
+
+
+def _windowed(a_args: tuple, a_kwargs: dict, dynamic: list[Any]) -> Any:
+    """The arguments with arrays that overlap (without being the same array) replaced by
+    Strided views of one window of memory per group, the windows appended to the dynamic
+    arrays: (key, args, kwargs, dynamic), or None when they cannot be (other dtypes, strides
+    that are not whole elements, a read-only array)."""
+    arrays = [k for k, a in enumerate(dynamic) if isinstance(a, np.ndarray) and a.size]
+    group = {k: k for k in arrays}
+
+    def find(k: int) -> int:
+        while group[k] != k:
+            k = group[k]
+        return k
+    for i, a in enumerate(arrays):
+        for b in arrays[:i]:
+            if np.may_share_memory(dynamic[a], dynamic[b]):
+                group[find(a)] = find(b)
+    groups: dict[int, list[int]] = {}
+    for k in arrays:
+        groups.setdefault(find(k), []).append(k)
+    members = [g for g in groups.values() if len(g) > 1]
+    if not members:
+        return None
+    replaced: dict[int, Strided] = {}
+    windows: list[np.ndarray] = []
+    for g in members:
+        arrs = [dynamic[k] for k in g]
+        dtype = arrs[0].dtype
+        size = dtype.itemsize
+        if any(a.dtype != dtype or not a.flags.writeable or any(st % size for st in a.strides)
+               for a in arrs):
+            return None
+        lows = [a.__array_interface__["data"][0] + sum(min(0, st * (n - 1))
+                                                       for st, n in zip(a.strides, a.shape))
+                for a in arrs]
+        highs = [a.__array_interface__["data"][0] + sum(max(0, st * (n - 1))
+                                                        for st, n in zip(a.strides, a.shape)) + size
+                 for a in arrs]
+        lo, hi = min(lows), max(highs)
+        if any((a.__array_interface__["data"][0] - lo) % size for a in arrs):
+            return None
+        buffer = (ctypes.c_char * (hi - lo)).from_address(lo)
+        window = np.frombuffer(buffer, dtype=dtype)
+        for k, a in zip(g, arrs):
+            replaced[k] = Strided(len(windows), window.size,
+                                  (a.__array_interface__["data"][0] - lo) // size,
+                                  tuple(st // size for st in a.strides),
+                                  TensorType(canonical_dtype(dtype), tuple(a.shape)))
+        windows.append(window)
+    leaves, tree = pytrees.flatten((a_args, a_kwargs),
+                                   is_leaf=lambda x: isinstance(x, (TensorType, Weak, Alias)))
+    out, k = [], 0
+    for leaf in leaves:
+        if isinstance(leaf, (TensorType, Weak)):
+            out.append(replaced.get(k, leaf))
+            k += 1
+        else:
+            out.append(leaf)
+    new_args, new_kwargs = pytrees.unflatten(tree, out)
+    new_dynamic = [a for k, a in enumerate(dynamic) if k not in replaced] + windows
+    key = _hashable_key(pytrees.flatten((tuple(new_args), new_kwargs)))
+    return key, tuple(new_args), new_kwargs, new_dynamic
 
 
 def _shared(arrays: Sequence[Any]) -> bool:
@@ -346,6 +409,9 @@ class Kernel:
                 # it writes into its arguments, and one array is passed twice: the two names
                 # are one array, as in NumPy (a specialization of its own)
                 key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs, aliases=True)
+                windowed = _windowed(a_args, a_kwargs, dynamic) if _shared(dynamic) else None
+                if windowed is not None:         # overlapping views: of one window of memory
+                    key, a_args, a_kwargs, dynamic = windowed
                 spec = self._specializations.get(key) or self._specialization(
                     key, lambda: Specialization(self, a_args, a_kwargs))
                 return spec.call(dynamic)

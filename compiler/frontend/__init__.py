@@ -27,10 +27,12 @@ from compiler.frontend import numpy_api as NP
 from compiler.frontend.pytrees import PyTreeDef, flatten, flatten_static, unflatten
 from compiler.frontend.source import FunctionSource, function_source
 from compiler.frontend.stager import Stager
-from compiler.frontend.values import ARG, Alias, Reject, Scope, Selection, Staged, Undefined, Weak
+from compiler.frontend.values import ARG, Alias, Reject, Scope, Selection, Staged, Strided, \
+    Undefined, Weak
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Function, SourceLoc
-from compiler.ir.types import TensorType
+from compiler.ir.types import I64, TensorType
+from compiler.primitives import ops
 from compiler.ir.verify import VerifyError, verify
 
 __all__ = ["StagedProgram", "stage", "Weak"]
@@ -65,6 +67,9 @@ def stage(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     args, kwargs = tuple(args), dict(kwargs)
     leaves, in_tree = flatten_static((args, kwargs), _is_dynamic)
     hints = _arg_hints(fn, args, kwargs)
+    windows = _windows((args, kwargs))
+    leaves += [TensorType(w.type.dtype, (w.size,)) for w in windows]
+    hints += [f"window{i}" for i in range(len(windows))]
     block = new_block([leaf.type if isinstance(leaf, Weak) else leaf for leaf in leaves], hints)
     fn_name = name or _function_name(fn)
     builder = Builder(block, SourceLoc(f"<{fn_name}>", 1))
@@ -72,7 +77,10 @@ def stage(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     staged = [Staged(v, weak=isinstance(leaf, Weak), origin=ARG, name=h)
               for v, leaf, h in zip(block.args, leaves, hints)]
     stager.arguments, stager.updates = list(staged), updates
-    call_args, call_kwargs = _resolve_aliases(unflatten(in_tree, staged), staged)
+    n_leaves = len(staged) - len(windows)
+    with builder.at(SourceLoc(f"<{fn_name}>", 1)):
+        call_args, call_kwargs = _resolve_aliases(unflatten(in_tree, staged[:n_leaves]), staged,
+                                                  builder, n_leaves)
     try:
         out, loc = _run(stager, fn, list(call_args), call_kwargs)
         results, out_tree = _outputs(stager, out, loc)
@@ -91,12 +99,42 @@ def stage(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     return StagedProgram(function, in_tree, out_tree, written, contiguous)
 
 
-def _resolve_aliases(tree: Any, staged: list[Staged]) -> Any:
-    """Arguments with each Alias leaf replaced by the Staged of the argument it repeats."""
-    leaves, td = flatten(tree, is_leaf=lambda x: isinstance(x, (Staged, Alias)))
-    if not any(isinstance(x, Alias) for x in leaves):
+def _strided_index(x: Strided) -> np.ndarray:
+    """The element of its window each element of a Strided argument is."""
+    shape = tuple(n for n in x.type.shape if isinstance(n, int))   # lazily compiled: concrete
+    assert len(shape) == len(x.type.shape), "a Strided argument has concrete sizes"
+    index = np.full(shape, x.offset, dtype=np.int64)
+    for axis, (n, stride) in enumerate(zip(shape, x.strides)):
+        index += np.arange(n, dtype=np.int64).reshape(
+            [-1 if i == axis else 1 for i in range(len(shape))]) * stride
+    return index
+
+
+def _windows(tree: Any) -> list[Strided]:
+    """One Strided of each window the arguments are views of, by window number."""
+    leaves, _ = flatten(tree, is_leaf=lambda x: isinstance(x, (TensorType, Weak, Alias, Strided)))
+    found = {x.window: x for x in leaves if isinstance(x, Strided)}
+    return [found[i] for i in sorted(found)]
+
+
+def _resolve_aliases(tree: Any, staged: list[Staged], b: Builder, n_leaves: int) -> Any:
+    """Arguments with each Alias leaf replaced by the Staged of the argument it repeats, and
+    each Strided leaf by a view of its window (the staged arguments after n_leaves)."""
+    leaves, td = flatten(tree, is_leaf=lambda x: isinstance(x, (Staged, Alias, Strided)))
+    if not any(isinstance(x, (Alias, Strided)) for x in leaves):
         return tree
-    return unflatten(td, [staged[x.index] if isinstance(x, Alias) else x for x in leaves])
+    out: list[Any] = []
+    for x in leaves:
+        if isinstance(x, Alias):
+            out.append(staged[x.index])
+        elif isinstance(x, Strided):
+            window = staged[n_leaves + x.window]
+            index = _strided_index(x)
+            out.append(A.view(ops.take(b, window.value, A.constant(b, index, I64).value, axis=0),
+                              window))
+        else:
+            out.append(x)
+    return unflatten(td, out)
 
 
 def _function_name(fn: Any) -> str:

@@ -80,6 +80,35 @@ class Alias:
         return ("alias", self.index, str(self.type))
 
 
+class Strided:
+    """An array argument that overlaps other array arguments without being the same array
+    (``f(a[1:], a[:-1])``): staged as the view of a window of the caller's memory (a hidden
+    1-d argument, `window`, of `size` elements) at element `offset` with element `strides`,
+    so that a write through one argument is seen through the others, as in NumPy."""
+
+    __slots__ = ("window", "size", "offset", "strides", "type")
+
+    def __init__(self, window: int, size: int, offset: int, strides: tuple[int, ...],
+                 type: TensorType) -> None:
+        self.window, self.size, self.offset, self.strides, self.type = \
+            window, size, offset, tuple(strides), type
+
+    def _key(self) -> tuple:
+        return (self.window, self.size, self.offset, self.strides, self.type)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Strided) and other._key() == self._key()
+
+    def __hash__(self) -> int:
+        return hash(("Strided", self._key()))
+
+    def __repr__(self) -> str:
+        return f"Strided({self.window}, {self.size}, {self.offset}, {self.strides}, {self.type})"
+
+    def __aotx_cache_key__(self) -> tuple:
+        return ("strided", self.window, self.size, self.offset, list(self.strides), str(self.type))
+
+
 class Staged:
     """An array value computed at run time: an IR value plus Python-side facts."""
 

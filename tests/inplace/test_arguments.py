@@ -254,10 +254,36 @@ def test_the_same_array_twice_is_one_array():
     np.testing.assert_array_equal(d, np.arange(4.0) * 2)
 
 
-def test_overlapping_views_are_a_clear_error_before_anything_runs():
+def write_then_read(x, y):
+    x[1:] = y[:-1] * 2.0
+    y += 1.0
+    return x.sum(), y * 1.0
+
+
+OVERLAPS = {
+    "shifted": lambda a: (a[1:], a[:-1]),
+    "strided": lambda a: (a[::2], a[:5]),
+    "reversed": lambda a: (a[2:7], a[:5][::-1]),
+    "column_and_row": lambda a: (a.reshape(2, 5).T[:, 1], a[3:8]),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(OVERLAPS))
+@pytest.mark.parametrize("fn", [read_after_write, write_then_read])
+def test_overlapping_views_behave_as_in_numpy(fn, layout):
+    want_a, got_a = np.arange(10.0), np.arange(10.0)
+    want = fn(*OVERLAPS[layout](want_a))
+    got = jit(fn)(*OVERLAPS[layout](got_a))
+    for g, w in zip(got if isinstance(got, tuple) else (got,),
+                    want if isinstance(want, tuple) else (want,)):
+        assert_same_tree(g, w)
+    np.testing.assert_array_equal(got_a, want_a)
+
+
+def test_overlapping_arguments_of_a_signature_kernel_are_a_clear_error():
     a = np.arange(6.0)
     with pytest.raises(ValueError, match="'x' and 'y' share memory"):
-        jit(read_after_write)(a[1:], a[:-1])
+        jit(read_after_write, signature="f64[n], f64[n]")(a[1:], a[:-1])
     np.testing.assert_array_equal(a, np.arange(6.0))
 
 
