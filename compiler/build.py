@@ -223,8 +223,11 @@ def _prepare(name: str, symbol: str, kernel: Kernel, target: targets.Target, wan
     llvm_ir = pipeline.codegen(optimized, symbol, target, fastmath=kernel.fastmath)
     names = fn.arg_names or [f"arg{i}" for i in range(len(fn.in_types))]
     ins = [parse_spec(n, str(t)).to_json() for n, t in zip(names, fn.in_types)]
-    outs = [parse_spec(f"result{i}", str(t)).to_json() for i, t in enumerate(optimized.out_types)]
+    n_results = len(optimized.out_types) - len(program.updates)
+    out_names = [f"result{i}" for i in range(n_results)] + [f"{names[i]}_updated" for i in program.updates]
+    outs = [parse_spec(n, str(t)).to_json() for n, t in zip(out_names, optimized.out_types)]
     info = {"name": name, "symbol": symbol, "inputs": ins, "outputs": outs,
+            "updates": list(program.updates), "contiguous": list(program.contiguous),
             "symbols": symbols_of(optimized), "result": _result_tree(name, program),
             "errors": [e.to_json() for e in error_sites(optimized)],
             "random": uses_random(optimized),

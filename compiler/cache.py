@@ -453,13 +453,22 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
         symbols, out_types = list(meta["symbols"]), list(meta["out_types"])
         words = {w for spec in inputs for d in spec.dims for w in re.findall(r"[A-Za-z_]\w*", str(d))}
         if not all(isinstance(t, str) for t in out_types) or not all(isinstance(t, str) for t in symbols) \
-                or not set(symbols) <= words or len(out_types) != len(outputs):
+                or not set(symbols) <= words:
             raise ValueError("inconsistent signature")
         out_tree = tree_from_json(meta["out_tree"])
         errors = [ErrorSite.from_json(e) for e in meta.get("errors", [])]
         random = meta.get("random", False)
         if not isinstance(random, bool):
             raise ValueError(f"random {random!r}")
+        updates = meta.get("updates", [])      # inputs written back (runtime/loader.py)
+        if not isinstance(updates, list) or not all(type(i) is int and 0 <= i < len(inputs)
+                                                    for i in updates) \
+                or len(out_types) + len(updates) != len(outputs):
+            raise ValueError(f"updates {updates!r} (or an inconsistent signature)")
+        contiguous = meta.get("contiguous", [])
+        if not isinstance(contiguous, list) or not all(type(i) is int for i in contiguous) \
+                or not set(contiguous) <= set(updates):
+            raise ValueError(f"contiguous {contiguous!r}")
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as e:
         raise BadEntry(f"meta.json does not describe a kernel ({type(e).__name__}: {e})") from None
     problem = object_problem(obj, target.triple)
@@ -471,7 +480,7 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
     except (RuntimeError, KeyError, ValueError, OSError) as e:
         raise BadEntry(f"object.o does not load ({e})") from None
     native = NativeKernel(name, address, inputs, outputs, symbols, keepalive=loaded, errors=errors,
-                          random=random)
+                          random=random, updates=updates, contiguous=contiguous)
     return Restored(meta, obj, out_tree, out_types, native)
 
 
@@ -540,6 +549,8 @@ class RestoredProgram:
     out_tree: Any
     function: Any = None
     in_tree: Any = None
+    updates: tuple[int, ...] = ()
+    contiguous: tuple[int, ...] = ()
 
 
 class DeferredNative:
@@ -661,7 +672,8 @@ class Probe:
                     "outputs": [a.to_json() for a in spec.native.outputs],
                     "symbols": list(spec.native.symbols), "out_types": list(spec.out_types),
                     "errors": [e.to_json() for e in spec.native.errors],
-                    "random": spec.native.random,
+                    "random": spec.native.random, "updates": list(spec.native.updates),
+                    "contiguous": list(spec.native.contiguous),
                     "out_tree": tree_to_json(spec.program.out_tree), "deps": deps,
                     "signature": ", ".join(a.type_text for a in spec.native.inputs),
                     "function": f"{getattr(self.kernel.fn, '__module__', '?')}."

@@ -54,6 +54,10 @@ class Program:
     function: Function
     in_tree: PyTreeDef
     out_tree: PyTreeDef
+    # inputs written in place (plain jit): input updates[k]'s new value is the result after
+    # the out_tree's leaves, number n_results + k; the runtime writes it into the caller's array
+    updates: tuple[int, ...] = ()
+    contiguous: tuple[int, ...] = ()     # of those, the ones that must be C-contiguous
 
 
 @dataclass(frozen=True)
@@ -128,14 +132,18 @@ def _as_text(output: Any) -> str:
 
 # ---- frontend and transforms: what a Kernel traces ----------------------------------------------
 
-def stage(fn: Callable[..., Any], args: tuple, kwargs: dict, *, name: str) -> Program:
-    """The frontend stage: `fn` staged for abstract arguments (compiler/frontend)."""
-    return run(_frontend, fn, args, kwargs, name, name="frontend")
+def stage(fn: Callable[..., Any], args: tuple, kwargs: dict, *, name: str,
+          updates: bool = False) -> Program:
+    """The frontend stage: `fn` staged for abstract arguments (compiler/frontend); with
+    `updates`, writes into the arguments are compiled (plain jit), else refused."""
+    return run(_frontend, fn, args, kwargs, name, updates, name="frontend")
 
 
-def _frontend(fn: Callable[..., Any], args: tuple, kwargs: dict, name: str) -> Program:
-    staged = frontend.stage(fn, args, kwargs, name=name)
-    return Program(staged.function, staged.function, staged.in_tree, staged.out_tree)
+def _frontend(fn: Callable[..., Any], args: tuple, kwargs: dict, name: str,
+              updates: bool) -> Program:
+    staged = frontend.stage(fn, args, kwargs, name=name, updates=updates)
+    return Program(staged.function, staged.function, staged.in_tree, staged.out_tree,
+                   staged.updates, staged.contiguous)
 
 
 def transform(program: Program, stages: Sequence[Pass], out_tree: PyTreeDef | None = None) -> Program:

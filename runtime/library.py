@@ -32,8 +32,10 @@ class LibraryKernel:
         self.native = NativeKernel(info["name"], address, ins, outs, info.get("symbols", []),
                                    keepalive=library,
                                    errors=[ErrorSite.from_json(e) for e in info.get("errors", [])],
-                                   random=info.get("random", False) is True)
-        self._result = info.get("result", {"tuple": [trees.LEAF] * len(outs)})
+                                   random=info.get("random", False) is True,
+                                   updates=_updates(info.get("updates", []), len(ins), len(outs)),
+                                   contiguous=_contiguous(info.get("contiguous", []), info.get("updates", [])))
+        self._result = info.get("result", {"tuple": [trees.LEAF] * (len(outs) - len(self.native.updates))})
         self.__signature__ = inspect.Signature(
             [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in ins])
         self.__doc__ = f"{self.__name__}({self.signature}) from {library.path.name}"
@@ -54,6 +56,21 @@ class LibraryKernel:
 
     def __repr__(self) -> str:
         return f"<aotx kernel {self.__name__}({self.signature})>"
+
+
+def _updates(value: Any, n_inputs: int, n_outputs: int) -> list[int]:
+    """The manifest's "updates" (inputs written in place), checked."""
+    if not isinstance(value, list) or len(value) > n_outputs or len(set(value)) != len(value) \
+            or not all(type(i) is int and 0 <= i < n_inputs for i in value):
+        raise ValueError(f"bad \"updates\" {value!r}")
+    return value
+
+
+def _contiguous(value: Any, updates: list[int]) -> list[int]:
+    """The manifest's "contiguous" (updated inputs written through a reshape), checked."""
+    if not isinstance(value, list) or not set(value) <= set(updates):
+        raise ValueError(f"bad \"contiguous\" {value!r}")
+    return value
 
 
 class Library:

@@ -1,5 +1,13 @@
 """Calling a native kernel from Python: argument checking, output allocation
 and the ctypes call. Used for JIT-compiled kernels and for built libraries.
+
+A kernel that writes into some of its arguments (``x += y``, ``x[1:-1] = ...``
+under plain ``jit``: docs/guide.md, "In-place updates of arguments") lists
+them in ``updates``: its last results are their new values, which
+:meth:`NativeKernel.__call__` copies into the caller's arrays after a
+successful call (a strided array is updated in place, not a contiguous copy).
+Before anything runs, an updated argument must be a writeable ndarray of the
+kernel's dtype that shares no memory with another argument.
 """
 from __future__ import annotations
 
@@ -116,7 +124,8 @@ class NativeKernel:
 
     def __init__(self, name: str, address: int, inputs: Sequence[ArgSpec], outputs: Sequence[ArgSpec],
                  symbols: Sequence[str], keepalive: Any = None, errors: Sequence[ErrorSite] = (),
-                 random: bool = False) -> None:
+                 random: bool = False, updates: Sequence[int] = (),
+                 contiguous: Sequence[int] = ()) -> None:
         self.name = name
         self.address = address
         self.inputs = list(inputs)
@@ -124,16 +133,27 @@ class NativeKernel:
         self.symbols = list(symbols)
         self.errors = tuple(errors)      # status ERROR_BASE + i: the exception of errors[i]
         self.random = random             # takes a fresh key per call after the symbols
+        # inputs the kernel writes into: input updates[k]'s new value is the output
+        # len(outputs) - len(updates) + k, copied into the caller's array after the call
+        self.updates = tuple(int(i) for i in updates)
+        # of those, the ones written through a reshape: NumPy's reshape is a view (so the
+        # write reaches the caller's array) only of a C-contiguous array
+        self.contiguous = tuple(int(i) for i in contiguous)
         self._fn = KERNEL_CFUNC(address)
         self._keepalive = keepalive
 
     def __call__(self, *args: Any) -> list[np.ndarray]:
+        """The results (without the new values of updated arguments, which are written into
+        the caller's arrays)."""
         if len(args) != len(self.inputs):
             raise TypeError(f"{self.name}() takes {len(self.inputs)} array arguments, got {len(args)}")
         names = [s.name for s in self.inputs]
+        if self.updates:
+            check_updated(self.name, names, args, self.inputs, self.updates, self.contiguous)
         arrays = [convert_argument(n, a, s) for n, a, s in zip(names, args, self.inputs)]
         env = bind_symbols(names, arrays, self.inputs)
-        return self.call_checked(arrays, env)
+        outs = self.call_checked(arrays, env)
+        return write_back(outs, args, self.updates)
 
     def call_checked(self, arrays: Sequence[np.ndarray], env: dict[str, int]) -> list[np.ndarray]:
         """Call with arrays already converted and symbols bound."""
@@ -155,3 +175,58 @@ class NativeKernel:
             raise ValueError(f"{self.name}: negative dimensions are not allowed (result shapes "
                              f"{', '.join(str(s) for s in shapes)} for {env})")
         return outs
+
+
+def check_updated(kernel: str, names: Sequence[str], args: Sequence[Any], specs: Sequence[ArgSpec],
+                  updates: Sequence[int], contiguous: Sequence[int] = ()) -> None:
+    """Can the kernel's writes go into the caller's arrays as NumPy's would? Each updated
+    argument must be an ndarray (TypeError), writeable (ValueError, as NumPy's
+    "assignment destination is read-only"), of the kernel's dtype (TypeError: the kernel
+    computed in another dtype than NumPy would), and share no memory with another argument
+    (ValueError: the kernel read the other argument before the write)."""
+    for i in updates:
+        name, value, spec = names[i], args[i], specs[i]
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"{kernel}: argument '{name}' is updated in place by the kernel, so it "
+                            f"must be a NumPy array, got {type(value).__name__}")
+        if not value.flags.writeable:
+            raise ValueError(f"{kernel}: argument '{name}' is read-only, but the kernel writes into "
+                             "it (assignment destination is read-only); pass a writeable array, "
+                             f"e.g. {name}.copy()")
+        if value.dtype.newbyteorder("=") != spec.dtype:
+            raise TypeError(f"{kernel}: argument '{name}' is updated in place by the kernel as "
+                            f"{spec.dtype}, but it is an array of {value.dtype}; NumPy would compute "
+                            f"the update in {value.dtype}: pass an array of dtype {spec.dtype}")
+        if i in contiguous and not value.flags.c_contiguous:
+            raise ValueError(f"{kernel}: the kernel writes into argument '{name}' through a "
+                             "reshape, which NumPy makes a view (so the write reaches the array) "
+                             f"only of a C-contiguous array, and '{name}' is not; pass "
+                             f"np.ascontiguousarray({name}), or reshape a copy in the function")
+        for j, other in enumerate(args):
+            if j != i and isinstance(other, np.ndarray) and _overlap(value, other):
+                raise ValueError(f"{kernel}: arguments '{name}' and '{names[j]}' share memory and "
+                                 f"the kernel writes into '{name}'; pass a copy of one of them"
+                                 " (a kernel compiled lazily by jit, without signature=, handles "
+                                 "arrays that overlap as NumPy does)")
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        work: Any = 10_000               # bounded effort (the stubs list only -1 and 0)
+        return bool(np.shares_memory(a, b, max_work=work))
+    except np.exceptions.TooHardError:
+        return True
+
+
+def write_back(outs: list[np.ndarray], args: Sequence[Any], updates: Sequence[int]) -> list[np.ndarray]:
+    """Copy the new values of updated arguments (the last outputs) into the caller's arrays;
+    the other outputs."""
+    if not updates:
+        return outs
+    n = len(outs) - len(updates)
+    for k, i in enumerate(updates):
+        np.copyto(args[i], outs[n + k].reshape(args[i].shape), casting="no"
+                  if args[i].dtype == outs[n + k].dtype else "equiv")
+    return outs[:n]

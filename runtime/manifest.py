@@ -16,6 +16,11 @@ Written by ``aotx build`` next to ``MODULE.so`` and ``MODULE.h``::
                    "outputs": [{"name": "result0", "type": "f64[n]"}],
                    "symbols": ["n"],                 # the symbols array, in order
                    "random": false,                  # true: the call's key follows the symbols
+                   "updates": [0],                   # inputs written in place: the last
+                                                     # outputs are their new values, which the
+                                                     # caller copies into them (x += y)
+                   "contiguous": [],                 # of those, the ones that must be
+                                                     # C-contiguous (written through a reshape)
                    "errors": [{"error": "IndexError", "message": "...", "dims": ["n"],
                                "where": "physics.py:12"}],   # status 16 + i (runtime/abi.py)
                    "result": ...,                    # structure (runtime/trees.py)

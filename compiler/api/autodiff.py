@@ -71,7 +71,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple
     """``(output, vjp_fn)`` (``(output, vjp_fn, aux)`` with has_aux); vjp_fn(cotangents)
     returns a tuple with the cotangent of each primal and runs compiled code."""
     k = kernel_for(func)
-    out = k(*primals)
+    out = forward_kernel(k)(*primals)
     fn = VjpFn(ad_kernel("vjp", k, has_aux), primals)
     if has_aux:
         return out[0], fn, out[1]
@@ -88,7 +88,7 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool 
 def linearize(func: Callable[..., Any], *primals: Any) -> tuple:
     """``(output, jvp_fn)``: jvp_fn(*tangents) evaluates the derivative at `primals`."""
     k = ad_kernel("jvp", kernel_for(func), False)
-    return kernel_for(func)(*primals), LinearizedFn(k, primals)
+    return forward_kernel(kernel_for(func))(*primals), LinearizedFn(k, primals)
 
 
 class VjpFn:
@@ -162,6 +162,28 @@ def kernel_for(func: Any) -> Kernel:
 @functools.lru_cache(maxsize=256)
 def _cached_kernel(func: Any) -> Kernel:
     return Kernel(func)
+
+
+class _Pure:
+    """The tracer of a kernel's forward pass under vjp/linearize: the kernel staged without
+    writes into its arguments (they are a SideEffectError there, as under every transform)."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+
+    def __call__(self, abstract_args: tuple, abstract_kwargs: dict) -> Any:
+        return self.kernel.trace(abstract_args, abstract_kwargs)
+
+    def __aotx_cache_key__(self) -> tuple:
+        return ("forward", self.kernel)
+
+
+@functools.lru_cache(maxsize=256)
+def forward_kernel(kernel: Kernel) -> Kernel:
+    """`kernel` computing the primal output of vjp and linearize."""
+    return Kernel(kernel.fn, tracer=_Pure(kernel), name=kernel.__name__,
+                  static_argnums=kernel.static_argnums, fastmath=kernel.fastmath,
+                  cache=kernel.cache, boundscheck=kernel.boundscheck)
 
 
 # ---- output structures: trees of Slots --------------------------------------------------------

@@ -34,13 +34,13 @@ from compiler.function import trampoline
 from compiler.function.trampoline import raise_pending
 from compiler.errors import CompileError, InternalCompilerError, user_facing
 from compiler.frontend import pytrees
-from compiler.frontend.values import Weak
+from compiler.frontend.values import Alias, Closure, Reject, Strided, Weak
 from compiler.ir.printer import format_function
 from compiler.ir import types
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
 from runtime.abi import ERROR_BASE, kernel_error, parse_spec
-from runtime.loader import KERNEL_CFUNC, NativeKernel, check_array_class
+from runtime.loader import KERNEL_CFUNC, NativeKernel, check_array_class, write_back
 
 
 @dataclass
@@ -75,12 +75,15 @@ class Specialization:
             self._probe = cache.Probe(kernel, abstract_args, abstract_kwargs, target)
         hit = None if cache.is_deferred() else self._probe.load()
         if hit is not None:                  # no staging, no LLVM: load the cached object
-            self.program = cache.RestoredProgram(hit.out_tree)
+            self.program = cache.RestoredProgram(hit.out_tree, updates=hit.native.updates,
+                                                 contiguous=hit.native.contiguous)
             self.out_types, self.object, self.native = hit.out_types, hit.object, hit.native
             return
         with self._probe.recording(), config.boundscheck_scope(self.boundscheck):
-            self.program = kernel.trace(abstract_args, abstract_kwargs)
-        self.out_types = [str(t) for t in self.program.function.out_types]
+            self.program = kernel.trace(abstract_args, abstract_kwargs, updates=True)
+        # the results (the new values of updated arguments come after them)
+        out_types = self.program.function.out_types
+        self.out_types = [str(t) for t in out_types[:len(out_types) - len(self.program.updates)]]
         if cache.is_deferred():              # `aotx build`: compiled for its own target, or on first use
             self.native = cache.DeferredNative(self._compile)
         else:
@@ -100,7 +103,8 @@ class Specialization:
         outs = [parse_spec(f"result{i}", str(t)) for i, t in enumerate(self.artifacts.ir_optimized.out_types)]
         self.native = NativeKernel(self.kernel.__name__, loaded.address(self.artifacts.name), ins, outs,
                                    self.artifacts.symbols, keepalive=loaded, errors=self.artifacts.errors,
-                                   random=self.artifacts.random)
+                                   random=self.artifacts.random, updates=self.program.updates,
+                                   contiguous=self.program.contiguous)
         self._probe.store(self)
         return self.native
 
@@ -109,7 +113,7 @@ class Specialization:
         if self.artifacts is None:
             if self.program.function is None:
                 with config.boundscheck_scope(self.boundscheck):
-                    self.program = self.kernel.trace(*self.abstract)
+                    self.program = self.kernel.trace(*self.abstract, updates=True)
             self.artifacts = pipeline.compile_ir(self.program.function, self.symbol, targets.host(),
                                                  fastmath=self.kernel.fastmath)
         return self.artifacts
@@ -149,6 +153,7 @@ class _FastPlan:
         native = spec.native
         self.ok = not native.symbols and not native.random and all(isinstance(d, int) for s in native.inputs + native.outputs
                                              for d in s.dims)
+        self.updates = native.updates       # written back after the call (runtime/loader.py)
         self.spec = spec
         if not self.ok:
             return
@@ -159,13 +164,16 @@ class _FastPlan:
         self.outs = [(s.dtype, tuple(s.dims)) for s in native.outputs]
         self.n_in, self.n_out = max(len(self.ins), 1), max(len(self.outs), 1)
         self.syms = (ctypes.c_int64 * 1)()
-        _, tree = pytrees.flatten(pytrees.unflatten(spec.program.out_tree, list(range(len(self.outs)))))
-        self.single = tree == pytrees.flatten(0)[1] and len(self.outs) == 1
+        self.n_results = len(self.outs) - len(self.updates)
+        _, tree = pytrees.flatten(pytrees.unflatten(spec.program.out_tree, list(range(self.n_results))))
+        self.single = tree == pytrees.flatten(0)[1] and self.n_results == 1
 
     def __call__(self, arrays: Sequence[np.ndarray]) -> Any:
         for a, (dtype, shape) in zip(arrays, self.ins):
             if a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous:
                 return self.spec.call(arrays)
+        if self.updates and not all(arrays[i].flags.writeable for i in self.updates):
+            return self.spec.call(arrays)            # the checked path raises the error
         outs = [np.empty(shape, dtype) for dtype, shape in self.outs]
         in_ptrs = (ctypes.c_void_p * self.n_in)(*[a.ctypes.data for a in arrays])
         out_ptrs = (ctypes.c_void_p * self.n_out)(*[o.ctypes.data for o in outs])
@@ -176,9 +184,81 @@ class _FastPlan:
             if status >= ERROR_BASE:             # a check failed: its exception (no symbols here)
                 raise kernel_error(self.name, status, self.errors, {})
             return self.spec.call(arrays)        # the checked path raises the proper error
+        if self.updates:
+            outs = write_back(outs, arrays, self.updates)
         if self.single:
             return _scalarize(outs[0])
         return pytrees.unflatten(self.spec.program.out_tree, [_scalarize(o) for o in outs])
+
+
+def _windowed(a_args: tuple, a_kwargs: dict, dynamic: list[Any]) -> Any:
+    """The arguments with arrays that overlap (without being the same array) replaced by
+    Strided views of one window of memory per group, the windows appended to the dynamic
+    arrays: (key, args, kwargs, dynamic), or None when they cannot be (other dtypes, strides
+    that are not whole elements, a read-only array)."""
+    arrays = [k for k, a in enumerate(dynamic) if isinstance(a, np.ndarray) and a.size]
+    group = {k: k for k in arrays}
+
+    def find(k: int) -> int:
+        while group[k] != k:
+            k = group[k]
+        return k
+    for i, a in enumerate(arrays):
+        for b in arrays[:i]:
+            if np.may_share_memory(dynamic[a], dynamic[b]):
+                group[find(a)] = find(b)
+    groups: dict[int, list[int]] = {}
+    for k in arrays:
+        groups.setdefault(find(k), []).append(k)
+    members = [g for g in groups.values() if len(g) > 1]
+    if not members:
+        return None
+    replaced: dict[int, Strided] = {}
+    windows: list[np.ndarray] = []
+    for g in members:
+        arrs = [dynamic[k] for k in g]
+        dtype = arrs[0].dtype
+        size = dtype.itemsize
+        if any(a.dtype != dtype or not a.flags.writeable or any(st % size for st in a.strides)
+               for a in arrs):
+            return None
+        lows = [a.__array_interface__["data"][0] + sum(min(0, st * (n - 1))
+                                                       for st, n in zip(a.strides, a.shape))
+                for a in arrs]
+        highs = [a.__array_interface__["data"][0] + sum(max(0, st * (n - 1))
+                                                        for st, n in zip(a.strides, a.shape)) + size
+                 for a in arrs]
+        lo, hi = min(lows), max(highs)
+        if any((a.__array_interface__["data"][0] - lo) % size for a in arrs):
+            return None
+        buffer = (ctypes.c_char * (hi - lo)).from_address(lo)
+        window = np.frombuffer(buffer, dtype=dtype)
+        for k, a in zip(g, arrs):
+            replaced[k] = Strided(len(windows), window.size,
+                                  (a.__array_interface__["data"][0] - lo) // size,
+                                  tuple(st // size for st in a.strides),
+                                  TensorType(canonical_dtype(dtype), tuple(a.shape)))
+        windows.append(window)
+    leaves, tree = pytrees.flatten((a_args, a_kwargs),
+                                   is_leaf=lambda x: isinstance(x, (TensorType, Weak, Alias)))
+    out, k = [], 0
+    for leaf in leaves:
+        if isinstance(leaf, (TensorType, Weak)):
+            out.append(replaced.get(k, leaf))
+            k += 1
+        else:
+            out.append(leaf)
+    new_args, new_kwargs = pytrees.unflatten(tree, out)
+    new_dynamic = [a for k, a in enumerate(dynamic) if k not in replaced] + windows
+    key = _hashable_key(pytrees.flatten((tuple(new_args), new_kwargs)))
+    return key, tuple(new_args), new_kwargs, new_dynamic
+
+
+def _shared(arrays: Sequence[Any]) -> bool:
+    """May two of the arrays share memory (then a kernel that writes into one is not called
+    through the fast path: the same array twice has its own specialization)?"""
+    nd = [a for a in arrays if isinstance(a, np.ndarray)]
+    return any(np.may_share_memory(a, b) for i, a in enumerate(nd) for b in nd[:i])
 
 
 def _symbol_name(name: str) -> str:
@@ -229,13 +309,17 @@ class Kernel:
                 raise _boundary(e)
 
     # ---- specialization ------------------------------------------------------------------
-    def trace(self, abstract_args: tuple, abstract_kwargs: dict) -> pipeline.Program:
+    def trace(self, abstract_args: tuple, abstract_kwargs: dict, *,
+              updates: bool = False) -> pipeline.Program:
         """Stage this kernel's computation for abstract arguments: the frontend, then the
-        transform passes of its tracer (IR + pytree structure)."""
+        transform passes of its tracer (IR + pytree structure). With `updates` (a plain
+        jit's own specializations), writes into the arguments are compiled; a transform's
+        tracer traces its inner kernel without, so they are a SideEffectError there."""
         with config.boundscheck_scope(self.boundscheck):
             if self._tracer is not None:
                 return self._tracer(abstract_args, abstract_kwargs)
-            return pipeline.stage(self.fn, abstract_args, abstract_kwargs, name=self.__name__)
+            return pipeline.stage(self.fn, abstract_args, abstract_kwargs, name=self.__name__,
+                                  updates=updates)
 
     def arg_name(self, i: int) -> str:
         params = [p.name for p in self._signature.parameters.values()
@@ -263,16 +347,19 @@ class Kernel:
                             f"but the function returns {got}")
         return spec
 
-    def _abstract(self, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict, list[Any]]:
+    def _abstract(self, args: tuple, kwargs: dict,
+                  aliases: bool = False) -> tuple[Any, tuple, dict, list[Any]]:
         """Arguments as passed (positional stay positional: vmap's in_dims apply to them;
-        keywords stay keywords), arrays replaced by their types, in flattening order."""
+        keywords stay keywords), arrays replaced by their types, in flattening order. With
+        `aliases`, an array passed twice is one argument (an Alias for its repeats)."""
         self._bind(args, kwargs)                 # a clear TypeError for a wrong call
         abstract_args: list[Any] = []
         dynamic: list[Any] = []
+        seen: dict[Any, int] | None = {} if aliases else None
         for i, value in enumerate(args):
             abstract_args.append(value if i in self.static_argnums
-                                 else _abstract_leafwise(self.arg_name(i), value, dynamic))
-        abstract_kwargs = {k: _abstract_leafwise(k, kwargs[k], dynamic) for k in sorted(kwargs)}
+                                 else _abstract_leafwise(self.arg_name(i), value, dynamic, seen))
+        abstract_kwargs = {k: _abstract_leafwise(k, kwargs[k], dynamic, seen) for k in sorted(kwargs)}
         key = pytrees.flatten((tuple(abstract_args), abstract_kwargs))
         return _hashable_key(key), tuple(abstract_args), abstract_kwargs, dynamic
 
@@ -314,12 +401,22 @@ class Kernel:
             if not kwargs and not self.static_argnums and all(type(a) is np.ndarray for a in args):
                 fast_key = tuple((a.dtype, a.shape) for a in args)
                 spec = self._fast.get(fast_key)
-                if spec is not None:
+                if spec is not None and not (spec.program.updates and _shared(args)):
                     return spec.call_fast(args)
             key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs)
             spec = self._specializations.get(key)
             if spec is None:
                 spec = self._specialization(key, lambda: Specialization(self, a_args, a_kwargs))
+            if spec.program.updates and self._tracer is None and _shared(dynamic):
+                # it writes into its arguments, and one array is passed twice: the two names
+                # are one array, as in NumPy (a specialization of its own)
+                key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs, aliases=True)
+                windowed = _windowed(a_args, a_kwargs, dynamic) if _shared(dynamic) else None
+                if windowed is not None:         # overlapping views: of one window of memory
+                    key, a_args, a_kwargs, dynamic = windowed
+                spec = self._specializations.get(key) or self._specialization(
+                    key, lambda: Specialization(self, a_args, a_kwargs))
+                return spec.call(dynamic)
             if fast_key is not None and len(dynamic) == len(args):
                 self._fast[fast_key] = spec
             return spec.call(dynamic)
@@ -364,7 +461,8 @@ class Kernel:
     def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:
         """Called inside compiled code: stage this kernel for the arguments and inline it
         (a transform's kernel takes NumPy arrays as dynamic arguments, as from Python)."""
-        return stager._call_kernel(self, args, kwargs, arrays=self._tracer is not None)
+        return stager._call_kernel(self, args, kwargs, arrays=self._tracer is not None,
+                                   updates=self._tracer is None)
 
     def __aotx_captures__(self) -> list:
         """The values its function, defined inside compiled code, reads from the function
@@ -438,17 +536,26 @@ def _signature_of(fn: Callable[..., Any]) -> inspect.Signature:
                                   inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
 
 
-def _abstract_leafwise(name: str, value: Any, dynamic: list[Any]) -> Any:
+def _abstract_leafwise(name: str, value: Any, dynamic: list[Any],
+                       seen: dict[Any, int] | None = None) -> Any:
     """Replace array leaves by their types (collecting the arrays in `dynamic`); `name` is
-    the argument's, for errors."""
+    the argument's, for errors. With `seen`, an ndarray that is the same array as an earlier
+    one (same memory, shape, strides and dtype) becomes an Alias of it."""
     leaves, tree = pytrees.flatten(value)
     out: list[Any] = []
     for i, leaf in enumerate(leaves):
         kind = _leaf_kind(leaf, lambda: _leaf_path(name, value, i))
         if kind == "array":
             arr = _native_order(np.asarray(leaf))
-            out.append(TensorType(canonical_dtype(arr.dtype), tuple(arr.shape)))
-            dynamic.append(arr)
+            t = TensorType(canonical_dtype(arr.dtype), tuple(arr.shape))
+            if seen is not None and isinstance(leaf, np.ndarray) and leaf.size:
+                ident = (leaf.__array_interface__["data"][0], leaf.shape, leaf.strides, leaf.dtype.str)
+                if ident in seen:
+                    out.append(Alias(seen[ident], t))
+                    continue
+                seen[ident] = len(dynamic)
+            out.append(t)
+            dynamic.append(leaf if isinstance(leaf, np.ndarray) else arr)   # updates go into leaf
         elif kind == "weak":
             out.append(Weak(TensorType(np.dtype(np.float64), ())))
             dynamic.append(np.float64(leaf))

@@ -226,6 +226,9 @@ def _header_preamble(lib: Library, guard: str) -> list[str]:
         " * array of the computation would not fit in int64_t bytes for these symbols, or",
         " * AOTX_ERR_CHECK + i if its i-th check failed (an IndexError or ValueError in NumPy:",
         " * the manifest's \"errors\").",
+        " * A function that writes into its arguments (x += y, x[1:-1] = ...: NAME_NUM_UPDATES > 0)",
+        " * returns their new values as its last outputs (the manifest's \"updates\"); the",
+        " * caller copies each into its argument after a successful call, as runtime.load does.",
         " */",
         f"#ifndef {guard}",
         f"#define {guard}",
@@ -253,8 +256,15 @@ def _declaration(k: BuiltKernel) -> list[str]:
     lines = [f"/* {k.name}({info['signature']})"]
     for i, a in enumerate(info["inputs"]):
         lines.append(f" *   inputs[{i}]   {a['name']}: {_describe(a['type'])}")
+    updates = info.get("updates", [])
+    first = len(info["outputs"]) - len(updates)
     for i, a in enumerate(info["outputs"]):
         lines.append(f" *   outputs[{i}]  {a['name']}: {_describe(a['type'])}")
+        if i >= first:
+            j = updates[i - first]
+            lines.append(f" *                the new value of inputs[{j}] ({info['inputs'][j]['name']}), "
+                         "which the function updates in place: copy it into that array after a "
+                         "successful call")
     for i, s in enumerate(info["symbols"]):
         lines.append(f" *   symbols[{i}]  {s}")
     random = info.get("random", False)
@@ -270,6 +280,7 @@ def _declaration(k: BuiltKernel) -> list[str]:
         f"#define {upper}_NUM_OUTPUTS {len(info['outputs'])}",
         f"#define {upper}_NUM_SYMBOLS {len(info['symbols'])}",
         f"#define {upper}_RANDOM_KEY {int(bool(random))}",
+        f"#define {upper}_NUM_UPDATES {len(updates)}",
         "",
     ]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.errors import CompileError, InternalCompilerError, UnsupportedError
+from compiler.errors import CompileError, DynamicShapeError, InternalCompilerError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import numpy_api as NP
 from compiler.frontend.closures import StagedFunction
@@ -29,10 +29,12 @@ from compiler.frontend.pytrees import PyTreeDef, flatten, flatten_static, unflat
 from compiler.frontend.source import FunctionSource, function_source
 from compiler.frontend.stager import Stager
 from compiler.frontend.static_args import record_arguments
-from compiler.frontend.values import ARG, Reject, Scope, Staged, Undefined, Weak
+from compiler.frontend.values import ARG, Alias, Reject, Scope, Selection, Staged, Strided, \
+    Undefined, Weak
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Function, SourceLoc
-from compiler.ir.types import TensorType
+from compiler.ir.types import I64, TensorType
+from compiler.primitives import ops
 from compiler.ir.verify import VerifyError, verify
 
 __all__ = ["StagedProgram", "stage", "Weak"]
@@ -45,6 +47,12 @@ class StagedProgram:
     function: Function          # inputs = flattened dynamic leaves, outputs = result leaves
     in_tree: PyTreeDef          # structure of (args, kwargs), static leaves recorded
     out_tree: PyTreeDef         # structure of the return value
+    # inputs the function writes into (plain jit: NumPy's in-place semantics): the new
+    # value of input updates[k] is the function's result number (n_results + k)
+    updates: tuple[int, ...] = ()
+    # updated inputs written through a reshape: NumPy writes into them only when they are
+    # C-contiguous (else into a copy); the runtime refuses them otherwise
+    contiguous: tuple[int, ...] = ()
 
 
 def _is_dynamic(x: Any) -> bool:
@@ -52,33 +60,84 @@ def _is_dynamic(x: Any) -> bool:
 
 
 def stage(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
-          name: str | None = None) -> StagedProgram:
-    """Lower `fn(*args, **kwargs)` to IR (see the module docstring for the argument leaves)."""
+          name: str | None = None, updates: bool = False) -> StagedProgram:
+    """Lower `fn(*args, **kwargs)` to IR (see the module docstring for the argument leaves).
+
+    With `updates`, writes into the arguments' elements are compiled (NumPy's in-place
+    semantics): the final value of each written argument is an extra result, listed in
+    ``StagedProgram.updates``; without, they are a SideEffectError (the transforms)."""
     args, kwargs = tuple(args), dict(kwargs)
     leaves, in_tree = flatten_static((args, kwargs), _is_dynamic)
     hints = _arg_hints(fn, args, kwargs)
+    windows = _windows((args, kwargs))
+    leaves += [TensorType(w.type.dtype, (w.size,)) for w in windows]
+    hints += [f"window{i}" for i in range(len(windows))]
     block = new_block([leaf.type if isinstance(leaf, Weak) else leaf for leaf in leaves], hints)
     fn_name = name or _function_name(fn)
     builder = Builder(block, SourceLoc(f"<{fn_name}>", 1))
     stager = Stager(builder)
     staged = [Staged(v, weak=isinstance(leaf, Weak), origin=ARG, name=h)
               for v, leaf, h in zip(block.args, leaves, hints)]
-    call_args, call_kwargs = unflatten(in_tree, staged)
+    stager.arguments, stager.updates = list(staged), updates
+    n_leaves = len(staged) - len(windows)
+    with builder.at(SourceLoc(f"<{fn_name}>", 1)):
+        call_args, call_kwargs = _resolve_aliases(unflatten(in_tree, staged[:n_leaves]), staged,
+                                                  builder, n_leaves)
     record_arguments(stager, list(call_args), _positional(fn, len(call_args)), fn_name)
     try:
         out, loc = _run(stager, fn, list(call_args), call_kwargs)
         results, out_tree = _outputs(stager, out, loc)
+        written = tuple(i for i, s in enumerate(staged) if s.value is not block.args[i])
+        results += [staged[i].value for i in written]
         block.results = results
         stager.drop_unused_random_state()
     except CompileError as e:
         raise e.with_traceback(None) from e.__cause__
-    block.results = results
     function = Function(fn_name, block, arg_names=list(hints))
     try:
         verify(function)
     except VerifyError as e:
         raise InternalCompilerError(f"the frontend built invalid IR for {fn_name}: {e}") from None
-    return StagedProgram(function, in_tree, out_tree)
+    contiguous = tuple(i for i in written if id(staged[i]) in stager.contiguous)
+    return StagedProgram(function, in_tree, out_tree, written, contiguous)
+
+
+def _strided_index(x: Strided) -> np.ndarray:
+    """The element of its window each element of a Strided argument is."""
+    shape = tuple(n for n in x.type.shape if isinstance(n, int))   # lazily compiled: concrete
+    assert len(shape) == len(x.type.shape), "a Strided argument has concrete sizes"
+    index = np.full(shape, x.offset, dtype=np.int64)
+    for axis, (n, stride) in enumerate(zip(shape, x.strides)):
+        index += np.arange(n, dtype=np.int64).reshape(
+            [-1 if i == axis else 1 for i in range(len(shape))]) * stride
+    return index
+
+
+def _windows(tree: Any) -> list[Strided]:
+    """One Strided of each window the arguments are views of, by window number."""
+    leaves, _ = flatten(tree, is_leaf=lambda x: isinstance(x, (TensorType, Weak, Alias, Strided)))
+    found = {x.window: x for x in leaves if isinstance(x, Strided)}
+    return [found[i] for i in sorted(found)]
+
+
+def _resolve_aliases(tree: Any, staged: list[Staged], b: Builder, n_leaves: int) -> Any:
+    """Arguments with each Alias leaf replaced by the Staged of the argument it repeats, and
+    each Strided leaf by a view of its window (the staged arguments after n_leaves)."""
+    leaves, td = flatten(tree, is_leaf=lambda x: isinstance(x, (Staged, Alias, Strided)))
+    if not any(isinstance(x, (Alias, Strided)) for x in leaves):
+        return tree
+    out: list[Any] = []
+    for x in leaves:
+        if isinstance(x, Alias):
+            out.append(staged[x.index])
+        elif isinstance(x, Strided):
+            window = staged[n_leaves + x.window]
+            index = _strided_index(x)
+            out.append(A.view(ops.take(b, window.value, A.constant(b, index, I64).value, axis=0),
+                              window))
+        else:
+            out.append(x)
+    return unflatten(td, out)
 
 
 def _function_name(fn: Any) -> str:
@@ -162,6 +221,11 @@ def _outputs(stager: Stager, out: Any, loc: SourceLoc) -> tuple[list[Any], PyTre
         for leaf in leaves:
             if isinstance(leaf, Staged):
                 values.append(leaf.value)
+            elif isinstance(leaf, Selection):
+                raise DynamicShapeError("the function returns x[mask]: boolean mask indexing has a "
+                                        "shape that depends on the values of the mask",
+                                        stager.return_loc or loc,
+                                        "return np.where(mask, x, fill), or a reduction of x[mask]")
             elif A.is_scalar_like(leaf) or isinstance(leaf, np.ndarray):
                 try:
                     values.append(A.lift(stager.b, leaf).value)

@@ -20,14 +20,15 @@ import numpy as np
 
 import compiler.primitives as P
 from compiler.primitives import ops
-from compiler.errors import (CompileError, IntegerOverflowError, ShapeMismatchError, TruthValueError,
-                             UnsupportedError)
+from compiler.errors import (CompileError, DynamicShapeError, IntegerOverflowError, ShapeMismatchError,
+                             TruthValueError, UnsupportedError)
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
 from compiler.ir import dims
 from compiler.ir.dims import Dim, DimExpr
 from compiler.ir.types import BOOL, C128, DTYPES, F64, I64, canonical_dtype, is_complex, is_float, is_int
-from compiler.frontend.values import LOCAL, VIEW, Reject, Staged
+from compiler.frontend.values import LOCAL, VIEW, Reject, Selection, Staged
+from compiler.frontend.writes import view_path
 
 PY_SCALARS = (bool, int, float, complex)
 
@@ -98,6 +99,10 @@ def lift(b: Builder, x: Any, dtype: np.dtype | None = None) -> Staged:
     """Any array-like as a Staged value; `dtype` casts static values directly."""
     if isinstance(x, Staged):
         return x if dtype is None else convert(b, x, dtype)
+    if isinstance(x, Selection):
+        raise Reject(DynamicShapeError, "boolean mask indexing has a shape that depends on the "
+                     "values of the mask", "use np.where(mask, x, fill) to keep the shape; a "
+                     "reduction of x[mask] (np.sum(x[mask]), x[mask].mean(), .max()) compiles")
     if isinstance(x, DimExpr):
         s = dim_value(b, x)
         return s if dtype is None else convert(b, s, dtype, weak=True)
@@ -295,6 +300,8 @@ class Elementwise:
 
 def normalize_operand(b: Builder, x: Any) -> Any:
     """Lists and tuples become arrays (stacked when they hold staged values)."""
+    if isinstance(x, Selection):
+        return lift(b, x)                # x[mask] where its shape matters: DynamicShapeError
     if isinstance(x, (list, tuple)):
         if _has_staged(x):
             return lift(b, x)
@@ -468,8 +475,11 @@ def prod(shape: Sequence[Dim]) -> Dim:
     return total
 
 
-def view(value: Value, base: Any) -> Staged:
-    """A NumPy view of `base` (a Staged) computed by `value`."""
+def view(value: Value, base: Any, readonly: bool = False) -> Staged:
+    """A NumPy view of `base` (a Staged) computed by `value`: writes into it are written
+    back into `base` when `value` is an index remap of base's value (writes.py), and are
+    NumPy's ValueError when `readonly` (np.broadcast_to, np.diagonal)."""
     if isinstance(base, Staged):
-        return Staged(value, origin=VIEW, base=base)
+        return Staged(value, origin=VIEW, base=base, path=view_path(value, base.value),
+                      readonly=readonly)
     return Staged(value)

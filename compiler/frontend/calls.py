@@ -24,14 +24,16 @@ from compiler.errors import CompileError, OutParameterError, SideEffectError, Un
 from compiler.frontend import arrays as A
 from compiler.frontend import numpy_api as NP
 from compiler.frontend import pylib as PL
+from compiler.frontend import masked as M
 from compiler.frontend import reductions as R
 from compiler.frontend.closures import CAPTURED, closure_signature
 from compiler.frontend import ufunc_methods as UM
 from compiler.frontend.control import assigned_names
 from compiler.frontend.pytrees import flatten_static, unflatten
 from compiler.frontend.source import function_source
-from compiler.frontend.ufuncs import UFUNCS, binary, divmod_, round_, unary
-from compiler.frontend.values import BoundMethod, Closure, Reject, ReturnSignal, Scope, Staged, Weak
+from compiler.frontend.ufuncs import UFUNCS, binary, divmod_, round_, unary, where
+from compiler.frontend.values import Alias, BoundMethod, Closure, Reject, ReturnSignal, Scope, \
+    Selection, Staged, Weak
 from compiler.frontend.random import implicit_key
 from compiler.primitives import ops
 from compiler.primitives import random as PR
@@ -42,6 +44,10 @@ from compiler.ir.types import F64, I64
 # external handlers registered by other packages (compiler.cond, compiler.random, ...):
 # fn -> handler(stager, *args, **kwargs)
 EXTERNAL: dict[Any, Callable[..., Any]] = {}
+
+
+# ndarray methods that write into the array: staged as the NumPy function registered above
+INPLACE_METHODS: dict[str, Any] = {"fill": np.ndarray.fill, "put": np.put}
 
 
 def register_function(fn: Any, handler: Callable[..., Any]) -> None:
@@ -85,7 +91,13 @@ class CallMixin:
     # ---- attributes -------------------------------------------------------------------------
 
     def get_attribute(self, obj: Any, attr: str) -> Any:
+        if isinstance(obj, Selection):                  # x[mask]: reductions only (masked.py)
+            if attr in M.METHODS or attr == "astype":
+                return BoundMethod(obj, attr)
+            raise M.dynamic(f".{attr}")
         if isinstance(obj, Staged):
+            if attr in INPLACE_METHODS:                 # x.fill(v), x.put(idx, v): writes
+                return BoundMethod(obj, attr)
             if attr in NP.ATTRIBUTES:
                 return NP.ATTRIBUTES[attr](self.b, obj)
             if attr in NP.METHODS:
@@ -103,7 +115,8 @@ class CallMixin:
         value = self.static(lambda: getattr(obj, attr))  # type: ignore[attr-defined]
         if isinstance(obj, types.ModuleType) and obj.__name__.startswith("numpy") \
                 and callable(value) and not isinstance(value, type) and _hashable(value) \
-                and value not in NP.NUMPY_FUNCTIONS and value not in NP.STATIC_NUMPY:
+                and value not in NP.NUMPY_FUNCTIONS and value not in NP.STATIC_NUMPY \
+                and value not in EXTERNAL:
             sub = obj.__name__[len("numpy."):]
             raise NP.unsupported_numpy(f"{sub}.{attr}" if sub else attr)
         return value
@@ -134,6 +147,8 @@ class CallMixin:
 
     def call(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Stage ``fn(*args, **kwargs)``."""
+        if any(isinstance(a, Selection) for a in args) and NP.numpy_name(fn) is not None:
+            return M.call(self.b, fn, args, kwargs, lambda f, xs, kw: self.call(f, xs, kw))
         if hasattr(type(fn), "__aotx_stage_call__"):       # Kernels, vjp_fn / jvp_fn objects
             return fn.__aotx_stage_call__(self, args, kwargs)
         if isinstance(fn, BoundMethod):
@@ -201,8 +216,10 @@ class CallMixin:
         return None
 
     def _call_kernel(self, kernel: Any, args: list[Any], kwargs: dict[str, Any],
-                     arrays: bool = False) -> Any:
+                     arrays: bool = False, updates: bool = False) -> Any:
         """Inline a Kernel (``jit``, ``vmap``, ...): stage it for these argument types.
+        With `updates` (a plain jit), its writes into its arguments are writes into ours (one
+        array passed twice is one argument of it, as in NumPy).
 
         Python floats are dynamic weak scalars, as in a call from Python (and with
         `arrays`, for a transform's kernel, so are NumPy arrays and scalars: vmap maps over
@@ -213,21 +230,37 @@ class CallMixin:
         if captured:
             kwargs = {**kwargs, CAPTURED: tuple(captured)}
         leaves, tree = flatten_static((tuple(args), kwargs), lambda x: isinstance(x, Staged))
-        abstract = [Weak(x.type) if x.weak else x.type for x in leaves]
+        first: dict[int, int] = {}
+        abstract: list[Any] = []
+        distinct: list[Staged] = []
+        for x in leaves:
+            if updates and id(x) in first:
+                abstract.append(Alias(first[id(x)], x.type))
+                continue
+            first[id(x)] = len(distinct)
+            distinct.append(x)
+            abstract.append(Weak(x.type) if x.weak else x.type)
         a_args, a_kwargs = unflatten(tree, abstract)
         try:
-            program = kernel.trace(tuple(a_args), a_kwargs)
+            program = kernel.trace(tuple(a_args), a_kwargs, updates=True) if updates \
+                else kernel.trace(tuple(a_args), a_kwargs)
         except CompileError:
             raise
         except (TypeError, ValueError) as e:     # a transform's arguments do not fit the function
             raise Reject(CompileError, str(e)) from None
-        body, values = program.function.body, [x.value for x in leaves]
+        body, values = program.function.body, [x.value for x in distinct]
         if any(op.prim is ops.rng_key_p for op in body.ops):
             # its key-less draws take the next key of this function's implicit state, so that
             # two calls of one kernel (or of two kernels) draw different numbers
             body, values = PR.key_as_argument(body), values + [implicit_key(self)]
         results = inline_block(self.b, body, values)
-        return unflatten(program.out_tree, [Staged(v) for v in results])
+        written = getattr(program, "updates", ())
+        n = len(results) - len(written)
+        for i, new in zip(written, results[n:]):
+            target = distinct[i]
+            self.check_writable(target, target.name or "an argument")  # type: ignore[attr-defined]
+            self.write(target, new)  # type: ignore[attr-defined]
+        return unflatten(program.out_tree, [Staged(v) for v in results[:n]])
 
     def _dynamic_arguments(self, tree: Any, arrays: bool) -> Any:
         """`tree` with Python floats (and with `arrays`, NumPy arrays and scalars of a
@@ -266,6 +299,10 @@ class CallMixin:
 
     def _call_method(self, method: BoundMethod, args: list[Any], kwargs: dict[str, Any]) -> Any:
         obj, name = method.self_value, method.name
+        if isinstance(obj, Selection):
+            return M.method(self.b, obj, name, args, kwargs)
+        if isinstance(obj, Staged) and name in INPLACE_METHODS:
+            return EXTERNAL[INPLACE_METHODS[name]](self, obj, *args, **kwargs)
         if isinstance(obj, (np.ndarray, np.generic)) and not _any_dynamic(args, kwargs):
             if name in _NDARRAY_MUTATORS:
                 self.check_mutable(obj, f"ndarray.{name}()")  # type: ignore[attr-defined]

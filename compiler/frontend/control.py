@@ -31,6 +31,7 @@ import numpy as np
 import compiler.primitives as P
 from compiler.errors import CompileError, UnsupportedError
 from compiler.frontend import arrays as A
+from compiler.frontend import writes as W
 from compiler.frontend import pytrees
 from compiler.frontend.values import Reject, ReturnSignal, Staged, Undefined
 from compiler.ir.core import Block, Value
@@ -321,7 +322,7 @@ def _merge_if(st: Any, node: ast.If, pred: Staged) -> None:
         env[n] = v
     for i, v in zip(changed, new_vals):
         objs[i].value = v.value
-        objs[i].mark_written()
+    W.refresh_roots(st.b, [objs[i] for i in changed])    # views read again from their bases
 
 
 # ---- data-dependent while -------------------------------------------------------------------
@@ -338,6 +339,35 @@ def assigned_names(stmts: list[ast.stmt]) -> set[str]:
             if isinstance(sub, ast.Assign):
                 targets = list(sub.targets)
             elif isinstance(sub, (ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr)):
+                targets = [sub.target]
+            elif isinstance(sub, ast.FunctionDef):
+                out.add(sub.name)
+            for t in targets:
+                out.update(target_names(t))
+    return out
+
+
+def in_place_names(stmts: list[ast.stmt], env: dict[str, Any]) -> set[str]:
+    """Names the statements bind only by augmented assignment (``row += v``) and that hold an
+    array: ``+=`` updates that array in place, so a loop carries the array itself (views
+    keep writing through to their base) rather than the name."""
+    aug: set[str] = set()
+    for node in stmts:
+        for sub in _walk_same_function(node, loops=False):
+            if isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
+                aug.add(sub.target.id)
+    return {n for n in aug - _rebound(stmts) if isinstance(env.get(n), Staged) and env[n].ndim > 0}
+
+
+def _rebound(stmts: list[ast.stmt]) -> set[str]:
+    """Names bound by anything other than an augmented assignment."""
+    out: set[str] = set()
+    for node in stmts:
+        for sub in _walk_same_function(node, loops=False):
+            targets: list[ast.AST] = []
+            if isinstance(sub, ast.Assign):
+                targets = list(sub.targets)
+            elif isinstance(sub, (ast.AnnAssign, ast.For, ast.NamedExpr)):
                 targets = [sub.target]
             elif isinstance(sub, ast.FunctionDef):
                 out.add(sub.name)
@@ -390,8 +420,9 @@ def staged_while(st: Any, node: ast.While) -> None:
                      "done:), or use a static for loop with a data-dependent if")
     env = st.scope.env
     before = dict(env)
+    in_place = in_place_names(node.body, env)
     names = sorted(n for n in assigned_names(node.body) if n in env
-                   and not isinstance(env[n], Undefined))
+                   and not isinstance(env[n], Undefined) and n not in in_place)
     held = {id(env[n]) for n in names}
     objs = [o for o in st.reachable_staged() if id(o) not in held]
     carry = _discover(st, node, names, objs)
@@ -595,14 +626,16 @@ def _bind(st: Any, carry: Carry, results: list[Value]) -> None:
     it = iter(results)
     leaves: list[Any] = []
     mutated = carry.mutated or [False] * len(carry.inits)
+    updated = []
     for i, (x, t) in enumerate(zip(carry.inits, carry.types)):
         if t is None:
             leaves.append(x)
         elif i >= carry.n_env or (mutated[i] and isinstance(x, Staged)):
             x.value = next(it)
-            x.mark_written()
+            updated.append(x)
             leaves.append(x)
         else:
             leaves.append(Staged(next(it), weak=t.weak))
     env_part, _ = pytrees.unflatten(carry.treedef, leaves)
     st.scope.env.update(env_part)
+    W.refresh_roots(st.b, updated)                  # views read again from their bases

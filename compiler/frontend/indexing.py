@@ -27,7 +27,8 @@ from compiler.errors import CompileError, DynamicShapeError, IndexOutOfBoundsErr
     ShapeMismatchError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend.arrays import prod, view
-from compiler.frontend.values import Reject, Staged
+from compiler.frontend.values import Reject, Selection, Staged
+from compiler.frontend.writes import same_value
 from compiler.ir import dims
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
@@ -559,29 +560,247 @@ def _dynamic_set(b: Builder, x: Staged, p: IndexPlan, upd: Value) -> Value:
 
 def _scatter_set(b: Builder, x: Staged, p: IndexPlan, value: Any) -> Value:
     arrays = [i for i, a in enumerate(p.axes) if a.array is not None]
-    others_full = all(a.array is not None or (not a.drop and a.dynamic is None and a.start == 0
-                                              and a.limit == d and a.stride == 1 and not a.reverse)
-                      for a, d in zip(p.axes, x.shape))
-    if len(arrays) != 1 or not others_full or p.new_axes:
-        raise Reject(UnsupportedError, "assignment with an index array is supported along one axis "
-                     "with full slices elsewhere (y[idx] = v, y[:, idx] = v)",
-                     "split the assignment, or build the result with np.where")
-    axis = arrays[0]
-    ind = A.lift(b, p.axes[axis].array, I64)
-    shape = tuple(x.shape[:axis]) + tuple(ind.shape) + tuple(x.shape[axis + 1:])
-    upd = _cast_broadcast(b, value, x.dtype, shape)
-    return ops.scatter(b, x.value, ind.value, upd, axis=axis, mode="set")
+    if p.new_axes:
+        raise Reject(UnsupportedError, "assignment combining None (np.newaxis) with index arrays "
+                     "is not supported", "drop the None: it does not change what is assigned")
+    full = [a.array is None and not a.drop and a.dynamic is None and a.start == 0
+            and a.limit == d and a.stride == 1 and not a.reverse for a, d in zip(p.axes, x.shape)]
+    if not all(full[i] or p.axes[i].array is not None or p.axes[i].drop for i in range(x.ndim)):
+        raise Reject(UnsupportedError, "assignment with index arrays is supported with full "
+                     "slices (`:`) on the other axes", "assign into a slice first: "
+                     "s = y[a:b]; s[idx] = v")
+    if len(arrays) == 1 and all(full[i] or i == arrays[0] for i in range(x.ndim)):
+        axis = arrays[0]
+        ind = A.lift(b, p.axes[axis].array, I64)
+        shape = tuple(x.shape[:axis]) + tuple(ind.shape) + tuple(x.shape[axis + 1:])
+        upd = _cast_broadcast(b, value, x.dtype, shape)
+        return ops.scatter(b, x.value, ind.value, upd, axis=axis, mode="set")
+    return _multi_scatter(b, x, p, value)
+
+
+def _multi_scatter(b: Builder, x: Staged, p: IndexPlan, value: Any) -> Value:
+    """y[rows, cols] = v (index arrays, or ints, on several axes): one scatter into the array
+    with those axes flattened into one, at the linearized index; the last write of an
+    element wins, as in NumPy."""
+    adv = [i for i, a in enumerate(p.axes) if a.array is not None or a.drop]
+    rest = [i for i in range(x.ndim) if i not in adv]
+    idx = [_axis_index(b, p.axes[i]) for i in adv]
+    bshape = A.broadcast_shapes(*[A.shape_of(i) for i in idx])
+    nb = len(bshape)
+    adjacent = adv == list(range(adv[0], adv[0] + len(adv)))
+    if adjacent:
+        indexed = tuple(x.shape[:adv[0]]) + tuple(bshape) + tuple(x.shape[adv[-1] + 1:])
+    else:
+        indexed = tuple(bshape) + tuple(x.shape[i] for i in rest)
+    upd = _cast_broadcast(b, value, x.dtype, indexed)
+    if adjacent and adv[0] > 0:            # the index dims first, as in the flattened array
+        upd = ops.transpose(b, upd, list(range(adv[0], adv[0] + nb)) + list(range(adv[0]))
+                            + list(range(adv[0] + nb, len(indexed))))
+    sizes = [x.shape[i] for i in adv]
+    total = prod(sizes)
+    rest_shape = tuple(x.shape[i] for i in rest)
+    count = prod(bshape)
+    upd = A.reshape_value(b, upd, (count,) + rest_shape)
+    flat: Value | None = None
+    stride: Dim = 1
+    for k in reversed(range(len(adv))):
+        term = A.operand(b, idx[k], I64, bshape)
+        if stride != 1:
+            term = ops.mul(b, term, A.operand(b, A.dim_value(b, stride), I64, bshape))
+        flat = term if flat is None else ops.add(b, flat, term)
+        stride = dims.mul(stride, sizes[k])
+    assert flat is not None, "a scatter without index arrays"
+    flat = A.reshape_value(b, flat, (count,))
+    perm = adv + rest
+    moved = A.reshape_value(b, ops.transpose(b, x.value, perm), (total,) + rest_shape)
+    out = ops.scatter(b, moved, flat, upd, axis=0, mode="set")
+    out = A.reshape_value(b, out, tuple(sizes) + rest_shape)
+    inverse = [0] * x.ndim
+    for pos, axis in enumerate(perm):
+        inverse[axis] = pos
+    return ops.transpose(b, out, inverse)
 
 
 def _masked_set(b: Builder, x: Staged, mask: Staged, value: Any) -> Value:
+    m = mask.value if mask.ndim == x.ndim else ops.broadcast_in_dim(b, mask.value, x.shape,
+                                                                     range(mask.ndim))
+    if isinstance(value, Selection):       # y[m] = x[m] - c: the same mask on both sides
+        if not same_value(value.mask.value, m) or tuple(value.values.shape) != tuple(x.shape):
+            raise Reject(DynamicShapeError, "assigning x[mask] through another mask (or into an "
+                         "array of another shape) depends on how many elements each mask "
+                         "selects", "use the same mask on both sides, or y = np.where(mask, "
+                         "values, y)")
+        return ops.select(b, m, A.convert(b, value.values, x.dtype).value, x.value)
     v = A.normalize_operand(b, value)
     if A.shape_of(v) not in ((), (1,)):
         raise Reject(DynamicShapeError, "assigning an array through a boolean mask depends on how "
-                     "many elements the mask selects", "use y = np.where(mask, values, y)")
+                     "many elements the mask selects", "use y = np.where(mask, values, y), or "
+                     "the same mask on both sides: y[mask] = x[mask] - c")
     if isinstance(v, Staged):
         v = Staged(A.reshape_value(b, v.value, ()), weak=v.weak)
     elif np.ndim(v):
         v = np.asarray(v).reshape(())
     fill = _cast_broadcast(b, v, x.dtype, tuple(x.shape))
-    m = ops.broadcast_in_dim(b, mask.value, x.shape, range(mask.ndim))
     return ops.select(b, m, fill, x.value)
+
+
+def mask_index(x: Any, index: Any) -> Staged | None:
+    """The staged boolean mask of ``x[mask]`` (over x's leading axes), or None."""
+    items = index if isinstance(index, tuple) else (index,)
+    if len(items) != 1 or not isinstance(x, Staged):
+        return None
+    m = items[0]
+    if isinstance(m, Staged) and m.dtype == BOOL and m.ndim > 0 \
+            and tuple(m.shape) == tuple(x.shape[:m.ndim]):
+        return m
+    return None
+
+
+# ---- NumPy's in-place writers: np.put_along_axis, np.putmask, np.place ------------------------
+
+
+def put_along_axis(b: Builder, arr: Staged, indices: Any, values: Any, axis: Any) -> Value:
+    """The new value of arr after np.put_along_axis(arr, indices, values, axis)."""
+    if axis is None:
+        if np.ndim(indices) != 1 and A.shape_of(indices) and len(A.shape_of(indices)) != 1:
+            raise Reject(CompileError, "when axis=None, `indices` must have a single dimension.")
+        flat = Staged(A.reshape_value(b, arr.value, (arr.type.size,)))
+        new = put_along_axis(b, flat, indices, values, 0)
+        return A.reshape_value(b, new, tuple(arr.shape))
+    ind = A.lift(b, A.normalize_operand(b, indices))
+    if not is_int(ind.dtype):
+        raise Reject(IndexOutOfBoundsError, "`indices` must be an integer array")
+    if ind.ndim != arr.ndim:
+        raise Reject(CompileError, "`indices` and `arr` must have the same number of dimensions")
+    ax = operator.index(axis)
+    if not -arr.ndim <= ax < arr.ndim:
+        raise Reject(CompileError, f"axis {ax} is out of bounds for array of dimension {arr.ndim}")
+    ax %= arr.ndim
+    # the index arrays of NumPy's fancy index: iota on the other axes, `indices` on `axis`
+    shape = A.broadcast_shapes(tuple(d if i != ax else 1 for i, d in enumerate(arr.shape)),
+                               tuple(ind.shape))
+    items: list[Any] = []
+    for i in range(arr.ndim):
+        if i == ax:
+            items.append(Staged(A.broadcast_value(b, A.convert_value(b, ind.value, I64), shape)))
+        else:
+            items.append(Staged(ops.iota(b, I64, shape, i)))
+    return setitem(b, arr, tuple(items), values)
+
+
+def copyto(b: Builder, dst: Staged, src: Any, casting: Any = "same_kind", where: Any = True) -> Value:
+    """The new value of dst after np.copyto(dst, src, casting, where)."""
+    s = A.normalize_operand(b, src)
+    src_dtype = s.dtype if isinstance(s, Staged) and not s.weak else None
+    if src_dtype is not None and not np.can_cast(src_dtype, dst.dtype, casting):
+        raise Reject(CompileError, f"Cannot cast array data from dtype('{src_dtype}') to "
+                     f"dtype('{dst.dtype}') according to the rule '{casting}'")
+    new = _cast_broadcast(b, s, dst.dtype, tuple(dst.shape))
+    if where is True:
+        return new
+    w = A.lift(b, A.normalize_operand(b, where))
+    wv = w.value if w.dtype == BOOL else ops.ne(b, w.value, ops.full_like(b, 0, w.value))
+    shape = A.broadcast_shapes(tuple(w.shape), tuple(dst.shape))
+    if shape != tuple(dst.shape):
+        raise Reject(ShapeMismatchError, f"could not broadcast where mask from shape "
+                     f"{A.fmt_shape(w.shape)} into shape {A.fmt_shape(dst.shape)}")
+    return ops.select(b, A.broadcast_value(b, wv, shape), new, dst.value)
+
+
+def put(b: Builder, a: Staged, ind: Any, v: Any, mode: str = "raise") -> Value:
+    """The new value of a after np.put(a, ind, v): a.flat[ind] = v (v repeated as needed)."""
+    if mode != "raise":
+        raise Reject(UnsupportedError, f"np.put with mode={mode!r} is not supported",
+                     "use mode='raise' (the default)")
+    idx = A.normalize_operand(b, ind)
+    if not isinstance(idx, (Staged, np.ndarray)):
+        idx = np.asarray(idx)
+    shape = tuple(idx.shape) if isinstance(idx, Staged) else idx.shape
+    vals = A.convert(b, A.lift(b, A.normalize_operand(b, v), a.dtype
+                               if not isinstance(v, Staged) else None), a.dtype)
+    flat = Staged(A.reshape_value(b, a.value, (a.type.size,)))
+    if not shape:
+        idx = Staged(A.reshape_value(b, A.lift(b, idx).value, (1,))) if isinstance(idx, Staged) \
+            else np.asarray(idx).reshape(1)
+        shape = (1,)
+    new = setitem(b, flat, idx, Staged(_cyclic(b, vals, prod(shape), tuple(shape), "put")))
+    return A.reshape_value(b, new, tuple(a.shape))
+
+
+def fill_diagonal(b: Builder, a: Staged, val: Any, wrap: bool = False) -> Value:
+    """The new value of a after np.fill_diagonal(a, val): a[i, i, ...] = val (repeated)."""
+    if a.ndim < 2:
+        raise Reject(CompileError, "array must be at least 2-d")
+    if a.ndim > 2 and len(set(map(str, a.shape))) != 1:
+        raise Reject(CompileError, "All dimensions of input must be of equal length")
+    if wrap and a.ndim == 2 and a.shape[0] != a.shape[1]:
+        raise Reject(UnsupportedError, "np.fill_diagonal(..., wrap=True) of a tall matrix is "
+                     "not supported", "fill each square block separately")
+    shape = tuple(a.shape)
+    on = ops.eq(b, ops.iota(b, I64, shape, 0), ops.iota(b, I64, shape, 1))
+    for axis in range(2, a.ndim):
+        on = ops.and_(b, on, ops.eq(b, ops.iota(b, I64, shape, 0), ops.iota(b, I64, shape, axis)))
+    v = A.convert(b, A.lift(b, A.normalize_operand(b, val), a.dtype
+                            if not isinstance(val, Staged) else None), a.dtype)
+    n = v.type.size
+    if n == 1:
+        fill = A.broadcast_value(b, A.reshape_value(b, v.value, ()), shape)
+    else:                                   # the k-th diagonal element gets val.flat[k % n]
+        nv = A.constant(b, n, I64).value if isinstance(n, int) else A.dim_value(b, n).value
+        k = ops.mod(b, ops.iota(b, I64, shape, 0), A.broadcast_value(b, nv, shape))
+        fill = ops.take(b, A.reshape_value(b, v.value, (n,)), k, axis=0)
+    return ops.select(b, on, fill, a.value)
+
+
+def putmask(b: Builder, a: Staged, mask: Any, values: Any) -> Value:
+    """np.putmask(a, mask, values): a.flat[n] = values.flat[n % len(values)] where mask.flat[n]."""
+    m = A.lift(b, A.normalize_operand(b, mask))
+    if tuple(m.shape) != tuple(a.shape):
+        raise Reject(ShapeMismatchError, "putmask: mask and data must be the same size")
+    m_bool = m.value if m.dtype == BOOL else ops.ne(b, m.value, ops.full_like(b, 0, m.value))
+    v = A.convert(b, A.lift(b, A.normalize_operand(b, values), a.dtype
+                            if not isinstance(values, Staged) else None), a.dtype)
+    fill = _cyclic(b, v, a.type.size, tuple(a.shape), "putmask")
+    return ops.select(b, m_bool, fill, a.value)
+
+
+def place(b: Builder, arr: Staged, mask: Any, vals: Any) -> Value:
+    """np.place(arr, mask, vals): the k-th True position of mask gets vals[k % len(vals)]."""
+    m = A.lift(b, A.normalize_operand(b, mask))
+    if m.type.size != arr.type.size:
+        raise Reject(ShapeMismatchError, "place: mask and data must be the same size")
+    size = arr.type.size
+    m_flat = A.reshape_value(b, m.value if m.dtype == BOOL else
+                             ops.ne(b, m.value, ops.full_like(b, 0, m.value)), (size,))
+    v = A.convert(b, A.lift(b, A.normalize_operand(b, vals), arr.dtype
+                            if not isinstance(vals, Staged) else None), arr.dtype)
+    n = v.type.size
+    if n == 0:
+        raise Reject(CompileError, "Cannot insert from an empty array!")
+    rank = ops.cumsum(b, ops.convert(b, m_flat, I64), 0)          # 1 + rank of each True
+    one = A.broadcast_value(b, A.constant(b, 1, I64).value, (size,))
+    k = ops.sub(b, rank, one)
+    if n != 1:
+        nv = A.constant(b, n, I64).value if isinstance(n, int) else A.dim_value(b, n).value
+        k = ops.mod(b, k, A.broadcast_value(b, nv, (size,)))
+    zero = A.broadcast_value(b, A.constant(b, 0, I64).value, (size,))
+    k = ops.select(b, m_flat, k, zero)
+    picked = ops.take(b, A.reshape_value(b, v.value, (n,)), k, axis=0)
+    out = ops.select(b, m_flat, picked, A.reshape_value(b, arr.value, (size,)))
+    return A.reshape_value(b, out, tuple(arr.shape))
+
+
+def _cyclic(b: Builder, v: Staged, size: Dim, shape: tuple[Dim, ...], what: str) -> Value:
+    """v's elements repeated to `size` elements, in `shape` (np.putmask's values)."""
+    n = v.type.size
+    if n == 0:
+        raise Reject(CompileError, f"{what}: values must not be empty")
+    flat = A.reshape_value(b, v.value, (n,))
+    if n == 1:
+        return A.broadcast_value(b, A.reshape_value(b, flat, ()), shape)
+    if n == size:
+        return A.reshape_value(b, flat, shape)
+    pos = ops.iota(b, I64, (size,), 0)
+    nv = A.constant(b, n, I64).value if isinstance(n, int) else A.dim_value(b, n).value
+    k = ops.mod(b, pos, A.broadcast_value(b, nv, (size,)))
+    return A.reshape_value(b, ops.take(b, flat, k, axis=0), shape)

@@ -37,7 +37,7 @@ from compiler.errors import CompileError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import indexing as I
 from compiler.frontend import pytrees
-from compiler.frontend.control import (Carry, _enter, _initial_types, _is_number, _Saved, _state,
+from compiler.frontend.control import (Carry, in_place_names, _enter, _initial_types, _is_number, _Saved, _state,
                                        _widen, assigned_names, check_while_body, close_over,
                                        drop_unchanged, leaf_labels, materialize,
                                        same_static, state_labels, target_names, trial_iteration)
@@ -370,8 +370,9 @@ def stage_loop(st: Any, node: ast.For, lp: LoopPlan) -> tuple[ast.For, list[ast.
         return node, after
     env = st.scope.env
     before = dict(env)
+    in_place = in_place_names(node.body, env)      # row += v: the array is carried, not the name
     names = sorted(n for n in assigned_names(node.body) if n in env
-                   and not isinstance(env[n], Undefined))
+                   and not isinstance(env[n], Undefined) and n not in in_place)
     held = {id(env[n]) for n in names}
     objs = [o for o in st.reachable_staged() if id(o) not in held]
     try:

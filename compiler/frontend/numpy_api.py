@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from compiler.errors import CompileError, DynamicShapeError, OutParameterError, SideEffectError, \
+from compiler.errors import CompileError, DynamicShapeError, OutParameterError, \
     UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import indexing as I
@@ -429,14 +429,6 @@ UNSUPPORTED: dict[str, tuple[type, str, str | None]] = {
                  "values", _DYNAMIC),
     "bincount": (DynamicShapeError, "np.bincount's length depends on the largest value", None),
     "trim_zeros": (DynamicShapeError, "np.trim_zeros's length depends on the values", _DYNAMIC),
-    "copyto": (SideEffectError, "np.copyto writes into its first argument", "use y[...] = src"),
-    "put": (SideEffectError, "np.put writes into its first argument", "use y[idx] = v"),
-    "place": (SideEffectError, "np.place writes into its first argument",
-              "use np.where(mask, v, y)"),
-    "putmask": (SideEffectError, "np.putmask writes into its first argument",
-                "use np.where(mask, v, y)"),
-    "fill_diagonal": (SideEffectError, "np.fill_diagonal writes into its first argument",
-                      "use np.where(np.eye(n, dtype=bool), v, y)"),
     "fmod": (UnsupportedError, "np.fmod (C remainder) is not supported",
              "np.remainder / % (Python-style modulo) is supported"),
     "arcsinh": (UnsupportedError, "np.arcsinh is not supported", "use np.log(x + np.sqrt(x*x + 1))"),

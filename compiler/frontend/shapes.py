@@ -23,6 +23,7 @@ from compiler.frontend.arrays import prod, view
 from compiler.frontend.indexing import getitem, setitem, static_slice
 from compiler.frontend.ufuncs import binary
 from compiler.frontend.values import LOCAL, Reject, Staged
+from compiler.frontend.writes import contiguous
 from compiler.ir import dims
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
@@ -92,8 +93,19 @@ def reshape(b: Builder, x: Any, shape: Any) -> Staged:
         ops.check(b, ops.eq(b, ops.size_of(b, size, I64), ops.size_of(b, total, I64)), "ValueError",
                   f"cannot reshape array of size {{0}} into shape {A.fmt_shape(asked)}", (total,))
         flat = A.reshape_value(b, x.value, (total,))
-        return view(A.reshape_value(b, ops.slice_(b, flat, (0,), (size,)), new), x)
-    return view(A.reshape_value(b, x.value, new), x)
+        return _reshaped(A.reshape_value(b, ops.slice_(b, flat, (0,), (size,)), new), x)
+    return _reshaped(A.reshape_value(b, x.value, new), x)
+
+
+def _reshaped(value: Value, x: Staged) -> Staged:
+    """A reshape of x: a view when x is contiguous or only unit axes change; otherwise NumPy
+    may copy or not depending on the strides, and the result is a view that cannot be
+    written through (a write is an error rather than a guess)."""
+    out = view(value, x)
+    same = [d for d in value.type.shape if d != 1] == [d for d in x.shape if d != 1]
+    if not same and not contiguous(x):
+        out.path = None
+    return out
 
 
 def _infer_shape(total: Dim, shape: tuple[Dim, ...]) -> tuple[Dim, ...]:
@@ -143,7 +155,7 @@ def _reshape_error(total: Dim, shape: tuple[Dim, ...]) -> None:
 
 def ravel(b: Builder, x: Any) -> Staged:
     x = A.lift(b, x)
-    return view(A.reshape_value(b, x.value, (x.type.size,)), x)
+    return _reshaped(A.reshape_value(b, x.value, (x.type.size,)), x)
 
 
 def flatten(b: Builder, x: Any) -> Staged:
@@ -260,7 +272,7 @@ def broadcast_to(b: Builder, x: Any, shape: Any) -> Staged:
         raise Reject(ShapeMismatchError, "operands could not be broadcast together with remapped "
                      f"shapes [original->remapped]: {A.fmt_shape(x.shape)} and requested shape "
                      f"{A.fmt_shape(target)}")
-    return view(A.broadcast_value(b, x.value, target), x)
+    return view(A.broadcast_value(b, x.value, target), x, readonly=True)
 
 
 def broadcast_arrays(b: Builder, *xs: Any) -> tuple[Staged, ...]:
@@ -449,7 +461,7 @@ def diagonal(b: Builder, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1
         v = static_slice(b, Staged(v), a2, offset, dims.maximum(x.shape[a2], offset))
     elif offset < 0:
         v = static_slice(b, Staged(v), a1, -offset, dims.maximum(x.shape[a1], -offset))
-    return view(ops.diagonal(b, v, axis1=a1, axis2=a2), x)
+    return view(ops.diagonal(b, v, axis1=a1, axis2=a2), x, readonly=True)
 
 
 def _index_grid(b: Builder, n: Dim, m: Dim) -> tuple[Value, Value]:

@@ -26,11 +26,13 @@ from compiler.errors import CompileError, InternalCompilerError, ShapeMismatchEr
     SideEffectError, TruthValueError, UnsupportedError, source_excerpt
 from compiler.frontend import arrays as A
 from compiler.frontend import control, loops, pytrees, static_args
+from compiler.frontend import masked as M
+from compiler.frontend import writes as W
 from compiler.frontend import indexing as I
 from compiler.frontend import numpy_api as NP
-from compiler.frontend.calls import CallMixin
+from compiler.frontend.calls import CallMixin, register_function
 from compiler.frontend.ufuncs import binary, unary
-from compiler.frontend.values import ARG, VIEW, Scope, BreakSignal, ContinueSignal, Reject, \
+from compiler.frontend.values import ARG, VIEW, Selection, Scope, BreakSignal, ContinueSignal, Reject, \
     ReturnSignal, Staged, Undefined
 from compiler.ir import dims
 from compiler.ir.builder import Builder
@@ -83,7 +85,10 @@ class Stager(CallMixin, ast.NodeVisitor):
         self.rng: Staged | None = None          # the implicit random state (see random_state)
         self.rng_key: Value | None = None       # the call's key, from which its draws derive
         self.rng_drawn = False                  # has a draw used it yet (then it carries its line)
-        self.arguments: dict[int, tuple[int, str, str]] = {}   # 0-d arguments: (position, name, function)
+        self.scalar_arguments: dict[int, tuple[int, str, str]] = {}   # 0-d arguments: (position, name, function)
+        self.arguments: list[Staged] = []       # the function's array arguments (writes.py)
+        self.updates = False                    # may it write into them (plain jit only)
+        self.contiguous: set[int] = set()       # ids of those written through a reshape
 
     # ---- dispatch and errors -------------------------------------------------------------
 
@@ -208,13 +213,17 @@ class Stager(CallMixin, ast.NodeVisitor):
         seen: dict[int, Staged] = {}
         state = self.random_state()
         seen[id(state)] = state
+        for arg in self.arguments:           # updated through views, or by inlined kernels
+            seen.setdefault(id(arg), arg)
         for scope in self.scopes:
             s: Scope | None = scope
             while s is not None:
                 for v in s.env.values():
                     for leaf in pytrees.flatten(v, is_leaf=lambda x: isinstance(x, Staged))[0]:
                         if isinstance(leaf, Staged) and not leaf.stale:
-                            seen.setdefault(id(leaf), leaf)
+                            for node in W.chain(leaf):     # a write through a view updates its bases
+                                if not node.stale:
+                                    seen.setdefault(id(node), node)
                 s = s.parent
         return list(seen.values())
 
@@ -288,10 +297,15 @@ class Stager(CallMixin, ast.NodeVisitor):
         value = self.visit(node.value)
         target = node.target
         if isinstance(target, ast.Name):
-            self.scope.env[target.id] = self.augment(self.visit(target), node.op, value)  # type: ignore[union-attr]
+            self.scope.env[target.id] = self.augment(self.visit(target), node.op, value,  # type: ignore[union-attr]
+                                                     target.id)
         elif isinstance(target, ast.Subscript):
             obj, index = self.visit(target.value), self.visit(target.slice)
             current = self.subscript(obj, index)
+            if isinstance(obj, (list, dict, tuple)) and isinstance(current, Staged) \
+                    and current.ndim > 0:      # d["w"] -= g: the array in place, d unchanged
+                self.augment(current, node.op, value)
+                return
             self.setitem(obj, index, self.inplace_op(current, node.op, value), target)
         elif isinstance(target, ast.Attribute) and _attribute_sink(self, target.value):
             self.assign(target, self.binop(node.op, self.visit(target), value))   # ctx.attr op= ...
@@ -487,9 +501,8 @@ class Stager(CallMixin, ast.NodeVisitor):
 
     def setitem(self, obj: Any, index: Any, value: Any, target: ast.Subscript) -> None:
         if isinstance(obj, Staged):
-            self._check_writable(obj, ast.unparse(target.value))
-            obj.value = I.setitem(self.b, obj, index, value)
-            obj.mark_written()
+            self.check_writable(obj, ast.unparse(target.value))
+            self.write(obj, I.setitem(self.b, obj, index, value))
         elif isinstance(obj, np.ndarray):
             self.check_mutable(obj, "this assignment")
             if not isinstance(target.value, ast.Name):
@@ -505,28 +518,54 @@ class Stager(CallMixin, ast.NodeVisitor):
             raise Reject(SideEffectError, f"assigning into a {type(obj).__name__} from outside the "
                          "function is a side effect", "return the new value instead")
 
-    def _check_writable(self, obj: Staged, text: str) -> None:
-        root = obj.root()
-        if obj.origin == ARG or root.origin == ARG:
-            name = root.name or text
-            raise Reject(SideEffectError, f"assigning into the argument '{name}' would modify the "
-                         "caller's array", f"copy it first: y = {name}.copy(); y[...] = ...; "
-                         "return y")
-        if obj.origin == VIEW:
-            raise Reject(UnsupportedError, "assigning through a view of another array is not "
-                         "supported (NumPy would modify the array it views)",
-                         "assign into the base array directly, or .copy() the view first")
+    def write(self, obj: Staged, new: Value) -> None:
+        """`obj` (checked writable) now holds `new`: written back through the views it is a
+        view of, into an argument at the root (returned to the caller: frontend.stage)."""
+        if W.through_reshape(obj):            # NumPy's reshape is a view of a contiguous root only
+            self.contiguous.add(id(W.chain(obj)[-1]))
+        W.commit(self.b, obj, new)
 
-    def augment(self, current: Any, op: ast.operator, value: Any) -> Any:
-        """`name op= value`: in place for local arrays, rebinding otherwise."""
+    def check_writable(self, obj: Staged, text: str) -> None:
+        """May compiled code write into `obj`? Through a view into its base, up to an
+        argument when the kernel may update its arguments (plain jit); NumPy's errors and
+        SideEffectError under the transforms otherwise."""
+        node = obj
+        while node.base is not None:
+            if node.readonly:
+                raise Reject(UnsupportedError, f"assignment destination '{text}' is read-only "
+                             "(NumPy: np.broadcast_to and np.diagonal return read-only views)",
+                             "copy it first: y = np.array(...); y[...] = ...")
+            if node.path is None or node.stale:
+                raise Reject(UnsupportedError, f"assigning through '{text}', a view whose "
+                             "relation to the array it views is not known at compile time "
+                             "(a reshape of a non-contiguous view, or a view chosen by a "
+                             "data-dependent if), is not supported",
+                             "assign into the base array directly, or .copy() the view first")
+            node = node.base
+        if node.origin == VIEW:                # a view carried through a compiled loop by name
+            raise Reject(UnsupportedError, f"assigning through '{text}', a view of another array "
+                         "carried through a compiled loop, is not supported",
+                         "write into the base array with the same index (x[0] += ... rather than "
+                         "row += ...), or .copy() the view first")
+        if node.origin != ARG:
+            return
+        name = node.name or text
+        if node.weak:
+            raise Reject(CompileError, f"the argument '{name}' is a Python number: it has no "
+                         "elements to assign to", f"return the new value instead")
+        if not self.updates:
+            raise Reject(SideEffectError, f"writing into the argument '{name}' would modify the "
+                         "caller's array, which a transformed function (vmap, grad, jvp, vjp, "
+                         "jacrev, ...) cannot do", f"copy it first: y = {name}.copy(), then "
+                         "update y (and return it)")
+
+    def augment(self, current: Any, op: ast.operator, value: Any, text: str = "the array") -> Any:
+        """`name op= value`: in place for arrays (0-d arguments and local scalars rebind, as
+        NumPy scalars do), rebinding otherwise."""
         if isinstance(current, Staged) and current.ndim > 0:
             result = self.inplace_op(current, op, value)
-            if current.origin == VIEW:
-                self._check_writable(current, "the array")
-            if current.origin == ARG:
-                return Staged(result.value)           # rebinding (the caller's array is untouched)
-            current.value = result.value
-            current.mark_written()
+            self.check_writable(current, text)
+            self.write(current, result.value)
             return current
         if isinstance(current, list) and isinstance(op, ast.Add):
             self.check_mutable(current, "+=")
@@ -628,6 +667,11 @@ class Stager(CallMixin, ast.NodeVisitor):
         return self.subscript(self.visit(node.value), self.visit(node.slice))
 
     def subscript(self, obj: Any, index: Any) -> Any:
+        mask = I.mask_index(obj, index)
+        if mask is not None:                   # x[mask]: a Selection (masked.py)
+            return M.select(self.b, obj, mask)
+        if isinstance(obj, Selection):
+            raise M.dynamic("indexing it")
         if isinstance(obj, Staged) or (isinstance(obj, np.ndarray) and _has_dynamic(index)):
             return I.getitem(self.b, obj, index)
         if isinstance(obj, NP.INDEX_OBJECTS) and (_has_dynamic(index) or _has_size(index)):
@@ -642,6 +686,12 @@ class Stager(CallMixin, ast.NodeVisitor):
         return self.binop(node.op, self.visit(node.left), self.visit(node.right))
 
     def binop(self, op: ast.operator, left: Any, right: Any) -> Any:
+        if isinstance(left, Selection) or isinstance(right, Selection):
+            found = NP.BINARY_OPERATORS.get(type(op))
+            if found is None or isinstance(op, ast.MatMult):
+                raise M.dynamic(f"the operator {_OP_TEXT.get(type(op), '?')}")
+            apply: Callable[..., Any] = found
+            return M.elementwise(self.b, lambda x, y: apply(self.b, x, y), [left, right])
         if isinstance(left, Staged) or isinstance(right, Staged):
             handler = NP.BINARY_OPERATORS.get(type(op))
             if handler is None:
@@ -667,6 +717,9 @@ class Stager(CallMixin, ast.NodeVisitor):
         value = self.visit(node.operand)
         if isinstance(node.op, ast.Not):
             return self.logical_not(value)
+        if isinstance(value, Selection):
+            name = NP.UNARY_OPERATORS[type(node.op)]
+            return M.elementwise(self.b, lambda x: unary(self.b, name, x), [value])
         if isinstance(value, Staged):
             return unary(self.b, NP.UNARY_OPERATORS[type(node.op)], value)
         if isinstance(value, DimExpr) and isinstance(node.op, (ast.USub, ast.UAdd)):
@@ -737,6 +790,9 @@ class Stager(CallMixin, ast.NodeVisitor):
                 raise Reject(UnsupportedError, "`in` with array values is not supported",
                              "use np.any(x == values)")
             return PY_CMPOPS[type(op)](left, right)
+        if isinstance(left, Selection) or isinstance(right, Selection):
+            name = NP.COMPARE_OPERATORS[type(op)]
+            return M.elementwise(self.b, lambda x, y: binary(self.b, name, x, y), [left, right])
         if isinstance(left, Staged) or isinstance(right, Staged):
             return binary(self.b, NP.COMPARE_OPERATORS[type(op)], left, right)
         if isinstance(left, DimExpr) or isinstance(right, DimExpr):
@@ -808,6 +864,35 @@ class Stager(CallMixin, ast.NodeVisitor):
             raise Reject(UnsupportedError, f"a loop of {len(value)} iterations is too long to "
                          "unroll", "vectorize it with array operations")
         return self.static(lambda: list(value))
+
+
+# ---- NumPy functions that write into their first argument ----------------------------------
+
+
+def _inplace_writer(name: str, update: Callable[..., Value]) -> Callable[..., None]:
+    """The stager's handler for np.<name>(a, ...), which updates `a` and returns None."""
+    def handler(stager: Stager, a: Any = None, *args: Any, **kwargs: Any) -> None:
+        if not isinstance(a, Staged):
+            raise Reject(UnsupportedError if isinstance(a, np.ndarray) else CompileError,
+                         f"np.{name} writes into its first argument, which must be an array "
+                         "value of the function", "build the array with np.array(...) first")
+        stager.check_writable(a, f"the first argument of np.{name}")
+        try:
+            new = update(stager.b, a, *args, **kwargs)
+        except TypeError as e:
+            raise Reject(CompileError, f"np.{name}(): {e}") from None
+        stager.write(a, new)
+    return handler
+
+
+register_function(np.put_along_axis, _inplace_writer("put_along_axis", I.put_along_axis))
+register_function(np.putmask, _inplace_writer("putmask", I.putmask))
+register_function(np.place, _inplace_writer("place", I.place))
+register_function(np.copyto, _inplace_writer("copyto", I.copyto))
+register_function(np.put, _inplace_writer("put", I.put))
+register_function(np.fill_diagonal, _inplace_writer("fill_diagonal", I.fill_diagonal))
+register_function(np.ndarray.fill, _inplace_writer(   # x.fill(v): casts as assignment does
+    "ndarray.fill", lambda b, a, value: I.copyto(b, a, value, casting="unsafe")))
 
 
 # ---- helpers ---------------------------------------------------------------------------------

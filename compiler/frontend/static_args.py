@@ -33,7 +33,7 @@ def hint(stager: Any, node: ast.AST, reject: Reject) -> str | None:
     if reject.cls not in (DynamicShapeError, UnsupportedError) or not _NEEDS_STATIC.search(reject.message):
         return reject.hint
     bounds = "bounds" in reject.message          # np.arange(a, b): float bounds are sizes too
-    arguments: dict[int, tuple[int, str, str]] = getattr(stager, "arguments", {})
+    arguments: dict[int, tuple[int, str, str]] = getattr(stager, "scalar_arguments", {})
     found: dict[int, str] = {}
     function = ""
     for sub in ast.walk(node):
@@ -65,5 +65,5 @@ def hint(stager: Any, node: ast.AST, reject: Reject) -> str | None:
 
 def record_arguments(stager: Any, args: list[Any], names: list[str], function: str) -> None:
     """Remember the 0-d positional arguments of the function being staged, by position."""
-    stager.arguments = {id(a): (i, n, function) for i, (a, n) in enumerate(zip(args, names))
+    stager.scalar_arguments = {id(a): (i, n, function) for i, (a, n) in enumerate(zip(args, names))
                         if isinstance(a, Staged) and a.ndim == 0}

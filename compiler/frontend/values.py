@@ -14,12 +14,16 @@ The frontend's one decision (STYLE.md point 14) is made per value:
 Staged objects are mutable boxes, like NumPy arrays: ``y[1:3] = v`` replaces
 ``y.value`` by a functional update, so every name bound to the same object
 sees the change, as in NumPy. ``origin`` and ``base`` record where an array
-comes from, to reject writes that would escape the function (into an
-argument) or that NumPy would route through a view.
+comes from: a view (``x[1:]``, ``x.T``, ``x.reshape(...)``) keeps the chain of
+index-remapping ops (``path``) that reads it from its base, so that a write
+through it is written back into the base (and from there into the argument
+it may view: compiler/frontend/writes.py), and the other live views of the
+base are read again from the updated base.
 """
 from __future__ import annotations
 
 import builtins
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,22 +57,79 @@ class Weak:
         return f"Weak({self.type})"
 
 
+class Alias:
+    """An array argument that is the same array as the dynamic argument number `index` (one
+    array passed twice, ``f(a, a)``): staged as that argument's own Staged, so that a write
+    through one name is seen through the other, as in NumPy."""
+
+    __slots__ = ("index", "type")
+
+    def __init__(self, index: int, type: TensorType) -> None:
+        self.index, self.type = index, type
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Alias) and (other.index, other.type) == (self.index, self.type)
+
+    def __hash__(self) -> int:
+        return hash(("Alias", self.index, self.type))
+
+    def __repr__(self) -> str:
+        return f"Alias({self.index}, {self.type})"
+
+    def __aotx_cache_key__(self) -> tuple:
+        return ("alias", self.index, str(self.type))
+
+
+class Strided:
+    """An array argument that overlaps other array arguments without being the same array
+    (``f(a[1:], a[:-1])``): staged as the view of a window of the caller's memory (a hidden
+    1-d argument, `window`, of `size` elements) at element `offset` with element `strides`,
+    so that a write through one argument is seen through the others, as in NumPy."""
+
+    __slots__ = ("window", "size", "offset", "strides", "type")
+
+    def __init__(self, window: int, size: int, offset: int, strides: tuple[int, ...],
+                 type: TensorType) -> None:
+        self.window, self.size, self.offset, self.strides, self.type = \
+            window, size, offset, tuple(strides), type
+
+    def _key(self) -> tuple:
+        return (self.window, self.size, self.offset, self.strides, self.type)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Strided) and other._key() == self._key()
+
+    def __hash__(self) -> int:
+        return hash(("Strided", self._key()))
+
+    def __repr__(self) -> str:
+        return f"Strided({self.window}, {self.size}, {self.offset}, {self.strides}, {self.type})"
+
+    def __aotx_cache_key__(self) -> tuple:
+        return ("strided", self.window, self.size, self.offset, list(self.strides), str(self.type))
+
+
 class Staged:
     """An array value computed at run time: an IR value plus Python-side facts."""
 
-    __slots__ = ("value", "weak", "origin", "base", "views", "stale", "name")
+    __slots__ = ("value", "weak", "origin", "base", "views", "stale", "name", "path",
+                 "readonly", "__weakref__")
 
     def __init__(self, value: Value, weak: bool = False, origin: str = LOCAL,
-                 base: "Staged | None" = None, name: str = "") -> None:
+                 base: "Staged | None" = None, name: str = "", path: Any = None,
+                 readonly: bool = False) -> None:
         self.value = value
         self.weak = weak and value.type.shape == ()
         self.origin = origin
         self.base = base              # the array this one is a view of
-        self.views: list[Staged] = []  # views taken of this array (made stale by writes)
-        self.stale = False            # a view whose base was written after it was taken
+        # live views taken of this array (weak: a temporary x[i] is forgotten when dropped)
+        self.views: list[weakref.ref[Staged]] = []
+        self.stale = False            # a view whose base was written and that cannot be re-read
         self.name = name              # the argument name, for messages
+        self.path = path              # the ops reading this view from base.value (None: unknown)
+        self.readonly = readonly      # NumPy's view is read-only (np.broadcast_to, np.diagonal)
         if base is not None:
-            base.views.append(self)
+            base.views.append(weakref.ref(self))
 
     @property
     def type(self) -> TensorType:
@@ -93,18 +154,41 @@ class Staged:
             node = node.base
         return node
 
-    def mark_written(self) -> None:
-        """A write replaced this array's value: views taken earlier no longer match NumPy."""
-        for v in self.views:
-            v.stale = True
-            v.mark_written()
-        self.views = []
+    def live_views(self) -> "list[Staged]":
+        """The views of this array still referenced somewhere (dead references dropped)."""
+        out = [v for v in (r() for r in self.views) if v is not None]
+        self.views = [weakref.ref(v) for v in out]
+        return out
+
+    def mark_written(self, keep: "set[int] | frozenset[int]" = frozenset()) -> None:
+        """This array's value was replaced (by a data-dependent if or a loop): its views,
+        except those in `keep` (ids of objects given their own new value alongside), no
+        longer match NumPy."""
+        for v in self.live_views():
+            if id(v) not in keep:
+                v.stale = True
+            v.mark_written(keep)
 
     def __bool__(self) -> bool:
         raise TypeError("internal: truth value of a staged array requested in Python")
 
     def __repr__(self) -> str:
         return f"<staged {self.type}{' weak' if self.weak else ''}>"
+
+
+class Selection:
+    """``x[mask]`` for a run-time boolean mask: the array (``values``, a snapshot of x) and
+    the mask broadcast to its shape. Its shape depends on data, so it is accepted only where
+    the result's shape does not (reductions, arithmetic with scalars, assignment through the
+    same mask: compiler/frontend/masked.py); anywhere else it is a DynamicShapeError."""
+
+    __slots__ = ("values", "mask")
+
+    def __init__(self, values: Staged, mask: Staged) -> None:
+        self.values, self.mask = values, mask
+
+    def __repr__(self) -> str:
+        return f"<selection of {self.values.type}>"
 
 
 def is_staged(x: Any) -> bool:

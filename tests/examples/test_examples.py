@@ -133,3 +133,18 @@ def load_small_paths(m, paths):
     from compiler import jit
     fn = types.FunctionType(m.mc_call.__code__, {**m.mc_call.__globals__, "PATHS": paths})
     return jit(fn)
+
+
+def test_heat_inplace_updates_the_plate_as_numpy():
+    m = load("heat_inplace")
+    want, got = m.initial_plate(32, 40), m.initial_plate(32, 40)
+    peak_want = m.step(want, 0.2, 7)
+    peak_got = m.fast_step(got, 0.2, 7)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    assert peak_got == peak_want
+    plates, expect = np.stack([m.initial_plate(16, 16)] * 3), np.stack([m.initial_plate(16, 16)] * 3)
+    m.fast_step(plates[1], 0.2, 3)
+    m.step(expect[1], 0.2, 3)
+    np.testing.assert_allclose(plates, expect, rtol=1e-13)
+    for g, w in zip(m.fast_hot_fraction(got, 30.0), m.hot_fraction(want, 30.0)):
+        np.testing.assert_allclose(g, w, rtol=1e-13)

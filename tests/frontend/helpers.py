@@ -40,7 +40,7 @@ def staged(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None,
     """Stage `fn` for these NumPy arguments (positions in `static` are compile-time constants)."""
     kwargs = kwargs or {}
     types = tuple(a if i in static else _types(a) for i, a in enumerate(args))
-    prog = stage(fn, types, {k: _types(v) for k, v in kwargs.items()})
+    prog = stage(fn, types, {k: _types(v) for k, v in kwargs.items()}, updates=True)
     verify(prog.function)
     assert format_function(prog.function, with_locs=True)
     return prog
@@ -56,7 +56,7 @@ def run(prog: StagedProgram, args: tuple[Any, ...], kwargs: dict[str, Any] | Non
     dyn_args = tuple(a for i, a in enumerate(args) if i not in static)
     leaves = flatten((dyn_args, kwargs or {}))[0]
     outs = interpret(prog.function, *leaves)
-    return unflatten(prog.out_tree, outs)
+    return unflatten(prog.out_tree, outs[:len(outs) - len(prog.updates)])   # then updated arguments
 
 
 def check(fn: Any, *args: Any, static: tuple[int, ...] = (), rtol: float = 1e-12,

@@ -55,6 +55,6 @@ def test_inplace_operators_on_local_arrays():
     check(f, X)
 
     def g(x):
-        x += 1                         # rebinding an argument: the caller's array is untouched
+        x += 1                         # in place: the caller's array too (tests/frontend/test_inplace.py)
         return x
     check(g, X.copy())

@@ -1333,8 +1333,11 @@ op("index.dynamic_pair", lambda x, i, j: x[i, j], lambda dt, rng: [
 # ---- functional updates -----------------------------------------------------------------------------
 
 
+_OUTSIDE = np.zeros(3)
+
+
 def _writes_argument(x):
-    x[0] = 1.0    # an in-place write into an argument: SideEffectError
+    _OUTSIDE[0] = 1.0    # an in-place write into an array from outside the function: SideEffectError
     return x
 
 
