@@ -137,7 +137,7 @@ def _tokenize(text: str, lines: list[str]) -> tuple[list[Token], dict[int, str]]
 
 # ---- the parser ------------------------------------------------------------------------------
 
-#: the five dtypes by their short names (types.BY_SHORT_NAME, typed)
+#: the dtypes by their short names (types.BY_SHORT_NAME, typed)
 _DTYPES: dict[str, np.dtype[Any]] = BY_SHORT_NAME
 _DIM_FUNCS: dict[str, Callable[[Dim, Dim], Dim]] = {"min": dims.minimum, "max": dims.maximum}
 _CONSTANTS: dict[str, Any] = {"None": None, "True": True, "False": False,

@@ -1,4 +1,4 @@
-"""NumPy 2 promotion (NEP 50) of every pair of the twelve dtypes, and of every dtype with
+"""NumPy 2 promotion (NEP 50) of every pair of the fourteen dtypes, and of every dtype with
 Python bool, int and float scalars, compiled and compared with NumPy itself.
 
 Many results come out of one kernel: one function computes ``x_i OP x_j`` for every pair
@@ -66,7 +66,7 @@ SCALARS = ["True", "2", "-1", "0", "-0.5", "127", "2j"]
 
 
 def _scalar_kernel(literals, ops, tmp_path):
-    """One function of the twelve arrays returning x OP s and s OP x for every literal s
+    """One function of the fourteen arrays returning x OP s and s OP x for every literal s
     (written to a module file: the compiler reads the source)."""
     lines = ["def f(" + ", ".join(f"x{i}" for i in range(len(DTYPES))) + "):", "    return ("]
     for i, s, op in _defined(literals, ops):
@@ -113,7 +113,7 @@ def test_every_dtype_with_python_scalars(ops, tmp_path):
 
 def test_run_time_python_floats_are_weak():
     """A Python float argument (a run-time value) takes the array's float dtype, or float64
-    for integers and bool: one kernel over the twelve dtypes."""
+    for integers and bool: one kernel over the fourteen dtypes."""
     def fn(s, *xs):
         return tuple(x * s for x in xs) + tuple(s - x for x in xs)
     args = [VALUES[d] for d in DTYPES]

@@ -6,6 +6,7 @@ Python loops on shapes. Each is compared with NumPy or plain Python running the 
 function uncompiled, with a Python loop under vmap, and with finite differences under grad."""
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 import operator
@@ -38,7 +39,13 @@ def same(got, want, rtol=1e-12, atol=1e-12):
 
 
 def compiled_equals_numpy(fn, *args, rtol=1e-12):
-    same(jit(fn)(*args), fn(*args), rtol=rtol, atol=rtol)
+    """Results as NumPy's, and array arguments left as NumPy leaves them (each run gets
+    its own copies: a function may write into its arguments)."""
+    mine, theirs = copy.deepcopy(args), copy.deepcopy(args)
+    same(jit(fn)(*mine), fn(*theirs), rtol=rtol, atol=rtol)
+    for a, b in zip(mine, theirs):
+        if isinstance(a, np.ndarray):
+            same(a, b, rtol=rtol, atol=rtol)
 
 
 # ---- assert ---------------------------------------------------------------------------------

@@ -149,12 +149,13 @@ def test_float16_derivatives(op: OpInfo, sample: SampleInput) -> None:
                       F16_GRAD_RTOL, F16_GRAD_RTOL, "<u, jvp(v)> != <vjp(u), v> in float16")
 
 
-# ---- every cast between the twelve dtypes: one kernel --------------------------------------------
+# ---- every cast between the fourteen dtypes: one kernel --------------------------------------------
 
 _CAST_VALUES = {"b": [True, False, True, True, False, True],
                 "i": [-128, -3, 0, 5, 100, 127],
                 "u": [0, 3, 5, 100, 200, 255],
-                "f": [0.0, 0.5, 1.5, 2.7, 100.25, 127.9]}     # in range of every integer dtype
+                "f": [0.0, 0.5, 1.5, 2.7, 100.25, 127.9],     # in range of every integer dtype
+                "c": [0.5 + 1j, 0j, 1.5 - 2j, 2.7 + 0.25j, 100.25 - 1j, 127.9 + 3j]}
 
 
 def _cast_sources() -> list[np.ndarray]:
