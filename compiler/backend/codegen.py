@@ -41,6 +41,7 @@ class Codegen:
         self.b = ll.IRBuilder(body)
         self.buffers: dict[Value, Buffer] = {}
         self.sched: Schedule | None = None
+        self.top_sched: Schedule | None = None     # the function body's (lower_block)
         self._cache: list[dict[Any, Any]] = [{}]
         self._constants: dict[int, ll.GlobalVariable] = {}
         self.mallocs: list[ll.Value] = []
@@ -486,6 +487,8 @@ class Codegen:
         materializes values fusion would compute inside their consumers (fusion.schedule)."""
         sched = schedule(block, force)
         saved_sched, self.sched = self.sched, sched
+        if saved_sched is None:
+            self.top_sched = sched
         for a, buf in zip(block.args, args):
             self.buffers[a] = buf
         result_bufs: dict[Value, Buffer] = {}
@@ -524,6 +527,13 @@ class Codegen:
             for r in op.results:
                 if sched.is_materialized(r):
                     self.compute_into(r, self.buffers[r])
+                    if sched is self.top_sched:
+                        # a compiler-only barrier between the function body's loop nests (no
+                        # instruction): LLVM 22's SLP vectorizer moved stores of a small
+                        # temporary below a masked gather reading it
+                        # (tests/backend/test_memory_order.py). Not in regions, where it would
+                        # stop the vectorization of per-element loops (vmap of while_loop).
+                        self.b.fence("seq_cst", "singlethread")
 
     def copy(self, src: Buffer, dst: Buffer) -> None:
         with self.loop_nest(src.shape) as idx:
