@@ -23,6 +23,7 @@ from compiler.ir import dims
 from compiler.ir.core import Block, Op, Value
 from compiler.ir.types import BOOL, F16, is_complex, is_float, is_unsigned, real_dtype
 from compiler.ir.primitive import CONTROL, ELEMENTWISE, INDEX, OPAQUE
+from compiler.primitives import ops
 
 class Codegen:
     """The lowering context handed to every primitive's ``lower``."""
@@ -42,6 +43,7 @@ class Codegen:
         self.buffers: dict[Value, Buffer] = {}
         self.sched: Schedule | None = None
         self.top_sched: Schedule | None = None     # the function body's (lower_block)
+        self.top_gathers = False                   # does it read with run-time indices
         self._cache: list[dict[Any, Any]] = [{}]
         self._constants: dict[int, ll.GlobalVariable] = {}
         self.mallocs: list[ll.Value] = []
@@ -489,6 +491,7 @@ class Codegen:
         saved_sched, self.sched = self.sched, sched
         if saved_sched is None:
             self.top_sched = sched
+            self.top_gathers = any(op.prim in (ops.take_p, ops.dynamic_slice_p) for op in block.ops)
         for a, buf in zip(block.args, args):
             self.buffers[a] = buf
         result_bufs: dict[Value, Buffer] = {}
@@ -527,12 +530,14 @@ class Codegen:
             for r in op.results:
                 if sched.is_materialized(r):
                     self.compute_into(r, self.buffers[r])
-                    if sched is self.top_sched:
+                    if sched is self.top_sched and self.top_gathers:
                         # a compiler-only barrier between the function body's loop nests (no
-                        # instruction): LLVM 22's SLP vectorizer moved stores of a small
-                        # temporary below a masked gather reading it
-                        # (tests/backend/test_memory_order.py). Not in regions, where it would
-                        # stop the vectorization of per-element loops (vmap of while_loop).
+                        # instruction) when that body reads with run-time indices: LLVM 22's
+                        # SLP vectorizer moved stores of a small temporary below a masked
+                        # gather reading it (tests/backend/test_memory_order.py). Not in
+                        # regions, where it would stop the vectorization of per-element loops
+                        # (vmap of while_loop), nor without gathers, where it would keep LLVM
+                        # from merging a fill and a copy.
                         self.b.fence("seq_cst", "singlethread")
 
     def copy(self, src: Buffer, dst: Buffer) -> None:

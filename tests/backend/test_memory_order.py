@@ -2,9 +2,10 @@
 
 LLVM 22's SLP vectorizer moved the last stores of a small stack temporary below a
 masked gather that reads it (two gathers `(x[::2] + 1)[i]` from fully unrolled
-loops): the kernel returned stack garbage. Codegen puts a compiler-only fence
-after every loop nest that fills a buffer, so no pass moves memory accesses from
-one loop nest into another (it emits no instruction).
+loops): the kernel returned stack garbage. When the function body reads with
+run-time indices, Codegen puts a compiler-only fence (no instruction) after every
+loop nest of it that fills a buffer, so no pass moves memory accesses from one
+loop nest into another.
 """
 from __future__ import annotations
 
