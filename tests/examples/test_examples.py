@@ -148,3 +148,13 @@ def test_heat_inplace_updates_the_plate_as_numpy():
     np.testing.assert_allclose(plates, expect, rtol=1e-13)
     for g, w in zip(m.fast_hot_fraction(got, 30.0), m.hot_fraction(want, 30.0)):
         np.testing.assert_allclose(g, w, rtol=1e-13)
+
+
+def test_mandelbrot_image_matches_numpy():
+    m = load("mandelbrot")
+    c = m.grid(height=60, width=90)
+    counts = m.fast_escape_counts(c, 40)
+    want = m.escape_counts(c, 40)
+    assert counts.dtype == want.dtype == np.uint8
+    np.testing.assert_array_equal(counts, want)
+    np.testing.assert_array_equal(m.fast_render(counts, 40), m.render(want, 40))
