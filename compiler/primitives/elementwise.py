@@ -360,7 +360,7 @@ def _float_unary(prim: Primitive, ref: Callable[..., Any], lower: Lower, d: Any)
 
 exp = _float_unary(ops.exp_p, np.exp, _math("exp"), lambda b, x, y: y)
 exp2 = _float_unary(ops.exp2_p, np.exp2, _math("exp2"), _scaled(np.log(2.0), lambda b, x, y: y))
-expm1 = _float_unary(ops.expm1_p, np.expm1, _math("expm1"), lambda b, x, y: ops.add(b, y, _c(b, 1.0, y)))
+expm1 = _float_unary(ops.expm1_p, np.expm1, _math("expm1"), lambda b, x, y: ops.exp(b, x))   # not y + 1: it cancels for x << 0
 log = _float_unary(ops.log_p, np.log, _math("log"), lambda b, x, y: ops.div(b, _c(b, 1.0, x), x))
 log2 = _float_unary(ops.log2_p, np.log2, _math("log2"), lambda b, x, y: ops.div(b, _c(b, 1.0 / np.log(2.0), x), x))
 log10 = _float_unary(ops.log10_p, np.log10, _math("log10"), lambda b, x, y: ops.div(b, _c(b, 1.0 / np.log(10.0), x), x))

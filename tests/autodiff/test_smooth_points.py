@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler import grad, grad_and_value, hessian, jacfwd, jacrev, jit
+from compiler import grad, grad_and_value, hessian, jacfwd, jacrev, jit, jvp
 from tests import fd
 
 
@@ -150,3 +150,15 @@ def test_argnums_order_with_aux_inside_jit_and_for_hessian():
     (hyy, hyx), (hxy, hxx) = hessian(s, argnums=(1, 0))(0.7, 1.3)
     (wxx, wxy), (wyx, wyy) = fd_hessian(s, 0.7, 1.3)
     np.testing.assert_allclose([hyy, hyx, hxy, hxx], [wyy, wyx, wxy, wxx], rtol=1e-6)
+
+
+def expm1_sum(x):
+    return np.sum(np.expm1(x))
+
+
+def test_expm1_derivative_far_below_zero():
+    """d/dx expm1(x) = exp(x): written as expm1(x) + 1 it cancels to 0 for x << 0."""
+    x = np.array([-1e-8, -3.0, -30.0, -40.0, -700.0])
+    np.testing.assert_allclose(grad(expm1_sum)(x), np.exp(x), rtol=1e-14, atol=0)
+    t = np.ones_like(x)
+    np.testing.assert_allclose(jvp(expm1_sum, (x,), (t,))[1], np.sum(np.exp(x)), rtol=1e-14)
