@@ -30,7 +30,7 @@ from compiler.frontend.source import FunctionSource, function_source
 from compiler.frontend.stager import Stager
 from compiler.frontend.static_args import record_arguments
 from compiler.frontend.values import ARG, Alias, Reject, Scope, Selection, Staged, Strided, \
-    Undefined, Weak
+    Undefined, Weak, hashable
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Function, SourceLoc
 from compiler.ir.types import I64, TensorType
@@ -171,7 +171,7 @@ def _leaf_names(base: str, tree: Any) -> list[str]:
 
 def _run(stager: Stager, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, SourceLoc]:
     """Call `fn` in the stager: a Python function is inlined, a NumPy function applied."""
-    if NP.numpy_name(fn) is not None or (_hashable(fn) and fn in NP.NUMPY_FUNCTIONS):
+    if NP.numpy_name(fn) is not None or (hashable(fn) and fn in NP.NUMPY_FUNCTIONS):
         loc = SourceLoc(f"<np.{getattr(fn, '__name__', 'function')}>", 1)
         with stager.b.at(loc):
             return _numpy_entry(stager, fn, args, kwargs, loc), loc
@@ -203,14 +203,6 @@ def _numpy_entry(stager: Stager, fn: Any, args: list[Any], kwargs: dict[str, Any
         return stager.call(fn, args, kwargs)
     except Reject as r:
         raise r.cls(r.message, loc, r.hint) from r.__cause__
-
-
-def _hashable(x: Any) -> bool:
-    try:
-        hash(x)
-    except TypeError:
-        return False
-    return True
 
 
 def _outputs(stager: Stager, out: Any, loc: SourceLoc) -> tuple[list[Any], PyTreeDef]:

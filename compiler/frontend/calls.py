@@ -33,7 +33,7 @@ from compiler.frontend.pytrees import flatten_static, unflatten
 from compiler.frontend.source import function_source
 from compiler.frontend.ufuncs import UFUNCS, binary, divmod_, round_, unary, where
 from compiler.frontend.values import Alias, BoundMethod, Closure, Reject, ReturnSignal, Scope, \
-    Selection, Staged, Weak
+    Selection, Staged, Weak, hashable
 from compiler.frontend.random import implicit_key
 from compiler.primitives import ops
 from compiler.primitives import random as PR
@@ -114,7 +114,7 @@ class CallMixin:
             raise NP.unsupported_numpy(f"{sub}.{attr}" if sub else attr)
         value = self.static(lambda: getattr(obj, attr))  # type: ignore[attr-defined]
         if isinstance(obj, types.ModuleType) and obj.__name__.startswith("numpy") \
-                and callable(value) and not isinstance(value, type) and _hashable(value) \
+                and callable(value) and not isinstance(value, type) and hashable(value) \
                 and value not in NP.NUMPY_FUNCTIONS and value not in NP.STATIC_NUMPY \
                 and value not in EXTERNAL:
             sub = obj.__name__[len("numpy."):]
@@ -153,26 +153,26 @@ class CallMixin:
             return fn.__aotx_stage_call__(self, args, kwargs)
         if isinstance(fn, BoundMethod):
             return self._call_method(fn, args, kwargs)
-        if _hashable(fn) and fn in EXTERNAL:
+        if hashable(fn) and fn in EXTERNAL:
             return EXTERNAL[fn](self, *args, **kwargs)
         library = PL.handler_for(fn)
         if library is not None:                 # operator, functools, itertools, np.ndindex, sorted
             return library(self, *args, **kwargs)
-        if isinstance(fn, types.MethodType) and _hashable(fn.__func__) and fn.__func__ in EXTERNAL:
+        if isinstance(fn, types.MethodType) and hashable(fn.__func__) and fn.__func__ in EXTERNAL:
             # a registered function called as a bound (class)method, e.g. MyFunction.apply:
             # the handler gets the bound object first (compiler.Function, custom.py)
             return EXTERNAL[fn.__func__](self, fn.__self__, *args, **kwargs)
-        if _hashable(fn) and fn in NP.NUMPY_FUNCTIONS:
+        if hashable(fn) and fn in NP.NUMPY_FUNCTIONS:
             return self._call_numpy(fn, args, kwargs)
         method = _ufunc_method(fn)
         if method is not None:
             return self._call_ufunc_method(fn, method, args, kwargs)
         name = NP.numpy_name(fn)
         if name is not None:
-            if _hashable(fn) and fn in NP.STATIC_NUMPY and not _any_dynamic(args, kwargs):
+            if hashable(fn) and fn in NP.STATIC_NUMPY and not _any_dynamic(args, kwargs):
                 return self.static(lambda: fn(*args, **kwargs), f"np.{name}")  # type: ignore[attr-defined]
             raise NP.unsupported_numpy(name)
-        if _hashable(fn) and fn in BUILTINS:
+        if hashable(fn) and fn in BUILTINS:
             return BUILTINS[fn](self, *args, **kwargs)
         if isinstance(fn, types.BuiltinFunctionType) and getattr(fn, "__module__", "") == "math":
             return self._call_math(fn, args, kwargs)
@@ -415,14 +415,6 @@ def _ufunc_method(fn: Any) -> str | None:
 
 def _ufunc_spec(name: str) -> Any:
     return UFUNCS[name]
-
-
-def _hashable(x: Any) -> bool:
-    try:
-        hash(x)
-    except TypeError:
-        return False
-    return True
 
 
 def local_names(node: ast.FunctionDef | ast.Lambda) -> frozenset[str]:

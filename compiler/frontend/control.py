@@ -328,8 +328,9 @@ def _merge_if(st: Any, node: ast.If, pred: Staged) -> None:
 # ---- data-dependent while -------------------------------------------------------------------
 
 
-def assigned_names(stmts: list[ast.stmt]) -> set[str]:
-    """Names (re)bound by assignments, loops, defs and walruses in `stmts` (same function).
+def assigned_names(stmts: list[ast.stmt], augmented: bool = True) -> set[str]:
+    """Names (re)bound by assignments, loops, defs and walruses in `stmts` (same function),
+    and by augmented assignments unless `augmented` is False.
 
     ``y[i] = v`` does not bind ``y`` (it updates the array ``y`` names)."""
     out: set[str] = set()
@@ -338,7 +339,8 @@ def assigned_names(stmts: list[ast.stmt]) -> set[str]:
             targets: list[ast.AST] = []
             if isinstance(sub, ast.Assign):
                 targets = list(sub.targets)
-            elif isinstance(sub, (ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr)):
+            elif isinstance(sub, (ast.AnnAssign, ast.For, ast.NamedExpr)) or \
+                    (augmented and isinstance(sub, ast.AugAssign)):
                 targets = [sub.target]
             elif isinstance(sub, ast.FunctionDef):
                 out.add(sub.name)
@@ -356,24 +358,8 @@ def in_place_names(stmts: list[ast.stmt], env: dict[str, Any]) -> set[str]:
         for sub in _walk_same_function(node, loops=False):
             if isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
                 aug.add(sub.target.id)
-    return {n for n in aug - _rebound(stmts) if isinstance(env.get(n), Staged) and env[n].ndim > 0}
-
-
-def _rebound(stmts: list[ast.stmt]) -> set[str]:
-    """Names bound by anything other than an augmented assignment."""
-    out: set[str] = set()
-    for node in stmts:
-        for sub in _walk_same_function(node, loops=False):
-            targets: list[ast.AST] = []
-            if isinstance(sub, ast.Assign):
-                targets = list(sub.targets)
-            elif isinstance(sub, (ast.AnnAssign, ast.For, ast.NamedExpr)):
-                targets = [sub.target]
-            elif isinstance(sub, ast.FunctionDef):
-                out.add(sub.name)
-            for t in targets:
-                out.update(target_names(t))
-    return out
+    rebound = assigned_names(stmts, augmented=False)
+    return {n for n in aug - rebound if isinstance(env.get(n), Staged) and env[n].ndim > 0}
 
 
 def target_names(target: ast.AST) -> list[str]:

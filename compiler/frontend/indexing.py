@@ -463,6 +463,21 @@ def _axis_index(b: Builder, a: AxisPlan) -> Any:
     return np.asarray(a.start, dtype=np.int64) if isinstance(a.start, int) else A.dim_value(b, a.start)
 
 
+
+def _flat_index(b: Builder, idx: list[Any], sizes: list[Dim], bshape: tuple[Dim, ...]) -> Value:
+    """The row-major position, among axes of `sizes`, of the index arrays `idx` (one per
+    axis, broadcast to `bshape`): sum of idx[k] times the product of the later sizes."""
+    flat: Value | None = None
+    stride: Dim = 1
+    for k in reversed(range(len(sizes))):
+        term = A.operand(b, idx[k], I64, bshape)
+        if stride != 1:
+            term = ops.mul(b, term, A.operand(b, A.dim_value(b, stride), I64, bshape))
+        flat = term if flat is None else ops.add(b, flat, term)
+        stride = dims.mul(stride, sizes[k])
+    assert flat is not None, "advanced indexing without index arrays"
+    return flat
+
 def _multi_take(b: Builder, v: Value, adv: list[int], idx: list[Any], bshape: tuple[Dim, ...]) -> Staged:
     ndim, shape = v.type.ndim, v.type.shape
     rest = [i for i in range(ndim) if i not in adv]
@@ -470,15 +485,7 @@ def _multi_take(b: Builder, v: Value, adv: list[int], idx: list[Any], bshape: tu
     sizes = [shape[i] for i in adv]
     total = prod(sizes)
     flat_v = A.reshape_value(b, moved, (total,) + tuple(shape[i] for i in rest))
-    flat: Value | None = None
-    stride: Dim = 1
-    for k in reversed(range(len(adv))):
-        term = A.operand(b, idx[k], I64, bshape)
-        if stride != 1:
-            term = ops.mul(b, term, A.operand(b, A.dim_value(b, stride), I64, bshape))
-        flat = term if flat is None else ops.add(b, flat, term)
-        stride = dims.mul(stride, sizes[k])
-    assert flat is not None, "advanced indexing without index arrays"
+    flat = _flat_index(b, idx, sizes, bshape)
     out = ops.take(b, flat_v, flat, axis=0)
     adjacent = adv == list(range(adv[0], adv[0] + len(adv)))
     if adjacent and adv[0] > 0:
@@ -601,15 +608,7 @@ def _multi_scatter(b: Builder, x: Staged, p: IndexPlan, value: Any) -> Value:
     rest_shape = tuple(x.shape[i] for i in rest)
     count = prod(bshape)
     upd = A.reshape_value(b, upd, (count,) + rest_shape)
-    flat: Value | None = None
-    stride: Dim = 1
-    for k in reversed(range(len(adv))):
-        term = A.operand(b, idx[k], I64, bshape)
-        if stride != 1:
-            term = ops.mul(b, term, A.operand(b, A.dim_value(b, stride), I64, bshape))
-        flat = term if flat is None else ops.add(b, flat, term)
-        stride = dims.mul(stride, sizes[k])
-    assert flat is not None, "a scatter without index arrays"
+    flat = _flat_index(b, idx, sizes, bshape)
     flat = A.reshape_value(b, flat, (count,))
     perm = adv + rest
     moved = A.reshape_value(b, ops.transpose(b, x.value, perm), (total,) + rest_shape)

@@ -25,7 +25,7 @@ from compiler.errors import CompileError, DynamicShapeError
 from compiler.frontend import arrays as A
 from compiler.frontend import reductions as R
 from compiler.frontend.ufuncs import binary
-from compiler.frontend.values import Reject, Selection, Staged
+from compiler.frontend.values import Reject, Selection, Staged, hashable
 from compiler.frontend.writes import same_value
 from compiler.ir.builder import Builder
 from compiler.ir.types import BOOL, F64, is_float
@@ -152,7 +152,7 @@ def call(b: Builder, fn: Any, args: list[Any], kwargs: dict[str, Any],
          apply: Callable[[Any, list[Any], dict[str, Any]], Any]) -> Any:
     """A NumPy function called with a Selection among its arguments; `apply` calls a
     function on plain values (elementwise ufuncs)."""
-    kind = REDUCTIONS.get(fn) if _hashable(fn) else None
+    kind = REDUCTIONS.get(fn) if hashable(fn) else None
     if kind is not None and args and isinstance(args[0], Selection) and \
             not any(isinstance(a, Selection) for a in args[1:]):
         return reduce(b, kind, args[0], *args[1:], **kwargs)
@@ -170,11 +170,3 @@ def method(b: Builder, s: Selection, name: str, args: list[Any], kwargs: dict[st
         return Selection(A.convert(b, s.values, np.dtype(args[0] if args else kwargs["dtype"])),
                          s.mask)
     raise dynamic(f".{name}()")
-
-
-def _hashable(x: Any) -> bool:
-    try:
-        hash(x)
-    except TypeError:
-        return False
-    return True

@@ -335,20 +335,21 @@ def angle(b: Builder, z: Any, deg: bool = False) -> Staged:
 
 def iscomplex(b: Builder, x: Any) -> Staged:
     """np.iscomplex: imag != 0 per element (all False for a real array)."""
-    s = A.lift(b, A.normalize_operand(b, x))
-    if not is_complex(s.dtype):
-        return Staged(ops.full(b, False, s.type.with_dtype(BOOL)))
-    im = ops.imag(b, s.value)
-    return Staged(ops.ne(b, im, ops.zeros_like(b, im)))
+    return _imag_test(b, x, ops.ne, False)
 
 
 def isreal(b: Builder, x: Any) -> Staged:
     """np.isreal: imag == 0 per element."""
+    return _imag_test(b, x, ops.eq, True)
+
+
+def _imag_test(b: Builder, x: Any, compare: Any, real_answer: bool) -> Staged:
+    """compare(imag(x), 0) per element; `real_answer` everywhere for a real array."""
     s = A.lift(b, A.normalize_operand(b, x))
     if not is_complex(s.dtype):
-        return Staged(ops.full(b, True, s.type.with_dtype(BOOL)))
+        return Staged(ops.full(b, real_answer, s.type.with_dtype(BOOL)))
     im = ops.imag(b, s.value)
-    return Staged(ops.eq(b, im, ops.zeros_like(b, im)))
+    return Staged(compare(b, im, ops.zeros_like(b, im)))
 
 
 def real_if_close(b: Builder, a: Any, tol: float = 100) -> Staged:

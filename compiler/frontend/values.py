@@ -291,3 +291,12 @@ class Scope:
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise Reject(CompileError, f"name '{name}' is not defined")
+
+
+def hashable(x: Any) -> bool:
+    """Whether `x` can be looked up in a dict or set (a function table) at all."""
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
