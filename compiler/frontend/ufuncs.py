@@ -93,7 +93,8 @@ def _scale(factor: float) -> Any:
 
 
 _FLOAT_MATH = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "sin",
-               "cos", "tan", "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan"]
+               "cos", "tan", "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan", "arcsinh",
+               "arccosh", "arctanh"]
 
 UFUNCS: dict[str, E] = {
     # arithmetic

@@ -12,7 +12,8 @@ from compiler.primitives.complex_ops import complex_, conj, imag, real
 from compiler.primitives.control import chunked, cond, while_
 from compiler.primitives.loops import for_
 from compiler.primitives.elementwise import *  # noqa: F401,F403
-from compiler.primitives.elementwise import (abs_, add, and_, arccos, arcsin, arctan, arctan2, cbrt,
+from compiler.primitives.elementwise import (abs_, add, and_, arccos, arccosh, arcsin, arcsinh, arctan,
+                                             arctan2, arctanh, cbrt,
                                              ceil, convert, cos, cosh, div, eq, exp, exp2, expm1,
                                              floor, floordiv, ge, gt, hypot, isfinite, isinf, isnan,
                                              le, log, log1p, log2, log10, lt, maximum, minimum, mod,

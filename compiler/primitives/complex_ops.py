@@ -202,6 +202,7 @@ MATH: dict[Primitive, Callable[..., Pair]] = {
     ops.sin_p: cm.csin, ops.cos_p: cm.ccos, ops.tan_p: cm.ctan,
     ops.sinh_p: cm.csinh, ops.cosh_p: cm.ccosh, ops.tanh_p: cm.ctanh,
     ops.arcsin_p: cm.carcsin, ops.arccos_p: cm.carccos, ops.arctan_p: cm.carctan,
+    ops.arcsinh_p: cm.carcsinh, ops.arccosh_p: cm.carccosh, ops.arctanh_p: cm.carctanh,
 }
 
 

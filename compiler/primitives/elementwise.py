@@ -376,6 +376,15 @@ cosh = _float_unary(ops.cosh_p, np.cosh, _math("cosh"), lambda b, x, y: ops.sinh
 arcsin = _float_unary(ops.arcsin_p, np.arcsin, _math("arcsin"), _inv_sqrt_1mx2)
 arccos = _float_unary(ops.arccos_p, np.arccos, _math("arccos"), _scaled(-1.0, _inv_sqrt_1mx2))
 arctan = _float_unary(ops.arctan_p, np.arctan, _math("arctan"), lambda b, x, y: ops.div(b, _c(b, 1.0, x), ops.add(b, _c(b, 1.0, x), ops.mul(b, x, x))))
+# d asinh = 1/sqrt(1 + x^2); d acosh = 1/(sqrt(x - 1) sqrt(x + 1)) (not 1/sqrt(x^2 - 1): that
+# product is the derivative of the principal complex branch too); d atanh = 1/(1 - x^2)
+arcsinh = _float_unary(ops.arcsinh_p, np.arcsinh, _math("arcsinh"), lambda b, x, y: ops.div(
+    b, _c(b, 1.0, x), ops.sqrt(b, ops.add(b, _c(b, 1.0, x), ops.mul(b, x, x)))))
+arccosh = _float_unary(ops.arccosh_p, np.arccosh, _math("arccosh"), lambda b, x, y: ops.div(
+    b, _c(b, 1.0, x), ops.mul(b, ops.sqrt(b, ops.sub(b, x, _c(b, 1.0, x))),
+                              ops.sqrt(b, ops.add(b, x, _c(b, 1.0, x))))))
+arctanh = _float_unary(ops.arctanh_p, np.arctanh, _math("arctanh"), lambda b, x, y: ops.div(
+    b, _c(b, 1.0, x), ops.sub(b, _c(b, 1.0, x), ops.mul(b, x, x))))
 floor = _float_unary(ops.floor_p, np.floor, _intrinsic("llvm.floor"), "zero")
 ceil = _float_unary(ops.ceil_p, np.ceil, _intrinsic("llvm.ceil"), "zero")
 round_ = _float_unary(ops.round_p, np.rint, _intrinsic("llvm.rint"), "zero")   # half to even, as np.round

@@ -602,6 +602,8 @@ _UNARY_MATH = [
     ("tanh", np.tanh, (-5, 5), (-5, 5)), ("sinh", np.sinh, (-5, 5), None), ("cosh", np.cosh, (-5, 5), None),
     ("arcsin", np.arcsin, (-1, 1), None), ("arccos", np.arccos, (-1, 1), None),
     ("arctan", np.arctan, (-10, 10), (-5, 5)),
+    ("arcsinh", np.arcsinh, (-10, 10), (-5, 5)), ("arccosh", np.arccosh, (1.01, 10), (1, 20)),
+    ("arctanh", np.arctanh, (-0.99, 0.99), None),
 ]
 for _name, _np, (_lo, _hi), _ints in _UNARY_MATH:
     op(_name, (lambda f: lambda x: f(x))(_np), unary_samples(_lo, _hi, int_low=(_ints or (0, 0))[0],
@@ -1753,7 +1755,8 @@ for _name, _lo, _hi, _smooth0 in [
         ("isnan", -3, 3, True), ("isinf", -3, 3, True), ("isfinite", -3, 3, True), ("cbrt", -3, 3, False),
         ("log", 0.01, 5, False), ("log2", 0.01, 5, False), ("log10", 0.01, 5, False),
         ("log1p", 0.01, 5, True), ("sqrt", 0.01, 5, False), ("arcsin", -0.9, 0.9, True),
-        ("arccos", -0.9, 0.9, True)]:
+        ("arccos", -0.9, 0.9, True), ("arcsinh", -3, 3, True), ("arccosh", 1.1, 5, False),
+        ("arctanh", -0.9, 0.9, True)]:
     prims(_name, _prim_unary(_name, _lo, _hi, zero_is_smooth=_smooth0))
 prims("invert", lambda dt, rng: [PrimSample("not", (make((7, 5), dt, rng, -9, 9),))], dtypes=(BOOL,) + INTS)
 
@@ -2072,7 +2075,7 @@ op("complex.exp", lambda x: np.exp(x), complex_unary(), dtypes=COMPLEX, tol=_C_T
 op("complex.log", lambda x: np.log(x), complex_unary(), dtypes=COMPLEX, tol=_C_TRANSCENDENTAL)
 op("complex.sqrt", lambda x: np.sqrt(x), complex_unary(), dtypes=COMPLEX, tol=_C_TRANSCENDENTAL)
 for _name in ("exp2", "expm1", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh", "cosh", "tanh",
-              "arcsin", "arccos", "arctan"):
+              "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh"):
     op(f"complex.{_name}", getattr(np, _name), complex_unary(-1.5, 1.5), dtypes=COMPLEX, tol=_C_TRANSCENDENTAL)
 op("complex.sign", lambda x: np.sign(x), complex_unary(), dtypes=COMPLEX, tol=_C_TRANSCENDENTAL)
 op("complex.maximum", lambda x, y: (np.maximum(x, y), np.minimum(x, y), np.fmax(x, y), np.fmin(x, y)),
