@@ -58,6 +58,8 @@ def reduce(b: Builder, kind: str, x: Any, axis: Any = None, dtype: Any = None, o
     if kind in ("max", "min"):
         _check_nonempty(b, x, axes, f"zero-size array to reduction operation {_UFUNC_NAMES[kind]} "
                         "which has no identity")
+    if kind in ("max", "min") and is_complex(x.dtype):
+        return _keep(b, Staged(_complex_extremum(b, x.value, axes, kind)), x, axes, keepdims)
     if kind in ("all", "any"):
         src = x.value if x.dtype == BOOL else ops.ne(b, x.value, A.broadcast_value(
             b, A.constant(b, 0, x.dtype).value, x.shape))
@@ -68,18 +70,63 @@ def reduce(b: Builder, kind: str, x: Any, axis: Any = None, dtype: Any = None, o
 
 
 def _complex_support(dtype: np.dtype, shape: tuple[Dim, ...], kind: str, axes: tuple[int, ...]) -> None:
-    """The reductions of complex values that compile: sum, prod and cumprod over static sizes
-    (a tree of complex products), all, any; NumPy's lexicographic max/min/argmax/argmin do not."""
+    """Complex prod and cumprod need static sizes (a tree of complex products); the other
+    reductions of complex values compile (max/min/argmax/argmin in NumPy's lexicographic
+    order: _complex_extremum)."""
     if not is_complex(dtype):
         return
-    if kind in ("max", "min", "argmax", "argmin"):
-        raise Reject(UnsupportedError, f"np.{kind} of complex values (NumPy's lexicographic order) "
-                     "is not supported yet", "reduce np.real(x) and np.imag(x), or np.abs(x)")
     symbolic = [shape[a] for a in axes if not isinstance(shape[a], int)]
     if kind in ("prod", "cumprod") and symbolic:
         raise Reject(UnsupportedError, f"np.{kind} of complex values along an axis of symbolic size "
                      f"{symbolic[0]} is not supported (complex products are combined as a tree "
                      "whose shape is fixed when compiling)", "use a concrete size in the signature")
+
+
+def _complex_hits(b: Builder, z: Any, axes: tuple[int, ...], kind: str) -> tuple[Any, Any, Any, Any]:
+    """Where the lexicographic max (min) of z along `axes` sits, as NumPy orders complex
+    numbers (real part first, then imaginary; an element with a NaN part wins): (the bool
+    positions of the winners, or of the NaN elements when a slice has one; the extremum's real
+    part; its imaginary part; whether the slice has a NaN), reduced over `axes` (the parts are
+    meaningless where the slice has a NaN)."""
+    re, im = ops.real(b, z), ops.imag(b, z)
+    shape = tuple(re.type.shape)
+    kept = [i for i in range(len(shape)) if i not in axes]
+    reduce_ = ops.reduce_max if kind == "max" else ops.reduce_min
+    worst = ops.full_like(b, -np.inf if kind == "max" else np.inf, re)
+
+    def back(v: Any) -> Any:
+        return ops.broadcast_in_dim(b, v, shape, kept)
+
+    nan = ops.or_(b, ops.isnan(b, re), ops.isnan(b, im))
+    clean = ops.not_(b, nan)
+    best_re = reduce_(b, ops.select(b, nan, worst, re), axes)
+    tie = ops.and_(b, clean, ops.eq(b, re, back(best_re)))
+    best_im = reduce_(b, ops.select(b, tie, im, worst), axes)
+    winner = ops.and_(b, tie, ops.eq(b, im, back(best_im)))
+    any_nan = ops.reduce(ops.reduce_or_p, b, nan, axes)
+    return ops.select(b, back(any_nan), nan, winner), best_re, best_im, any_nan
+
+
+def _complex_extremum(b: Builder, z: Any, axes: tuple[int, ...], kind: str) -> Any:
+    """np.max / np.min of complex values: the lexicographic extremum, or the first element
+    with a NaN part (in C order over `axes`) where a slice has one, as NumPy."""
+    hits, best_re, best_im, any_nan = _complex_hits(b, z, axes, kind)
+    re, im = ops.real(b, z), ops.imag(b, z)
+    shape = tuple(re.type.shape)
+    kept = [i for i in range(len(shape)) if i not in axes]
+    position: Any = None                     # C-order position over the reduced axes
+    for a in axes:
+        term = ops.iota(b, I64, shape, a)
+        position = term if position is None else ops.add(
+            b, ops.mul(b, position, A.broadcast_value(b, A.dim_value(b, shape[a]).value, shape)), term)
+    big = ops.full_like(b, np.iinfo(np.int64).max, position)
+    first = ops.reduce_min(b, ops.select(b, hits, position, big), axes)
+    only = ops.eq(b, position, ops.broadcast_in_dim(b, first, shape, kept))
+    zero = ops.zeros_like(b, re)
+    nan_re = ops.reduce_sum(b, ops.select(b, only, re, zero), axes)
+    nan_im = ops.reduce_sum(b, ops.select(b, only, im, zero), axes)
+    return ops.complex_(b, ops.select(b, any_nan, nan_re, best_re),
+                        ops.select(b, any_nan, nan_im, best_im))
 
 
 def _check_nonempty(b: Builder, x: Staged, axes: tuple[int, ...], message: str) -> None:
@@ -162,7 +209,11 @@ def arg_reduce(b: Builder, which: str, x: Any, axis: Any = None, out: Any = None
         src = Staged(A.reshape_value(b, src.value, (1,)))
     _complex_support(src.dtype, src.shape, which, (ax,))
     _check_nonempty(b, src, (ax,), f"attempt to get {which} of an empty sequence")
-    res = Staged((ops.argmax if which == "argmax" else ops.argmin)(b, src.value, ax))
+    if is_complex(src.dtype):       # the first position of the lexicographic extremum (or NaN)
+        hits = _complex_hits(b, src.value, (ax,), which[3:])[0]
+        res = Staged(ops.argmax(b, ops.convert(b, hits, np.int8), ax))
+    else:
+        res = Staged((ops.argmax if which == "argmax" else ops.argmin)(b, src.value, ax))
     if keepdims:
         shape = (1,) * x.ndim if axis is None else tuple(
             1 if i == ax else d for i, d in enumerate(x.shape))

@@ -145,13 +145,38 @@ def test_signature_kernel_and_non_contiguous_input():
     np.testing.assert_allclose(k(z, x), z * x + np.conj(z), rtol=1e-15)
 
 
-@pytest.mark.parametrize("fn, match", [
-    (lambda z: np.max(z), "np.max of complex values"),
-    (lambda z: np.argmin(z), "np.argmin of complex values"),
-])
-def test_unsupported_complex_function_names_itself(fn, match):
-    with pytest.raises(errors.UnsupportedError, match=match):
-        jit(fn)(crandn(3))
+def extrema(z):
+    return (np.max(z), np.min(z), z.max(axis=0), z.min(axis=1), np.max(z, axis=(0, 1)),
+            z.max(axis=1, keepdims=True), np.argmax(z), np.argmin(z), z.argmax(axis=0),
+            z.argmin(axis=1), np.amax(z, axis=-1))
+
+
+def _with_ties_and_nans(dtype):
+    """Small integer parts (ties on the real part decided by the imaginary part), and NaN in
+    either part of some elements (NumPy returns the first of them, and its index)."""
+    z = (RNG.integers(-2, 3, (5, 7)) + 1j * RNG.integers(-2, 3, (5, 7))).astype(dtype)
+    zn = z.copy()
+    zn[1, 3], zn[1, 5], zn[3, 0], zn[3, 4] = complex(np.nan, 2), complex(1, np.nan), complex(0, np.nan), np.nan
+    return z, zn
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_max_min_argmax_argmin_in_numpys_lexicographic_order(dtype):
+    for z in _with_ties_and_nans(dtype):
+        for got, want in zip(jit(extrema)(z), extrema(z)):
+            got, want = np.asarray(got), np.asarray(want)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+            if want.dtype.kind == "c":      # which part is NaN, too
+                np.testing.assert_array_equal(np.isnan(got.real), np.isnan(want.real))
+                np.testing.assert_array_equal(np.isnan(got.imag), np.isnan(want.imag))
+
+
+def test_lexicographic_extrema_under_vmap():
+    _, zn = _with_ties_and_nans(np.complex128)
+    got = vmap(lambda r: (np.max(r), np.argmin(r)))(zn)
+    for k, want in enumerate(zip(*[(np.max(r), np.argmin(r)) for r in zn])):
+        np.testing.assert_array_equal(got[k], np.array(want))
 
 
 @pytest.mark.parametrize("fn", [lambda z: np.prod(z), lambda z: np.cumprod(z)])
