@@ -34,7 +34,7 @@ from tests.ops.opinfo import F16, OPS, OpInfo, SampleInput
 from tests.ops.test_forward import dynamic_arguments, kernel, numpy_result
 from tests.ops.test_grad import (check_dot_product, finite_differences, flat_function, tangents_for,
                                  unusable)
-from tests.ops.test_vmap import _check_combo, all_combos, array_slots, in_dims_tree
+from tests.ops.test_vmap import _check_combo, all_combos, array_slots, combo_failures
 
 #: float16 derivatives (each op rounded to 11 bits) vs float64 finite differences at the same point
 F16_GRAD_RTOL = 3e-2
@@ -93,13 +93,7 @@ def test_vmap(op: OpInfo, dtype: np.dtype, index: int, sample: SampleInput) -> N
     combos = all_combos(sample.args)
     native = combos[zlib.crc32(f"{op.name}/{dtype.name}".encode()) % len(combos)]
     _check_combo(op, dtype, index, sample, native, native=True)
-    failures = []
-    for dims in combos:
-        try:
-            _check_combo(op, dtype, index, sample, dims, native=False)
-        except Exception as e:   # noqa: BLE001  (collect every failing combination, then fail)
-            failures.append(f"in_dims={in_dims_tree(sample.args, dims)}: {type(e).__name__}: "
-                            f"{str(e).splitlines()[0] if str(e) else ''}")
+    failures = combo_failures(op, dtype, index, sample, combos)
     assert not failures, f"{len(failures)} of {len(combos)} combinations fail:\n  " + "\n  ".join(failures[:8])
 
 

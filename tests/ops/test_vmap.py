@@ -282,16 +282,24 @@ def _check_combo(op: OpInfo, dtype: np.dtype, index: int, sample: SampleInput, d
 @pytest.mark.parametrize("op, dtype, index, sample", EVERY)
 def test_vmap_ir_every_in_dims(op: OpInfo, dtype: np.dtype, index: int, sample: SampleInput) -> None:
     """Every in_dims combination: batched IR (interpreted) == loop over NumPy + np.stack."""
-    failures = []
     combos = all_combos(sample.args)
+    failures = combo_failures(op, dtype, index, sample, combos)
+    assert not failures, (f"{len(failures)} of {len(combos)} in_dims combinations fail:\n  "
+                          + "\n  ".join(failures[:12]))
+
+
+def combo_failures(op: OpInfo, dtype: np.dtype, index: int, sample: SampleInput,
+                   combos: list[Any]) -> list[str]:
+    """The in_dims combinations whose batched IR (interpreted) differs from the loop, each
+    with its first error line (every combination is tried before a test fails)."""
+    failures = []
     for dims in combos:
         try:
             _check_combo(op, dtype, index, sample, dims, native=False)
         except Exception as e:   # noqa: BLE001  (collect every failing combination, then fail)
             failures.append(f"in_dims={in_dims_tree(sample.args, dims)}: {type(e).__name__}: "
                             f"{str(e).splitlines()[0] if str(e) else ''}")
-    assert not failures, (f"{len(failures)} of {len(combos)} in_dims combinations fail:\n  "
-                          + "\n  ".join(failures[:12]))
+    return failures
 
 
 @pytest.mark.parametrize("op, dtype, index, sample, dims", NATIVE)
