@@ -376,7 +376,9 @@ def _complex_elementwise(b: Builder, spec: Elementwise, values: list[Value]) -> 
 
 def _complex_sign(b: Builder, z: Value) -> Value:
     """NumPy 2's sign of a complex number, z / |z| (0 at 0), built from differentiable real ops
-    (sign is not holomorphic: its derivative comes from the composition). An infinite part
+    (sign is not holomorphic: its derivative comes from the composition; complexmath.csign,
+    the same values, divides by |z| also where z = 0, so its derivative there is NaN, while
+    this divides by 1 there). An infinite part
     counts as +-1 and the other part as 0 (np.sign(inf + 1j) is 1 + 0j; two infinite parts
     give nan + nanj), as NumPy does."""
     re, im = ops.real(b, z), ops.imag(b, z)
