@@ -38,6 +38,7 @@ from compiler.ir.printer import format_function
 from compiler.ir.verify import verify
 from compiler.transforms.canonicalize import canonicalize
 from compiler.transforms.complex import lower_complex
+from compiler.transforms.decompose import decompose
 from compiler.transforms.simplify import simplify
 from runtime.abi import ErrorSite
 
@@ -193,6 +194,7 @@ class NativeCode:
 def optimize_ir(fn: Function) -> Function:
     """Target-independent simplification of the IR."""
     fn = run(canonicalize, fn, name="canonicalize")
+    fn = run(decompose, fn, name="decompose")
     fn = run(lower_complex, fn, name="complex")
     return run(simplify, fn, name="simplify")
 

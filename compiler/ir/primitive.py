@@ -17,7 +17,13 @@ A primitive declares:
   emit IR through a Builder so that they are themselves transformable
   (see compiler/primitives/batching.py and ad.py for their signatures),
 * ``complex_rule``: the op on complex values written with real ops on (re, im)
-  pairs (compiler/primitives/complex.py; run by compiler/transforms/complex.py).
+  pairs (compiler/primitives/complex.py; run by compiler/transforms/complex.py),
+* ``decomposition(b, op, args) -> results``: the op written with other primitives,
+  substituted after every transform (compiler/transforms/decompose.py, stage
+  ``decompose``). A primitive with a decomposition needs no ``lower``: vmap and AD
+  see one op with matrix-level rules (a factorization, a sort), the backend sees
+  the generated code. A decomposition may leave the op in place (return None) when
+  the backend lowers it better itself (a library call for a large matrix).
 
 Kinds, as the backend sees them:
 
@@ -65,6 +71,8 @@ class Primitive:
     batch_always: bool = False      # vmap runs the rule without batched operands (rng_key)
     complex_rule: Callable[..., Any] | None = None  # (b, op, args) -> results, complex values as
                                                     # (re, im) pairs (transforms/complex.py)
+    decomposition: Callable[..., Any] | None = None  # (b, op, args) -> results or None (keep the
+                                                     # op): other primitives (transforms/decompose.py)
     effects: frozenset[str] = field(default_factory=frozenset)
     doc: str = ""
 
