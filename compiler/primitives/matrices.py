@@ -58,6 +58,8 @@ def matmul(b: Builder, x: Value, y: Value) -> Value:
 def entries(b: Builder, x: Value) -> list[list[Value]]:
     """``x[..., i, j]`` for every i, j of a static [..., m, n] stack, each batch-shaped."""
     *batch, m, n = x.type.shape
+    if not (isinstance(m, int) and isinstance(n, int)):
+        raise ValueError(f"entries: {x.type} is not a stack of static matrices")
     nb = len(batch)
     out = []
     for i in range(m):
@@ -80,7 +82,6 @@ def assemble(b: Builder, rows: Sequence[Sequence[Value]]) -> Value:
 
 def eye(b: Builder, like: Value) -> Value:
     """Identity matrices of `like`'s type ([..., n, n], broadcast over the batch)."""
-    *batch, m, n = like.type.shape
-    core = ops.constant(b, np.eye(m, n, dtype=like.type.dtype))
-    nb = len(batch)
-    return ops.broadcast_in_dim(b, core, tuple(like.type.shape), (nb, nb + 1))
+    shape, nb = tuple(like.type.shape), like.type.ndim - 2
+    same = ops.eq(b, ops.iota(b, np.int64, shape, nb), ops.iota(b, np.int64, shape, nb + 1))
+    return ops.convert(b, same, like.type.dtype)
