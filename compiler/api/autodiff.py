@@ -372,13 +372,7 @@ class JacTracer(ADTracer):
 
     def __call__(self, a_args: tuple, a_kwargs: dict) -> pipeline.Program:
         t = self.prepare(a_args, a_kwargs)
-        for i in t.main:
-            if not is_float(t.fn.out_types[i].dtype):
-                raise TypeError(f"{self.who}: output {i} has dtype {t.fn.out_types[i].dtype}; only "
-                                f"floating-point outputs have a Jacobian")
-        if any(is_complex(ty.dtype) for ty, on in zip(t.fn.in_types, t.active) if on):
-            raise TypeError(f"{self.who}: Jacobians of complex inputs are not supported; use vjp "
-                            f"or jvp (docs/complex.md)")
+        self._check_dtypes(t)
         select, tree = finish(self._structure(a_args, t))
         options: dict[str, Any] = dict(active=t.active, rows=t.main, chunk=self.chunk_size, select=select,
                        name=f"{self.who}_{t.fn.name}")
@@ -389,6 +383,32 @@ class JacTracer(ADTracer):
             stages = [pipeline.Pass("vjp", functools.partial(vjp_function, active=t.active)),
                       pipeline.Pass("jacrev", functools.partial(jacrev_function, primal=t.fn, **options))]
         return pipeline.transform(t.program, stages, tree)
+
+    def _check_dtypes(self, t: Traced) -> None:
+        """A Jacobian is a real basis pushed forward (jacfwd) or pulled back (jacrev), as in
+        JAX: jacfwd of real inputs (real or complex outputs), jacrev of real outputs (real or
+        complex inputs: each row is the gradient of one output, in grad's convention)."""
+        outs = [t.fn.out_types[i].dtype for i in t.main]
+        for i, dt in zip(t.main, outs):
+            if not is_inexact(dt):
+                raise TypeError(f"{self.who}: output {i} has dtype {dt}; only floating-point and "
+                                f"complex outputs have a Jacobian")
+        complex_in = any(is_complex(ty.dtype) for ty, on in zip(t.fn.in_types, t.active) if on)
+        complex_out = any(is_complex(dt) for dt in outs)
+        if self.who == "jacfwd" and complex_in:
+            raise TypeError("jacfwd (and hessian, jacfwd of jacrev): the inputs are complex: a complex function of a complex "
+                            "variable has no Jacobian matrix unless it is holomorphic. Use jacrev "
+                            "for a real-valued function (rows are gradients, as grad), or jvp with "
+                            "the tangent 1 for the derivative of a holomorphic function "
+                            "(docs/complex.md)")
+        if self.who == "jacrev" and complex_out and complex_in:
+            raise TypeError("jacrev: the outputs and the inputs are complex: such a function has "
+                            "no Jacobian matrix unless it is holomorphic. Use jvp with the tangent "
+                            "1 for the derivative of a holomorphic function, or jacrev of a real "
+                            "loss of the output (docs/complex.md)")
+        if self.who == "jacrev" and complex_out:
+            raise TypeError("jacrev: the outputs are complex; use jacfwd for a function of real "
+                            "inputs with complex outputs (docs/complex.md)")
 
     def _structure(self, a_args: tuple, t: Traced) -> Any:
         """Per differentiated result, its Jacobian per argnum; the passes give J[o, leaf] for

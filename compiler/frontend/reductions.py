@@ -54,7 +54,6 @@ def reduce(b: Builder, kind: str, x: Any, axis: Any = None, dtype: Any = None, o
     axes = normalize_axes(axis, x.ndim)
     kw = {} if dtype is None or kind in ("max", "min", "all", "any") else {"dtype": dtype}
     out_dtype = A.oracle(_NUMPY[kind], [x], **kw)
-    _complex_support(x.dtype, x.shape, kind, axes)
     if kind in ("max", "min"):
         _check_nonempty(b, x, axes, f"zero-size array to reduction operation {_UFUNC_NAMES[kind]} "
                         "which has no identity")
@@ -67,19 +66,6 @@ def reduce(b: Builder, kind: str, x: Any, axis: Any = None, dtype: Any = None, o
         src = A.convert_value(b, x.value, out_dtype)
     red = Staged(b.emit1(_PRIMS[kind], [src], {"axes": axes}))
     return _keep(b, red, x, axes, keepdims)
-
-
-def _complex_support(dtype: np.dtype, shape: tuple[Dim, ...], kind: str, axes: tuple[int, ...]) -> None:
-    """Complex prod and cumprod need static sizes (a tree of complex products); the other
-    reductions of complex values compile (max/min/argmax/argmin in NumPy's lexicographic
-    order: _complex_extremum)."""
-    if not is_complex(dtype):
-        return
-    symbolic = [shape[a] for a in axes if not isinstance(shape[a], int)]
-    if kind in ("prod", "cumprod") and symbolic:
-        raise Reject(UnsupportedError, f"np.{kind} of complex values along an axis of symbolic size "
-                     f"{symbolic[0]} is not supported (complex products are combined as a tree "
-                     "whose shape is fixed when compiling)", "use a concrete size in the signature")
 
 
 def _complex_hits(b: Builder, z: Any, axes: tuple[int, ...], kind: str) -> tuple[Any, Any, Any, Any]:
@@ -207,7 +193,6 @@ def arg_reduce(b: Builder, which: str, x: Any, axis: Any = None, out: Any = None
     ax = 0 if axis is None else normalize_axis(axis, x.ndim)
     if src.ndim == 0:
         src = Staged(A.reshape_value(b, src.value, (1,)))
-    _complex_support(src.dtype, src.shape, which, (ax,))
     _check_nonempty(b, src, (ax,), f"attempt to get {which} of an empty sequence")
     if is_complex(src.dtype):       # the first position of the lexicographic extremum (or NaN)
         hits = _complex_hits(b, src.value, (ax,), which[3:])[0]
@@ -230,6 +215,5 @@ def scan(b: Builder, kind: str, x: Any, axis: Any = None, dtype: Any = None,
     out_dtype = A.oracle(fn, [x], **({} if dtype is None else {"dtype": dtype}))
     src = ravel(b, x) if axis is None or x.ndim == 0 else x
     ax = 0 if axis is None else normalize_axis(axis, src.ndim)
-    _complex_support(out_dtype, src.shape, kind, (ax,))
     prim = P.cumsum if kind == "cumsum" else P.cumprod
     return Staged(b.emit1(prim, [A.convert_value(b, src.value, out_dtype)], {"axis": ax}))

@@ -26,13 +26,14 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from compiler.ir.core import Value
+from compiler.ir.core import Block, Value
 from compiler.ir.primitive import Primitive, define
 from compiler.ir.types import BOOL, TensorType, complex_dtype, is_complex, is_float, real_dtype
 from compiler.primitives import ad, ops
 from compiler.primitives import complexmath as cm
 from compiler.primitives.base import check, same_shape_rule
 from compiler.primitives.batching import elementwise_rule
+from compiler.primitives.loops import trip_count
 
 Pair = tuple[Value, Value]
 Arg = Union[Value, Pair]
@@ -215,29 +216,29 @@ def _math(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
 
 # ---- products of arrays: reduce_prod, cumprod, dot_general ---------------------------
 
-def _static_axis(op: Any, n: Any) -> int:
-    if not isinstance(n, int):
-        raise NotImplementedError(f"{op.prim.name} of complex values along an axis of symbolic "
-                                  f"size {n}")
-    return n
-
-
 def _ones_like(b: Any, x: Value, shape: Sequence[Any]) -> Value:
     return ops.full(b, 1.0, x.type.with_shape(tuple(shape)))
 
 
 def _reduce_prod(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
-    """The product over `axes` by halving: the reduced axes moved last and flattened,
-    then the two halves multiplied (a 1 appended to an odd length) until one is left."""
+    """The product over `axes`: the reduced axes moved last and flattened, then the two
+    halves multiplied (a 1 appended to an odd length) until one is left; over a symbolic
+    size, the last row of a running product that starts from 1 (`_running_product`)."""
     xr, xi = pair(args[0])
     axes = op.params["axes"]
     keep = [a for a in range(xr.type.ndim) if a not in axes]
     lead = tuple(xr.type.shape[a] for a in keep)
-    n = 1
+    n: Any = 1
     for a in axes:
-        n *= _static_axis(op, xr.type.shape[a])
+        n = n * xr.type.shape[a]
     parts = [ops.reshape(b, ops.transpose(b, v, keep + list(axes)), lead + (n,)) for v in (xr, xi)]
     k = len(lead)
+    if not isinstance(n, int):
+        one, zero = _ones_like(b, xr, lead + (1,)), ops.full(b, 0.0, xr.type.with_shape(lead + (1,)))
+        scan = _running_product(b, [ops.concatenate(b, [one, parts[0]], k),
+                                    ops.concatenate(b, [zero, parts[1]], k)], k)
+        last = [ops.slice_(b, v, (0,) * k + (n,), lead + (n + 1,)) for v in scan]
+        return [tuple(ops.reshape(b, v, lead) for v in last)]    # type: ignore[list-item]
     if n == 0:
         one = _ones_like(b, xr, lead)
         return [(one, ops.zeros_like(b, one))]
@@ -256,10 +257,13 @@ def _reduce_prod(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
 
 def _cumprod(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
     """The running product by doubling (Hillis-Steele): at step s every element is
-    multiplied by the one s places before it (1 before the start)."""
+    multiplied by the one s places before it (1 before the start); along a symbolic size,
+    a loop (`_running_product`)."""
     xr, xi = pair(args[0])
     axis = op.params["axis"]
-    n = _static_axis(op, xr.type.shape[axis])
+    n = xr.type.shape[axis]
+    if not isinstance(n, int):
+        return [tuple(_running_product(b, [xr, xi], axis))]    # type: ignore[list-item]
     shape = xr.type.shape
     s = 1
     while s < n:
@@ -271,6 +275,31 @@ def _cumprod(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
         xr, xi = cm.cmul(b, xr, xi, shifted[0], shifted[1])
         s *= 2
     return [(xr, xi)]
+
+
+def _running_product(b: Any, parts: list[Value], axis: int) -> list[Value]:
+    """The complex running product of (re, im) along `axis` as a ``for`` op over its
+    (symbolic) length: the carry starts as the values, moved to the front, and row k
+    becomes row k - 1 times row k (in place, a row at a time). Sequential, as NumPy's
+    cumprod is, so the rounding is NumPy's."""
+    moved = [ops.transpose(b, v, [axis] + [a for a in range(v.type.ndim) if a != axis]) for v in parts]
+    t = moved[0].type
+    n, rest = t.shape[0], tuple(t.shape[1:])
+    i64 = np.dtype(np.int64)
+    body = Block()
+    body.args.extend([Value(TensorType(i64, ()), None, 0, "k"), Value(t, None, 1, ""), Value(t, None, 2, "")])
+    i, out_r, out_i = body.args
+    with b.inside(body):
+        zeros = [ops.scalar(b, 0, i64) for _ in rest]
+        before = ops.sub(b, i, ops.scalar(b, 1, i64))
+        prev = [ops.dynamic_slice(b, v, [before, *zeros], (1, *rest)) for v in (out_r, out_i)]
+        cur = [ops.dynamic_slice(b, v, [i, *zeros], (1, *rest)) for v in (out_r, out_i)]
+        new = cm.cmul(b, prev[0], prev[1], cur[0], cur[1])
+        body.results = [ops.dynamic_update_slice(b, v, w, [i, *zeros]) for v, w in zip((out_r, out_i), new)]
+    start, stop = ops.scalar(b, 1, i64), ops.size_of(b, n, i64)
+    scanned = ops.for_loop(b, start, stop, moved, body, 1, trip_count(1, n, 1))
+    back = list(range(1, axis + 1)) + [0] + list(range(axis + 1, t.ndim))
+    return [ops.transpose(b, v, back) for v in scanned]
 
 
 def _dot_general(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
