@@ -255,14 +255,17 @@ def _reduce_prod(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
     return [tuple(ops.reshape(b, v, lead) for v in parts)]    # type: ignore[list-item]
 
 
+MAX_DOUBLING = 64      # cumprod lengths computed by doubling; longer ones run a loop
+
+
 def _cumprod(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
     """The running product by doubling (Hillis-Steele): at step s every element is
-    multiplied by the one s places before it (1 before the start); along a symbolic size,
-    a loop (`_running_product`)."""
+    multiplied by the one s places before it (1 before the start); along a symbolic or a
+    long axis, a loop (`_running_product`: doubling costs log2(n) passes over the array)."""
     xr, xi = pair(args[0])
     axis = op.params["axis"]
     n = xr.type.shape[axis]
-    if not isinstance(n, int):
+    if not isinstance(n, int) or n > MAX_DOUBLING:
         return [tuple(_running_product(b, [xr, xi], axis))]    # type: ignore[list-item]
     shape = xr.type.shape
     s = 1
