@@ -286,3 +286,12 @@ def test_promotion_with_every_dtype_and_python_scalar(cdtype):
     assert [g.dtype for g in got] == [w.dtype for w in want]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_long_static_complex_cumprod_runs_the_loop():
+    """Past 64 elements a static cumprod is the sequential loop too (doubling would make
+    log2(n) passes): NumPy's values along either axis of a 2-d array."""
+    w = crandn(3, 100) * 0.99
+    got = jit(lambda w: (np.cumprod(w, axis=1), np.cumprod(w.T, axis=0)))(w)
+    np.testing.assert_allclose(got[0], np.cumprod(w, axis=1), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(got[1], np.cumprod(w.T, axis=0), rtol=1e-12, atol=1e-300)
