@@ -439,11 +439,28 @@ def pad(b: Builder, x: Any, pad_width: Any, mode: str = "constant", constant_val
     if mode != "constant":
         raise Reject(UnsupportedError, f"np.pad mode={mode!r} is not supported",
                      "use mode='constant', or np.concatenate slices")
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
+    if _holds_staged(pad_width):
+        raise Reject(UnsupportedError, "np.pad widths must be static integers",
+                     "the result's shape would depend on run-time values")
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=object), (x.ndim, 2))
+    for w in widths.flat:
+        if isinstance(w, DimExpr):
+            raise Reject(UnsupportedError, f"np.pad by the symbolic size {w} is not supported",
+                         "pad by a static amount, or np.concatenate with np.zeros of that size")
+        if not isinstance(w, (int, np.integer)):
+            raise Reject(CompileError, "`pad_width` must be of integral type.")
+        if w < 0:
+            raise Reject(CompileError, "index can't contain negative values")
     value = A.convert(b, A.lift(b, constant_values), x.dtype)
     v = A.reshape_value(b, value.value, ())
     low, high = ([int(w) for w in widths[:, side]] for side in (0, 1))
     return Staged(ops.pad(b, x.value, v, low, high))
+
+
+def _holds_staged(value: Any) -> bool:
+    if isinstance(value, Staged):
+        return True
+    return isinstance(value, (tuple, list)) and any(_holds_staged(v) for v in value)
 
 
 # ---- diagonals and triangles -------------------------------------------------------------

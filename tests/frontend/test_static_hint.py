@@ -42,8 +42,18 @@ def total(x, n):
     return np.sum(np.zeros(n) + x * x)
 
 
+def padded(x, n):
+    return np.pad(x, (1, n))
+
+
+def pieces(x, n):
+    return np.array_split(x, n)[0]
+
+
 N = np.int64(3)
 CASES = [
+    ("pad", padded, (np.arange(4.0), N), 1, "n", "f64[4], i64"),
+    ("array_split", pieces, (np.arange(7.0), N), 1, "n", "f64[7], i64"),
     ("linspace", lin, (0.0, 1.0, N), 2, "n", "f64, f64, i64"),
     ("zeros", zeros, (1.5, np.array(3)), 1, "n", "f64, i64"),
     ("arange", arange, (2.0, N), 1, "n", "f64, i64"),
@@ -89,3 +99,12 @@ def test_no_static_hint_for_a_data_dependent_shape_or_a_float_fill():
     with pytest.raises(CompileError) as e:
         jit(two)(1.5, N)
     assert "`n` (argument 1 of two)" in str(e.value.hint) and "`a`" not in str(e.value.hint)
+
+
+def test_pad_widths_that_are_not_static_integers():
+    """A symbolic width and a float width: one clear error each (NumPy's TypeError for the
+    float), never an internal one."""
+    with pytest.raises(CompileError, match="np.pad by the symbolic size n"):
+        jit(lambda x: np.pad(x, (1, x.shape[0])), signature="f64[n]")
+    with pytest.raises(CompileError, match="must be of integral type"):
+        jit(lambda x: np.pad(x, 1.5))(np.ones(3))
