@@ -183,9 +183,12 @@ def check_updated(kernel: str, names: Sequence[str], args: Sequence[Any], specs:
     argument must be an ndarray (TypeError), writeable (ValueError, as NumPy's
     "assignment destination is read-only"), of the kernel's dtype (TypeError: the kernel
     computed in another dtype than NumPy would), and share no memory with another argument
-    (ValueError: the kernel read the other argument before the write)."""
+    (ValueError: the kernel read the other argument before the write). A 0-d argument may
+    also be a number or a NumPy scalar, which NumPy's ``x += 1`` rebinds: nothing to update."""
     for i in updates:
         name, value, spec = names[i], args[i], specs[i]
+        if not spec.dims and not isinstance(value, np.ndarray):
+            continue
         if not isinstance(value, np.ndarray):
             raise TypeError(f"{kernel}: argument '{name}' is updated in place by the kernel, so it "
                             f"must be a NumPy array, got {type(value).__name__}")
@@ -227,6 +230,8 @@ def write_back(outs: list[np.ndarray], args: Sequence[Any], updates: Sequence[in
         return outs
     n = len(outs) - len(updates)
     for k, i in enumerate(updates):
+        if not isinstance(args[i], np.ndarray):        # a 0-d scalar: NumPy rebinds it
+            continue
         np.copyto(args[i], outs[n + k].reshape(args[i].shape), casting="no"
                   if args[i].dtype == outs[n + k].dtype else "equiv")
     return outs[:n]

@@ -560,10 +560,11 @@ class Stager(CallMixin, ast.NodeVisitor):
                          "update y (and return it)")
 
     def augment(self, current: Any, op: ast.operator, value: Any, text: str = "the array") -> Any:
-        """`name op= value`: in place for arrays (0-d arguments and local scalars rebind, as
-        NumPy scalars do), rebinding otherwise."""
-        if isinstance(current, Staged) and current.ndim > 0:
-            result = self.inplace_op(current, op, value)
+        """`name op= value`: in place for arrays, and for a 0-d array argument under plain
+        jit (the caller's 0-d ndarray is updated as NumPy does; a NumPy scalar passed there is
+        unchanged, its copy is); rebinding otherwise (local scalars, NumPy scalars)."""
+        if isinstance(current, Staged) and (current.ndim > 0 or self._zero_d_argument(current)):
+            result = self.inplace_op(current, op, value, zero_d=current.ndim == 0)
             self.check_writable(current, text)
             self.write(current, result.value)
             return current
@@ -572,10 +573,16 @@ class Stager(CallMixin, ast.NodeVisitor):
             return self.static(lambda: operator.iadd(current, list(self.iterate(value))))
         return self.binop(op, current, value)
 
-    def inplace_op(self, current: Any, op: ast.operator, value: Any) -> Any:
+    def _zero_d_argument(self, x: Staged) -> bool:
+        """A 0-d argument that is an array (not a Python number) of a kernel that may
+        update its arguments?"""
+        return self.updates and x.base is None and x.origin == ARG and not x.weak
+
+    def inplace_op(self, current: Any, op: ast.operator, value: Any, zero_d: bool = False) -> Any:
         """NumPy's in-place operator: same_kind casting back to the array's dtype and shape."""
         result = self.binop(op, current, value)
-        if not isinstance(current, Staged) or current.ndim == 0 or not isinstance(result, Staged):
+        if not isinstance(current, Staged) or (current.ndim == 0 and not zero_d) \
+                or not isinstance(result, Staged):
             return result
         if not np.can_cast(result.dtype, current.dtype, "same_kind"):
             name = _UFUNC_NAMES.get(type(op), "operator")

@@ -157,6 +157,28 @@ def test_compiled_update_equals_numpy(case):
         assert_same_tree(g, w)
 
 
+def bump_scalars(x, n):
+    x += n
+    n *= 2
+    return x * n
+
+
+@pytest.mark.parametrize("x, n", [(np.array(1.5), np.array(3)), (np.float64(1.5), np.int64(3)),
+                                  (1.5, np.array(3)), (np.array(1.5), np.int64(3))],
+                         ids=["arrays", "numpy scalars", "float and array", "array and scalar"])
+def test_zero_d_arguments_update_as_numpy(x, n):
+    """`x += n` on a 0-d ndarray argument updates the caller's array, as NumPy does; on a
+    NumPy scalar or a Python number it rebinds (they are immutable), also as NumPy does."""
+    want_args, got_args, signed_args = copies([x, n]), copies([x, n]), copies([x, n])
+    want = bump_scalars(*want_args)
+    assert_same_tree(jit(bump_scalars)(*got_args), want)
+    assert_same_tree(jit(bump_scalars, signature="f64, i64")(*signed_args), want)
+    for got in (got_args, signed_args):
+        for g, w in zip(got, want_args):
+            assert type(g) is type(w)
+            assert_same_tree(g, w)
+
+
 def test_signature_kernel_updates_with_a_loop_over_a_symbolic_size():
     @jit(signature="f64[n]")
     def running_sum(x):
