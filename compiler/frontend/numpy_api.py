@@ -378,8 +378,7 @@ ATTRIBUTES: dict[str, Callable[[Builder, Staged], Any]] = {
     "itemsize": lambda b, x: x.dtype.itemsize,
     "nbytes": lambda b, x: S.prod((x.type.size, x.dtype.itemsize)),
     "T": lambda b, x: S.transpose(b, x), "mT": S.matrix_transpose,
-    "real": lambda b, x: U.real(b, x) if x.dtype.kind == "c" else S.view(x.value, x),
-    "imag": U.imag,
+    "real": U.real, "imag": U.imag,
 }
 
 # ---- operators ------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from compiler.frontend import indexing as I
 from compiler.frontend import numpy_api as NP
 from compiler.frontend.calls import CallMixin, register_function
 from compiler.frontend.ufuncs import binary, unary
+from compiler.frontend import ufuncs as U
 from compiler.frontend.values import ARG, VIEW, Selection, Scope, BreakSignal, ContinueSignal, Reject, \
     ReturnSignal, Staged, Undefined
 from compiler.ir import dims
@@ -309,6 +310,8 @@ class Stager(CallMixin, ast.NodeVisitor):
             self.setitem(obj, index, self.inplace_op(current, node.op, value), target)
         elif isinstance(target, ast.Attribute) and _attribute_sink(self, target.value):
             self.assign(target, self.binop(node.op, self.visit(target), value))   # ctx.attr op= ...
+        elif (part := self._part_view(target)) is not None:         # z.imag *= -1: in the view
+            self.augment(part, node.op, value, ast.unparse(target))
         else:
             self.assign(target, value)
 
@@ -474,12 +477,22 @@ class Stager(CallMixin, ast.NodeVisitor):
             self.setitem(self.visit(target.value), self.visit(target.slice), value, target)
         elif isinstance(target, ast.Attribute) and _attribute_sink(self, target.value):
             setattr(self.visit(target.value), target.attr, value)   # ctx.attr = ... (compiler.Function)
+        elif (part := self._part_view(target)) is not None:         # z.real = v: z.real[...] = v
+            self.setitem(part, Ellipsis, value, target)
         elif isinstance(target, ast.Attribute):
             raise Reject(SideEffectError, f"assigning the attribute .{target.attr} modifies an "
                          "object from outside the compiled function",
                          "return the new value instead (has_aux=True under transforms)")
         else:
             raise Reject(UnsupportedError, f"cannot assign to {_describe_node(target)}")
+
+    def _part_view(self, target: ast.AST) -> Staged | None:
+        """`z.real` / `z.imag` as an assignment target: the view of an array's parts."""
+        if isinstance(target, ast.Attribute) and target.attr in ("real", "imag"):
+            obj = self.visit(target.value)
+            if isinstance(obj, Staged) and not obj.weak:
+                return U.real(self.b, obj) if target.attr == "real" else U.imag(self.b, obj)
+        return None
 
     def _unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
         items = self.iterate(value)
@@ -533,7 +546,7 @@ class Stager(CallMixin, ast.NodeVisitor):
         while node.base is not None:
             if node.readonly:
                 raise Reject(UnsupportedError, f"assignment destination '{text}' is read-only "
-                             "(NumPy: np.broadcast_to and np.diagonal return read-only views)",
+                             "(NumPy: np.broadcast_to, np.diagonal and .imag of a real array are read-only)",
                              "copy it first: y = np.array(...); y[...] = ...")
             if node.path is None or node.stale:
                 raise Reject(UnsupportedError, f"assigning through '{text}', a view whose "

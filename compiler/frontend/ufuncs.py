@@ -298,17 +298,22 @@ def sqrt_of_squares(b: Builder, v: Staged) -> Staged:
 # ---- complex numbers (docs/complex.md) ---------------------------------------------------
 
 def real(b: Builder, x: Any) -> Staged:
-    """np.real / x.real: the real part (of a real array: the array itself)."""
+    """np.real / x.real: the real part, a view of an array (writes reach it, as in NumPy);
+    of a real array, the array itself."""
     s = A.lift(b, A.normalize_operand(b, x))
-    return Staged(ops.real(b, s.value), weak=s.weak) if is_complex(s.dtype) else s
+    if s.weak or not isinstance(x, Staged):
+        return Staged(ops.real(b, s.value), weak=s.weak) if is_complex(s.dtype) else s
+    return A.view(ops.real(b, s.value), x) if is_complex(s.dtype) else A.view(s.value, x)
 
 
 def imag(b: Builder, x: Any) -> Staged:
-    """np.imag / x.imag: the imaginary part (of a real array: zeros of its dtype)."""
+    """np.imag / x.imag: the imaginary part, a view of an array; of a real array, zeros of
+    its dtype that are read-only, as NumPy's."""
     s = A.lift(b, A.normalize_operand(b, x))
-    if is_complex(s.dtype):
-        return Staged(ops.imag(b, s.value), weak=s.weak)
-    return Staged(ops.zeros_like(b, s.value), weak=s.weak)
+    part = ops.imag(b, s.value) if is_complex(s.dtype) else ops.zeros_like(b, s.value)
+    if s.weak or not isinstance(x, Staged):
+        return Staged(part, weak=s.weak)
+    return A.view(part, x, readonly=not is_complex(s.dtype))
 
 
 def conj(b: Builder, x: Any, out: Any = None) -> Staged:

@@ -31,7 +31,7 @@ from compiler.ir.core import Op, Value
 from compiler.primitives import ops
 
 #: ops a view may be read through (their first operand is the viewed array)
-VIEW_PRIMS = frozenset({"reshape", "transpose", "rev", "slice", "dynamic_slice", "take"})
+VIEW_PRIMS = frozenset({"reshape", "transpose", "rev", "slice", "dynamic_slice", "take", "real", "imag"})
 
 
 def view_path(value: Value, base_value: Value) -> tuple[Op, ...] | None:
@@ -84,6 +84,10 @@ def _invert(b: Builder, op: Op, operand: Value, new: Value) -> Value:
                                 p["strides"])
     if name == "dynamic_slice":
         return ops.dynamic_update_slice(b, operand, new, list(op.operands[1:]))
+    if name == "real":                   # z.real[...] = v: the imaginary parts stay
+        return ops.complex_(b, new, ops.imag(b, operand))
+    if name == "imag":
+        return ops.complex_(b, ops.real(b, operand), new)
     if name == "take":                   # an argument staged as a window of memory (Strided)
         return ops.scatter(b, operand, op.operands[1], new, axis=p["axis"], mode="set")
     raise AssertionError(f"not a view op: {name}")
@@ -195,7 +199,7 @@ def _keeps_contiguous(op: Op) -> bool:
     shape = x.type.shape
     if name == "reshape":
         return True
-    if name == "take":
+    if name in ("take", "real", "imag"):    # the parts of complex values: stride 2
         return False
     if name == "transpose":
         moved = [a for a in op.params["permutation"] if shape[a] != 1]
