@@ -478,7 +478,7 @@ class Stager(CallMixin, ast.NodeVisitor):
         elif isinstance(target, ast.Attribute) and _attribute_sink(self, target.value):
             setattr(self.visit(target.value), target.attr, value)   # ctx.attr = ... (compiler.Function)
         elif (part := self._part_view(target)) is not None:         # z.real = v: z.real[...] = v
-            self.setitem(part, Ellipsis, value, target)
+            self.setitem(part, Ellipsis, value, ast.Subscript(target, ast.Constant(Ellipsis)))
         elif isinstance(target, ast.Attribute):
             raise Reject(SideEffectError, f"assigning the attribute .{target.attr} modifies an "
                          "object from outside the compiled function",
