@@ -477,8 +477,8 @@ class Stager(CallMixin, ast.NodeVisitor):
             self.setitem(self.visit(target.value), self.visit(target.slice), value, target)
         elif isinstance(target, ast.Attribute) and _attribute_sink(self, target.value):
             setattr(self.visit(target.value), target.attr, value)   # ctx.attr = ... (compiler.Function)
-        elif (part := self._part_view(target)) is not None:         # z.real = v: z.real[...] = v
-            self.setitem(part, Ellipsis, value, ast.Subscript(target, ast.Constant(Ellipsis)))
+        elif isinstance(target, ast.Attribute) and (part := self._part_view(target)) is not None:
+            self.setitem(part, Ellipsis, value, ast.Subscript(target, ast.Constant(Ellipsis)))  # z.real = v
         elif isinstance(target, ast.Attribute):
             raise Reject(SideEffectError, f"assigning the attribute .{target.attr} modifies an "
                          "object from outside the compiled function",
