@@ -16,7 +16,7 @@ from typing import Any, Collection, Iterator, Mapping, Sequence
 import numpy as np
 from llvmlite import ir as ll
 
-from compiler.backend import casts, control, mathlib, pairwise
+from compiler.backend import casts, control, library, mathlib, pairwise
 from compiler.backend.buffers import I1T, I8T, I64T, PTR, Buffer, memory_type, scalar_type
 from compiler.backend.fusion import Evaluation, Schedule, schedule
 from compiler.ir import dims
@@ -29,8 +29,10 @@ class Codegen:
     """The lowering context handed to every primitive's ``lower``."""
 
     def __init__(self, module: ll.Module, fn: ll.Function, symbols: dict[str, ll.Value],
-                 *, fastmath: bool, has_fma: bool, vector_bits: int = 256) -> None:
+                 *, fastmath: bool, has_fma: bool, vector_bits: int = 256, name: str = "kernel") -> None:
         self.module = module
+        self.name = name                 # the kernel's exported symbol (names its library slots)
+        self.library_slots: dict[str, ll.GlobalVariable] = {}   # routine -> pointer (library.py)
         self.fn = fn
         self.symbols = symbols
         self.fastmath = fastmath
@@ -139,6 +141,26 @@ class Codegen:
         if init is not None:
             self.b.store(init, slot)
         return slot
+
+    # ---- library calls (BLAS/LAPACK through a pointer the loader fills: library.py) -------
+    def library_call(self, routine: str, emit: Any, fallback: Any, *,
+                     when: ll.Value | None = None, strings: int = 0) -> None:
+        """Where the kernel's pointer to `routine` (``"dgemm"``, ``"dgetrf"``) is set and
+        `when` (an i1) holds, run ``emit(invoke)``, which emits the library branch and
+        ``invoke(args)`` for each call (Fortran ABI: scalars are passed by reference for you,
+        int64 integers); a list of args is one call. Elsewhere run `fallback()`, which emits
+        the generated code. See backend/library.py."""
+        library.call(self, routine, emit, fallback, when=when, strings=strings)
+
+    def char(self, value: str) -> ll.Constant:
+        """A Fortran CHARACTER*1 argument (``cg.char("N")``)."""
+        return library.char(value)
+
+    def pointer(self, buf: Buffer, offset: ll.Value | None = None) -> ll.Value:
+        """The address of element `offset` (flat, in elements) of `buf`."""
+        if offset is None:
+            return buf.ptr
+        return self.b.gep(buf.ptr, [offset], inbounds=True)
 
     # ---- memory ----------------------------------------------------------------------
     def linearize(self, idx: Sequence[ll.Value], shape: Sequence[dims.Dim]) -> ll.Value:
@@ -458,6 +480,13 @@ class Codegen:
             for f in flags[1:]:
                 flag = self.alloca_builder.or_(flag, f)
             self.too_big = flag
+
+    def scratch_buffer(self, dtype: np.dtype, shape: Sequence[dims.Dim]) -> Buffer:
+        """A row-major temporary of `shape` (see scratch)."""
+        count: dims.Dim = 1
+        for d in shape:
+            count = dims.mul(count, d)
+        return Buffer(self.scratch(dtype, self.entry_dim(count)), dtype, tuple(shape))
 
     def scratch(self, dtype: np.dtype, count: ll.Value) -> ll.Value:
         """A pointer to `count` (computed in the entry block) elements of `dtype`, malloc'ed
