@@ -63,7 +63,7 @@ class LibraryKernel:
 def _routines(value: Any) -> list[str]:
     """The manifest's "routines" (BLAS/LAPACK routines the kernel may call), checked."""
     if not isinstance(value, list) or not all(isinstance(r, str) and r.isidentifier() for r in value):
-        raise ValueError(f"bad \"library\" {value!r}")
+        raise ValueError(f"bad \"routines\" {value!r}")
     return value
 
 

@@ -12,9 +12,10 @@ complex array, ...) is packed into a temporary on the gemm branch: fusion.py com
 
 Row-major C = A B is column-major C^T = B^T A^T, so gemm gets (rhs, lhs) in that order.
 
-The choice is made at run time: ``m * n * k >= GEMM_MIN_PRODUCT`` and the kernel's pointer to
-the routine set (backend/library.py: NULL without a provider). When every size is static the
-test folds, and a product that is statically small gets no gemm branch at all.
+The choice is made at run time: m, n, k >= GEMM_MIN_DIM and m * n * k >= GEMM_MIN_PRODUCT
+(symbolic sizes are tested by the kernel), and the kernel's pointer to the routine set
+(backend/library.py: NULL without a provider). A product that is statically small gets no
+gemm branch at all.
 """
 from __future__ import annotations
 
@@ -28,9 +29,13 @@ from compiler.ir.dims import Dim
 from compiler.ir.types import F32, F64
 from compiler.primitives import ops
 
-#: m * n * k at and above which a product calls gemm (docs/linalg.md "BLAS and LAPACK": the
-#: crossover measured by benchmarks/linalg.py)
-GEMM_MIN_PRODUCT = 64 * 64 * 64
+#: a product calls gemm when m, n and k are each at least GEMM_MIN_DIM and m * n * k at least
+#: GEMM_MIN_PRODUCT (docs/linalg.md "BLAS and LAPACK": the crossover measured by
+#: benchmarks/linalg.py). Below, and for matrix-vector and tall-skinny shapes, the generated
+#: loop nest is as fast or faster (it keeps the small operand in cache and vectorizes the
+#: long axis; gemm's packing does not pay off).
+GEMM_MIN_DIM = 64
+GEMM_MIN_PRODUCT = 128 * 128 * 128
 ROUTINES = {F64: "dgemm", F32: "sgemm"}
 I64T = ll.IntType(64)
 
@@ -169,14 +174,18 @@ def lower(cg: Any, op: Any, out: Any, laxes: tuple, raxes: tuple,
     n = _product([rhs.type.shape[a] for a in rfree])
     k = _product([lhs.type.shape[a] for a in lc])
     size = dims.mul(dims.mul(m, n), k)
-    if isinstance(size, int) and size < GEMM_MIN_PRODUCT:
+    if any(isinstance(d, int) and d < GEMM_MIN_DIM for d in (m, n, k)) \
+            or isinstance(size, int) and size < GEMM_MIN_PRODUCT:
         return False
     a, b = _layout(cg, lhs, lb, lfree, lc), _layout(cg, rhs, rb, rc, rfree)
     get_a = (lambda: a) if a is not None else _packed(cg, lhs, lb, lfree, lc)
     get_b = (lambda: b) if b is not None else _packed(cg, rhs, rb, rc, rfree)
     bshape = [lhs.type.shape[x] for x in lb]
-    when = None if isinstance(size, int) else \
-        cg.b.icmp_signed(">=", cg.dim(size), ll.Constant(I64T, GEMM_MIN_PRODUCT))
+    when = None
+    for d, least in ((m, GEMM_MIN_DIM), (n, GEMM_MIN_DIM), (k, GEMM_MIN_DIM), (size, GEMM_MIN_PRODUCT)):
+        if not isinstance(d, int):
+            big = cg.b.icmp_signed(">=", cg.dim(d), ll.Constant(I64T, least))
+            when = big if when is None else cg.b.and_(when, big)
 
     def library(invoke: Callable[[Sequence[Any]], None]) -> None:
         """Row-major C = A B as column-major C^T = B^T A^T: gemm(B, A), one call per batch
