@@ -7,6 +7,7 @@ with NumPy and the standard library only (no compiler, no LLVM).
 from __future__ import annotations
 
 import ctypes
+import functools
 import inspect
 from pathlib import Path
 from typing import Any
@@ -106,7 +107,7 @@ class Library:
                                    f"is not in the library") from None
             kernel = LibraryKernel(info, ctypes.cast(fn, ctypes.c_void_p).value or 0, self)
             kernel.library_filled = blas.fill(_routines(info.get("routines", [])),
-                                              lambda r, s=info["symbol"]: _slot(handle, s, r))
+                                              functools.partial(_slot, handle, info["symbol"]))
             self.kernels[info["name"]] = kernel
             setattr(self, info["name"], kernel)
 

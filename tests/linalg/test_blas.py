@@ -1,0 +1,284 @@
+"""Products through BLAS gemm (runtime/blas.py, backend/library.py, primitives/gemm.py).
+
+Oracles: NumPy's einsum without `optimize` (its own C loops, not BLAS) for values; a counting
+provider (a ctypes callback in front of the real routine) proves the kernel called gemm, and
+a provider of None (AOTX_BLAS=none) that the generated fallback gives the same results.
+"""
+from __future__ import annotations
+
+import ctypes
+import textwrap
+
+import numpy as np
+import pytest
+
+import compiler
+from compiler import grad, jit, vmap
+from compiler.primitives import gemm
+from runtime import blas
+from tests.runtime.subproc import run_python
+
+pytestmark = pytest.mark.skipif(blas.provider() is None, reason="NumPy ships no BLAS here")
+
+_ARGS = [ctypes.c_void_p] * 13 + [ctypes.c_int64] * 2
+_GEMM = ctypes.CFUNCTYPE(None, *_ARGS)
+
+
+class Counting:
+    """A provider whose gemm routines count their calls and forward to the real ones."""
+
+    def __init__(self, real: blas.Provider) -> None:
+        self.real = real
+        self.calls: dict[str, int] = {}
+        self._callbacks: dict[str, object] = {}
+        self.path, self.pattern = real.path, real.pattern
+
+    def address(self, routine: str) -> int:
+        if routine not in self._callbacks:
+            forward = _GEMM(self.real.address(routine))
+
+            def counted(*args: object, routine: str = routine) -> None:
+                self.calls[routine] = self.calls.get(routine, 0) + 1
+                forward(*args)
+            self._callbacks[routine] = _GEMM(counted)
+        return ctypes.cast(self._callbacks[routine], ctypes.c_void_p).value or 0
+
+
+_COUNTING: list[Counting] = []     # one for the session: loaded kernels keep its callbacks
+
+
+@pytest.fixture
+def counting(monkeypatch):
+    if not _COUNTING:
+        real = blas.provider()
+        assert real is not None
+        _COUNTING.append(Counting(real))
+    fake = _COUNTING[0]
+    fake.calls.clear()
+    monkeypatch.setattr(blas, "_cached", [fake])
+    return fake
+
+
+def oracle(spec: str, *xs: np.ndarray) -> np.ndarray:
+    """einsum in its own loops (no BLAS), in long double for accuracy."""
+    wide = [x.astype(np.clongdouble if np.iscomplexobj(x) else np.longdouble) for x in xs]
+    return np.einsum(spec, *wide, optimize=False)
+
+
+def check(got: np.ndarray, want: np.ndarray, dtype: np.dtype) -> None:
+    tol = 2e-5 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-12
+    scale = float(np.abs(want).max())
+    np.testing.assert_allclose(got.astype(want.dtype), want, rtol=0, atol=tol * scale)
+    assert got.dtype == dtype
+
+
+def rand(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+# one kernel per spelling, shared by every dtype and size (compiled once per signature)
+def _matmul(a, b):
+    return a @ b
+
+
+def _at_b(a, b):
+    return a.T @ b
+
+
+def _a_bt(a, b):
+    return a @ b.T
+
+
+def _batched(a, b):
+    return np.einsum("bij,bkj->bik", a, b)
+
+
+def _broadcast(a, b):
+    return np.matmul(a, b)
+
+
+def _tensordot(a, b):
+    return np.tensordot(a, b, axes=([1, 2], [0, 1]))
+
+
+def _strided(a, b):
+    return a[::2] @ b[:, 1:]
+
+
+def _cast(a, b):
+    return a.astype(np.float64) @ b
+
+
+matmul, at_b, a_bt, batched, broadcast, tensordot, strided, cast = (
+    jit(f) for f in (_matmul, _at_b, _a_bt, _batched, _broadcast, _tensordot, _strided, _cast))
+
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_dtype_through_gemm_and_without_a_provider(dtype, counting, monkeypatch):
+    rng = np.random.default_rng(0)
+    a, b = rand(rng, (130, 129), dtype), rand(rng, (129, 131), dtype)
+    want = oracle("ij,jk->ik", a, b)
+    check(matmul(a, b), want, dtype)
+    real = "s" if np.dtype(dtype) in (np.float32, np.complex64) else "d"
+    parts = 1 if np.dtype(dtype).kind == "f" else 4      # a complex product: four real ones
+    assert counting.calls == {f"{real}gemm": parts}
+    monkeypatch.setattr(blas, "_cached", [None])
+    fallback = jit(_matmul)                              # loaded now: its pointers stay NULL
+    check(fallback(a, b), want, dtype)
+    assert counting.calls == {f"{real}gemm": parts}
+
+
+@pytest.mark.parametrize("kernel, spec, shapes", [
+    (at_b, "ji,jk->ik", [(129, 130), (129, 131)]),
+    (a_bt, "ij,kj->ik", [(130, 129), (131, 129)]),
+    (batched, "bij,bkj->bik", [(3, 130, 129), (3, 131, 129)]),
+    (broadcast, "bij,jk->bik", [(3, 130, 129), (129, 131)]),
+    (tensordot, "ijk,jkl->il", [(130, 8, 17), (8, 17, 131)]),
+    (strided, "ij,jk->ik", None),
+    (cast, "ij,jk->ik", None),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_transposed_batched_broadcast_strided_operands(kernel, spec, shapes, dtype, counting):
+    rng = np.random.default_rng(1)
+    if kernel is strided:
+        a, b = rand(rng, (260, 129), dtype), rand(rng, (129, 132), dtype)
+        want = oracle(spec, a[::2], b[:, 1:])
+    elif kernel is cast:
+        a, b = rand(rng, (130, 129), dtype), rand(rng, (129, 131), np.float64)
+        want = oracle(spec, a, b)          # a float32 operand is converted while packed
+        dtype = np.float64
+    else:
+        a, b = (rand(rng, s, dtype) for s in shapes)
+        want = oracle(spec, a, b)
+    check(kernel(a, b), want, dtype)
+    batch = a.shape[0] if kernel in (batched, broadcast) else 1
+    assert sum(counting.calls.values()) == batch
+
+
+def test_symbolic_sizes_on_both_sides_of_the_threshold(counting):
+    kernel = jit(_matmul, signature="f64[n, k], f64[k, m]")
+    rng = np.random.default_rng(2)
+    n = gemm.GEMM_MIN_DIM
+    big = round(gemm.GEMM_MIN_PRODUCT ** (1 / 3)) + 1
+    for shape, calls in (((3, 5, 4), 0), ((n - 1, big, big), 0), ((big, big, big), 1),
+                         ((big, 2 * big, n), 1), ((big, n, n), 0)):
+        counting.calls.clear()
+        a, b = rng.standard_normal(shape[:2]), rng.standard_normal(shape[1:])
+        check(kernel(a, b), oracle("ij,jk->ik", a, b), np.float64)
+        assert sum(counting.calls.values()) == calls, shape
+
+
+def _loss(w, x):
+    return np.tanh(x @ w).sum()
+
+
+loss_grad = jit(grad(_loss))
+per_example = jit(vmap(lambda w, x: np.tanh(x @ w), in_dims=(None, 0)))
+
+
+def test_grad_and_vmap_of_large_products(counting):
+    rng = np.random.default_rng(3)
+    w, x = rng.standard_normal((130, 129)) / 10, rng.standard_normal((131, 130)) / 10
+    t = np.tanh(oracle("ij,jk->ik", x, w))
+    want = oracle("ji,jk->ik", x, 1 - t * t)              # d/dw sum(tanh(x w)) = x^T (1 - t^2)
+    check(loss_grad(w, x), want, np.float64)
+    assert counting.calls.get("dgemm", 0) >= 2            # forward and backward products
+    xs = rng.standard_normal((2, 131, 130)) / 10
+    counting.calls.clear()
+    got = per_example(w, xs)
+    for i in range(2):
+        check(got[i], np.tanh(oracle("ij,jk->ik", xs[i], w)), np.float64)
+    assert counting.calls.get("dgemm", 0) >= 1
+
+
+def test_small_products_keep_the_loop_nest(counting):
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((40, 40)), rng.standard_normal((40, 40))
+    check(matmul(a, b), oracle("ij,jk->ik", a, b), np.float64)
+    assert counting.calls == {}
+    assert "__dgemm" not in matmul.lower(a, b).llvm
+
+
+def test_cache_hit_fills_the_pointers(tmp_path, monkeypatch, counting):
+    monkeypatch.setenv("AOTX_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((130, 129)), rng.standard_normal((129, 131))
+    jit(_matmul)(a, b)                                     # compiled and stored
+    before = compiler.diagnostics()
+    again = jit(_matmul)                                   # a new Kernel: loaded from the disk
+    counting.calls.clear()
+    check(again(a, b), oracle("ij,jk->ik", a, b), np.float64)
+    after = compiler.diagnostics()
+    assert after["cache_hits"] == before["cache_hits"] + 1
+    assert after["llvm_compilations"] == before["llvm_compilations"]
+    assert counting.calls == {"dgemm": 1}
+
+
+BUILT = textwrap.dedent('''
+    import numpy as np
+    from compiler import jit
+
+    @jit(signature="f64[n, k], f64[k, m]")
+    def prod(a, b):
+        return a @ b
+
+    @jit(signature="c64[n, k], c64[m, k]")
+    def prod_h(a, b):
+        return a @ b.conj().T
+''')
+
+LOAD = textwrap.dedent('''
+    import numpy as np
+    import runtime
+    lib = runtime.load("build/blaslib")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((130, 129)), rng.standard_normal((129, 131))
+    c = (rng.standard_normal((130, 129)) + 1j * rng.standard_normal((130, 129))).astype(np.complex64)
+    d = (rng.standard_normal((131, 129)) + 1j * rng.standard_normal((131, 129))).astype(np.complex64)
+    want = np.einsum("ij,jk->ik", a.astype(np.longdouble), b, optimize=False)
+    assert np.abs(lib.prod(a, b) - want).max() < 1e-12 * np.abs(want).max()
+    want = np.einsum("ij,kj->ik", c.astype(np.clongdouble), d.conj(), optimize=False)
+    assert np.abs(lib.prod_h(c, d) - want).max() < 2e-5 * np.abs(want).max()
+    small = lib.prod(a[:3, :4], b[:4, :2])
+    assert np.abs(small - a[:3, :4] @ b[:4, :2]).max() < 1e-14
+    print(lib.prod.library_filled, lib.prod_h.library_filled, lib.manifest["kernels"][0]["routines"])
+''')
+
+
+def test_built_library_uses_the_provider_and_works_without(tmp_path):
+    (tmp_path / "blaslib.py").write_text(BUILT)
+    from compiler.build import build
+    build(tmp_path / "blaslib.py", tmp_path / "build", progress=lambda line: None)
+    header = (tmp_path / "build" / "blaslib.h").read_text()
+    assert "extern void *blaslib_prod__dgemm;" in header
+    assert "extern void *blaslib_prod_h__sgemm;" in header
+    out = run_python(LOAD, tmp_path).stdout.split()
+    assert out == ["1", "1", "['dgemm']"]
+    out = run_python(LOAD, tmp_path, AOTX_BLAS="none").stdout.split()
+    assert out == ["0", "0", "['dgemm']"]
+
+
+def test_provider_knob(monkeypatch, tmp_path):
+    monkeypatch.setenv("AOTX_BLAS", "none")
+    blas.reset()
+    try:
+        assert blas.provider() is None and blas.describe().startswith("none")
+        monkeypatch.setenv("AOTX_BLAS", str(tmp_path / "missing.so"))
+        blas.reset()
+        assert blas.provider() is None
+        lib = blas.numpy_libraries()[0]
+        monkeypatch.setenv("AOTX_BLAS", str(lib))
+        monkeypatch.setenv("AOTX_BLAS_SYMBOLS", "scipy_{}_64_")
+        blas.reset()
+        p = blas.provider()
+        assert p is not None and p.address("dgemm") and p.address("dgetrf") and not p.address("nope")
+        assert not p.address("bad name")
+    finally:
+        monkeypatch.undo()
+        blas.reset()
