@@ -11,9 +11,18 @@ import textwrap
 
 import numpy as np
 import pytest
+from llvmlite import ir as ll
 
 import compiler
-from compiler import grad, jit, vmap
+from compiler import grad, jit, pipeline, vmap
+from compiler.backend import target as targets
+from compiler.backend.buffers import I64T, PTR, Buffer, memory_type
+from compiler.backend.codegen import Codegen
+from compiler.backend.jit import LoadedObject
+from compiler.backend.kernel import library_routines
+from compiler.build import build
+from compiler.ir.dims import Sym
+from compiler.ir.types import F64, I64
 from compiler.primitives import gemm
 from runtime import blas
 from tests.runtime.subproc import run_python
@@ -253,7 +262,6 @@ LOAD = textwrap.dedent('''
 
 def test_built_library_uses_the_provider_and_works_without(tmp_path):
     (tmp_path / "blaslib.py").write_text(BUILT)
-    from compiler.build import build
     build(tmp_path / "blaslib.py", tmp_path / "build", progress=lambda line: None)
     header = (tmp_path / "build" / "blaslib.h").read_text()
     assert "extern void *blaslib_prod__dgemm;" in header
@@ -282,3 +290,56 @@ def test_provider_knob(monkeypatch, tmp_path):
     finally:
         monkeypatch.undo()
         blas.reset()
+
+
+# ---- a LAPACK call through the same mechanism: the example a factorization's lowering copies --
+
+def _getrf_module(name: str) -> str:
+    """LLVM IR of ``int32 NAME(f64 *a, int64 *ipiv, int64 *info, int64 n)``: LU of the n x n
+    row-major `a` in place with dgetrf (LAPACK sees a^T), or info = -999 without a provider."""
+    module = ll.Module(name)
+    fn = ll.Function(module, ll.FunctionType(ll.IntType(32), [PTR, PTR, PTR, I64T]), name)
+    cg = Codegen(module, fn, {"n": fn.args[3]}, fastmath=False, has_fma=False, name=name)
+
+    def buffer(arg: object, dtype: np.dtype, shape: tuple) -> Buffer:
+        return Buffer(cg.alloca_builder.bitcast(arg, ll.PointerType(memory_type(dtype))), dtype, shape)
+    n = Sym("n")
+    a, ipiv, info = buffer(fn.args[0], F64, (n, n)), buffer(fn.args[1], I64, (n,)), buffer(fn.args[2], I64, ())
+
+    def lapack(invoke):                  # the library branch: one call, scalars by reference
+        size = cg.dim(n)
+        invoke([size, size, cg.pointer(a), size, cg.pointer(ipiv), cg.pointer(info)])
+
+    def generated():                     # a real lowering emits its generated LU here
+        cg.store(info, [], cg.const(I64, -999))
+    cg.library_call("dgetrf", lapack, generated)
+    cg.finish()
+    return str(module)
+
+
+@pytest.mark.parametrize("provider", [True, False])
+def test_lapack_call_path(provider, monkeypatch):
+    if not provider:
+        monkeypatch.setattr(blas, "_cached", [None])
+    name = "aotx_test_getrf"
+    text = _getrf_module(name)
+    assert library_routines(text, name) == ["dgetrf"]
+    code = pipeline.compile_llvm(text, targets.host())
+    loaded = LoadedObject(code.object, targets.host(), name, ["dgetrf"])
+    assert loaded.library_filled == int(provider)
+    call = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                            ctypes.c_int64)(loaded.address(name))
+    rng = np.random.default_rng(6)
+    a0 = rng.standard_normal((5, 5))
+    a, ipiv, info = a0.copy(), np.zeros(5, np.int64), np.zeros((), np.int64)
+    assert call(a.ctypes.data, ipiv.ctypes.data, info.ctypes.data, 5) == 0
+    if not provider:
+        assert int(info) == -999 and np.array_equal(a, a0)
+        return
+    assert int(info) == 0
+    lu = a.T                                # column-major factors of a0^T: P a0^T = L U
+    lower, upper = np.tril(lu, -1) + np.eye(5), np.triu(lu)
+    rows = np.arange(5)
+    for i, p in enumerate(ipiv - 1):        # 1-based row interchanges, in order
+        rows[[i, p]] = rows[[p, i]]
+    np.testing.assert_allclose((lower @ upper), a0.T[rows], atol=1e-12)
