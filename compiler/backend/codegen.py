@@ -106,11 +106,21 @@ class Codegen:
         return casts.round_half(self, value)
 
     def add(self, dtype: np.dtype, a: ll.Value, b: ll.Value) -> ll.Value:
+        if is_complex(dtype):     # the loop nest of a complex product (primitives/gemm.py)
+            part = real_dtype(dtype)
+            return self.complex_value(dtype, *(self.add(part, self.b.extract_value(a, i),
+                                                        self.b.extract_value(b, i)) for i in (0, 1)))
         if dtype == BOOL:
             return self.b.or_(a, b)       # NumPy's boolean sum of products is "any"
         return self.b.fadd(a, b) if is_float(dtype) else self.b.add(a, b)
 
     def mul(self, dtype: np.dtype, a: ll.Value, b: ll.Value) -> ll.Value:
+        if is_complex(dtype):
+            part = real_dtype(dtype)
+            ar, ai, br, bi = (self.b.extract_value(v, i) for v in (a, b) for i in (0, 1))
+            re = self.b.fsub(self.mul(part, ar, br), self.mul(part, ai, bi), flags=("contract",))
+            im = self.b.fadd(self.mul(part, ar, bi), self.mul(part, ai, br), flags=("contract",))
+            return self.complex_value(dtype, re, im)
         if is_float(dtype):
             return self.b.fmul(a, b, flags=("contract",))
         return self.b.and_(a, b) if dtype == BOOL else self.b.mul(a, b)

@@ -29,7 +29,7 @@ import numpy as np
 from compiler.ir.core import Value
 from compiler.ir.primitive import Primitive, define
 from compiler.ir.types import BOOL, TensorType, complex_dtype, is_complex, is_float, real_dtype
-from compiler.primitives import ad, ops
+from compiler.primitives import ad, gemm, ops
 from compiler.primitives import complexmath as cm
 from compiler.primitives.base import check, same_shape_rule
 from compiler.primitives.batching import elementwise_rule
@@ -274,9 +274,13 @@ def _cumprod(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
 
 
 def _dot_general(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
-    """Four real products (two when one operand is real)."""
+    """Four real products (two when one operand is real); a product of two complex operands
+    large enough for BLAS stays one complex product (zgemm/cgemm, primitives/gemm.py)."""
     x, y = args
     dn = op.params["dimension_numbers"]
+    if isinstance(x, tuple) and isinstance(y, tuple) and gemm.may_call(*gemm.sizes(x[0].type, y[0].type, dn)):
+        r = ops.dot_general(b, _whole(b, x), _whole(b, y), dn)
+        return [(ops.real(b, r), ops.imag(b, r))]
 
     def dot(u: Value, v: Value) -> Value:
         return ops.dot_general(b, u, v, dn)
@@ -285,6 +289,15 @@ def _dot_general(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
     if not isinstance(y, tuple):
         return [(dot(x[0], y), dot(x[1], y))]
     return [(ops.sub(b, dot(x[0], y[0]), dot(x[1], y[1])), ops.add(b, dot(x[0], y[1]), dot(x[1], y[0])))]
+
+
+def _whole(b: Any, x: tuple[Value, Value]) -> Value:
+    """The complex value of a pair: the value it was read from, else the two assembled."""
+    re, im = x
+    if re.op is not None and im.op is not None and re.op.prim is ops.real_p and im.op.prim is ops.imag_p \
+            and re.op.operands[0] is im.op.operands[0]:
+        return re.op.operands[0]
+    return ops.complex_(b, re, im)
 
 
 for _prim in _COMPONENTWISE:

@@ -26,7 +26,7 @@ from llvmlite import ir as ll
 
 from compiler.ir import dims
 from compiler.ir.dims import Dim
-from compiler.ir.types import F32, F64
+from compiler.ir.types import C64, C128, F32, F64
 from compiler.primitives import ops
 
 #: a product calls gemm when m, n and k are each at least GEMM_MIN_DIM and m * n * k at least
@@ -36,13 +36,30 @@ from compiler.primitives import ops
 #: long axis; gemm's packing does not pay off).
 GEMM_MIN_DIM = 64
 GEMM_MIN_PRODUCT = 128 * 128 * 128
-ROUTINES = {F64: "dgemm", F32: "sgemm"}
+ROUTINES = {F64: "dgemm", F32: "sgemm", C128: "zgemm", C64: "cgemm"}
 I64T = ll.IntType(64)
 
 
 def routine(dtype: np.dtype) -> str | None:
     """The gemm of a (real) dtype, None for the dtypes BLAS has no product for."""
     return ROUTINES.get(dtype)
+
+
+def sizes(lhs: Any, rhs: Any, dimension_numbers: Any) -> tuple[Dim, Dim, Dim]:
+    """(m, n, k) of a dot_general's operands (types with .shape and .ndim)."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lfree = [a for a in range(lhs.ndim) if a not in lc and a not in lb]
+    rfree = [a for a in range(rhs.ndim) if a not in rc and a not in rb]
+    return (_product([lhs.shape[a] for a in lfree]), _product([rhs.shape[a] for a in rfree]),
+            _product([lhs.shape[a] for a in lc]))
+
+
+def may_call(m: Dim, n: Dim, k: Dim) -> bool:
+    """Can a product of these sizes call gemm (False: it is small for every value of its
+    symbols, and gets the loop nest only)?"""
+    size = dims.mul(dims.mul(m, n), k)
+    return not (any(isinstance(d, int) and d < GEMM_MIN_DIM for d in (m, n, k))
+                or isinstance(size, int) and size < GEMM_MIN_PRODUCT)
 
 
 def _product(shape: Sequence[Dim]) -> Dim:
@@ -174,8 +191,7 @@ def lower(cg: Any, op: Any, out: Any, laxes: tuple, raxes: tuple,
     n = _product([rhs.type.shape[a] for a in rfree])
     k = _product([lhs.type.shape[a] for a in lc])
     size = dims.mul(dims.mul(m, n), k)
-    if any(isinstance(d, int) and d < GEMM_MIN_DIM for d in (m, n, k)) \
-            or isinstance(size, int) and size < GEMM_MIN_PRODUCT:
+    if not may_call(m, n, k):
         return False
     a, b = _layout(cg, lhs, lb, lfree, lc), _layout(cg, rhs, rb, rc, rfree)
     get_a = (lambda: a) if a is not None else _packed(cg, lhs, lb, lfree, lc)
