@@ -2,7 +2,7 @@
 
     python benchmarks/linalg.py [--repeat 7] [--quick]
 
-1. matmul of 64, 256 and 1024 square matrices, float64 and float32;
+1. matmul of 64, 256 and 1024 square matrices, float64 and float32 (and complex128 64, 256);
 2. the crossover of item 4 of issue 11: the generated loop nest against the gemm call, for
    square products and matrix-vector products, in the same process (the loop nest is a kernel
    loaded without a provider, gemm one compiled with the size threshold at 1);
@@ -88,11 +88,14 @@ def matmuls(repeat: int, quick: bool) -> None:
     print("matmul (peer time / aotx time: >1 means aotx is faster)")
     rng = np.random.default_rng(0)
     kernel = jit(matmul)
-    for dtype in (np.float64, np.float32):
-        for n in (64, 256) if quick else (64, 256, 1024):
-            a, b = (rng.standard_normal((n, n)).astype(dtype) for _ in range(2))
-            np.testing.assert_allclose(kernel(a, b), a @ b, rtol=1e-3 if dtype == np.float32 else 1e-10,
-                                       atol=1e-3 if dtype == np.float32 else 1e-10)
+    for dtype in (np.float64, np.float32, np.complex128):
+        for n in (64, 256) if quick or dtype == np.complex128 else (64, 256, 1024):
+            a, b = ((rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n))
+                                                    if dtype == np.complex128 else 0)).astype(dtype)
+                    for _ in range(2))
+            single = dtype == np.float32
+            np.testing.assert_allclose(kernel(a, b), a @ b, rtol=1e-3 if single else 1e-10,
+                                       atol=1e-3 if single else 1e-10)
             times = {"aotx": best(lambda: kernel(a, b), repeat)}
             times.update({k: best(lambda f=f: f(a, b), repeat) for k, f in peers(matmul, "matmul").items()})
             row(f"{np.dtype(dtype).name} {n}x{n}", times)

@@ -105,6 +105,10 @@ def _batched(a, b):
     return np.einsum("bij,bkj->bik", a, b)
 
 
+def _middle(a, b):
+    return np.einsum("ibj,bjk->bik", a, b)
+
+
 def _broadcast(a, b):
     return np.matmul(a, b)
 
@@ -121,8 +125,8 @@ def _cast(a, b):
     return a.astype(np.float64) @ b
 
 
-matmul, at_b, a_bt, batched, broadcast, tensordot, strided, cast = (
-    jit(f) for f in (_matmul, _at_b, _a_bt, _batched, _broadcast, _tensordot, _strided, _cast))
+matmul, at_b, a_bt, batched, middle, broadcast, tensordot, strided, cast = (
+    jit(f) for f in (_matmul, _at_b, _a_bt, _batched, _middle, _broadcast, _tensordot, _strided, _cast))
 
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -146,6 +150,7 @@ def test_every_dtype_through_gemm_and_without_a_provider(dtype, counting, monkey
     (at_b, "ji,jk->ik", [(129, 130), (129, 131)]),
     (a_bt, "ij,kj->ik", [(130, 129), (131, 129)]),
     (batched, "bij,bkj->bik", [(3, 130, 129), (3, 131, 129)]),
+    (middle, "ibj,bjk->bik", [(130, 2, 129), (2, 129, 131)]),
     (broadcast, "bij,jk->bik", [(3, 130, 129), (129, 131)]),
     (tensordot, "ijk,jkl->il", [(130, 8, 17), (8, 17, 131)]),
     (strided, "ij,jk->ik", None),
@@ -166,20 +171,26 @@ def test_transposed_batched_broadcast_strided_operands(kernel, spec, shapes, dty
         a, b = (rand(rng, s, dtype) for s in shapes)
         want = oracle(spec, a, b)
     check(kernel(a, b), want, dtype)
-    batch = a.shape[0] if kernel in (batched, broadcast) else 1
+    batch = a.shape[0] if kernel in (batched, broadcast) else b.shape[0] if kernel is middle else 1
     assert sum(counting.calls.values()) == batch
 
 
-def test_symbolic_sizes_on_both_sides_of_the_threshold(counting):
-    kernel = jit(_matmul, signature="f64[n, k], f64[k, m]")
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_symbolic_sizes_on_both_sides_of_the_threshold(dtype, counting):
+    name = np.dtype(dtype).name.replace("float", "f").replace("complex", "c")
+    kernel = jit(_matmul, signature=f"{name}[n, k], {name}[k, m]")
     rng = np.random.default_rng(2)
     n = gemm.GEMM_MIN_DIM
     big = round(gemm.GEMM_MIN_PRODUCT ** (1 / 3)) + 1
     for shape, calls in (((3, 5, 4), 0), ((n - 1, big, big), 0), ((big, big, big), 1),
-                         ((big, 2 * big, n), 1), ((big, n, n), 0)):
+                         ((big, 2 * big, n), 1), ((big, n, n), 0), ((0, big, big), 0)):
         counting.calls.clear()
-        a, b = rng.standard_normal(shape[:2]), rng.standard_normal(shape[1:])
-        check(kernel(a, b), oracle("ij,jk->ik", a, b), np.float64)
+        a, b = rand(rng, shape[:2], dtype), rand(rng, shape[1:], dtype)
+        want = oracle("ij,jk->ik", a, b)
+        if want.size:
+            check(kernel(a, b), want, dtype)
+        else:
+            assert kernel(a, b).shape == want.shape
         assert sum(counting.calls.values()) == calls, shape
 
 
