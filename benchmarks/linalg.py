@@ -104,16 +104,19 @@ def matmuls(repeat: int, quick: bool) -> None:
 def _compiled(fn: Callable[..., Any], args: tuple[np.ndarray, ...], *, provider: bool) -> Callable[..., Any]:
     """`fn` compiled for `args` in this process (no disk cache) and loaded with the provider
     (and the gemm thresholds at 1: always gemm) or without it (always the loop nest)."""
-    saved, saved_env = (gemm.GEMM_MIN_DIM, gemm.GEMM_MIN_PRODUCT), os.environ.get("AOTX_BLAS")
+    names = ("GEMM_MIN_DIM", "GEMM_MIN_PRODUCT", "COMPLEX_MIN_DIM", "COMPLEX_MIN_PRODUCT")
+    saved, saved_env = [getattr(gemm, k) for k in names], os.environ.get("AOTX_BLAS")
     try:
-        gemm.GEMM_MIN_DIM = gemm.GEMM_MIN_PRODUCT = 1
+        for k in names:
+            setattr(gemm, k, 1)
         os.environ["AOTX_BLAS"] = "auto" if provider else "none"
         blas.reset()
         kernel = jit(fn, cache=False)
         kernel(*args)                       # compiles and loads with these settings
         return kernel
     finally:
-        gemm.GEMM_MIN_DIM, gemm.GEMM_MIN_PRODUCT = saved
+        for k, v in zip(names, saved):
+            setattr(gemm, k, v)
         if saved_env is None:
             os.environ.pop("AOTX_BLAS", None)
         else:

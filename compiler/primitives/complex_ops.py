@@ -278,7 +278,8 @@ def _dot_general(b: Any, op: Any, args: Sequence[Arg]) -> list[Arg]:
     large enough for BLAS stays one complex product (zgemm/cgemm, primitives/gemm.py)."""
     x, y = args
     dn = op.params["dimension_numbers"]
-    if isinstance(x, tuple) and isinstance(y, tuple) and gemm.may_call(*gemm.sizes(x[0].type, y[0].type, dn)):
+    if isinstance(x, tuple) and isinstance(y, tuple) \
+            and gemm.may_call(*gemm.sizes(x[0].type, y[0].type, dn), op.results[0].dtype):
         r = ops.dot_general(b, _whole(b, x), _whole(b, y), dn)
         return [(ops.real(b, r), ops.imag(b, r))]
 

@@ -13,7 +13,8 @@ complex array, ...) is packed into a temporary on the gemm branch: fusion.py com
 Row-major C = A B is column-major C^T = B^T A^T, so gemm gets (rhs, lhs) in that order.
 
 The choice is made at run time: m, n, k >= GEMM_MIN_DIM and m * n * k >= GEMM_MIN_PRODUCT
-(symbolic sizes are tested by the kernel), and the kernel's pointer to the routine set
+(COMPLEX_MIN_DIM and COMPLEX_MIN_PRODUCT for complex products; symbolic sizes are tested by
+the kernel), and the kernel's pointer to the routine set
 (backend/library.py: NULL without a provider). A product that is statically small gets no
 gemm branch at all.
 """
@@ -36,6 +37,11 @@ from compiler.primitives import ops
 #: long axis; gemm's packing does not pay off).
 GEMM_MIN_DIM = 64
 GEMM_MIN_PRODUCT = 128 * 128 * 128
+#: the same for complex products, which the generated code computes as four real ones: zgemm
+#: and cgemm win from 16x16x16 on, and for tall and skinny shapes too (not for a matrix-vector
+#: product, n = 1)
+COMPLEX_MIN_DIM = 2
+COMPLEX_MIN_PRODUCT = 16 * 16 * 16
 ROUTINES = {F64: "dgemm", F32: "sgemm", C128: "zgemm", C64: "cgemm"}
 I64T = ll.IntType(64)
 
@@ -54,12 +60,20 @@ def sizes(lhs: Any, rhs: Any, dimension_numbers: Any) -> tuple[Dim, Dim, Dim]:
             _product([lhs.shape[a] for a in lc]))
 
 
-def may_call(m: Dim, n: Dim, k: Dim) -> bool:
+def thresholds(dtype: np.dtype) -> tuple[int, int]:
+    """(least m, n and k, least m * n * k) of a product of `dtype` that calls gemm."""
+    if dtype.kind == "c":
+        return COMPLEX_MIN_DIM, COMPLEX_MIN_PRODUCT
+    return GEMM_MIN_DIM, GEMM_MIN_PRODUCT
+
+
+def may_call(m: Dim, n: Dim, k: Dim, dtype: np.dtype) -> bool:
     """Can a product of these sizes call gemm (False: it is small for every value of its
     symbols, and gets the loop nest only)?"""
+    least, product = thresholds(dtype)
     size = dims.mul(dims.mul(m, n), k)
-    return not (any(isinstance(d, int) and d < GEMM_MIN_DIM for d in (m, n, k))
-                or isinstance(size, int) and size < GEMM_MIN_PRODUCT)
+    return not (any(isinstance(d, int) and d < least for d in (m, n, k))
+                or isinstance(size, int) and size < product)
 
 
 def _product(shape: Sequence[Dim]) -> Dim:
@@ -191,16 +205,17 @@ def lower(cg: Any, op: Any, out: Any, laxes: tuple, raxes: tuple,
     n = _product([rhs.type.shape[a] for a in rfree])
     k = _product([lhs.type.shape[a] for a in lc])
     size = dims.mul(dims.mul(m, n), k)
-    if not may_call(m, n, k):
+    if not may_call(m, n, k, dtype):
         return False
+    least, product = thresholds(dtype)
     a, b = _layout(cg, lhs, lb, lfree, lc), _layout(cg, rhs, rb, rc, rfree)
     get_a = (lambda: a) if a is not None else _packed(cg, lhs, lb, lfree, lc)
     get_b = (lambda: b) if b is not None else _packed(cg, rhs, rb, rc, rfree)
     bshape = [lhs.type.shape[x] for x in lb]
     when = None
-    for d, least in ((m, GEMM_MIN_DIM), (n, GEMM_MIN_DIM), (k, GEMM_MIN_DIM), (size, GEMM_MIN_PRODUCT)):
+    for d, bound in ((m, least), (n, least), (k, least), (size, product)):
         if not isinstance(d, int):
-            big = cg.b.icmp_signed(">=", cg.dim(d), ll.Constant(I64T, least))
+            big = cg.b.icmp_signed(">=", cg.dim(d), ll.Constant(I64T, bound))
             when = big if when is None else cg.b.and_(when, big)
 
     def library(invoke: Callable[[Sequence[Any]], None]) -> None:

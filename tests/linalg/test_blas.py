@@ -180,11 +180,12 @@ def test_symbolic_sizes_on_both_sides_of_the_threshold(dtype, counting):
     name = np.dtype(dtype).name.replace("float", "f").replace("complex", "c")
     kernel = jit(_matmul, signature=f"{name}[n, k], {name}[k, m]")
     rng = np.random.default_rng(2)
-    n = gemm.GEMM_MIN_DIM
-    big = round(gemm.GEMM_MIN_PRODUCT ** (1 / 3)) + 1
-    for shape, calls in (((3, 5, 4), 0), ((n - 1, big, big), 0), ((big, big, big), 1),
-                         ((big, 2 * big, n), 1), ((big, n, n), 0), ((0, big, big), 0)):
+    least, product = gemm.thresholds(np.dtype(dtype))
+    big = round(product ** (1 / 3)) + 1
+    for shape in ((3, 5, 4), (1, 200, 200), (least - 1, big, big), (big, big, big), (big, 2 * big, least),
+                  (big, least, least), (0, big, big), (least, least, big), (big, big, 1)):
         counting.calls.clear()
+        calls = int(min(shape) >= least and np.prod(shape) >= product)   # the documented rule
         a, b = rand(rng, shape[:2], dtype), rand(rng, shape[1:], dtype)
         want = oracle("ij,jk->ik", a, b)
         if want.size:
