@@ -103,12 +103,15 @@ def matmuls(repeat: int, quick: bool) -> None:
 
 def _compiled(fn: Callable[..., Any], args: tuple[np.ndarray, ...], *, provider: bool) -> Callable[..., Any]:
     """`fn` compiled for `args` in this process (no disk cache) and loaded with the provider
-    (and the gemm thresholds at 1: always gemm) or without it (always the loop nest)."""
+    and the gemm thresholds at 1 (always gemm), or without a provider (the generated code a
+    kernel runs without one: the loop nest; a complex product that could call zgemm keeps
+    complex arithmetic, a smaller one is four real products)."""
     names = ("GEMM_MIN_DIM", "GEMM_MIN_PRODUCT", "COMPLEX_MIN_DIM", "COMPLEX_MIN_PRODUCT")
     saved, saved_env = [getattr(gemm, k) for k in names], os.environ.get("AOTX_BLAS")
     try:
-        for k in names:
-            setattr(gemm, k, 1)
+        if provider:
+            for k in names:
+                setattr(gemm, k, 1)
         os.environ["AOTX_BLAS"] = "auto" if provider else "none"
         blas.reset()
         kernel = jit(fn, cache=False)
@@ -125,8 +128,9 @@ def _compiled(fn: Callable[..., Any], args: tuple[np.ndarray, ...], *, provider:
 
 
 def crossover(repeat: int, quick: bool) -> None:
-    print(f"crossover, float64 (loop nest time / gemm time: >1 means gemm wins); "
-          f"aotx calls gemm when m, n, k >= {gemm.GEMM_MIN_DIM} and m*n*k >= {gemm.GEMM_MIN_PRODUCT:,}")
+    print(f"crossover, float64 unless named (generated code time / gemm time: >1 means gemm wins); "
+          f"aotx calls gemm when m, n, k >= {gemm.GEMM_MIN_DIM} and m*n*k >= {gemm.GEMM_MIN_PRODUCT:,} "
+          f"(complex: {gemm.COMPLEX_MIN_DIM}, {gemm.COMPLEX_MIN_PRODUCT:,})")
     rng = np.random.default_rng(1)
     for name, fn, sizes, shape in (
             ("square: n x n @ n x n", matmul, (16, 64, 128, 256) if quick else (8, 16, 32, 64, 96, 128, 160, 192, 256, 512),
@@ -136,10 +140,13 @@ def crossover(repeat: int, quick: bool) -> None:
             ("vector-matrix: 1 x n @ n x n", matmul, (64, 256, 1024), lambda n: ((1, n), (n, n))),
             ("tall: 16n x 16 @ 16 x 16", matmul, (64, 256, 1024), lambda n: ((16 * n, 16), (16, 16))),
             ("long k: 16 x 16n @ 16n x 16", matmul, (64, 256, 1024), lambda n: ((16, 16 * n), (16 * n, 16))),
-            ("skinny: n x n @ n x 4", matmul, (64, 256, 1024), lambda n: ((n, n), (n, 4)))):
+            ("skinny: n x n @ n x 4", matmul, (64, 256, 1024), lambda n: ((n, n), (n, 4))),
+            ("complex128 square: n x n @ n x n", matmul, (8, 16, 32, 64, 128), lambda n: ((n, n), (n, n))),
+            ("complex128 tall: 16n x 16 @ 16 x 16", matmul, (16, 64, 1024), lambda n: ((16 * n, 16), (16, 16)))):
         print(f"  {name}")
         for n in sizes:
-            x, y = (rng.standard_normal(s) for s in shape(n))
+            x, y = (rng.standard_normal(s) + (1j * rng.standard_normal(s) if "complex" in name else 0)
+                    for s in shape(n))
             loops = _compiled(fn, (x, y), provider=False)
             calls = _compiled(fn, (x, y), provider=True)
             np.testing.assert_allclose(loops(x, y), calls(x, y), rtol=1e-9, atol=1e-9)
@@ -170,7 +177,8 @@ def decompositions(repeat: int) -> None:
         try:
             kernel(*args)
         except CompileError as e:
-            print(f"  {label:28} skipped: aotx refuses it ({str(e).splitlines()[0][:90]})")
+            reason = str(e).splitlines()[0].split("Error: ", 1)[-1]
+            print(f"  {label:28} skipped: aotx refuses it ({reason})")
             continue
         times = {"aotx": best(lambda: kernel(*args), repeat)}
         times.update({k: best(lambda f=f: f(*args), repeat) for k, f in peers(fn, name).items()})

@@ -37,11 +37,9 @@ from compiler.primitives import ops
 #: long axis; gemm's packing does not pay off).
 GEMM_MIN_DIM = 64
 GEMM_MIN_PRODUCT = 128 * 128 * 128
-#: the same for complex products, which the generated code computes as four real ones: zgemm
-#: and cgemm win from 16x16x16 on, and for tall and skinny shapes too (not for a matrix-vector
-#: product, n = 1)
-COMPLEX_MIN_DIM = 2
-COMPLEX_MIN_PRODUCT = 16 * 16 * 16
+#: the same for complex products (zgemm, cgemm): they win from 64x64x64 on
+COMPLEX_MIN_DIM = 32
+COMPLEX_MIN_PRODUCT = 64 * 64 * 64
 ROUTINES = {F64: "dgemm", F32: "sgemm", C128: "zgemm", C64: "cgemm"}
 I64T = ll.IntType(64)
 
@@ -49,15 +47,6 @@ I64T = ll.IntType(64)
 def routine(dtype: np.dtype) -> str | None:
     """The gemm of a (real) dtype, None for the dtypes BLAS has no product for."""
     return ROUTINES.get(dtype)
-
-
-def sizes(lhs: Any, rhs: Any, dimension_numbers: Any) -> tuple[Dim, Dim, Dim]:
-    """(m, n, k) of a dot_general's operands (types with .shape and .ndim)."""
-    (lc, rc), (lb, rb) = dimension_numbers
-    lfree = [a for a in range(lhs.ndim) if a not in lc and a not in lb]
-    rfree = [a for a in range(rhs.ndim) if a not in rc and a not in rb]
-    return (_product([lhs.shape[a] for a in lfree]), _product([rhs.shape[a] for a in rfree]),
-            _product([lhs.shape[a] for a in lc]))
 
 
 def thresholds(dtype: np.dtype) -> tuple[int, int]:
