@@ -45,7 +45,7 @@ I64T = ll.IntType(64)
 
 
 def routine(dtype: np.dtype) -> str | None:
-    """The gemm of a (real) dtype, None for the dtypes BLAS has no product for."""
+    """The gemm routine of a dtype, None for the dtypes BLAS has no product for."""
     return ROUTINES.get(dtype)
 
 
