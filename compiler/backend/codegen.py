@@ -162,6 +162,22 @@ class Codegen:
         the generated code. See backend/library.py."""
         library.call(self, routine, emit, fallback, when=when, strings=strings)
 
+    def lower_fallback(self, op: Op, outs: Sequence[Buffer]) -> None:
+        """The generated code of an op kept for a library call (Primitive.library_when): its
+        region (the decomposition) on its operands' buffers, writing `outs`."""
+        args = []
+        for v in op.operands:
+            buf = self.buffers.get(v)
+            if buf is None:                   # a value fusion computes in place: materialize it
+                buf = self.scratch_buffer(v.type.dtype, v.type.shape)
+                self.compute_into(v, buf)
+            args.append(buf)
+        self._cache.append({})
+        try:
+            self.lower_block(op.regions[0], args, outs)
+        finally:
+            self._cache.pop()
+
     def char(self, value: str) -> ll.Constant:
         """A Fortran CHARACTER*1 argument (``cg.char("N")``)."""
         return library.char(value)

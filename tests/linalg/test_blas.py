@@ -22,9 +22,14 @@ from compiler.backend.jit import LoadedObject
 from compiler.backend.kernel import library_routines
 from compiler.build import build
 from compiler.ir.dims import Sym
+from compiler.ir.parser import parse
+from compiler.ir.primitive import OPAQUE, REGISTRY, declare, define
 from compiler.ir.types import F64, I64
+from compiler.primitives import ops
 from compiler.primitives import gemm
 from runtime import blas
+from runtime.abi import parse_spec
+from runtime.loader import NativeKernel
 from tests.runtime.subproc import run_python
 
 pytestmark = pytest.mark.skipif(blas.provider() is None, reason="NumPy ships no BLAS here")
@@ -355,3 +360,61 @@ def test_lapack_call_path(provider, monkeypatch):
     for i, p in enumerate(ipiv - 1):        # 1-based row interchanges, in order
         rows[[i, p]] = rows[[p, i]]
     np.testing.assert_allclose((lower @ upper), a0.T[rows], atol=1e-12)
+
+
+# ---- a primitive kept for a library call, its decomposition as the fallback --------------------
+
+LIBRARY_MATMUL = """
+func @f(%a: f64[n, n], %b: f64[n, n]) -> (f64[n, n]) {
+  %0 = test_library_matmul(%a, %b) : f64[n, n]
+  %1 = mul(%0, %0) : f64[n, n]
+  return %1
+}"""
+
+
+def _lower_library_matmul(cg, op, outs):
+    """The OPAQUE lowering of a primitive with `library_when`: the routine where the kernel
+    has it, the op's region (its decomposition, already lowered to primitives) elsewhere."""
+    a, b = (cg.buffers[v] for v in op.operands)
+    n = cg.dim(op.operands[0].type.shape[0])
+
+    def call(invoke):
+        one, zero = cg.const(op.results[0].dtype, 1.0), cg.const(op.results[0].dtype, 0.0)
+        invoke([cg.char("N"), cg.char("N"), n, n, n, one, cg.pointer(b), n, cg.pointer(a), n,
+                zero, cg.pointer(outs[0]), n])
+    cg.library_call("dgemm", call, fallback=lambda: cg.lower_fallback(op, outs), strings=2)
+
+
+@pytest.fixture
+def library_matmul():
+    prim = declare("test_library_matmul", OPAQUE)
+    try:
+        define(prim, shape_rule=lambda types, params: (types[0],),
+               numpy_ref=lambda a, b: a @ b, lower=_lower_library_matmul, streams_operands=False,
+               decomposition=lambda b, op, args: [ops.dot_general(b, args[0], args[1], (((1,), (0,)), ((), ())))],
+               library_when=lambda op: True, doc="a matrix product kept for dgemm (test only)")
+        yield prim
+    finally:
+        REGISTRY.pop(prim.name)
+
+
+@pytest.mark.parametrize("provider", [True, False])
+def test_a_primitive_kept_for_a_library_call(provider, library_matmul, counting, monkeypatch):
+    if not provider:
+        monkeypatch.setattr(blas, "_cached", [None])
+    fn = parse(LIBRARY_MATMUL)
+    decomposed = pipeline.optimize_ir(fn)
+    (kept,) = [op for op in decomposed.body.ops if op.prim is library_matmul]
+    assert [op.prim for op in kept.regions[0].ops] == [ops.dot_general_p]
+    artifacts = pipeline.compile_ir(fn, "aotx_test_library_matmul", targets.host())
+    assert artifacts.library == ["dgemm"]
+    loaded = pipeline.load(artifacts)
+    assert loaded.library_filled == int(provider)
+    kernel = NativeKernel("f", loaded.address(artifacts.name),
+                          [parse_spec("a", "f64[n, n]"), parse_spec("b", "f64[n, n]")],
+                          [parse_spec("result0", "f64[n, n]")], artifacts.symbols, keepalive=loaded)
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((9, 9)), rng.standard_normal((9, 9))
+    (got,) = kernel(a, b)
+    check(got, oracle("ij,jk->ik", a, b) ** 2, np.float64)
+    assert counting.calls == ({"dgemm": 1} if provider else {})
