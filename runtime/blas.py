@@ -50,11 +50,8 @@ class Provider:
     def address(self, routine: str) -> int:
         """The address of `routine` (``"dgemm"``), 0 when the library lacks it."""
         if routine not in self._addresses:
-            addr = 0
-            if _NAME.fullmatch(routine):
-                fn = getattr(self._lib, self.pattern.format(routine), None)
-                addr = ctypes.cast(fn, ctypes.c_void_p).value or 0 if fn is not None else 0
-            self._addresses[routine] = addr
+            fn = getattr(self._lib, self.pattern.format(routine), None) if _NAME.fullmatch(routine) else None
+            self._addresses[routine] = (ctypes.cast(fn, ctypes.c_void_p).value or 0) if fn is not None else 0
         return self._addresses[routine]
 
 
