@@ -465,6 +465,10 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
                                                     for i in updates) \
                 or len(out_types) + len(updates) != len(outputs):
             raise ValueError(f"updates {updates!r} (or an inconsistent signature)")
+        library = meta.get("routines", [])      # BLAS/LAPACK routines (backend/library.py)
+        if not isinstance(library, list) or not all(isinstance(r, str) and re.fullmatch(r"[a-z][a-z0-9_]*", r)
+                                                    for r in library):
+            raise ValueError(f"library {library!r}")
         contiguous = meta.get("contiguous", [])
         if not isinstance(contiguous, list) or not all(type(i) is int for i in contiguous) \
                 or not set(contiguous) <= set(updates):
@@ -475,7 +479,7 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
     if problem:
         raise BadEntry(f"object.o {problem}")
     try:
-        loaded = native_jit.LoadedObject(obj, target)
+        loaded = native_jit.LoadedObject(obj, target, symbol, library)
         address = loaded.address(symbol)
     except (RuntimeError, KeyError, ValueError, OSError) as e:
         raise BadEntry(f"object.o does not load ({e})") from None
@@ -674,6 +678,7 @@ class Probe:
                     "errors": [e.to_json() for e in spec.native.errors],
                     "random": spec.native.random, "updates": list(spec.native.updates),
                     "contiguous": list(spec.native.contiguous),
+                    "routines": list(spec.artifacts.library) if spec.artifacts is not None else [],
                     "out_tree": tree_to_json(spec.program.out_tree), "deps": deps,
                     "signature": ", ".join(a.type_text for a in spec.native.inputs),
                     "function": f"{getattr(self.kernel.fn, '__module__', '?')}."

@@ -10,6 +10,8 @@
 | AOTX_CACHE_DIR=path  | on-disk kernel cache (default: the user cache dir + /aotx)      |
 | AOTX_DISABLE_CACHE=1 | neither read nor write the on-disk kernel cache                 |
 | AOTX_BOUNDSCHECK=1   | run-time indices out of range raise IndexError (default: clamp) |
+| AOTX_BLAS=none|path  | BLAS/LAPACK provider (read by runtime/blas.py; default: NumPy's) |
+| AOTX_BLAS_SYMBOLS=p  | its routine names, e.g. {}_64_ (runtime/blas.py)                 |
 """
 from __future__ import annotations
 

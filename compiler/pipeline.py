@@ -172,6 +172,7 @@ class Artifacts:
     symbols: list[str]
     errors: list[ErrorSite] = field(default_factory=list)   # status ERROR_BASE + i raises errors[i]
     random: bool = False         # takes the call's key after the symbols (docs/abi.md)
+    library: list[str] = field(default_factory=list)   # BLAS/LAPACK routines it may call
     _asm: str | None = field(default=None, repr=False)
 
     @property
@@ -222,8 +223,8 @@ def compile_ir(fn: Function, name: str, target: Target, *, fastmath: bool = Fals
         STATS["llvm_compilations"] += 1
     return Artifacts(name, fn, optimized, llvm_ir, code.llvm_optimized, code.object, target,
                      kernel.symbols_of(optimized), kernel.error_sites(optimized),
-                     kernel.uses_random(optimized))
+                     kernel.uses_random(optimized), kernel.library_routines(llvm_ir, name))
 
 
 def load(artifacts: Artifacts) -> native.LoadedObject:
-    return native.LoadedObject(artifacts.object, artifacts.target)
+    return native.LoadedObject(artifacts.object, artifacts.target, artifacts.name, artifacts.library)

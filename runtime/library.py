@@ -7,11 +7,13 @@ with NumPy and the standard library only (no compiler, no LLVM).
 from __future__ import annotations
 
 import ctypes
+import functools
 import inspect
 from pathlib import Path
 from typing import Any
 
 
+from runtime import blas
 from runtime import manifest as mf
 from runtime import trees
 from runtime.abi import ArgSpec, ErrorSite
@@ -35,6 +37,7 @@ class LibraryKernel:
                                    random=info.get("random", False) is True,
                                    updates=_updates(info.get("updates", []), len(ins), len(outs)),
                                    contiguous=_contiguous(info.get("contiguous", []), info.get("updates", [])))
+        self.library_filled = 0      # how many of its BLAS/LAPACK pointers were set at load
         self._result = info.get("result", {"tuple": [trees.LEAF] * (len(outs) - len(self.native.updates))})
         self.__signature__ = inspect.Signature(
             [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in ins])
@@ -56,6 +59,21 @@ class LibraryKernel:
 
     def __repr__(self) -> str:
         return f"<aotx kernel {self.__name__}({self.signature})>"
+
+
+def _routines(value: Any) -> list[str]:
+    """The manifest's "routines" (BLAS/LAPACK routines the kernel may call), checked."""
+    if not isinstance(value, list) or not all(isinstance(r, str) and r.isidentifier() for r in value):
+        raise ValueError(f"bad \"routines\" {value!r}")
+    return value
+
+
+def _slot(handle: ctypes.CDLL, symbol: str, routine: str) -> int:
+    """The address of kernel `symbol`'s pointer to `routine` (0 if the library lacks it)."""
+    try:
+        return ctypes.addressof(ctypes.c_void_p.in_dll(handle, blas.slot_symbol(symbol, routine)))
+    except ValueError:
+        return 0
 
 
 def _updates(value: Any, n_inputs: int, n_outputs: int) -> list[int]:
@@ -88,6 +106,8 @@ class Library:
                 raise mf.LoadError(f"{path}: symbol {info['symbol']!r} listed in the manifest "
                                    f"is not in the library") from None
             kernel = LibraryKernel(info, ctypes.cast(fn, ctypes.c_void_p).value or 0, self)
+            kernel.library_filled = blas.fill(_routines(info.get("routines", [])),
+                                              functools.partial(_slot, handle, info["symbol"]))
             self.kernels[info["name"]] = kernel
             setattr(self, info["name"], kernel)
 

@@ -229,6 +229,10 @@ def _header_preamble(lib: Library, guard: str) -> list[str]:
         " * A function that writes into its arguments (x += y, x[1:-1] = ...: NAME_NUM_UPDATES > 0)",
         " * returns their new values as its last outputs (the manifest's \"updates\"); the",
         " * caller copies each into its argument after a successful call, as runtime.load does.",
+        " * A kernel that may call BLAS/LAPACK (a large matrix product: NAME_NUM_ROUTINES > 0) has",
+        " * a pointer per routine, NAME__ROUTINE (e.g. mod_f__dgemm), NULL until you set it to",
+        " * an ILP64 (64-bit integer) Fortran-ABI routine, e.g. mod_f__dgemm = (void *)dgemm_64_;",
+        " * while NULL the kernel computes with its own generated code (same results, slower).",
         " */",
         f"#ifndef {guard}",
         f"#define {guard}",
@@ -281,6 +285,9 @@ def _declaration(k: BuiltKernel) -> list[str]:
         f"#define {upper}_NUM_SYMBOLS {len(info['symbols'])}",
         f"#define {upper}_RANDOM_KEY {int(bool(random))}",
         f"#define {upper}_NUM_UPDATES {len(updates)}",
+        f"#define {upper}_NUM_ROUTINES {len(info.get('routines', []))}",
+        *[f"extern void *{k.symbol}__{r};   /* ILP64 {r}_, NULL: generated code */"
+          for r in info.get("routines", [])],
         "",
     ]
 

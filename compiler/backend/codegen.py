@@ -16,7 +16,7 @@ from typing import Any, Collection, Iterator, Mapping, Sequence
 import numpy as np
 from llvmlite import ir as ll
 
-from compiler.backend import casts, control, mathlib, pairwise
+from compiler.backend import casts, control, library, mathlib, pairwise
 from compiler.backend.buffers import I1T, I8T, I64T, PTR, Buffer, memory_type, scalar_type
 from compiler.backend.fusion import Evaluation, Schedule, schedule
 from compiler.ir import dims
@@ -29,8 +29,10 @@ class Codegen:
     """The lowering context handed to every primitive's ``lower``."""
 
     def __init__(self, module: ll.Module, fn: ll.Function, symbols: dict[str, ll.Value],
-                 *, fastmath: bool, has_fma: bool, vector_bits: int = 256) -> None:
+                 *, fastmath: bool, has_fma: bool, vector_bits: int = 256, name: str = "kernel") -> None:
         self.module = module
+        self.name = name                 # the kernel's exported symbol (names its library slots)
+        self.library_slots: dict[str, ll.GlobalVariable] = {}   # routine -> pointer (library.py)
         self.fn = fn
         self.symbols = symbols
         self.fastmath = fastmath
@@ -104,11 +106,21 @@ class Codegen:
         return casts.round_half(self, value)
 
     def add(self, dtype: np.dtype, a: ll.Value, b: ll.Value) -> ll.Value:
+        if is_complex(dtype):     # the loop nest of a complex product (primitives/gemm.py)
+            part = real_dtype(dtype)
+            return self.complex_value(dtype, *(self.add(part, self.b.extract_value(a, i),
+                                                        self.b.extract_value(b, i)) for i in (0, 1)))
         if dtype == BOOL:
             return self.b.or_(a, b)       # NumPy's boolean sum of products is "any"
         return self.b.fadd(a, b) if is_float(dtype) else self.b.add(a, b)
 
     def mul(self, dtype: np.dtype, a: ll.Value, b: ll.Value) -> ll.Value:
+        if is_complex(dtype):
+            part = real_dtype(dtype)
+            ar, ai, br, bi = (self.b.extract_value(v, i) for v in (a, b) for i in (0, 1))
+            re = self.b.fsub(self.mul(part, ar, br), self.mul(part, ai, bi), flags=("contract",))
+            im = self.b.fadd(self.mul(part, ar, bi), self.mul(part, ai, br), flags=("contract",))
+            return self.complex_value(dtype, re, im)
         if is_float(dtype):
             return self.b.fmul(a, b, flags=("contract",))
         return self.b.and_(a, b) if dtype == BOOL else self.b.mul(a, b)
@@ -139,6 +151,42 @@ class Codegen:
         if init is not None:
             self.b.store(init, slot)
         return slot
+
+    # ---- library calls (BLAS/LAPACK through a pointer the loader fills: library.py) -------
+    def library_call(self, routine: str, emit: Any, fallback: Any, *,
+                     when: ll.Value | None = None, strings: int = 0) -> None:
+        """Where the kernel's pointer to `routine` (``"dgemm"``, ``"dgetrf"``) is set and
+        `when` (an i1) holds, run ``emit(invoke)``, which emits the library branch and
+        ``invoke(args)`` for each call (Fortran ABI: scalars are passed by reference for you,
+        int64 integers); a list of args is one call. Elsewhere run `fallback()`, which emits
+        the generated code. See backend/library.py."""
+        library.call(self, routine, emit, fallback, when=when, strings=strings)
+
+    def lower_fallback(self, op: Op, outs: Sequence[Buffer]) -> None:
+        """The generated code of an op kept for a library call (Primitive.library_when): its
+        region (the decomposition) on its operands' buffers, writing `outs`."""
+        args = []
+        for v in op.operands:
+            buf = self.buffers.get(v)
+            if buf is None:                   # a value fusion computes in place: materialize it
+                buf = self.scratch_buffer(v.type.dtype, v.type.shape)
+                self.compute_into(v, buf)
+            args.append(buf)
+        self._cache.append({})
+        try:
+            self.lower_block(op.regions[0], args, outs)
+        finally:
+            self._cache.pop()
+
+    def char(self, value: str) -> ll.Constant:
+        """A Fortran CHARACTER*1 argument (``cg.char("N")``)."""
+        return library.char(value)
+
+    def pointer(self, buf: Buffer, offset: ll.Value | None = None) -> ll.Value:
+        """The address of element `offset` (flat, in elements) of `buf`."""
+        if offset is None:
+            return buf.ptr
+        return self.b.gep(buf.ptr, [offset], inbounds=True)
 
     # ---- memory ----------------------------------------------------------------------
     def linearize(self, idx: Sequence[ll.Value], shape: Sequence[dims.Dim]) -> ll.Value:
@@ -458,6 +506,13 @@ class Codegen:
             for f in flags[1:]:
                 flag = self.alloca_builder.or_(flag, f)
             self.too_big = flag
+
+    def scratch_buffer(self, dtype: np.dtype, shape: Sequence[dims.Dim]) -> Buffer:
+        """A row-major temporary of `shape` (see scratch)."""
+        count: dims.Dim = 1
+        for d in shape:
+            count = dims.mul(count, d)
+        return Buffer(self.scratch(dtype, self.entry_dim(count)), dtype, tuple(shape))
 
     def scratch(self, dtype: np.dtype, count: ll.Value) -> ll.Value:
         """A pointer to `count` (computed in the entry block) elements of `dtype`, malloc'ed

@@ -9,10 +9,12 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+from typing import Sequence
 
 import llvmlite.binding as llvm
 
 from compiler.backend.target import Target, _initialize
+from runtime import blas
 
 #: float16 conversions LLVM may call rather than inline (double -> half always; float <-> half
 #: on CPUs without F16C); a linked library gets them from libgcc, MCJIT from this table
@@ -33,15 +35,22 @@ def _register_runtime_helpers() -> None:
 
 
 class LoadedObject:
-    """Native code loaded in this process. Keep it alive while calling into it."""
+    """Native code loaded in this process. Keep it alive while calling into it.
 
-    def __init__(self, obj: bytes, target: Target) -> None:
+    `library`: the BLAS/LAPACK routines kernel `symbol` may call; their pointers
+    (backend/library.py) are filled from this process's provider (runtime/blas.py), or left
+    NULL (the kernel then runs its generated code)."""
+
+    def __init__(self, obj: bytes, target: Target, symbol: str = "",
+                 library: Sequence[str] = ()) -> None:
         _initialize()
         _register_runtime_helpers()
         self._engine = llvm.create_mcjit_compiler(
             llvm.parse_assembly(""), target.machine(jit=True))
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
+        self.library_filled = blas.fill(
+            library, lambda r: self._engine.get_global_value_address(blas.slot_symbol(symbol, r)))
 
     def address(self, symbol: str) -> int:
         addr = self._engine.get_function_address(symbol)

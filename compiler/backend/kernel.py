@@ -11,6 +11,7 @@ import re
 
 from llvmlite import ir as ll
 
+from compiler.backend import library
 from compiler.backend.codegen import I64T, PTR, Buffer, Codegen, memory_type
 from compiler.backend.target import Target
 from compiler.ir import dims
@@ -46,6 +47,12 @@ def error_sites(fn: Function) -> list[ErrorSite]:
     return [error_site(op) for op in check_ops(fn)]
 
 
+def library_routines(llvm_ir: str, name: str) -> list[str]:
+    """The library routines (BLAS/LAPACK) kernel `name` may call: the pointers its module
+    exports for the loader to fill (backend/library.py)."""
+    return library.routines(llvm_ir, name)
+
+
 def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = False) -> str:
     """LLVM IR text for `fn`, exported as `name`."""
     module = ll.Module(name)
@@ -60,7 +67,7 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
         arg.add_attribute("noalias")
     symbols = dict(zip(syms + [RNG_SYMBOL], impl.args[n_in + n_out:]))
     cg = Codegen(module, impl, symbols, fastmath=fastmath, has_fma=target.has_fma,
-                 vector_bits=target.vector_bits)
+                 vector_bits=target.vector_bits, name=name)
     cg.checks = {op: ERROR_BASE + i for i, op in enumerate(check_ops(fn))}
 
     def buffer(arg: ll.Value, t) -> Buffer:

@@ -24,6 +24,10 @@ A primitive declares:
   see one op with matrix-level rules (a factorization, a sort), the backend sees
   the generated code. A decomposition may leave the op in place (return None) when
   the backend lowers it better itself (a library call for a large matrix).
+* ``library_when(op) -> bool``: with a decomposition, True keeps the op with the
+  decomposed code as its one region; its OPAQUE ``lower`` calls a BLAS/LAPACK routine
+  through ``cg.library_call`` and lowers the region as the fallback
+  (``cg.lower_fallback``: docs/linalg.md, "BLAS and LAPACK").
 
 Kinds, as the backend sees them:
 
@@ -73,6 +77,9 @@ class Primitive:
                                                     # (re, im) pairs (transforms/complex.py)
     decomposition: Callable[..., Any] | None = None  # (b, op, args) -> results or None (keep the
                                                      # op): other primitives (transforms/decompose.py)
+    library_when: Callable[..., bool] | None = None  # (op) -> keep the op, its decomposition as its
+                                                     # region: lower calls a library routine, the
+                                                     # region is the fallback (backend/library.py)
     effects: frozenset[str] = field(default_factory=frozenset)
     doc: str = ""
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from compiler.ir.primitive import define
 from compiler.ir.types import TensorType
-from compiler.primitives import ad, ops
+from compiler.primitives import ad, gemm, ops
 from compiler.primitives.base import check
 from compiler.primitives.batching import move_axis, reemit
 
@@ -69,10 +69,25 @@ def _lower_dot(cg: Any, op: Any, outs: list[Any]) -> None:
                 idx[a] = v
         return idx
 
-    if all(d == 1 for d in j_shape):
-        _lower_dot_rows(cg, op, outs[0], place, (lb, lfree, lc), (rb, rfree, rc),
-                        batch_shape + i_shape, k_shape)
-        return
+    def loops() -> None:
+        if all(d == 1 for d in j_shape):
+            _lower_dot_rows(cg, op, outs[0], place, (lb, lfree, lc), (rb, rfree, rc),
+                            batch_shape + i_shape, k_shape)
+        else:
+            _lower_dot_loops(cg, op, outs[0], place, (lb, lfree, lc), (rb, rfree, rc),
+                             batch_shape, i_shape, j_shape, k_shape)
+    # large products through BLAS gemm, with the loop nest as the fallback (gemm.py)
+    if not gemm.lower(cg, op, outs[0], (lb, lfree, lc), (rb, rfree, rc), loops):
+        loops()
+
+
+def _lower_dot_loops(cg: Any, op: Any, out: Any, place: Any, laxes: tuple, raxes: tuple,
+                     batch_shape: tuple, i_shape: tuple, j_shape: tuple, k_shape: tuple) -> None:
+    """The i-k-j loop nest: out[b, i, :] accumulated from rows of rhs."""
+    lhs, rhs = op.operands
+    (lb, lfree, lc), (rb, rfree, rc) = laxes, raxes
+    dtype = op.results[0].dtype
+    outs = [out]
     with cg.loop_nest(batch_shape + i_shape) as outer:
         bi, ii = outer[:len(batch_shape)], outer[len(batch_shape):]
         with cg.loop_nest(j_shape) as jj:

@@ -76,7 +76,13 @@ def _split(b: Builder, v: Value, whole: dict[Pair, Value]) -> Pair:
 def _pack(b: Builder, x: Lowered, whole: dict[Pair, Value]) -> Value:
     if not isinstance(x, tuple):
         return x
-    return whole[x] if x in whole else ops.complex_(b, x[0], x[1])
+    if x in whole:
+        return whole[x]
+    re, im = x        # the parts of one complex value (a complex dot_general's result): that value
+    if re.op is not None and im.op is not None and re.op.prim is ops.real_p and im.op.prim is ops.imag_p \
+            and re.op.operands[0] is im.op.operands[0]:
+        return re.op.operands[0]
+    return ops.complex_(b, re, im)
 
 
 def _lower_op(b: Builder, op: Op, args: list[Lowered], whole: dict[Pair, Value]) -> list[Lowered]:

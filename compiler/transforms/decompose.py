@@ -6,7 +6,10 @@ that vmap and AD see one op with matrix-level rules (a factorization, a sort: th
 derivative of a Cholesky factor is a formula, not the derivative of the loop that
 computes it), and the backend sees only primitives it lowers. A decomposition
 may emit ops that decompose again (``inv`` through ``lu``); it may also return
-None to keep the op (a library call the backend makes for a large matrix).
+None to keep the op (a library call the backend makes for a large matrix), and a
+primitive whose ``library_when(op)`` holds keeps the op with the decomposed code as
+its region: the backend calls a LAPACK routine and lowers the region where the
+kernel has none (docs/linalg.md, "BLAS and LAPACK").
 
     func @f(%a: f64[4, 2, 2]) -> (f64[4, 2, 2]) {
       %0 = cholesky(%a) : f64[4, 2, 2]
@@ -58,6 +61,10 @@ def _decompose_op(b: Builder, op: Op, args: list[Value], depth: int) -> list[Val
         if built is not None:
             inner.results = list(built)
             done = _decompose_block(inner, depth + 1) if _has_decomposable(inner) else inner
+            if op.prim.library_when is not None and op.prim.library_when(op):
+                # a library call for this size: the generated code stays as the op's region,
+                # the fallback of a kernel loaded without the routine (backend/library.py)
+                return list(b.emit(op.prim, args, op.params, [done]))
             return _inline(b, done, args)
     regions = [_decompose_block(r, depth) if _has_decomposable(r) else r for r in op.regions]
     if all(a is v for a, v in zip(args, op.operands)) and all(

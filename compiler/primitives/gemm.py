@@ -1,0 +1,233 @@
+"""dot_general through BLAS gemm when the product is large, the generated loop nest otherwise.
+
+Per batch element a contraction is one matrix product C[m, n] = A[m, k] B[k, n]: m the
+flattened free axes of lhs, n those of rhs, k the contracted axes (in pairing order). The
+result buffer is C, row-major. An operand is passed to gemm without a copy when it is a
+*strided view of a buffer*: a materialized value, or a transpose, broadcast (of batch axes)
+or reshape (of a contiguous buffer) of one, whose two groups of axes each flatten to one
+stride and one of them has unit stride (``A.T @ B`` is a transposed operand, a leading
+dimension, no copy). Any other operand (a cast, a slice with a step, the real part of a
+complex array, ...) is packed into a temporary on the gemm branch: fusion.py computes such a
+"cheap" operand inside the product's loop nest, and the packing loop computes it once.
+
+Row-major C = A B is column-major C^T = B^T A^T, so gemm gets (rhs, lhs) in that order.
+
+The choice is made at run time: m, n, k >= GEMM_MIN_DIM and m * n * k >= GEMM_MIN_PRODUCT
+(COMPLEX_MIN_DIM and COMPLEX_MIN_PRODUCT for complex products; symbolic sizes are tested by
+the kernel), and the kernel's pointer to the routine set
+(backend/library.py: NULL without a provider). A product that is statically small gets no
+gemm branch at all.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from llvmlite import ir as ll
+
+from compiler.ir import dims
+from compiler.ir.dims import Dim
+from compiler.ir.types import C64, C128, F32, F64
+from compiler.primitives import ops
+
+#: a product calls gemm when m, n and k are each at least GEMM_MIN_DIM and m * n * k at least
+#: GEMM_MIN_PRODUCT (docs/linalg.md "BLAS and LAPACK": the crossover measured by
+#: benchmarks/linalg.py). Below, and for matrix-vector and tall-skinny shapes, the generated
+#: loop nest is as fast or faster (it keeps the small operand in cache and vectorizes the
+#: long axis; gemm's packing does not pay off).
+GEMM_MIN_DIM = 64
+GEMM_MIN_PRODUCT = 128 * 128 * 128
+#: the same for complex products (zgemm, cgemm): they win from 64x64x64 on
+COMPLEX_MIN_DIM = 32
+COMPLEX_MIN_PRODUCT = 64 * 64 * 64
+ROUTINES = {F64: "dgemm", F32: "sgemm", C128: "zgemm", C64: "cgemm"}
+I64T = ll.IntType(64)
+
+
+def routine(dtype: np.dtype) -> str | None:
+    """The gemm routine of a dtype, None for the dtypes BLAS has no product for."""
+    return ROUTINES.get(dtype)
+
+
+def thresholds(dtype: np.dtype) -> tuple[int, int]:
+    """(least m, n and k, least m * n * k) of a product of `dtype` that calls gemm."""
+    if dtype.kind == "c":
+        return COMPLEX_MIN_DIM, COMPLEX_MIN_PRODUCT
+    return GEMM_MIN_DIM, GEMM_MIN_PRODUCT
+
+
+def may_call(m: Dim, n: Dim, k: Dim, dtype: np.dtype) -> bool:
+    """Can a product of these sizes call gemm (False: it is small for every value of its
+    symbols, and gets the loop nest only)?"""
+    least, product = thresholds(dtype)
+    size = dims.mul(dims.mul(m, n), k)
+    return not (any(isinstance(d, int) and d < least for d in (m, n, k))
+                or isinstance(size, int) and size < product)
+
+
+def _product(shape: Sequence[Dim]) -> Dim:
+    total: Dim = 1
+    for d in shape:
+        total = dims.mul(total, d)
+    return total
+
+
+def _row_major(shape: Sequence[Dim]) -> list[Dim]:
+    strides: list[Dim] = []
+    acc: Dim = 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc = dims.mul(acc, d)
+    return strides[::-1]
+
+
+def strided_view(cg: Any, v: Any) -> tuple[Any, list[Dim]] | None:
+    """(buffer, stride of each axis of `v` in elements) when `v` reads a buffer through
+    transposes, broadcasts and reshapes of a contiguous array only; else None."""
+    buf = cg.buffers.get(v)
+    if buf is not None:
+        return buf, _row_major(buf.shape)
+    op = v.op
+    if op is None:
+        return None
+    if op.prim is ops.transpose_p:
+        inner = strided_view(cg, op.operands[0])
+        if inner is None:
+            return None
+        return inner[0], [inner[1][p] for p in op.params["permutation"]]
+    if op.prim is ops.broadcast_in_dim_p:
+        inner = strided_view(cg, op.operands[0])
+        if inner is None:
+            return None
+        src, shape = op.operands[0].type.shape, op.params["shape"]
+        strides: list[Dim] = [0] * len(shape)
+        for i, j in enumerate(op.params["broadcast_dimensions"]):
+            strides[j] = inner[1][i] if src[i] == shape[j] else 0
+        return inner[0], strides
+    if op.prim is ops.reshape_p:
+        inner = strided_view(cg, op.operands[0])
+        if inner is None or inner[1] != _row_major(op.operands[0].type.shape):
+            return None
+        return inner[0], _row_major(op.params["new_sizes"])
+    return None
+
+
+def _group_stride(shape: Sequence[Dim], strides: Sequence[Dim], axes: Sequence[int]) -> Dim | None:
+    """The one stride of the flattened `axes` (None: they do not flatten; 0 for a group
+    of size-1 axes only, whose stride does not matter)."""
+    kept = [a for a in axes if shape[a] != 1]
+    if not kept:
+        return 0
+    for a, b in zip(kept, kept[1:]):
+        if strides[a] != dims.mul(strides[b], shape[b]):
+            return None
+    stride = strides[kept[-1]]
+    return None if stride == 0 else stride
+
+
+class Operand:
+    """One gemm operand: a base buffer, the strides of its batch axes, and its matrix
+    (rows x cols, row-major sense) as `trans`/`ld` of the column-major call."""
+
+    def __init__(self, buf: Any, batch: list[Dim], trans: str, ld: Dim) -> None:
+        self.buf, self.batch, self.trans, self.ld = buf, batch, trans, ld
+
+
+def _layout(cg: Any, v: Any, batch: Sequence[int], rows: Sequence[int], cols: Sequence[int]
+            ) -> Operand | None:
+    """`v` as a gemm operand without a copy: the column-major view of the row-major matrix
+    (rows x cols) is "N" with ld = the rows' stride when cols have unit stride, "T" with ld =
+    the cols' stride when rows have unit stride."""
+    view = strided_view(cg, v)
+    if view is None:
+        return None
+    buf, strides = view
+    if not np.dtype(buf.dtype) == v.type.dtype:
+        return None
+    shape = v.type.shape
+    r, c = _group_stride(shape, strides, rows), _group_stride(shape, strides, cols)
+    if r is None or c is None:
+        return None
+    nrows, ncols = _product([shape[a] for a in rows]), _product([shape[a] for a in cols])
+    bstrides = [strides[a] for a in batch]
+    if c in (0, 1) and r != 0:
+        return Operand(buf, bstrides, "N", r)
+    if r in (0, 1) and c != 0:
+        return Operand(buf, bstrides, "T", c)
+    if r == 0 and c in (0, 1):          # a single row or element
+        return Operand(buf, bstrides, "N", dims.maximum(ncols, 1))
+    if c == 0 and r == 1:               # a single column
+        return Operand(buf, bstrides, "T", dims.maximum(nrows, 1))
+    return None
+
+
+def _packed(cg: Any, v: Any, batch: Sequence[int], rows: Sequence[int], cols: Sequence[int]
+            ) -> Callable[[], Operand]:
+    """`v` copied into a temporary laid out [batch, rows, cols] (row-major): a function that
+    emits the copy where it is called (on the gemm branch) and returns the operand."""
+    order = list(batch) + list(rows) + list(cols)
+    shape = [v.type.shape[a] for a in order]
+    buf = cg.scratch_buffer(v.type.dtype, shape)
+
+    def emit() -> Operand:
+        with cg.loop_nest(shape) as idx:
+            at: list[Any] = [None] * v.type.ndim
+            for a, i in zip(order, idx):
+                at[a] = i
+            cg.store(buf, idx, cg.read(v, at))
+        ncols = _product(shape[len(batch) + len(rows):])
+        return Operand(buf, _row_major(shape)[:len(batch)], "N", dims.maximum(ncols, 1))
+    return emit
+
+
+def lower(cg: Any, op: Any, out: Any, laxes: tuple, raxes: tuple,
+          fallback: Callable[[], None]) -> bool:
+    """Emit the product through gemm with `fallback()` (the loop nest) on the other branch;
+    False (nothing emitted) when gemm cannot or should not do it."""
+    lhs, rhs = op.operands
+    (lb, lfree, lc), (rb, rfree, rc) = laxes, raxes
+    dtype = op.results[0].dtype
+    name = routine(dtype)
+    if name is None:
+        return False
+    m = _product([lhs.type.shape[a] for a in lfree])
+    n = _product([rhs.type.shape[a] for a in rfree])
+    k = _product([lhs.type.shape[a] for a in lc])
+    size = dims.mul(dims.mul(m, n), k)
+    if not may_call(m, n, k, dtype):
+        return False
+    least, product = thresholds(dtype)
+    a, b = _layout(cg, lhs, lb, lfree, lc), _layout(cg, rhs, rb, rc, rfree)
+    get_a = (lambda: a) if a is not None else _packed(cg, lhs, lb, lfree, lc)
+    get_b = (lambda: b) if b is not None else _packed(cg, rhs, rb, rc, rfree)
+    bshape = [lhs.type.shape[x] for x in lb]
+    when = None
+    for d, bound in ((m, least), (n, least), (k, least), (size, product)):
+        if not isinstance(d, int):
+            big = cg.b.icmp_signed(">=", cg.dim(d), ll.Constant(I64T, bound))
+            when = big if when is None else cg.b.and_(when, big)
+
+    def library(invoke: Callable[[Sequence[Any]], None]) -> None:
+        """Row-major C = A B as column-major C^T = B^T A^T: gemm(B, A), one call per batch
+        element."""
+        A, B = get_a(), get_b()
+        one, zero = cg.const(dtype, 1.0), cg.const(dtype, 0.0)
+        with cg.loop_nest(bshape) as bi:
+            pa = cg.pointer(A.buf, _offset(cg, A.batch, bi))
+            pb = cg.pointer(B.buf, _offset(cg, B.batch, bi))
+            pc = cg.pointer(out, cg.b.mul(cg.linearize(bi, bshape), cg.dim(dims.mul(m, n)))
+                            if bshape else None)
+            invoke([cg.char(B.trans), cg.char(A.trans), cg.dim(n), cg.dim(m), cg.dim(k), one,
+                    pb, cg.dim(B.ld), pa, cg.dim(A.ld), zero, pc, cg.dim(dims.maximum(n, 1))])
+    cg.library_call(name, library, fallback, when=when, strings=2)
+    return True
+
+
+def _offset(cg: Any, strides: Sequence[Dim], idx: Sequence[Any]) -> Any:
+    if not strides:
+        return None
+    total = ll.Constant(I64T, 0)
+    for s, i in zip(strides, idx):
+        if s != 0:
+            total = cg.b.add(total, cg.b.mul(i, cg.dim(s)))
+    return total
