@@ -279,7 +279,50 @@ def _decompose_lu(b: Builder, op: Op, args: list[Value]) -> list[Value] | None:
     if library_for is not None and library_for(op):
         return None
     n = a.type.shape[-1]
-    return _lu_unrolled(b, a) if _static_small(n) else _lu_loop(b, a)
+    if not _static_small(n):
+        return _lu_loop(b, a)
+    vec = TensorType(I64, (n,))
+    return _chunked(b, [a], [a.type.with_shape((n, n)), vec, vec], lambda bb, xs: _lu_unrolled(bb, xs[0]))
+
+
+#: unrolled code runs on chunks of this many matrices of a large static stack, so that its
+#: many intermediate values (one per entry and step, each as long as the chunk) stay in cache
+CHUNK = 64
+
+
+def _chunked(b: Builder, inputs: list[Value], core_types: list[TensorType],
+             core: Callable[[Builder, list[Value]], list[Value]]) -> list[Value]:
+    """``core(b, stacks) -> stacks`` (unrolled code, elementwise across the stack) on the
+    whole stack, or, for a static stack of more than CHUNK matrices, in a ``for`` loop over
+    chunks of CHUNK (and once on the rest)."""
+    nb = inputs[0].type.ndim - 2
+    batch = tuple(inputs[0].type.shape[:nb])
+    if not all(isinstance(d, int) for d in batch) or int(np.prod(batch)) < 2 * CHUNK:
+        return core(b, inputs)
+    count = int(np.prod(batch))
+    flat = [ops.reshape(b, x, (count,) + tuple(x.type.shape[nb:])) for x in inputs]
+    full = count // CHUNK
+    out_types = [TensorType(t.dtype, (count,) + tuple(t.shape)) for t in core_types]
+    body = new_block([_scalar_i64()] + [f.type for f in flat] + out_types)
+    bb = Builder(body, b.loc)
+    i, *xs = body.args
+    ins, outs = xs[:len(flat)], xs[len(flat):]
+    start = ops.mul(bb, i, _i64(bb, CHUNK))
+    zero = _i64(bb, 0)
+    pieces = [ops.dynamic_slice(bb, x, [start] + [zero] * (x.type.ndim - 1), (CHUNK,) + tuple(x.type.shape[1:]))
+              for x in ins]
+    done = core(bb, pieces)
+    body.results = list(ins) + [ops.dynamic_update_slice(bb, o, d, [start] + [zero] * (o.type.ndim - 1))
+                                for o, d in zip(outs, done)]
+    init = [ops.full(b, 0, t) for t in out_types]
+    res = list(ops.for_loop(b, _i64(b, 0), _i64(b, full), flat + init, body, 1, full))[len(flat):]
+    if count % CHUNK:
+        lo = full * CHUNK
+        rest = [ops.slice_(b, x, [lo] + [0] * (x.type.ndim - 1), list(x.type.shape)) for x in flat]
+        tail = core(b, rest)
+        res = [ops.update_slice(b, r, t, [lo] + [0] * (r.type.ndim - 1), list(r.type.shape), [1] * r.type.ndim)
+               for r, t in zip(res, tail)]
+    return [ops.reshape(b, r, batch + tuple(t.shape)) for r, t in zip(res, core_types)]
 
 
 def _magnitude(b: Builder, x: Value) -> Value:
@@ -447,7 +490,8 @@ def _decompose_tri(b: Builder, op: Op, args: list[Value]) -> list[Value] | None:
     p = op.params
     n, k = a.type.shape[-1], rhs.type.shape[-1]
     if _static_small(n) and isinstance(k, int) and k <= 4 * UNROLL_MAX:
-        return [_tri_unrolled(b, a, rhs, p["lower"], p["transpose_a"], p["unit_diagonal"])]
+        return _chunked(b, [a, rhs], [rhs.type.with_shape((n, k))], lambda bb, xs: [
+            _tri_unrolled(bb, xs[0], xs[1], p["lower"], p["transpose_a"], p["unit_diagonal"])])
     return [_tri_loop(b, a, rhs, p["lower"], p["transpose_a"], p["unit_diagonal"])]
 
 
