@@ -14,7 +14,7 @@ the user's line; det and slogdet of a singular matrix give 0 and (0, -inf) as Nu
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -37,7 +37,8 @@ _SLOGDET = getattr(getattr(np.linalg, "_linalg", None), "SlogdetResult", None)
 def _common_dtype(name: str, xs: Sequence[Staged]) -> np.dtype:
     """NumPy's linalg common type: float32/float64 (integers and bools as float64), complex
     when any operand is complex; float16 is unsupported."""
-    real, cplx = F32, False
+    real: np.dtype = F32
+    cplx = False
     for x in xs:
         dt = x.dtype
         if dt.kind in "fc":
@@ -301,6 +302,6 @@ def tensorsolve(b: Builder, a: Any, rhs: Any, axes: Any = None) -> Staged:
     return Staged(A.reshape_value(b, solve(b, m, v).value, old))
 
 
-FUNCTIONS = {np.linalg.solve: solve, np.linalg.inv: inv, np.linalg.det: det, np.linalg.slogdet: slogdet,
+FUNCTIONS: dict[Any, Callable[..., Any]] = {np.linalg.solve: solve, np.linalg.inv: inv, np.linalg.det: det, np.linalg.slogdet: slogdet,
              np.linalg.matrix_power: matrix_power, np.linalg.multi_dot: multi_dot,
              np.linalg.tensorinv: tensorinv, np.linalg.tensorsolve: tensorsolve}

@@ -174,27 +174,28 @@ def permute_rows(b: Builder, x: Value, perm: Value, inverse: bool = False) -> Va
     nb = len(batch)
     if isinstance(n, int) and isinstance(k, int) and n <= UNROLL_MAX and not inverse:
         xs, ps = entries(b, x), _vector_entries(b, perm)
+        n, k = _static(n), _static(k)
         rows = []
         for i in range(n):
             row = []
             for c in range(k):
                 acc = xs[0][c]
-                for j in range(1, n):
-                    acc = ops.select(b, ops.eq(b, ps[i], ops.full_like(b, j, ps[i])), xs[j][c], acc)
+                for src in range(1, n):
+                    acc = ops.select(b, ops.eq(b, ps[i], ops.full_like(b, src, ps[i])), xs[src][c], acc)
                 row.append(acc)
             rows.append(row)
         return assemble(b, rows)
     shape = tuple(batch) + (n, n, k)          # [..., i, j, c]: perm[i] == j picks x[j]
     p = _bcast(b, perm, shape, tuple(range(nb)) + ((nb + 1,) if inverse else (nb,)))
-    j = ops.iota(b, I64, shape, nb if inverse else nb + 1)
+    pos = ops.iota(b, I64, shape, nb if inverse else nb + 1)
     xb = _bcast(b, x, shape, tuple(range(nb)) + (nb + 1, nb + 2))
-    picked = ops.select(b, ops.eq(b, p, j), xb, ops.zeros_like(b, xb))
+    picked = ops.select(b, ops.eq(b, p, pos), xb, ops.zeros_like(b, xb))
     return ops.reduce_sum(b, picked, [nb + 1])
 
 
 def _vector_entries(b: Builder, v: Value) -> list[Value]:
-    *batch, n = v.type.shape
-    nb = len(batch)
+    *batch, last = v.type.shape
+    nb, n = len(batch), _static(last)
     return [ops.reshape(b, ops.slice_(b, v, [0] * nb + [i], list(batch) + [i + 1]), tuple(batch))
             for i in range(n)]
 
@@ -270,6 +271,12 @@ def _tri_vjp(b: Builder, op: Op, primals: list[Value], outs: list[Value],
 
 # ---- decompositions: generated code ----------------------------------------------------------
 
+def _static(d: Any) -> int:
+    """A dim the caller checked to be static."""
+    assert isinstance(d, int), d
+    return d
+
+
 def _static_small(n: Any) -> bool:
     return isinstance(n, int) and n <= UNROLL_MAX
 
@@ -297,9 +304,13 @@ def _chunked(b: Builder, inputs: list[Value], core_types: list[TensorType],
     chunks of CHUNK (and once on the rest)."""
     nb = inputs[0].type.ndim - 2
     batch = tuple(inputs[0].type.shape[:nb])
-    if not all(isinstance(d, int) for d in batch) or int(np.prod(batch)) < 2 * CHUNK:
+    count = 1
+    for d in batch:
+        if not isinstance(d, int):
+            return core(b, inputs)
+        count *= d
+    if count < 2 * CHUNK:
         return core(b, inputs)
-    count = int(np.prod(batch))
     flat = [ops.reshape(b, x, (count,) + tuple(x.type.shape[nb:])) for x in inputs]
     full = count // CHUNK
     out_types = [TensorType(t.dtype, (count,) + tuple(t.shape)) for t in core_types]
@@ -332,7 +343,7 @@ def _magnitude(b: Builder, x: Value) -> Value:
 
 
 def _lu_unrolled(b: Builder, a: Value) -> list[Value]:
-    n = a.type.shape[-1]
+    n = _static(a.type.shape[-1])
     batch = batch_shape(a)
     m = entries(b, a)
     idx = [ops.full(b, i, TensorType(I64, batch)) for i in range(n)]
@@ -496,7 +507,7 @@ def _decompose_tri(b: Builder, op: Op, args: list[Value]) -> list[Value] | None:
 
 
 def _tri_unrolled(b: Builder, a: Value, rhs: Value, lower: bool, ta: str, unit: bool) -> Value:
-    n, k = a.type.shape[-1], rhs.type.shape[-1]
+    n, k = _static(a.type.shape[-1]), _static(rhs.type.shape[-1])
     am, bm = entries(b, a), entries(b, rhs)
 
     def at(i: int, j: int) -> Value:          # op(A)[i, j]
