@@ -172,6 +172,8 @@ def permute_rows(b: Builder, x: Value, perm: Value, inverse: bool = False) -> Va
     for x [..., n, k] and an int64 perm [..., n]: selects, so it differentiates and fuses."""
     *batch, n, k = x.type.shape
     nb = len(batch)
+    if n == 0:
+        return x
     if isinstance(n, int) and isinstance(k, int) and n <= UNROLL_MAX and not inverse:
         xs, ps = entries(b, x), _vector_entries(b, perm)
         n, k = _static(n), _static(k)
@@ -286,6 +288,9 @@ def _decompose_lu(b: Builder, op: Op, args: list[Value]) -> list[Value] | None:
     if library_for is not None and library_for(op):
         return None
     n = a.type.shape[-1]
+    if n == 0:                  # nothing to factor
+        empty = ops.full(b, 0, TensorType(I64, batch_shape(a) + (0,)))
+        return [a, empty, empty]
     if not _static_small(n):
         return _lu_loop(b, a)
     vec = TensorType(I64, (n,))
@@ -500,6 +505,8 @@ def _decompose_tri(b: Builder, op: Op, args: list[Value]) -> list[Value] | None:
         return None
     p = op.params
     n, k = a.type.shape[-1], rhs.type.shape[-1]
+    if n == 0:
+        return [rhs]
     if _static_small(n) and isinstance(k, int) and k <= 4 * UNROLL_MAX:
         return _chunked(b, [a, rhs], [rhs.type.with_shape((n, k))], lambda bb, xs: [
             _tri_unrolled(bb, xs[0], xs[1], p["lower"], p["transpose_a"], p["unit_diagonal"])])

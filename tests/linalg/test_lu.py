@@ -314,3 +314,11 @@ def test_large_stack_in_chunks_with_a_rest():
     a[-1] = SINGULAR[3]
     with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
         SOLVE(a, b)
+
+
+@pytest.mark.parametrize("sa, sb", [((0, 3, 3), (0, 3, 1)), ((2, 0, 0), (2, 0, 1)), ((0, 0), (0, 2))])
+def test_empty(sa, sb):
+    a, b = np.zeros(sa), np.zeros(sb)
+    for got, want in zip(ALL(a, b), _expected(a, b)):
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
