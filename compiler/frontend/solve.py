@@ -104,9 +104,23 @@ def solve(b: Builder, a: Any, rhs: Any) -> Staged:
         r = A.broadcast_value(b, A.reshape_value(b, rhs.value, (n, 1)), batch + (n, 1))
     else:
         batch = A.broadcast_shapes(a.shape[:-2], rhs.shape[:-2])
+        if a.ndim == 2 and rhs.ndim > 2:
+            return _one_matrix(b, a.value, rhs.value)
         r = _stack(b, rhs.value, batch)
     x = _lu_solve(b, _stack(b, a.value, batch), r)
     return Staged(A.reshape_value(b, x, batch + (n,)) if vector else x)
+
+
+def _one_matrix(b: Builder, a: Value, rhs: Value) -> Staged:
+    """One matrix [n, n] and a stack of right-hand sides [..., n, k]: one factorization, the
+    stack's columns side by side ([n, (...) * k])."""
+    nb = rhs.type.ndim - 2
+    *batch, n, k = rhs.type.shape
+    cols = ops.transpose(b, rhs, [nb] + list(range(nb)) + [nb + 1])          # [n, ..., k]
+    flat = A.reshape_value(b, cols, (n, A.prod(list(batch) + [k])))
+    x = _lu_solve(b, a, flat)
+    back = A.reshape_value(b, x, (n, *batch, k))
+    return Staged(ops.transpose(b, back, list(range(1, nb + 1)) + [0, nb + 1]))
 
 
 def _inv(b: Builder, a: Staged) -> Staged:

@@ -174,7 +174,7 @@ def permute_rows(b: Builder, x: Value, perm: Value, inverse: bool = False) -> Va
     nb = len(batch)
     if n == 0:
         return x
-    if isinstance(n, int) and isinstance(k, int) and n <= UNROLL_MAX and not inverse:
+    if isinstance(n, int) and isinstance(k, int) and n <= UNROLL_MAX and k <= 4 * UNROLL_MAX and not inverse:
         xs, ps = entries(b, x), _vector_entries(b, perm)
         n, k = _static(n), _static(k)
         rows = []
@@ -510,6 +510,14 @@ def _decompose_tri(b: Builder, op: Op, args: list[Value]) -> list[Value] | None:
     if _static_small(n) and isinstance(k, int) and k <= 4 * UNROLL_MAX:
         return _chunked(b, [a, rhs], [rhs.type.with_shape((n, k))], lambda bb, xs: [
             _tri_unrolled(bb, xs[0], xs[1], p["lower"], p["transpose_a"], p["unit_diagonal"])])
+    if _static_small(n):        # many columns: each column a system of the stack
+        nb = rhs.type.ndim - 2
+        batch = batch_shape(rhs)
+        cols = ops.reshape(b, mT(b, rhs), batch + (k, n, 1))
+        wide = ops.broadcast_in_dim(b, a, batch + (k, n, n), tuple(range(nb)) + (nb + 1, nb + 2))
+        x = _chunked(b, [wide, cols], [rhs.type.with_shape((n, 1))], lambda bb, xs: [
+            _tri_unrolled(bb, xs[0], xs[1], p["lower"], p["transpose_a"], p["unit_diagonal"])])[0]
+        return [mT(b, ops.reshape(b, x, batch + (k, n)))]
     return [_tri_loop(b, a, rhs, p["lower"], p["transpose_a"], p["unit_diagonal"])]
 
 

@@ -322,3 +322,15 @@ def test_empty(sa, sb):
     for got, want in zip(ALL(a, b), _expected(a, b)):
         assert got.shape == want.shape
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("sb", [(3, 40), (50, 3, 2), (2, 25, 3, 1)])
+def test_one_matrix_many_right_hand_sides(sb):
+    """One factorization for a stack of right-hand sides (their columns side by side); more
+    columns than the unrolled solve takes at once make each column a system of the stack."""
+    a = well((3, 3))
+    a[[0, 2]] = a[[2, 0]]                     # a row swap for the pivoting
+    b = rand(sb)
+    close(SOLVE(a, b), np.linalg.solve(a, b), 1e-13, 1e-14)
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        SOLVE(SINGULAR[3], b)
