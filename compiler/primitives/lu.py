@@ -549,40 +549,40 @@ def _tri_unrolled(b: Builder, a: Value, rhs: Value, lower: bool, ta: str, unit: 
 
 def _tri_loop(b: Builder, a: Value, rhs: Value, lower: bool, ta: str, unit: bool) -> Value:
     def core(bb: Builder, ins: list[Value], outs: list[Value]) -> list[Value]:
-        return [_tri_matrix(bb, ins[0], outs[0], lower, ta, unit)]
-    return _per_matrix(b, [a], [rhs], core)[0]
+        return [_tri_matrix(bb, ins[0], ins[1], outs[0], lower, ta, unit)]
+    return _per_matrix(b, [a, rhs], [ops.zeros_like(b, rhs)], core)[0]
 
 
-def _tri_matrix(b: Builder, a: Value, rhs: Value, lower: bool, ta: str, unit: bool) -> Value:
-    """One row of x per iteration, in place: x[r] = (rhs[r] - op(A)[r, done] @ x[done]) /
-    op(A)[r, r], r ascending for a lower op(A), descending for an upper one."""
+def _tri_matrix(b: Builder, a: Value, rhs: Value, x0: Value, lower: bool, ta: str, unit: bool) -> Value:
+    """One row of x (zeros at first) per iteration, in place: x[r] = (rhs[r] - op(A)[r, done]
+    @ x[done]) / op(A)[r, r], r ascending for a lower op(A), descending for an upper one (the
+    row of op(A) is zero outside `done`, where x is still zero)."""
     n, k = rhs.type.shape
-    body = new_block([_scalar_i64(), a.type, rhs.type])
+    body = new_block([_scalar_i64(), a.type, rhs.type, x0.type])
     bb = Builder(body, b.loc)
-    i, am, x = body.args
+    i, am, bm, x = body.args
     z = _i64(bb, 0)
     forward = lower == (ta == "N")
     r = i if forward else ops.sub(bb, ops.sub(bb, ops.size_of(bb, n, I64), _i64(bb, 1)), i)
-    if ta == "N":          # row r of op(A), as a column [n, 1]
-        arow = mT(bb, ops.dynamic_slice(bb, am, [r, z], (1, n)))
+    if ta == "N":          # row r of op(A) [1, n]
+        arow = ops.dynamic_slice(bb, am, [r, z], (1, n))
     else:
-        arow = ops.dynamic_slice(bb, am, [z, r], (n, 1))
+        arow = mT(bb, ops.dynamic_slice(bb, am, [z, r], (n, 1)))
         if ta == "C":
             arow = ops.conj_if_complex(bb, arow)
-    j = ops.iota(bb, I64, (n, 1), 0)
-    rb = ops.broadcast_in_dim(bb, r, (n, 1), ())
+    j = ops.iota(bb, I64, (1, n), 1)
+    rb = ops.broadcast_in_dim(bb, r, (1, n), ())
     use = ops.lt(bb, j, rb) if forward else ops.gt(bb, j, rb)
-    prod = ops.mul(bb, _bcast(bb, arow, (n, k), (0, 1)), x)
-    prod = ops.select(bb, _bcast(bb, use, (n, k), (0, 1)), prod, ops.zeros_like(bb, prod))
-    s = ops.reshape(bb, ops.reduce_sum(bb, prod, [0]), (1, k))
-    xr = ops.sub(bb, ops.dynamic_slice(bb, x, [r, z], (1, k)), s)     # x holds rhs in rows not done
+    arow = ops.select(bb, use, arow, ops.zeros_like(bb, arow))
+    s = ops.dot_general(bb, arow, x, (((1,), (0,)), ((), ())))                  # [1, k]
+    xr = ops.sub(bb, ops.dynamic_slice(bb, bm, [r, z], (1, k)), s)
     if not unit:
         d = ops.dynamic_slice(bb, am, [r, r], (1, 1))
         if ta == "C":
             d = ops.conj_if_complex(bb, d)
         xr = ops.div(bb, xr, _bcast(bb, d, (1, k), (0, 1)))
-    body.results = [am, ops.dynamic_update_slice(bb, x, xr, [r, z])]
-    return ops.for_loop(b, _i64(b, 0), ops.size_of(b, n, I64), [a, rhs], body, 1, n)[1]
+    body.results = [am, bm, ops.dynamic_update_slice(bb, x, xr, [r, z])]
+    return ops.for_loop(b, _i64(b, 0), ops.size_of(b, n, I64), [a, rhs, x0], body, 1, n)[2]
 
 
 lu_ = define(
