@@ -462,7 +462,9 @@ def _lu_matrix(b: Builder, args: list[Value]) -> list[Value]:
     keyed = ops.select(bb, ops.isnan(bb, mag),
                        ops.select(bb, ops.eq(bb, rows, kv), ops.full(bb, np.inf, real), minus), mag)
     keyed = ops.select(bb, ops.lt(bb, rows, kv), minus, keyed)
-    p = ops.argmax(bb, keyed, 0)
+    best = ops.broadcast_in_dim(bb, ops.reduce_max(bb, keyed, [0]), (n,), ())   # two reductions
+    p = ops.reduce_min(bb, ops.select(bb, ops.eq(bb, keyed, best), rows,                # that vectorize
+                                      ops.broadcast_in_dim(bb, ops.size_of(bb, n, I64), (n,), ())), [0])
     row_k = ops.dynamic_slice(bb, m, [k, zero], (1, n))
     row_p = ops.dynamic_slice(bb, m, [p, zero], (1, n))
     m = ops.dynamic_update_slice(bb, m, row_k, [p, zero])
