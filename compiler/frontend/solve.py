@@ -316,6 +316,7 @@ def tensorsolve(b: Builder, a: Any, rhs: Any, axes: Any = None) -> Staged:
     return Staged(A.reshape_value(b, solve(b, m, v).value, old))
 
 
-FUNCTIONS: dict[Any, Callable[..., Any]] = {np.linalg.solve: solve, np.linalg.inv: inv, np.linalg.det: det, np.linalg.slogdet: slogdet,
-             np.linalg.matrix_power: matrix_power, np.linalg.multi_dot: multi_dot,
-             np.linalg.tensorinv: tensorinv, np.linalg.tensorsolve: tensorsolve}
+FUNCTIONS: dict[Any, Callable[..., Any]] = {
+    np.linalg.solve: solve, np.linalg.inv: inv, np.linalg.det: det, np.linalg.slogdet: slogdet,
+    np.linalg.matrix_power: matrix_power, np.linalg.multi_dot: multi_dot,
+    np.linalg.tensorinv: tensorinv, np.linalg.tensorsolve: tensorsolve}

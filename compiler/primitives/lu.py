@@ -27,10 +27,11 @@ primitives, so they differentiate again.
 
 Code (``decomposition``): for a small static n, unrolled over the entries (each entry a
 batch-shaped value: a batch of matrices becomes elementwise code across the batch, the
-pivot choice compare/select chains); otherwise a ``for`` loop over the columns (rows of
-the solve) that updates the whole stack a step at a time. ``library_for`` is where a
-LAPACK call for large matrices plugs in: a decomposition that returns None keeps the op
-for the backend.
+pivot choice compare/select chains; a large static stack in chunks of CHUNK matrices, so
+that the intermediates stay in cache); otherwise a ``for`` loop over the matrices of the
+stack and, inside, over the columns (getf2: pivot search, row swap, the rows below updated
+in place by a loop) or the rows of the solve. ``library_for`` is where a LAPACK call for
+large matrices plugs in: a decomposition that returns None keeps the op for the backend.
 """
 from __future__ import annotations
 
