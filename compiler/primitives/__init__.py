@@ -22,6 +22,7 @@ from compiler.primitives.elementwise import (abs_, add, and_, arccos, arccosh, a
 from compiler.primitives.indexing import (dynamic_slice, dynamic_update_slice, scatter, take,
                                           update_slice)
 from compiler.primitives.linalg import dot_general
+from compiler.primitives.lu import lu_, triangular_solve_
 from compiler.primitives.random import philox, rng_key
 from compiler.primitives.reduce import (argmax, argmin, cumprod, cumsum, reduce_and, reduce_max,
                                         reduce_min, reduce_or, reduce_prod, reduce_sum)

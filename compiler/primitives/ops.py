@@ -332,6 +332,12 @@ def for_loop(b: Builder, start: Value, stop: Value, carried: Sequence[Value], bo
     return b.emit(for_p, [start, stop, *carried], params, [body])
 
 
+# ---- LU and triangular solves (compiler/primitives/lu.py; constructors lu.lu, lu.triangular_solve)
+
+lu_p = declare("lu", OPAQUE)
+triangular_solve_p = declare("triangular_solve", OPAQUE)
+
+
 # ---- constants of a given type: the one place that builds them ---------------------
 
 def scalar(b: Builder, value: Any, dtype: Any) -> Value:

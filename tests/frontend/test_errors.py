@@ -141,8 +141,8 @@ def unknown_c_function(x):
     return x * import_free()
 
 
-def linalg_inv(x):
-    return np.linalg.inv(x)
+def linalg_vecdot(x):
+    return np.linalg.vecdot(x, x)
 
 
 def save_io(x):
@@ -300,7 +300,7 @@ CASES = [
     (unknown_numpy, UnsupportedError, "np.sort", "np.sort(x)", (X,)),
     (misspelled, UnsupportedError, "np.cumsom", "np.cumsom", (X,)),
     (unknown_c_function, UnsupportedError, "getpid", "import_free()", (X,)),
-    (linalg_inv, UnsupportedError, "np.linalg.inv", "np.linalg.inv", (X,)),
+    (linalg_vecdot, UnsupportedError, "np.linalg.vecdot", "np.linalg.vecdot", (X,)),
     (save_io, UnsupportedError, "I/O", "np.save", (X,)),
     (ambiguous_if, TruthValueError, "more than one element is ambiguous", "if x > 0", (X,)),
     (ambiguous_while, TruthValueError, "ambiguous", "while x > 0", (X,)),

@@ -2170,3 +2170,93 @@ prims("complex.conj", lambda dt, rng: [PrimSample("conj", (cmake((3, 4), dt, rng
 prims("complex.builtin", lambda dt, rng: [
     PrimSample("complex", (make((3, 4), _real_of(dt), rng), make((3, 4), _real_of(dt), rng)))],
     dtypes=COMPLEX)
+
+
+# ---- np.linalg: LU factorization, solves, inverses and determinants (compiler/primitives/lu.py)
+
+def _well_conditioned(shape: tuple[int, ...], dtype: Any, rng: np.random.Generator) -> np.ndarray:
+    """A random stack of matrices plus n times the identity (condition number about 3)."""
+    n = shape[-1]
+    a = cmake(shape, dtype, rng, -1.0, 1.0) if np.dtype(dtype).kind == "c" else make(shape, dtype, rng, -1.0, 1.0)
+    return (a + n * np.eye(n)).astype(dtype)
+
+
+def _rand(shape: tuple[int, ...], dtype: Any, rng: np.random.Generator) -> np.ndarray:
+    return cmake(shape, dtype, rng) if np.dtype(dtype).kind == "c" else make(shape, dtype, rng, -2.0, 2.0)
+
+
+_LU_TOL = Tol((1e-4, 1e-4), (1e-11, 1e-11))
+
+
+def _solve_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for sa, sb in [((3, 3), (3,)), ((2, 3, 3), (2, 3, 2)), ((2, 2), (3, 2, 1)), ((2, 1, 2, 2), (3, 2, 2)),
+                   ((9, 9), (9,)), ((1, 1), (1, 2))]:
+        yield SampleInput((_well_conditioned(sa, dtype, rng), _rand(sb, dtype, rng)))
+
+
+def _square_samples(shapes: list[tuple[int, ...]]) -> SampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        for s in shapes:
+            yield SampleInput((_well_conditioned(s, dtype, rng),))
+    return gen
+
+
+def _lu_errors() -> Iterator[ErrorInput]:
+    yield error((np.ones((2, 3)), np.ones(2)), errors.ShapeMismatchError, "must be square")
+    yield error((np.eye(3), np.ones((2, 3))), errors.ShapeMismatchError, "does not match")
+    yield error((np.eye(3), np.ones(4)), errors.ShapeMismatchError, "does not match")
+    yield error((np.eye(2, dtype=np.float16), np.ones(2, np.float16)), errors.UnsupportedError,
+                "float16 is unsupported")
+
+
+op("linalg.solve", lambda a, b: np.linalg.solve(a, b), _solve_samples, tol=_LU_TOL,
+   error_inputs=_lu_errors, more_dtypes=())
+op("linalg.inv", lambda a: np.linalg.inv(a), _square_samples([(3, 3), (2, 2, 2), (1, 1), (9, 9)]),
+   tol=_LU_TOL, more_dtypes=())
+op("linalg.det", lambda a: np.linalg.det(a), _square_samples([(3, 3), (2, 3, 3), (1, 1), (9, 9)]),
+   tol=_LU_TOL, more_dtypes=())
+op("linalg.slogdet", lambda a: tuple(np.linalg.slogdet(a)),
+   lambda dt, rng: [SampleInput((_well_conditioned((2, 3, 3), dt, rng) * np.array([1, -1, 1], dt),)),
+                    SampleInput((_well_conditioned((9, 9), dt, rng),))],
+   tol=_LU_TOL, more_dtypes=())
+op("linalg.matrix_power", lambda a, n: np.linalg.matrix_power(a, n),
+   lambda dt, rng: [SampleInput((_well_conditioned((3, 3), dt, rng) / 3, k)) for k in (0, 1, 3, 5, -2)]
+   + [SampleInput((_well_conditioned((2, 2, 2), dt, rng) / 2, 6))],
+   tol=_LU_TOL, more_dtypes=())
+op("linalg.multi_dot", lambda a, b, c, d: np.linalg.multi_dot([a, b, c, d]),
+   lambda dt, rng: [SampleInput(tuple(make(s, dt, rng) for s in shapes)) for shapes in
+                    [((5,), (5, 2), (2, 6), (6, 3)), ((2, 7), (7, 3), (3, 4), (4,)),
+                     ((3, 2), (2, 8), (8, 1), (1, 4))]],
+   dtypes=FLOATS, tol=REDUCTION, more_dtypes=())
+op("linalg.multi_dot.three", lambda a, b, c: np.linalg.multi_dot([a, b, c]),
+   lambda dt, rng: [SampleInput(tuple(make(s, dt, rng) for s in shapes)) for shapes in
+                    [((6, 2), (2, 5), (5, 1)), ((1, 5), (5, 2), (2, 6))]],
+   dtypes=FLOATS, tol=REDUCTION, more_dtypes=())
+op("linalg.tensorinv", lambda a: np.linalg.tensorinv(a, ind=1),
+   lambda dt, rng: [SampleInput((_well_conditioned((4, 4), dt, rng).reshape(4, 2, 2),))],
+   tol=_LU_TOL, more_dtypes=())
+op("linalg.tensorsolve", lambda a, b: np.linalg.tensorsolve(a, b),
+   lambda dt, rng: [SampleInput((_well_conditioned((4, 4), dt, rng).reshape(2, 2, 2, 2), make((2, 2), dt, rng)))],
+   tol=_LU_TOL, more_dtypes=())
+op("complex.linalg.solve", lambda a, b: np.linalg.solve(a, b),
+   lambda dt, rng: [SampleInput((_well_conditioned((2, 3, 3), dt, rng), _rand((3,), dt, rng)))],
+   dtypes=COMPLEX, tol=_LU_TOL, more_dtypes=(),
+   notes="inv, det and the loop code (n > 8) of complex values: tests/linalg/test_lu.py and the lu samples")
+op("complex.linalg.slogdet", lambda a: tuple(np.linalg.slogdet(a)),
+   lambda dt, rng: [SampleInput((_well_conditioned((2, 2, 2), dt, rng),))],
+   dtypes=COMPLEX, tol=_LU_TOL, more_dtypes=())
+
+
+def _lu_prims(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    yield PrimSample("lu", (_rand((3, 3), dtype, rng),))
+    yield PrimSample("lu", (_rand((2, 4, 4), dtype, rng),))
+    yield PrimSample("lu", (_rand((10, 10), dtype, rng),), desc="loop")
+    for lower, ta, unit in [(True, "N", False), (False, "N", False), (True, "T", True), (False, "C", False),
+                            (True, "C", True), (False, "T", False)]:
+        for n, k in [(3, 2), (9, 1)]:
+            yield PrimSample("triangular_solve", (_well_conditioned((2, n, n), dtype, rng), _rand((2, n, k), dtype, rng)),
+                             {"lower": lower, "transpose_a": ta, "unit_diagonal": unit})
+
+
+prims("linalg.det", _lu_prims)
+prims("complex.linalg.solve", _lu_prims, dtypes=COMPLEX)
