@@ -1,0 +1,612 @@
+"""cholesky and qr: the factorizations of np.linalg.cholesky and np.linalg.qr.
+
+``cholesky(a) -> (l, ok)``: ``a`` a stack ``[..., n, n]``; ``l`` the lower factor of the
+Hermitian matrix whose lower triangle is ``a``'s (the upper triangle is not read, as in
+LAPACK's potrf), ``ok`` ``bool[...]``: every pivot was positive (false where NumPy raises
+LinAlgError: a pivot <= 0 or NaN; ``l`` is then unspecified).
+
+``qr(a) {full} -> (q, r)``: ``a`` a stack ``[..., m, n]``, k = min(m, n); ``full``: q is
+``[..., m, m]`` and r ``[..., m, n]`` (NumPy's 'complete'), otherwise q ``[..., m, k]`` and r
+``[..., k, n]`` ('reduced'). Householder reflections as LAPACK's geqrf and orgqr build them
+(xLARFG: beta = -sign(Re alpha) * norm, no reflection where the column below the diagonal is
+already zero and alpha is real), so r's diagonal has LAPACK's signs and is real for complex
+input: results agree with NumPy's up to rounding.
+
+Rules: vmap moves the batch axis to the front (``matrices.batch_rule``); jvp and vjp are
+matrix-level formulas (the derivative of a factor is a formula, not the derivative of
+the loop computing it):
+
+    cholesky   dL = L Phi(L^-1 S L^-H),       S = the Hermitian matrix of dA's lower triangle
+               Abar = Phi(G + G^H),           G = L^-H Phi(L^H Lbar) L^-1
+    qr (m>=n)  C = Q^H dA R^-1,  w = tril(C, -1) - tril(C, -1)^H + i Im diag(C)
+               dQ = Q (w - C) + dA R^-1,  dR = (C - w) R
+               Abar = (Qbar + Q herm_upper(Rbar R^H - Q^H Qbar)) R^-H
+    qr (m<n)   A = [X Y], R = [U V]: (Q, U) = qr(X) by the above, V = Q^H Y
+
+(Phi: the lower triangle with the diagonal halved.) q of qr(full) with m > n is not unique
+beyond its first n columns: reverse mode through r alone works, a derivative of q is refused.
+Triangular solves inside the rules are private helpers here (`lower_solve`).
+
+Code (``decomposition``): for a static n <= UNROLL, unrolled over the entries (each a value
+shaped like the batch, so a stack of small matrices runs as fused elementwise code across the
+batch); otherwise a ``for`` loop over columns on the whole stack (dynamic_slice and
+dynamic_update_slice). A library call for large matrices plugs in as a decomposition that
+returns None (the op is then kept for the backend).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from compiler.errors import UnsupportedError
+from compiler.ir import dims
+from compiler.ir.builder import Builder, new_block
+from compiler.ir.core import Value
+from compiler.ir.primitive import define
+from compiler.ir.types import BOOL, I64, TensorType, is_complex, is_inexact
+from compiler.primitives import ops
+from compiler.primitives import matrices as M
+from compiler.primitives.base import check
+from compiler.primitives.loops import trip_count
+
+Types = tuple[TensorType, ...]
+
+#: static matrix sizes up to this are unrolled over the entries; larger ones loop
+UNROLL = 8
+
+
+# ---- scalar helpers on batch-shaped (possibly complex) values -----------------------------
+
+def _re(b: Builder, z: Value) -> Value:
+    return ops.real(b, z) if is_complex(z.type.dtype) else z
+
+
+def _abs2(b: Builder, z: Value) -> Value:
+    """|z|**2 as a real value."""
+    if not is_complex(z.type.dtype):
+        return ops.mul(b, z, z)
+    re, im = ops.real(b, z), ops.imag(b, z)
+    return ops.add(b, ops.mul(b, re, re), ops.mul(b, im, im))
+
+
+def _scale(b: Builder, z: Value, r: Value) -> Value:
+    """z * r for a real r of z's precision (two real products for a complex z)."""
+    if not is_complex(z.type.dtype):
+        return ops.mul(b, z, r)
+    return ops.complex_(b, ops.mul(b, ops.real(b, z), r), ops.mul(b, ops.imag(b, z), r))
+
+
+def _as(b: Builder, r: Value, dtype: np.dtype) -> Value:
+    """A real value as `dtype` (complex with a zero imaginary part, or itself)."""
+    return ops.convert(b, r, dtype) if r.type.dtype != dtype else r
+
+
+def _i64(b: Builder, v: int) -> Value:
+    return ops.scalar(b, v, I64)
+
+
+def _bshape(x: Value, core: int = 2) -> list[Any]:
+    return list(M.batch_shape(x, core))
+
+
+# ---- masks of a stack's matrix positions ---------------------------------------------------
+
+def _positions(b: Builder, x: Value) -> tuple[Value, Value]:
+    """Row and column index of every element of the stack `x` (int64, x's shape)."""
+    shape, nb = tuple(x.type.shape), x.type.ndim - 2
+    return ops.iota(b, I64, shape, nb), ops.iota(b, I64, shape, nb + 1)
+
+
+def _where_pos(b: Builder, x: Value, keep: Callable[[Value, Value], Value]) -> Value:
+    i, j = _positions(b, x)
+    return ops.select(b, keep(i, j), x, ops.zeros_like(b, x))
+
+
+def _tril(b: Builder, x: Value, k: int = 0) -> Value:
+    """x below diagonal k (k = -1: strictly lower)."""
+    return _where_pos(b, x, lambda i, j: ops.le(b, j, ops.add(b, i, ops.full_like(b, k, i))))
+
+
+def _triu(b: Builder, x: Value, k: int = 0) -> Value:
+    return _where_pos(b, x, lambda i, j: ops.ge(b, j, ops.add(b, i, ops.full_like(b, k, i))))
+
+
+def _diag_part(b: Builder, x: Value, real: bool = False) -> Value:
+    """The diagonal of x as a matrix (its real part only, when `real`)."""
+    d = _as(b, _re(b, x), x.type.dtype) if real else x
+    return _where_pos(b, d, lambda i, j: ops.eq(b, i, j))
+
+
+def _phi(b: Builder, x: Value) -> Value:
+    """The lower triangle of x with its diagonal halved."""
+    half = ops.mul(b, _diag_part(b, x), ops.full_like(b, 0.5, x))
+    return ops.add(b, _tril(b, x, -1), half)
+
+
+def _herm_lower(b: Builder, x: Value) -> Value:
+    """The Hermitian matrix whose lower triangle is x's (the real part of its diagonal)."""
+    low = _tril(b, x, -1)
+    return ops.add(b, ops.add(b, low, M.mH(b, low)), _diag_part(b, x, real=True))
+
+
+def _herm_upper(b: Builder, x: Value) -> Value:
+    """The Hermitian matrix whose upper triangle is x's (the real part of its diagonal)."""
+    up = _triu(b, x, 1)
+    return ops.add(b, ops.add(b, up, M.mH(b, up)), _diag_part(b, x, real=True))
+
+
+def _small(*sizes: Any) -> bool:
+    return all(isinstance(s, int) and s <= UNROLL for s in sizes)
+
+
+# ---- triangular solves (private: a triangular_solve primitive replaces them) --------------
+
+def lower_solve(b: Builder, low: Value, rhs: Value) -> Value:
+    """low^-1 rhs for lower-triangular stacks ``low [..., n, n]`` and ``rhs [..., n, k]``
+    (forward substitution; differentiable and batchable, as IR of other primitives)."""
+    *_, n, k = rhs.type.shape
+    if n == 0:
+        return rhs
+    if _small(n, k):
+        L, B = M.entries(b, low), M.entries(b, rhs)
+        X: list[list[Value]] = []
+        for i in range(n):
+            row = []
+            for c in range(k):
+                t = B[i][c]
+                for p in range(i):
+                    t = ops.sub(b, t, ops.mul(b, L[i][p], X[p][c]))
+                row.append(ops.div(b, t, L[i][i]))
+            X.append(row)
+        return M.assemble(b, X)
+    return _lower_solve_loop(b, low, rhs)
+
+
+def _lower_solve_loop(b: Builder, low: Value, rhs: Value) -> Value:
+    batch = _bshape(rhs)
+    nb, (n, k) = len(batch), rhs.type.shape[-2:]
+    body = new_block([TensorType(I64, ()), low.type, rhs.type, rhs.type], ["i", "low", "rhs", "x"])
+    i, lo, bb, x = body.args
+    with b.inside(body):
+        z = [_i64(b, 0) for _ in batch]
+        lrow = ops.dynamic_slice(b, lo, [*z, i, _i64(b, 0)], [*batch, 1, n])
+        brow = ops.dynamic_slice(b, bb, [*z, i, _i64(b, 0)], [*batch, 1, k])
+        lii = ops.dynamic_slice(b, lo, [*z, i, i], [*batch, 1, 1])
+        lii = ops.broadcast_in_dim(b, lii, [*batch, 1, k], list(range(nb + 2)))
+        xrow = ops.div(b, ops.sub(b, brow, M.matmul(b, lrow, x)), lii)
+        body.results = [lo, bb, ops.dynamic_update_slice(b, x, xrow, [*z, i, _i64(b, 0)])]
+    stop = ops.size_of(b, n, I64)
+    *_, out = ops.for_loop(b, _i64(b, 0), stop, [low, rhs, ops.zeros_like(b, rhs)], body, 1,
+                           trip_count(0, n, 1))
+    return out
+
+
+def upper_solve(b: Builder, up: Value, rhs: Value) -> Value:
+    """up^-1 rhs for upper-triangular `up` (the lower solve of the reversed system)."""
+    nb = up.type.ndim - 2
+    flipped = lower_solve(b, ops.rev(b, up, [nb, nb + 1]), ops.rev(b, rhs, [nb]))
+    return ops.rev(b, flipped, [nb])
+
+
+def _right_upper_solve(b: Builder, x: Value, up: Value) -> Value:
+    """x up^-1 = (up^-H x^H)^H, up^H lower-triangular."""
+    return M.mH(b, lower_solve(b, M.mH(b, up), M.mH(b, x)))
+
+
+def _right_upper_h_solve(b: Builder, x: Value, up: Value) -> Value:
+    """x up^-H = (up^-1 x^H)^H."""
+    return M.mH(b, upper_solve(b, up, M.mH(b, x)))
+
+
+# ---- cholesky ------------------------------------------------------------------------------
+
+def _square_core(a: TensorType, name: str) -> None:
+    check(a.ndim >= 2, f"{name}: needs a stack of matrices [..., n, n], got {a}")
+    check(a.shape[-1] == a.shape[-2], f"{name}: matrices must be square, got {a}")
+    check(is_inexact(a.dtype), f"{name}: needs a float or complex operand, got {a}")
+
+
+def _chol_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    (a,) = in_types
+    _square_core(a, "cholesky")
+    return (a, TensorType(BOOL, tuple(a.shape[:-2])))
+
+
+def _ref_cholesky(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    batch = a.shape[:-2]
+    flat = a.reshape((-1,) + a.shape[-2:])
+    out = np.full(flat.shape, np.nan, a.dtype)
+    ok = np.ones(len(flat), bool)
+    for t, m in enumerate(flat):
+        try:
+            out[t] = np.linalg.cholesky(m)
+        except np.linalg.LinAlgError:
+            ok[t] = False
+    return out.reshape(a.shape), ok.reshape(batch)
+
+
+def _chol_decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
+    (a,) = args
+    n = a.type.shape[-1]
+    if n == 0:
+        return [a, ops.full(b, True, TensorType(BOOL, tuple(_bshape(a))))]
+    if _small(n):
+        return _chol_unrolled(b, a)
+    return _chol_loop(b, a)
+
+
+def _chol_unrolled(b: Builder, a: Value) -> list[Value]:
+    A = M.entries(b, a)
+    n, dtype = len(A), a.type.dtype
+    L: list[list[Value | None]] = [[None] * n for _ in range(n)]
+    ok: Value | None = None
+    zero = ops.full_like(b, 0, A[0][0])
+    for j in range(n):
+        s = _re(b, A[j][j])
+        for k in range(j):
+            s = ops.sub(b, s, _abs2(b, L[j][k]))     # type: ignore[arg-type]
+        good = ops.gt(b, s, ops.full_like(b, 0, s))
+        ok = good if ok is None else ops.and_(b, ok, good)
+        d = ops.sqrt(b, s)
+        r = ops.div(b, ops.full_like(b, 1, d), d)     # LAPACK scales the column by 1 / l_jj
+        L[j][j] = _as(b, d, dtype)
+        for i in range(j + 1, n):
+            t = A[i][j]
+            for k in range(j):
+                t = ops.sub(b, t, ops.mul(b, L[i][k], ops.conj_if_complex(b, L[j][k])))  # type: ignore[arg-type]
+            L[i][j] = _scale(b, t, r)
+    rows = [[v if v is not None else zero for v in row] for row in L]
+    assert ok is not None
+    return [M.assemble(b, rows), ok]
+
+
+def _chol_loop(b: Builder, a: Value) -> list[Value]:
+    """Column j: c = A[:, j] - L conj(L[j, :]) (L's columns >= j are still zero), l_jj =
+    sqrt(Re c_j), the rows below scaled by 1 / l_jj."""
+    batch = _bshape(a)
+    nb, n, dtype = len(batch), a.type.shape[-1], a.type.dtype
+    okt = TensorType(BOOL, tuple(batch))
+    body = new_block([TensorType(I64, ()), a.type, a.type, okt], ["j", "a", "l", "ok"])
+    j, A, L, ok = body.args
+    with b.inside(body):
+        z = [_i64(b, 0) for _ in batch]
+        bd = list(range(nb))
+        acol = ops.reshape(b, ops.dynamic_slice(b, A, [*z, _i64(b, 0), j], [*batch, n, 1]),
+                           (*batch, n))
+        lrow = ops.reshape(b, ops.dynamic_slice(b, L, [*z, j, _i64(b, 0)], [*batch, 1, n]),
+                           (*batch, n))
+        s = ops.dot_general(b, L, ops.conj_if_complex(b, lrow), (((nb + 1,), (nb,)), (bd, bd)))
+        c = ops.sub(b, acol, s)
+        cjj = ops.reshape(b, ops.dynamic_slice(b, c, [*z, j], [*batch, 1]), tuple(batch))
+        ajj = _re(b, cjj)
+        ok2 = ops.and_(b, ok, ops.gt(b, ajj, ops.full_like(b, 0, ajj)))
+        d = ops.sqrt(b, ajj)
+        r = ops.div(b, ops.full_like(b, 1, d), d)
+        col = _scale(b, c, ops.broadcast_in_dim(b, r, (*batch, n), bd))
+        idx = ops.iota(b, I64, (*batch, n), nb)
+        jb = ops.broadcast_in_dim(b, j, (*batch, n), ())
+        diag = ops.broadcast_in_dim(b, _as(b, d, dtype), (*batch, n), bd)
+        col = ops.select(b, ops.gt(b, idx, jb), col,
+                         ops.select(b, ops.eq(b, idx, jb), diag, ops.zeros_like(b, col)))
+        L2 = ops.dynamic_update_slice(b, L, ops.reshape(b, col, (*batch, n, 1)),
+                                      [*z, _i64(b, 0), j])
+        body.results = [A, L2, ok2]
+    _, l, ok_out = ops.for_loop(b, _i64(b, 0), ops.size_of(b, n, I64),
+                                [a, ops.zeros_like(b, a), ops.full(b, True, okt)], body, 1,
+                                trip_count(0, n, 1))
+    return [l, ok_out]
+
+
+def _chol_jvp(b: Builder, op: Any, primals: list[Value], tangents: list[Value | None]) -> list:
+    (a,), (da,) = primals, tangents
+    l, _ = b.emit(op.prim, [a], op.params)
+    if da is None:
+        return [None, None]
+    s = _herm_lower(b, da)
+    y = lower_solve(b, l, s)                                # L^-1 S
+    x = lower_solve(b, l, M.mH(b, y))                       # L^-1 S L^-H (S Hermitian)
+    return [M.matmul(b, l, _phi(b, x)), None]
+
+
+def _chol_vjp(b: Builder, op: Any, primals: list[Value], outs: list[Value],
+              cts: list[Value | None]) -> list:
+    ct = cts[0]
+    if ct is None:
+        return [None]
+    l = outs[0]
+    p = _phi(b, M.matmul(b, M.mH(b, l), ct))               # Phi(L^H Lbar)
+    lh = M.mH(b, l)
+    zt = upper_solve(b, lh, M.mH(b, p))                     # L^-H P^H
+    g = upper_solve(b, lh, M.mH(b, zt))                     # L^-H P L^-1
+    return [_phi(b, ops.add(b, g, M.mH(b, g)))]
+
+
+cholesky = define(
+    ops.cholesky_p,
+    shape_rule=_chol_rule,
+    numpy_ref=_ref_cholesky,
+    decomposition=_chol_decompose,
+    vmap_rule=M.batch_rule,
+    jvp_rule=_chol_jvp,
+    vjp_rule=_chol_vjp,
+    doc="lower Cholesky factor of each matrix of a stack (lower triangle read), and ok flags",
+)
+
+
+# ---- qr ------------------------------------------------------------------------------------
+
+def _qr_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    (a,) = in_types
+    check(a.ndim >= 2, f"qr: needs a stack of matrices [..., m, n], got {a}")
+    check(is_inexact(a.dtype), f"qr: needs a float or complex operand, got {a}")
+    *batch, m, n = a.shape
+    if params["full"]:
+        return (a.with_shape((*batch, m, m)), a)
+    k = dims.minimum(m, n)
+    return (a.with_shape((*batch, m, k)), a.with_shape((*batch, k, n)))
+
+
+def _ref_qr(a: np.ndarray, full: bool) -> tuple[np.ndarray, np.ndarray]:
+    q, r = np.linalg.qr(a, mode="complete" if full else "reduced")
+    return q.astype(a.dtype), r.astype(a.dtype)
+
+
+def _householder(b: Builder, alpha: Value, xnorm2: Value) -> tuple[Value, Value, Value, Value]:
+    """LAPACK's xLARFG for (alpha, x) with |x|**2 = xnorm2: (beta, tau, scal, trivial), where
+    H = I - tau v v^H, v = (1, x * scal), H^H (alpha, x) = (beta, 0), and `trivial` where no
+    reflection is needed (x = 0 and alpha real: tau = 0, beta = alpha)."""
+    dtype = alpha.type.dtype
+    ar = _re(b, alpha)
+    zero = ops.full_like(b, 0, ar)
+    norm2 = ops.add(b, _abs2(b, alpha), xnorm2)
+    trivial = ops.eq(b, xnorm2, zero)
+    if is_complex(dtype):
+        trivial = ops.and_(b, trivial, ops.eq(b, ops.imag(b, alpha), zero))
+    norm = ops.sqrt(b, norm2)
+    beta = ops.select(b, ops.ge(b, ar, zero), ops.neg(b, norm), norm)
+    one = ops.full_like(b, 1, ar)
+    safe = ops.select(b, trivial, one, beta)               # no division by zero where trivial
+    if is_complex(dtype):
+        tau = ops.complex_(b, ops.div(b, ops.sub(b, safe, ar), safe),
+                           ops.div(b, ops.neg(b, ops.imag(b, alpha)), safe))
+    else:
+        tau = ops.div(b, ops.sub(b, safe, ar), safe)
+    tau = ops.select(b, trivial, ops.zeros_like(b, tau), tau)
+    diff = ops.sub(b, alpha, _as(b, safe, dtype))
+    diff = ops.select(b, trivial, ops.full_like(b, 1, diff), diff)
+    scal = ops.div(b, ops.full_like(b, 1, diff), diff)
+    beta = ops.select(b, trivial, ar, beta)
+    return _as(b, beta, dtype), tau, scal, trivial
+
+
+def _qr_decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
+    (a,) = args
+    *_, m, n = a.type.shape
+    if _small(m, n):
+        return _qr_unrolled(b, a, op.params["full"])
+    return _qr_loop(b, a, op.params["full"])
+
+
+def _qr_unrolled(b: Builder, a: Value, full: bool) -> list[Value]:
+    dtype = a.type.dtype
+    A = M.entries(b, a)
+    m, n = a.type.shape[-2:]
+    k_max = min(m, n)
+    scalar_type = TensorType(dtype, tuple(_bshape(a)))
+    zero, one = ops.full(b, 0, scalar_type), ops.full(b, 1, scalar_type)
+    refl: list[tuple[Value, list[Value]]] = []               # (tau, v below the diagonal)
+    for k in range(k_max):
+        alpha, xs = A[k][k], [A[i][k] for i in range(k + 1, m)]
+        xnorm2 = ops.full_like(b, 0, _re(b, alpha))
+        for x in xs:
+            xnorm2 = ops.add(b, xnorm2, _abs2(b, x))
+        beta, tau, scal, trivial = _householder(b, alpha, xnorm2)
+        v = [ops.select(b, trivial, zero, ops.mul(b, x, scal)) for x in xs]
+        ctau = ops.conj_if_complex(b, tau)
+        for j in range(k + 1, n):                          # A[k:, j] -= conj(tau) v (v^H A[k:, j])
+            w = A[k][j]
+            for i, vi in enumerate(v):
+                w = ops.add(b, w, ops.mul(b, ops.conj_if_complex(b, vi), A[k + 1 + i][j]))
+            tw = ops.mul(b, ctau, w)
+            A[k][j] = ops.sub(b, A[k][j], tw)
+            for i, vi in enumerate(v):
+                A[k + 1 + i][j] = ops.sub(b, A[k + 1 + i][j], ops.mul(b, vi, tw))
+        A[k][k] = beta
+        for i in range(k + 1, m):
+            A[i][k] = zero
+        refl.append((tau, v))
+    cols = m if full else k_max
+    if m == 0 or cols == 0:
+        q = ops.full(b, 0, a.type.with_shape((*_bshape(a), m, cols)))
+    else:                                                  # (n = 0, full: the identity)
+        Q = [[one if i == j else zero for j in range(cols)] for i in range(m)]
+        for k in reversed(range(k_max)):                   # Q = H_0 ... H_{k-1} I
+            tau, v = refl[k]
+            for j in range(k, cols):
+                w = Q[k][j]
+                for i, vi in enumerate(v):
+                    w = ops.add(b, w, ops.mul(b, ops.conj_if_complex(b, vi), Q[k + 1 + i][j]))
+                tw = ops.mul(b, tau, w)
+                Q[k][j] = ops.sub(b, Q[k][j], tw)
+                for i, vi in enumerate(v):
+                    Q[k + 1 + i][j] = ops.sub(b, Q[k + 1 + i][j], ops.mul(b, vi, tw))
+        q = M.assemble(b, Q)
+    rows = m if full else k_max
+    if rows == 0 or n == 0:
+        r = ops.full(b, 0, a.type.with_shape((*_bshape(a), rows, n)))
+    else:
+        r = M.assemble(b, A[:rows])
+    return [q, r]
+
+
+def _qr_loop(b: Builder, a: Value, full: bool) -> list[Value]:
+    """The Householder steps on the whole stack in a ``for`` loop (reflectors kept in V and
+    taus), then Q accumulated backwards from the identity in a second loop."""
+    batch = _bshape(a)
+    nb, dtype = len(batch), a.type.dtype
+    m, n = a.type.shape[-2:]
+    kk = dims.minimum(m, n)
+    bd = list(range(nb))
+    vt = a.type.with_shape((*batch, m, kk))
+    taut = a.type.with_shape((*batch, kk))
+    body = new_block([TensorType(I64, ()), a.type, vt, taut], ["k", "a", "v", "tau"])
+    k, A, V, T = body.args
+    with b.inside(body):
+        z = [_i64(b, 0) for _ in batch]
+        zero_i = _i64(b, 0)
+        col = ops.reshape(b, ops.dynamic_slice(b, A, [*z, zero_i, k], [*batch, m, 1]), (*batch, m))
+        idx = ops.iota(b, I64, (*batch, m), nb)
+        kb = ops.broadcast_in_dim(b, k, (*batch, m), ())
+        below, at = ops.gt(b, idx, kb), ops.eq(b, idx, kb)
+        zcol = ops.zeros_like(b, col)
+        x = ops.select(b, below, col, zcol)
+        alpha = ops.reduce_sum(b, ops.select(b, at, col, zcol), [nb])
+        xnorm2 = ops.reduce_sum(b, _abs2(b, x), [nb])
+        beta, tau, scal, trivial = _householder(b, alpha, xnorm2)
+        scal_b = ops.broadcast_in_dim(b, scal, (*batch, m), bd)
+        triv_b = ops.broadcast_in_dim(b, trivial, (*batch, m), bd)
+        v = ops.select(b, ops.and_(b, below, ops.not_(b, triv_b)), ops.mul(b, x, scal_b), zcol)
+        v = ops.select(b, at, ops.full_like(b, 1, v), v)
+        w = ops.dot_general(b, ops.conj_if_complex(b, v), A, (((nb,), (nb,)), (bd, bd)))
+        tw = ops.mul(b, ops.broadcast_in_dim(b, ops.conj_if_complex(b, tau), (*batch, n), bd), w)
+        outer = ops.mul(b, ops.broadcast_in_dim(b, v, (*batch, m, n), [*bd, nb]),
+                        ops.broadcast_in_dim(b, tw, (*batch, m, n), [*bd, nb + 1]))
+        A2 = ops.sub(b, A, outer)
+        betab = ops.broadcast_in_dim(b, beta, (*batch, m), bd)
+        newcol = ops.select(b, ops.lt(b, idx, kb), col, ops.select(b, at, betab, zcol))
+        A2 = ops.dynamic_update_slice(b, A2, ops.reshape(b, newcol, (*batch, m, 1)), [*z, zero_i, k])
+        V2 = ops.dynamic_update_slice(b, V, ops.reshape(b, v, (*batch, m, 1)), [*z, zero_i, k])
+        T2 = ops.dynamic_update_slice(b, T, ops.reshape(b, tau, (*batch, 1)), [*z, k])
+        body.results = [A2, V2, T2]
+    kstop = ops.size_of(b, kk, I64)
+    r, vs, taus = ops.for_loop(b, _i64(b, 0), kstop, [a, ops.full(b, 0, vt), ops.full(b, 0, taut)],
+                               body, 1, trip_count(0, kk, 1))
+    cols = m if full else kk
+    qt = a.type.with_shape((*batch, m, cols))
+    eye = ops.convert(b, ops.eq(b, ops.iota(b, I64, qt.shape, nb), ops.iota(b, I64, qt.shape, nb + 1)),
+                      dtype)
+    qbody = new_block([TensorType(I64, ()), qt, vt, taut], ["t", "q", "v", "tau"])
+    t, Q, V, T = qbody.args
+    with b.inside(qbody):
+        z = [_i64(b, 0) for _ in batch]
+        v = ops.reshape(b, ops.dynamic_slice(b, V, [*z, _i64(b, 0), t], [*batch, m, 1]), (*batch, m))
+        tau = ops.reshape(b, ops.dynamic_slice(b, T, [*z, t], [*batch, 1]), tuple(batch))
+        w = ops.dot_general(b, ops.conj_if_complex(b, v), Q, (((nb,), (nb,)), (bd, bd)))
+        tw = ops.mul(b, ops.broadcast_in_dim(b, tau, (*batch, cols), bd), w)
+        outer = ops.mul(b, ops.broadcast_in_dim(b, v, qt.shape, [*bd, nb]),
+                        ops.broadcast_in_dim(b, tw, qt.shape, [*bd, nb + 1]))
+        qbody.results = [ops.sub(b, Q, outer), V, T]
+    last = ops.sub(b, kstop, _i64(b, 1))
+    q, _, _ = ops.for_loop(b, last, _i64(b, -1), [eye, vs, taus], qbody, -1, kk)
+    if not full:
+        r = ops.slice_(b, r, [0] * (nb + 2), [*batch, kk, n])
+    return [q, r]
+
+
+def _tall(op: Any, a: Value) -> bool:
+    """m >= n for the rules (refused where symbolic sizes leave it open)."""
+    m, n = a.type.shape[-2:]
+    if m == n:
+        return True
+    if isinstance(m, int) and isinstance(n, int):
+        return m >= n
+    raise UnsupportedError("the derivative of np.linalg.qr needs to know whether the matrices "
+                           f"are tall (m >= n) or wide: got symbolic sizes {m} x {n}", op.loc,
+                           "give the matrices static sizes, or equal ones")
+
+
+def _refuse_full_q(op: Any) -> None:
+    raise UnsupportedError("np.linalg.qr(mode='complete') of matrices with more rows than "
+                           "columns: Q's last m - n columns are not unique, so Q has no "
+                           "derivative", op.loc, "use mode='reduced' (or differentiate R only)")
+
+
+def _qr_jvp_tall(b: Builder, q: Value, r: Value, da: Value) -> tuple[Value, Value]:
+    d = _right_upper_solve(b, da, r)                        # dA R^-1
+    c = M.matmul(b, M.mH(b, q), d)
+    low = _tril(b, c, -1)
+    w = ops.sub(b, low, M.mH(b, low))
+    if is_complex(c.type.dtype):
+        im = ops.imag(b, c)
+        w = ops.add(b, w, _diag_part(b, ops.complex_(b, ops.zeros_like(b, im), im)))
+    dq = ops.add(b, M.matmul(b, q, ops.sub(b, w, c)), d)
+    dr = M.matmul(b, ops.sub(b, c, w), r)
+    return dq, dr
+
+
+def _split_wide(b: Builder, x: Value, m: int) -> tuple[Value, Value]:
+    nb = x.type.ndim - 2
+    *batch, rows, n = x.type.shape
+    return (ops.slice_(b, x, [0] * (nb + 2), [*batch, rows, m]),
+            ops.slice_(b, x, [0] * (nb + 1) + [m], [*batch, rows, n]))
+
+
+def _qr_jvp(b: Builder, op: Any, primals: list[Value], tangents: list[Value | None]) -> list:
+    (a,), (da,) = primals, tangents
+    q, r = b.emit(op.prim, [a], op.params)
+    if da is None:
+        return [None, None]
+    m, n = a.type.shape[-2:]
+    if _tall(op, a):
+        if op.params["full"] and m != n:
+            _refuse_full_q(op)
+        return list(_qr_jvp_tall(b, q, r, da))
+    nb = a.type.ndim - 2
+    (_, y), (dx, dy) = _split_wide(b, a, m), _split_wide(b, da, m)
+    u, _ = _split_wide(b, r, m)
+    dq, du = _qr_jvp_tall(b, q, u, dx)
+    dv = ops.add(b, M.matmul(b, M.mH(b, dq), y), M.matmul(b, M.mH(b, q), dy))
+    return [dq, ops.concatenate(b, [du, dv], nb + 1)]
+
+
+def _qr_vjp_tall(b: Builder, q: Value, r: Value, cq: Value | None, cr: Value | None) -> Value:
+    w = None
+    if cr is not None:
+        w = M.matmul(b, cr, M.mH(b, r))
+    if cq is not None:
+        qq = M.matmul(b, M.mH(b, q), cq)
+        w = ops.neg(b, qq) if w is None else ops.sub(b, w, qq)
+    assert w is not None
+    total = M.matmul(b, q, _herm_upper(b, w))
+    if cq is not None:
+        total = ops.add(b, total, cq)
+    return _right_upper_h_solve(b, total, r)                # (...) R^-H
+
+
+def _qr_vjp(b: Builder, op: Any, primals: list[Value], outs: list[Value],
+            cts: list[Value | None]) -> list:
+    (a,), (q, r), (cq, cr) = primals, outs, cts
+    if cq is None and cr is None:
+        return [None]
+    nb = a.type.ndim - 2
+    *batch, m, n = a.type.shape
+    if _tall(op, a):
+        if op.params["full"] and m != n:
+            if cq is not None:
+                _refuse_full_q(op)
+            q = ops.slice_(b, q, [0] * (nb + 2), [*batch, m, n])
+            r = ops.slice_(b, r, [0] * (nb + 2), [*batch, n, n])
+            cr = ops.slice_(b, cr, [0] * (nb + 2), [*batch, n, n])    # type: ignore[arg-type]
+        return [_qr_vjp_tall(b, q, r, cq, cr)]
+    (_, y) = _split_wide(b, a, m)
+    u, _ = _split_wide(b, r, m)
+    cu, cv = _split_wide(b, cr, m) if cr is not None else (None, None)
+    if cv is not None:
+        extra = M.matmul(b, y, M.mH(b, cv))                  # V = Q^H Y: Qbar += Y Vbar^H
+        cq = extra if cq is None else ops.add(b, cq, extra)
+    cx = _qr_vjp_tall(b, q, u, cq, cu)
+    cy = M.matmul(b, q, cv) if cv is not None else ops.full(b, 0, y.type)
+    return [ops.concatenate(b, [cx, cy], nb + 1)]
+
+
+qr = define(
+    ops.qr_p,
+    shape_rule=_qr_rule,
+    numpy_ref=_ref_qr,
+    decomposition=_qr_decompose,
+    vmap_rule=M.batch_rule,
+    jvp_rule=_qr_jvp,
+    vjp_rule=_qr_vjp,
+    doc="Householder QR of each matrix of a stack (LAPACK's signs): q, r",
+)
