@@ -48,6 +48,7 @@ from compiler.ir.types import BOOL, I64, TensorType, is_complex, is_inexact
 from compiler.primitives import ops
 from compiler.primitives import matrices as M
 from compiler.primitives.base import check
+from compiler.primitives.control import chunk_counts
 from compiler.primitives.loops import trip_count
 
 Types = tuple[TensorType, ...]
@@ -136,6 +137,69 @@ def _herm_upper(b: Builder, x: Value) -> Value:
     return ops.add(b, ops.add(b, up, M.mH(b, up)), _diag_part(b, x, real=True))
 
 
+def _entries(b: Builder, x: Value) -> list[list[Value]]:
+    """``x[..., i, j]`` for every i, j of a static stack, each batch-shaped: read from the
+    stack moved to batch-last order, so that each entry is a contiguous run of memory."""
+    nb = x.type.ndim - 2
+    if nb == 0:
+        return M.entries(b, x)
+    moved = ops.transpose(b, x, [nb, nb + 1, *range(nb)])
+    *_, m, n = x.type.shape
+    batch = _bshape(x)
+    return [[ops.reshape(b, ops.slice_(b, moved, [i, j] + [0] * nb, [i + 1, j + 1, *batch]),
+                         tuple(batch)) for j in range(n)] for i in range(m)]
+
+
+def _assemble(b: Builder, rows: list[list[Value]]) -> Value:
+    """The [..., m, n] stack of batch-shaped entries. With a batch, column j is a select
+    over the row index of the broadcast entries and the columns are concatenated along the
+    last axis: the concatenation writes the result in place (a concatenation then a
+    reshape would need a temporary the size of the result), and each entry is computed
+    once (the broadcast materializes it)."""
+    batch = tuple(rows[0][0].type.shape)
+    nb = len(batch)
+    if nb == 0:
+        return M.assemble(b, rows)
+    m, n = len(rows), len(rows[0])
+    shape = (*batch, m, 1)
+    row = ops.iota(b, I64, shape, nb)
+    cols = []
+    for j in range(n):
+        col = ops.broadcast_in_dim(b, rows[m - 1][j], shape, list(range(nb)))
+        for i in reversed(range(m - 1)):
+            e = ops.broadcast_in_dim(b, rows[i][j], shape, list(range(nb)))
+            col = ops.select(b, ops.eq(b, row, ops.full_like(b, i, row)), e, col)
+        cols.append(col)
+    return cols[0] if n == 1 else ops.concatenate(b, cols, nb + 1)
+
+
+#: batch elements per window of the unrolled code (its temporaries then stay in the L1 cache)
+CHUNK = 256
+
+
+def _by_chunks(b: Builder, a: Value, build: Callable[[Builder, Value], list[Value]]) -> list[Value]:
+    """``build(b, a)`` (results leading with a's batch axes) run on windows of CHUNK matrices
+    of the flattened batch (a ``chunked`` op): unrolled code keeps one buffer per entry, which
+    for a large batch would stream through memory once per entry."""
+    batch = _bshape(a)
+    size: Any = 1
+    for d in batch:
+        size = dims.mul(size, d)
+    if not batch or (isinstance(size, int) and size <= CHUNK):
+        return build(b, a)
+    core = tuple(a.type.shape[-2:])
+    flat = ops.reshape(b, a, (size, *core))
+    _, tail = chunk_counts(size, CHUNK)
+    regions = []
+    for count in (CHUNK, tail):
+        block = new_block([flat.type.with_shape((count, *core))])
+        with b.inside(block):
+            block.results = build(b, block.args[0])
+        regions.append(block)
+    outs = b.emit(ops.chunked_p, [flat], {"size": size, "chunk": CHUNK, "batched": (True,)}, regions)
+    return [ops.reshape(b, o, (*batch, *o.type.shape[1:])) for o in outs]
+
+
 def _small(*sizes: Any) -> bool:
     return all(isinstance(s, int) and s <= UNROLL for s in sizes)
 
@@ -149,7 +213,7 @@ def lower_solve(b: Builder, low: Value, rhs: Value) -> Value:
     if n == 0:
         return rhs
     if _small(n, k):
-        L, B = M.entries(b, low), M.entries(b, rhs)
+        L, B = _entries(b, low), _entries(b, rhs)
         X: list[list[Value]] = []
         for i in range(n):
             row = []
@@ -159,7 +223,7 @@ def lower_solve(b: Builder, low: Value, rhs: Value) -> Value:
                     t = ops.sub(b, t, ops.mul(b, L[i][p], X[p][c]))
                 row.append(ops.div(b, t, L[i][i]))
             X.append(row)
-        return M.assemble(b, X)
+        return _assemble(b, X)
     return _lower_solve_loop(b, low, rhs)
 
 
@@ -232,12 +296,12 @@ def _chol_decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     if n == 0:
         return [a, ops.full(b, True, TensorType(BOOL, tuple(_bshape(a))))]
     if _small(n):
-        return _chol_unrolled(b, a)
+        return _by_chunks(b, a, _chol_unrolled)
     return _chol_loop(b, a)
 
 
 def _chol_unrolled(b: Builder, a: Value) -> list[Value]:
-    A = M.entries(b, a)
+    A = _entries(b, a)
     n, dtype = len(A), a.type.dtype
     L: list[list[Value | None]] = [[None] * n for _ in range(n)]
     ok: Value | None = None
@@ -258,7 +322,7 @@ def _chol_unrolled(b: Builder, a: Value) -> list[Value]:
             L[i][j] = _scale(b, t, r)
     rows = [[v if v is not None else zero for v in row] for row in L]
     assert ok is not None
-    return [M.assemble(b, rows), ok]
+    return [_assemble(b, rows), ok]
 
 
 def _chol_loop(b: Builder, a: Value) -> list[Value]:
@@ -384,13 +448,13 @@ def _qr_decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     (a,) = args
     *_, m, n = a.type.shape
     if _small(m, n):
-        return _qr_unrolled(b, a, op.params["full"])
+        return _by_chunks(b, a, lambda b, a: _qr_unrolled(b, a, op.params["full"]))
     return _qr_loop(b, a, op.params["full"])
 
 
 def _qr_unrolled(b: Builder, a: Value, full: bool) -> list[Value]:
     dtype = a.type.dtype
-    A = M.entries(b, a)
+    A = _entries(b, a)
     m, n = a.type.shape[-2:]
     k_max = min(m, n)
     scalar_type = TensorType(dtype, tuple(_bshape(a)))
@@ -431,12 +495,12 @@ def _qr_unrolled(b: Builder, a: Value, full: bool) -> list[Value]:
                 Q[k][j] = ops.sub(b, Q[k][j], tw)
                 for i, vi in enumerate(v):
                     Q[k + 1 + i][j] = ops.sub(b, Q[k + 1 + i][j], ops.mul(b, vi, tw))
-        q = M.assemble(b, Q)
+        q = _assemble(b, Q)
     rows = m if full else k_max
     if rows == 0 or n == 0:
         r = ops.full(b, 0, a.type.with_shape((*_bshape(a), rows, n)))
     else:
-        r = M.assemble(b, A[:rows])
+        r = _assemble(b, A[:rows])
     return [q, r]
 
 
