@@ -3,7 +3,7 @@
 ``cholesky(a) -> (l, ok)``: ``a`` a stack ``[..., n, n]``; ``l`` the lower factor of the
 Hermitian matrix whose lower triangle is ``a``'s (the upper triangle is not read, as in
 LAPACK's potrf), ``ok`` ``bool[...]``: every pivot was positive (false where NumPy raises
-LinAlgError: a pivot <= 0 or NaN; ``l`` is then unspecified).
+LinAlgError: a pivot <= 0 or NaN; that matrix's ``l`` is then NaN everywhere).
 
 ``qr(a) {full} -> (q, r)``: ``a`` a stack ``[..., m, n]``, k = min(m, n); ``full``: q is
 ``[..., m, m]`` and r ``[..., m, n]`` (NumPy's 'complete'), otherwise q ``[..., m, k]`` and r
@@ -320,8 +320,9 @@ def _chol_unrolled(b: Builder, a: Value) -> list[Value]:
             for k in range(j):
                 t = ops.sub(b, t, ops.mul(b, L[i][k], ops.conj_if_complex(b, L[j][k])))  # type: ignore[arg-type]
             L[i][j] = _scale(b, t, r)
-    rows = [[v if v is not None else zero for v in row] for row in L]
     assert ok is not None
+    nan = ops.full_like(b, np.nan, zero)
+    rows = [[ops.select(b, ok, v if v is not None else zero, nan) for v in row] for row in L]
     return [_assemble(b, rows), ok]
 
 
@@ -359,7 +360,8 @@ def _chol_loop(b: Builder, a: Value) -> list[Value]:
     _, l, ok_out = ops.for_loop(b, _i64(b, 0), ops.size_of(b, n, I64),
                                 [a, ops.zeros_like(b, a), ops.full(b, True, okt)], body, 1,
                                 trip_count(0, n, 1))
-    return [l, ok_out]
+    spread = ops.broadcast_in_dim(b, ok_out, a.type.shape, list(range(nb)))
+    return [ops.select(b, spread, l, ops.full_like(b, np.nan, l)), ok_out]
 
 
 def _chol_jvp(b: Builder, op: Any, primals: list[Value], tangents: list[Value | None]) -> list:
