@@ -2,8 +2,9 @@
 
 ``cholesky(a) -> (l, ok)``: ``a`` a stack ``[..., n, n]``; ``l`` the lower factor of the
 Hermitian matrix whose lower triangle is ``a``'s (the upper triangle is not read, as in
-LAPACK's potrf), ``ok`` ``bool[...]``: every pivot was positive (false where NumPy raises
-LinAlgError: a pivot <= 0 or NaN; that matrix's ``l`` is then NaN everywhere).
+LAPACK's potrf), ``ok`` ``bool[...]``: no pivot was <= 0 (false where NumPy raises
+LinAlgError; that matrix's ``l`` is then NaN everywhere). A NaN pivot is not an error: NumPy
+(with OpenBLAS's potrf) returns the NaNs it propagates, and so does this.
 
 ``qr(a) {full} -> (q, r)``: ``a`` a stack ``[..., m, n]``, k = min(m, n); ``full``: q is
 ``[..., m, m]`` and r ``[..., m, n]`` (NumPy's 'complete'), otherwise q ``[..., m, k]`` and r
@@ -310,7 +311,7 @@ def _chol_unrolled(b: Builder, a: Value) -> list[Value]:
         s = _re(b, A[j][j])
         for k in range(j):
             s = ops.sub(b, s, _abs2(b, L[j][k]))     # type: ignore[arg-type]
-        good = ops.gt(b, s, ops.full_like(b, 0, s))
+        good = ops.not_(b, ops.le(b, s, ops.full_like(b, 0, s)))   # a NaN pivot passes (NumPy)
         ok = good if ok is None else ops.and_(b, ok, good)
         d = ops.sqrt(b, s)
         r = ops.div(b, ops.full_like(b, 1, d), d)     # LAPACK scales the column by 1 / l_jj
@@ -345,7 +346,7 @@ def _chol_loop(b: Builder, a: Value) -> list[Value]:
         c = ops.sub(b, acol, s)
         cjj = ops.reshape(b, ops.dynamic_slice(b, c, [*z, j], [*batch, 1]), tuple(batch))
         ajj = _re(b, cjj)
-        ok2 = ops.and_(b, ok, ops.gt(b, ajj, ops.full_like(b, 0, ajj)))
+        ok2 = ops.and_(b, ok, ops.not_(b, ops.le(b, ajj, ops.full_like(b, 0, ajj))))
         d = ops.sqrt(b, ajj)
         r = ops.div(b, ops.full_like(b, 1, d), d)
         col = _scale(b, c, ops.broadcast_in_dim(b, r, (*batch, n), bd))
