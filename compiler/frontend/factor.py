@@ -31,7 +31,7 @@ from compiler.primitives import matrices as M
 from compiler.primitives import ops
 
 #: NumPy's result type of np.linalg.qr (a namedtuple with fields Q and R)
-QRResult = getattr(getattr(np.linalg, "_linalg", None), "QRResult", None) or \
+QRResult: Any = getattr(getattr(np.linalg, "_linalg", None), "QRResult", None) or \
     namedtuple("QRResult", ["Q", "R"])
 
 

@@ -145,7 +145,7 @@ def _entries(b: Builder, x: Value) -> list[list[Value]]:
     if nb == 0:
         return M.entries(b, x)
     moved = ops.transpose(b, x, [nb, nb + 1, *range(nb)])
-    *_, m, n = x.type.shape
+    m, n = _static_core(x)
     batch = _bshape(x)
     return [[ops.reshape(b, ops.slice_(b, moved, [i, j] + [0] * nb, [i + 1, j + 1, *batch]),
                          tuple(batch)) for j in range(n)] for i in range(m)]
@@ -201,6 +201,13 @@ def _by_chunks(b: Builder, a: Value, build: Callable[[Builder, Value], list[Valu
     return [ops.reshape(b, o, (*batch, *o.type.shape[1:])) for o in outs]
 
 
+def _static_core(x: Value) -> tuple[int, int]:
+    """The static matrix sizes of a stack (the unrolled code's)."""
+    m, n = x.type.shape[-2:]
+    assert isinstance(m, int) and isinstance(n, int), x.type
+    return m, n
+
+
 def _small(*sizes: Any) -> bool:
     return all(isinstance(s, int) and s <= UNROLL for s in sizes)
 
@@ -214,6 +221,7 @@ def lower_solve(b: Builder, low: Value, rhs: Value) -> Value:
     if n == 0:
         return rhs
     if _small(n, k):
+        n, k = _static_core(rhs)
         L, B = _entries(b, low), _entries(b, rhs)
         X: list[list[Value]] = []
         for i in range(n):
@@ -458,7 +466,7 @@ def _qr_decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
 def _qr_unrolled(b: Builder, a: Value, full: bool) -> list[Value]:
     dtype = a.type.dtype
     A = _entries(b, a)
-    m, n = a.type.shape[-2:]
+    m, n = _static_core(a)
     k_max = min(m, n)
     scalar_type = TensorType(dtype, tuple(_bshape(a)))
     zero, one = ops.full(b, 0, scalar_type), ops.full(b, 1, scalar_type)
@@ -602,7 +610,7 @@ def _qr_jvp_tall(b: Builder, q: Value, r: Value, da: Value) -> tuple[Value, Valu
     return dq, dr
 
 
-def _split_wide(b: Builder, x: Value, m: int) -> tuple[Value, Value]:
+def _split_wide(b: Builder, x: Value, m: Any) -> tuple[Value, Value]:
     nb = x.type.ndim - 2
     *batch, rows, n = x.type.shape
     return (ops.slice_(b, x, [0] * (nb + 2), [*batch, rows, m]),
