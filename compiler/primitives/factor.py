@@ -28,7 +28,7 @@ the loop computing it):
 beyond its first n columns: reverse mode through r alone works, a derivative of q is refused.
 Triangular solves inside the rules are private helpers here (`lower_solve`).
 
-Code (``decomposition``): for a static n <= UNROLL, unrolled over the entries (each a value
+Code (``decomposition``): for small static sizes (UNROLL, QR_UNROLL), unrolled over the entries (each a value
 shaped like the batch, so a stack of small matrices runs as fused elementwise code across the
 batch); otherwise a ``for`` loop over columns on the whole stack (dynamic_slice and
 dynamic_update_slice). A library call for large matrices plugs in as a decomposition that
@@ -54,8 +54,14 @@ from compiler.primitives.loops import trip_count
 
 Types = tuple[TensorType, ...]
 
-#: static matrix sizes up to this are unrolled over the entries; larger ones loop
+#: static matrix sizes up to this are unrolled over the entries; larger ones loop. The
+#: unrolled code's length grows as n**3 (and doubles for complex values), and with it the
+#: compile time: cholesky unrolls n <= 8 (n <= 6 complex, about 2 s to compile), qr only
+#: m * n * min(m, n) <= 64 (4x4; 32 complex), whose compile time grows fastest.
 UNROLL = 8
+UNROLL_COMPLEX = 6
+QR_UNROLL = 64
+QR_UNROLL_COMPLEX = 32
 
 
 # ---- scalar helpers on batch-shaped (possibly complex) values -----------------------------
@@ -178,7 +184,8 @@ def _assemble(b: Builder, rows: list[list[Value]]) -> Value:
 CHUNK = 256
 
 
-def _by_chunks(b: Builder, a: Value, build: Callable[[Builder, Value], list[Value]]) -> list[Value]:
+def _by_chunks(b: Builder, a: Value, build: Callable[[Builder, Value], list[Value]],
+               chunk: int = CHUNK) -> list[Value]:
     """``build(b, a)`` (results leading with a's batch axes) run on windows of CHUNK matrices
     of the flattened batch (a ``chunked`` op): unrolled code keeps one buffer per entry, which
     for a large batch would stream through memory once per entry."""
@@ -186,18 +193,18 @@ def _by_chunks(b: Builder, a: Value, build: Callable[[Builder, Value], list[Valu
     size: Any = 1
     for d in batch:
         size = dims.mul(size, d)
-    if not batch or (isinstance(size, int) and size <= CHUNK):
+    if not batch or (isinstance(size, int) and size <= chunk):
         return build(b, a)
     core = tuple(a.type.shape[-2:])
     flat = ops.reshape(b, a, (size, *core))
-    _, tail = chunk_counts(size, CHUNK)
+    _, tail = chunk_counts(size, chunk)
     regions = []
-    for count in (CHUNK, tail):
+    for count in (chunk, tail):
         block = new_block([flat.type.with_shape((count, *core))])
         with b.inside(block):
             block.results = build(b, block.args[0])
         regions.append(block)
-    outs = b.emit(ops.chunked_p, [flat], {"size": size, "chunk": CHUNK, "batched": (True,)}, regions)
+    outs = b.emit(ops.chunked_p, [flat], {"size": size, "chunk": chunk, "batched": (True,)}, regions)
     return [ops.reshape(b, o, (*batch, *o.type.shape[1:])) for o in outs]
 
 
@@ -206,6 +213,14 @@ def _static_core(x: Value) -> tuple[int, int]:
     m, n = x.type.shape[-2:]
     assert isinstance(m, int) and isinstance(n, int), x.type
     return m, n
+
+
+def _loop_chunk(a: Value) -> int:
+    """Matrices per window of the loop code: about 256 KB of them (the L2 cache), since each
+    step of the loop reads the whole window."""
+    m, n = a.type.shape[-2:]
+    per = (m if isinstance(m, int) else 64) * (n if isinstance(n, int) else 64) * a.type.dtype.itemsize
+    return max(1, (256 * 1024) // per)
 
 
 def _small(*sizes: Any) -> bool:
@@ -304,9 +319,9 @@ def _chol_decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     n = a.type.shape[-1]
     if n == 0:
         return [a, ops.full(b, True, TensorType(BOOL, tuple(_bshape(a))))]
-    if _small(n):
+    if _small(n) and (not is_complex(a.type.dtype) or n <= UNROLL_COMPLEX):
         return _by_chunks(b, a, _chol_unrolled)
-    return _chol_loop(b, a)
+    return _by_chunks(b, a, _chol_loop, _loop_chunk(a))
 
 
 def _chol_unrolled(b: Builder, a: Value) -> list[Value]:
@@ -458,9 +473,9 @@ def _householder(b: Builder, alpha: Value, xnorm2: Value) -> tuple[Value, Value,
 def _qr_decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     (a,) = args
     *_, m, n = a.type.shape
-    if _small(m, n):
+    if _small(m, n) and m * n * min(m, n) <= (QR_UNROLL_COMPLEX if is_complex(a.type.dtype) else QR_UNROLL):
         return _by_chunks(b, a, lambda b, a: _qr_unrolled(b, a, op.params["full"]))
-    return _qr_loop(b, a, op.params["full"])
+    return _by_chunks(b, a, lambda b, a: _qr_loop(b, a, op.params["full"]), _loop_chunk(a))
 
 
 def _qr_unrolled(b: Builder, a: Value, full: bool) -> list[Value]:
