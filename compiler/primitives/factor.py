@@ -336,7 +336,7 @@ def _chol_blocked(b: Builder, a: Value) -> list[Value]:
     """[[L11, 0], [L21, L22]]: L11 = chol(A11), L21 = A21 L11^-H, L22 = chol(A22 - L21 L21^H)."""
     nb = a.type.ndim - 2
     batch = _bshape(a)
-    n = int(a.type.shape[-1])
+    n = _static_core(a)[1]
     h = max(UNROLL, (n // 2 + 7) // 8 * 8) if n > 2 * UNROLL else n // 2
     z = [0] * nb
     a11 = ops.slice_(b, a, [*z, 0, 0], [*batch, h, h])
@@ -501,7 +501,8 @@ def _householder(b: Builder, alpha: Value, xnorm2: Value) -> tuple[Value, Value,
 def _qr_decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     (a,) = args
     *_, m, n = a.type.shape
-    if _small(m, n) and m * n * min(m, n) <= (QR_UNROLL_COMPLEX if is_complex(a.type.dtype) else QR_UNROLL):
+    budget = QR_UNROLL_COMPLEX if is_complex(a.type.dtype) else QR_UNROLL
+    if isinstance(m, int) and isinstance(n, int) and m * n * min(m, n) <= budget:
         return _by_chunks(b, a, lambda b, a: _qr_unrolled(b, a, op.params["full"]))
     return _by_chunks(b, a, lambda b, a: _qr_loop(b, a, op.params["full"]), _loop_chunk(a))
 
