@@ -319,9 +319,11 @@ def _chol_decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     n = a.type.shape[-1]
     if n == 0:
         return [a, ops.full(b, True, TensorType(BOOL, tuple(_bshape(a))))]
-    if _small(n) and (not is_complex(a.type.dtype) or n <= UNROLL_COMPLEX):
+    if not isinstance(n, int):
+        return _by_chunks(b, a, _chol_loop, _loop_chunk(a))
+    if n <= (UNROLL_COMPLEX if is_complex(a.type.dtype) else UNROLL):
         return _by_chunks(b, a, _chol_unrolled)
-    if isinstance(n, int) and n <= BLOCKED_MAX:
+    if n <= BLOCKED_MAX:
         return _by_chunks(b, a, _chol_blocked, _loop_chunk(a))
     return _by_chunks(b, a, _chol_loop, _loop_chunk(a))
 
