@@ -18,6 +18,7 @@ import numpy as np
 from compiler.errors import CompileError, DynamicShapeError, OutParameterError, \
     UnsupportedError
 from compiler.frontend import arrays as A
+from compiler.frontend import factor as F
 from compiler.frontend import indexing as I
 from compiler.frontend import linalg as L
 from compiler.frontend import solve as LU
@@ -316,6 +317,17 @@ NUMPY_FUNCTIONS[np.linalg.norm] = L.norm
 NUMPY_FUNCTIONS[np.linalg.matmul] = L.matmul
 NUMPY_FUNCTIONS.update(LU.FUNCTIONS)      # solve, inv, det, slogdet, matrix_power, multi_dot, tensor*
 
+# factorizations and the small np.linalg functions (compiler/frontend/factor.py; docs/linalg.md)
+NUMPY_FUNCTIONS.update({
+    np.linalg.cholesky: F.cholesky, np.linalg.qr: F.qr, np.cross: F.cross, np.kron: F.kron,
+    np.linalg.cross: F.linalg_cross, np.linalg.outer: F.linalg_outer,
+    np.linalg.trace: F.linalg_trace, np.linalg.diagonal: F.linalg_diagonal,
+    np.linalg.vecdot: F.vecdot, np.linalg.matrix_transpose: F.linalg_matrix_transpose,
+    np.linalg.tensordot: L.tensordot})
+for _name, _handler in (("vecdot", F.vecdot), ("matrix_transpose", F.linalg_matrix_transpose)):
+    if hasattr(np, _name):
+        NUMPY_FUNCTIONS[getattr(np, _name)] = _handler
+
 # np.* functions that always stage, even on static arguments: their results are
 # local arrays the function may update (y = np.zeros(3); y[i] = ...).
 # (np.array, np.arange and np.linspace of static values stay static: they are small constants,
@@ -447,8 +459,6 @@ UNSUPPORTED: dict[str, tuple[type, str, str | None]] = {
     "interp": (UnsupportedError, "np.interp is not supported yet", _CUSTOM),
     "convolve": (UnsupportedError, "np.convolve is not supported yet", _CUSTOM),
     "histogram": (DynamicShapeError, "np.histogram is not supported", _CUSTOM),
-    "cross": (UnsupportedError, "np.cross is not supported yet",
-              "write the three components with slicing and np.stack"),
     "nansum": (UnsupportedError, "np.nansum is not supported yet",
                "use np.sum(np.where(np.isnan(x), 0, x))"),
     "nanmean": (UnsupportedError, "np.nanmean is not supported yet",

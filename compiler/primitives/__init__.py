@@ -19,6 +19,7 @@ from compiler.primitives.elementwise import (abs_, add, and_, arccos, arccosh, a
                                              le, log, log1p, log2, log10, lt, maximum, minimum, mod,
                                              mul, ne, neg, not_, or_, pow_, round_, select, sign, sin,
                                              sinh, sqrt, sub, tan, tanh, xor)
+from compiler.primitives.factor import cholesky, qr
 from compiler.primitives.indexing import (dynamic_slice, dynamic_update_slice, scatter, take,
                                           update_slice)
 from compiler.primitives.linalg import dot_general

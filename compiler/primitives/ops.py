@@ -391,3 +391,23 @@ complex_p, complex_ = _binary("complex")
 def conj_if_complex(b: Builder, x: Value) -> Value:
     """conj(x) for a complex x, x itself for a real one (the adjoint of multiplication by x)."""
     return conj(b, x) if x.type.dtype.kind == "c" else x
+
+
+# ---- factorizations (compiler/primitives/factor.py; docs/linalg.md) -------------------
+
+cholesky_p = declare("cholesky", OPAQUE)
+qr_p = declare("qr", OPAQUE)
+
+
+def cholesky(b: Builder, a: Value) -> tuple[Value, Value]:
+    """(l, ok): the lower Cholesky factor of each matrix of the stack `a` [..., n, n] (its
+    lower triangle read), and bool[...] flags false where a pivot is not positive."""
+    l, ok = b.emit(cholesky_p, [a])
+    return l, ok
+
+
+def qr(b: Builder, a: Value, full: bool = False) -> tuple[Value, Value]:
+    """(q, r) of each matrix of the stack `a` [..., m, n] (Householder, LAPACK's signs);
+    `full`: q is [..., m, m] (NumPy's mode='complete'), else [..., m, min(m, n)]."""
+    q, r = b.emit(qr_p, [a], {"full": bool(full)})
+    return q, r

@@ -2260,3 +2260,118 @@ def _lu_prims(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]
 
 prims("linalg.det", _lu_prims)
 prims("complex.linalg.solve", _lu_prims, dtypes=COMPLEX)
+
+# ---- factorizations and the small np.linalg functions (docs/linalg.md "Cholesky and QR") ---------
+#
+# Small matrices (the unrolled code); the loops for larger and symbolic sizes, LinAlgError and
+# NaN inputs are tests/linalg/test_factor.py. Samples are well conditioned: SPD matrices
+# X X^H + n I for cholesky, I + X / 4 (full rank, a dominant diagonal) for qr.
+
+LINALG = Tol((1e-4, 1e-4), (1e-10, 1e-10), ulps=4)
+
+
+def _spd(shape: tuple[int, ...], dtype: Any, rng: np.random.Generator) -> np.ndarray:
+    *batch, n = shape[:-1]
+    x = cmake(shape, dtype, rng) if np.dtype(dtype).kind == "c" else make(shape, dtype, rng, -1, 1)
+    return (x @ np.conj(np.swapaxes(x, -1, -2)) + n * np.eye(n)).astype(dtype)
+
+
+def _well(shape: tuple[int, ...], dtype: Any, rng: np.random.Generator) -> np.ndarray:
+    m, n = shape[-2:]
+    x = cmake(shape, dtype, rng, -1, 1) if np.dtype(dtype).kind == "c" else make(shape, dtype, rng, -1, 1)
+    return (np.eye(m, n) + x / 4).astype(dtype)
+
+
+def _chol_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape in [(1, 1), (3, 3), (2, 4, 4)]:
+        x = cmake(shape, dtype, rng, -1, 1) if dtype.kind == "c" else make(shape, dtype, rng, -1, 1)
+        yield SampleInput((x,), desc=f"{list(shape)}")
+
+
+def _spd_of(x: Any) -> Any:
+    """x x^H + n I (positive definite for any x; the vmap tests permute the entries of x) plus
+    triu(x, 1), which cholesky does not read (NumPy's lower factor reads the lower triangle)."""
+    n = x.shape[-1]
+    return x @ np.conj(np.swapaxes(x, -1, -2)) + n * np.eye(n, dtype=x.dtype) + np.triu(x, 1)
+
+
+def _qr_samples(shapes: list[tuple[int, ...]]) -> SampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        for shape in shapes:
+            yield SampleInput((_well(shape, dtype, rng),), desc=f"{list(shape)}")
+    return gen
+
+
+_QR_SHAPES = [(3, 3), (4, 2), (2, 4), (2, 3, 3)]
+
+op("linalg.cholesky", lambda x: np.linalg.cholesky(_spd_of(x)), _chol_samples, tol=LINALG,
+   prim_samples=lambda dt, rng: [PrimSample("cholesky", (_spd((2, 3, 3), dt, rng),))],
+   more_dtypes=(), error_inputs=lambda: [
+       ErrorInput(SampleInput((x,)), exc, match, fn=lambda a: np.linalg.cholesky(a))
+       for x, exc, match in [(np.ones(3), errors.ShapeMismatchError, "at least two-dimensional"),
+                             (np.ones((2, 3)), errors.ShapeMismatchError, "must be square"),
+                             (np.ones((2, 2), np.float16), errors.UnsupportedError, "float16")]])
+op("linalg.cholesky.upper", lambda x: np.linalg.cholesky(np.swapaxes(_spd_of(x), -1, -2), upper=True),
+   _chol_samples, tol=LINALG, more_dtypes=())
+op("linalg.qr", lambda a: tuple(np.linalg.qr(a)), _qr_samples(_QR_SHAPES), tol=LINALG,
+   prim_samples=lambda dt, rng: [PrimSample("qr", (_well((2, 4, 3), dt, rng),), {"full": False}),
+                                 PrimSample("qr", (_well((3, 4), dt, rng),), {"full": True})],
+   more_dtypes=(), notes="R's diagonal has LAPACK's signs, so Q and R match NumPy's",
+   error_inputs=lambda: [
+    ErrorInput(SampleInput((_f((3, 3)),)), errors.UnsupportedError, "raw",
+               fn=lambda a: np.linalg.qr(a, mode="raw")),
+    ErrorInput(SampleInput((_f((3, 3)),)), errors.UnsupportedError, "Unrecognized mode",
+               fn=lambda a: np.linalg.qr(a, mode="bogus")),
+    ErrorInput(SampleInput((_f((3,)),)), errors.ShapeMismatchError, "at least two-dimensional")])
+op("linalg.qr.r", lambda a: np.linalg.qr(a, mode="r"), _qr_samples(_QR_SHAPES + [(5, 2)]), tol=LINALG,
+   more_dtypes=())
+op("linalg.qr.complete", lambda a: tuple(np.linalg.qr(a, mode="complete")),
+   _qr_samples([(3, 3), (2, 4), (2, 2, 3)]), tol=LINALG, more_dtypes=(),
+   notes="with more rows than columns Q's last columns have no derivative: "
+         "tests/linalg/test_factor.py")
+op("complex.linalg.cholesky", lambda x: np.linalg.cholesky(_spd_of(x)),
+   lambda dt, rng: [SampleInput((cmake(s, dt, rng, -1, 1),)) for s in [(3, 3), (2, 2, 2)]],
+   dtypes=COMPLEX, tol=LINALG)
+op("complex.linalg.qr", lambda a: tuple(np.linalg.qr(a)),
+   lambda dt, rng: [SampleInput((_well(s, dt, rng),)) for s in [(3, 3), (4, 2), (2, 3)]],
+   dtypes=COMPLEX, tol=LINALG)
+
+
+def _cross_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    yield SampleInput((make((3,), dtype, rng), make((3,), dtype, rng)), {})
+    yield SampleInput((make((4, 3), dtype, rng), make((3,), dtype, rng)), {}, desc="broadcast")
+    yield SampleInput((make((3, 2), dtype, rng), make((2, 3), dtype, rng)), {"axisa": 0, "axisb": 1, "axisc": 0},
+                      desc="axisa=0, axisc=0")
+    yield SampleInput((make((2, 3, 4), dtype, rng), make((1, 3, 4), dtype, rng)), {"axis": 1}, desc="axis=1")
+
+
+op("cross", lambda a, b, **kw: np.cross(a, b, **kw), _cross_samples, dtypes=FLOATS + INTS, tol=REDUCTION,
+   error_inputs=lambda: [error((_f((4,)), _f((3,))), errors.ShapeMismatchError, "dimension must be 2 or 3")])
+op("linalg.cross", lambda a, b: np.linalg.cross(a, b),
+   lambda dt, rng: [SampleInput((make((2, 3), dt, rng), make((3,), dt, rng)))], tol=REDUCTION,
+   error_inputs=lambda: [error((_f((2,)), _f((2,))), errors.ShapeMismatchError, "3-dimensional vectors")])
+op("kron", lambda a, b: np.kron(a, b), lambda dt, rng: [
+    SampleInput((make((2, 3), dt, rng), make((3, 2), dt, rng))),
+    SampleInput((make((3,), dt, rng), make((2,), dt, rng))),
+    SampleInput((make((2,), dt, rng), make((2, 2, 3), dt, rng)), desc="mixed ranks"),
+    SampleInput((make((), dt, rng), make((2, 2), dt, rng)), desc="0-d")], dtypes=NUMERIC)
+op("linalg.trace", lambda x, **kw: np.linalg.trace(x, **kw), lambda dt, rng: [
+    SampleInput((make((3, 3), dt, rng),)), SampleInput((make((2, 3, 4), dt, rng),), {"offset": 1}),
+    SampleInput((make((2, 4, 3), dt, rng),), {"offset": -1})], dtypes=NUMERIC, tol=REDUCTION)
+op("linalg.diagonal", lambda x, **kw: np.linalg.diagonal(x, **kw), lambda dt, rng: [
+    SampleInput((make((3, 3), dt, rng),)), SampleInput((make((2, 3, 4), dt, rng),), {"offset": 1})],
+   dtypes=NUMERIC)
+op("linalg.outer", lambda a, b: np.linalg.outer(a, b),
+   lambda dt, rng: [SampleInput((make((3,), dt, rng), make((4,), dt, rng)))], dtypes=NUMERIC,
+   error_inputs=lambda: [error((_f((2, 2)), _f((2,))), errors.ShapeMismatchError, "one-dimensional")])
+op("linalg.vecdot", lambda a, b, **kw: np.linalg.vecdot(a, b, **kw), lambda dt, rng: [
+    SampleInput((make((3,), dt, rng), make((3,), dt, rng))),
+    SampleInput((make((2, 4), dt, rng), make((4,), dt, rng)), desc="broadcast"),
+    SampleInput((make((3, 2), dt, rng), make((3, 2), dt, rng)), {"axis": 0})], dtypes=NUMERIC, tol=REDUCTION)
+op("vecdot", lambda a, b: np.vecdot(a, b), lambda dt, rng: [SampleInput((make((2, 3), dt, rng), make((3,), dt, rng)))],
+   dtypes=NUMERIC, tol=REDUCTION)
+op("linalg.matrix_transpose", lambda x: np.linalg.matrix_transpose(x),
+   lambda dt, rng: [SampleInput((make((2, 3, 4), dt, rng),))], dtypes=STRUCTURAL)
+op("complex.linalg.small", lambda a, b: (np.linalg.vecdot(a, b), np.cross(a, b), np.kron(a, b),
+                                        np.linalg.outer(a, b)),
+   lambda dt, rng: [SampleInput((cmake((3,), dt, rng), cmake((3,), dt, rng)))], dtypes=COMPLEX, tol=_C_REDUCTION)
