@@ -385,3 +385,16 @@ complex_p, complex_ = _binary("complex")
 def conj_if_complex(b: Builder, x: Value) -> Value:
     """conj(x) for a complex x, x itself for a real one (the adjoint of multiplication by x)."""
     return conj(b, x) if x.type.dtype.kind == "c" else x
+
+
+# ---- general eigenproblems (compiler/primitives/eig.py; docs/linalg.md) -----------------
+
+eig_p = declare("eig", OPAQUE)
+
+
+def eig(b: Builder, a: Value, vectors: bool) -> tuple[Value, ...]:
+    """Eigen-decomposition of complex stacks [..., n, n]: (w, ok), or with `vectors`
+    (w, v, vinv, ok): eigenvalues [..., n], normalized right eigenvectors as columns and
+    their inverse [..., n, n], and a bool [...] that is false where the QR iteration did
+    not converge."""
+    return b.emit(eig_p, [a], {"vectors": vectors})
