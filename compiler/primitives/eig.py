@@ -126,12 +126,11 @@ def _gauge(b: Builder, w: Value, v: Value) -> tuple[Value, Value, Value]:
     diff = ops.sub(b, _bcast(b, w, v, -1), _bcast(b, w, v, -2))
     one = ops.full_like(b, 1.0, v)
     e = ops.select(b, on_diag, ops.zeros_like(b, v), ops.div(b, one, ops.select(b, on_diag, one, diff)))
-    mag = ops.abs_(b, v)
-    p = ops.argmax(b, mag, nb)
+    vr, vi = ops.real(b, v), ops.imag(b, v)
+    p = ops.argmax(b, ops.add(b, ops.mul(b, vr, vr), ops.mul(b, vi, vi)), nb)
     rows = ops.iota(b, p.type.dtype, v.type.shape, nb)
     onehot = ops.eq(b, rows, ops.broadcast_in_dim(b, p, v.type.shape, list(range(nb)) + [nb + 1]))
-    re = ops.real(b, v)
-    vp = ops.reduce_sum(b, ops.select(b, onehot, re, ops.zeros_like(b, re)), [nb])
+    vp = ops.reduce_sum(b, ops.select(b, onehot, vr, ops.zeros_like(b, vr)), [nb])
     return e, onehot, vp
 
 
