@@ -307,7 +307,9 @@ def _unflat(vals: list[Value], h: list, z: list | None, m: int, n: int) -> None:
     for i in range(m + 1):
         for j in range(n):
             h[i][j] = (next(it), next(it))
-    for i in range(n if z is not None else 0):
+    if z is None:
+        return
+    for i in range(n):
         for j in range(n):
             z[i][j] = (next(it), next(it))
 
@@ -471,8 +473,10 @@ def _per_matrix(b: Builder, a: Value, vectors: bool) -> list[Value]:
 
 
 def _compute(b: Builder, a: Value, vectors: bool) -> list[Value]:
-    *batch_, n, _ = a.type.shape
+    *batch_, n_, _ = a.type.shape
     batch = tuple(batch_)
+    assert isinstance(n_, int)      # static: _decompose keeps the op otherwise
+    n = n_
     rdt = np.dtype(a.type.dtype.name).type(0).real.dtype
     g = _Gen(b, batch, rdt)
     nb = len(batch)
