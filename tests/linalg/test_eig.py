@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler import grad, jit, jvp, vjp, vmap
+import compiler.primitives.eig as eig_module
+from compiler import grad, hessian, jit, jvp, vjp, vmap
 from compiler.errors import ShapeMismatchError, UnsupportedError
 
 
@@ -178,6 +179,16 @@ def test_nonfinite_under_vmap_raises() -> None:
         vmap(eigvals)(a)
 
 
+def test_no_convergence_raises_linalgerror(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The iteration's own verdict reaches the user as NumPy's error: with no QR sweep
+    allowed, a matrix that is not triangular has not converged."""
+    monkeypatch.setattr(eig_module, "MAX_SWEEPS", 0)
+    k = jit(lambda a: np.linalg.eig(a)[0] * 1.0)        # a kernel of its own: compiled here
+    with pytest.raises(np.linalg.LinAlgError, match="did not converge"):
+        k(CASES["random3"])
+    np.testing.assert_allclose(k(CASES["upper"]), np.diag(CASES["upper"]))     # nothing to do
+
+
 def test_user_errors() -> None:
     with pytest.raises(ShapeMismatchError, match="at least two-dimensional"):
         eigvals(np.ones(3))
@@ -283,3 +294,16 @@ def test_vmap_of_grad_matches_loop() -> None:
     g = vmap(_GRADS[_abs2])(a)
     for i in range(3):
         np.testing.assert_allclose(g[i], _GRADS[_abs2](a[i]), rtol=1e-12, atol=1e-12)
+
+
+def test_hessian_vs_fd_of_grad() -> None:
+    def loss(a):
+        w = np.linalg.eigvals(a)
+        return np.sum(np.abs(w) ** 2) + np.real(np.prod(w))
+    a = CASES["random3"]
+    hess = hessian(loss)(a)
+    g, h = grad(loss), 1e-5
+    for idx in [(0, 1), (2, 0)]:
+        e = np.zeros_like(a)
+        e[idx] = h
+        np.testing.assert_allclose(hess[..., idx[0], idx[1]], (g(a + e) - g(a - e)) / (2 * h), atol=1e-7)
