@@ -222,6 +222,9 @@ class _Gen:
     def div(self, x: Pair, y: Pair) -> Pair:
         return cm.cdiv(self.b, *x, *y)
 
+    def abs2(self, x: Pair) -> Value:
+        return ops.add(self.b, ops.mul(self.b, x[0], x[0]), ops.mul(self.b, x[1], x[1]))
+
     def abs1(self, x: Pair) -> Value:
         return ops.add(self.b, ops.abs_(self.b, x[0]), ops.abs_(self.b, x[1]))
 
@@ -234,8 +237,11 @@ class _Gen:
     def givens(self, f: Pair, g: Pair) -> tuple[Value, Pair]:
         """(c, s), c real, with [[c, s], [-conj(s), c]] @ [f, g] = [r, 0]."""
         b = self.b
-        af = cm.cabs(b, *f)
-        nrm = ops.hypot(b, af, cm.cabs(b, *g))
+        # sqrt of sums of squares rather than hypot (a libm call): the matrix is scaled to
+        # entries of order one, so the squares neither overflow nor lose what matters
+        af2 = self.abs2(f)
+        af = ops.sqrt(b, af2)
+        nrm = ops.sqrt(b, ops.add(b, af2, self.abs2(g)))
         fzero, nzero = ops.eq(b, af, self.c(0.0)), ops.eq(b, nrm, self.c(0.0))
         one = self.c(1.0)
         inv_af = ops.div(b, one, ops.select(b, fzero, one, af))
@@ -364,8 +370,7 @@ def _vector(g: _Gen, cols: list[Pair]) -> list[Pair]:
         bigger = ops.gt(b, q, best)
         best, top = ops.select(b, bigger, q, best), g.sel(bigger, x, top)
     nrm = ops.sqrt(b, sq[0]) if len(sq) == 1 else ops.sqrt(b, _sum(b, sq))
-    mag = cm.cabs(b, *top)
-    inv = ops.div(b, g.c(1.0), ops.mul(b, nrm, mag))
+    inv = ops.div(b, g.c(1.0), ops.mul(b, nrm, ops.sqrt(b, best)))
     phase = g.rmul(inv, g.conj(top))
     return [g.mul(x, phase) for x in cols]
 
