@@ -79,8 +79,8 @@ def _reads_all(user: Op, v: Value) -> bool:
     """Does `user` read (at least) every element of `v`? Elementwise ops and reductions
     do; an index op does when its result is no smaller (reshape, transpose), not a
     slice, which reads just the elements it keeps."""
-    if user.prim.kind == ELEMENTWISE or user.prim.loops:
-        return True
+    if user.prim.kind == ELEMENTWISE or user.prim.loops or not user.results:
+        return True            # a check (no results) reads its whole condition
     got, have = user.results[0].type.size, v.type.size
     if isinstance(got, int) and isinstance(have, int):
         return got >= have

@@ -21,6 +21,7 @@ from compiler.frontend import arrays as A
 from compiler.frontend import factor as F
 from compiler.frontend import indexing as I
 from compiler.frontend import linalg as L
+from compiler.frontend import eig as E
 from compiler.frontend import solve as LU
 from compiler.frontend import reductions as R
 from compiler.frontend import shapes as S
@@ -327,6 +328,10 @@ NUMPY_FUNCTIONS.update({
 for _name, _handler in (("vecdot", F.vecdot), ("matrix_transpose", F.linalg_matrix_transpose)):
     if hasattr(np, _name):
         NUMPY_FUNCTIONS[getattr(np, _name)] = _handler
+
+# general eigenproblems (frontend/eig.py)
+NUMPY_FUNCTIONS[np.linalg.eig] = E.eig
+NUMPY_FUNCTIONS[np.linalg.eigvals] = E.eigvals
 
 # np.* functions that always stage, even on static arguments: their results are
 # local arrays the function may update (y = np.zeros(3); y[i] = ...).

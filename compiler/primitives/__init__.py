@@ -12,6 +12,7 @@ from compiler.primitives.complex_ops import complex_, conj, imag, real
 from compiler.primitives.control import chunked, cond, while_
 from compiler.primitives.loops import for_
 from compiler.primitives.elementwise import *  # noqa: F401,F403
+from compiler.primitives import eig as _eig  # noqa: F401  (defines eig; the module keeps its name)
 from compiler.primitives.elementwise import (abs_, add, and_, arccos, arccosh, arcsin, arcsinh, arctan,
                                              arctan2, arctanh, cbrt,
                                              ceil, convert, cos, cosh, div, eq, exp, exp2, expm1,

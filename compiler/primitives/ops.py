@@ -411,3 +411,15 @@ def qr(b: Builder, a: Value, full: bool = False) -> tuple[Value, Value]:
     `full`: q is [..., m, m] (NumPy's mode='complete'), else [..., m, min(m, n)]."""
     q, r = b.emit(qr_p, [a], {"full": bool(full)})
     return q, r
+
+# ---- general eigenproblems (compiler/primitives/eig.py; docs/linalg.md) -----------------
+
+eig_p = declare("eig", OPAQUE)
+
+
+def eig(b: Builder, a: Value, vectors: bool) -> tuple[Value, ...]:
+    """Eigen-decomposition of complex stacks [..., n, n]: (w, ok), or with `vectors`
+    (w, v, vinv, ok): eigenvalues [..., n], normalized right eigenvectors as columns and
+    their inverse [..., n, n], and a bool [...] that is false where the QR iteration did
+    not converge."""
+    return b.emit(eig_p, [a], {"vectors": vectors})

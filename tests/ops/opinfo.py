@@ -2375,3 +2375,29 @@ op("linalg.matrix_transpose", lambda x: np.linalg.matrix_transpose(x),
 op("complex.linalg.small", lambda a, b: (np.linalg.vecdot(a, b), np.cross(a, b), np.kron(a, b),
                                         np.linalg.outer(a, b)),
    lambda dt, rng: [SampleInput((cmake((3,), dt, rng), cmake((3,), dt, rng)))], dtypes=COMPLEX, tol=_C_REDUCTION)
+
+# ---- general eigenproblems (compiler/primitives/eig.py; tests/linalg/test_eig.py) -------------
+# The eigenvalues come in an order of their own (docs/linalg.md): the OpInfo compares symmetric
+# functions of them, which are independent of the order and smooth where they are distinct.
+
+def _eigvals_sym(a: Any) -> Any:
+    w = np.linalg.eigvals(a)
+    return np.real(np.sum(w * w, axis=-1)), np.real(np.prod(w, axis=-1)), np.sum(np.abs(w) ** 2, axis=-1)
+
+
+def _eigvals_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape in [(3, 3), (2, 2), (2, 4, 4), (1, 1)]:
+        a = rng.standard_normal(shape).astype(dtype)
+        yield SampleInput((a,), desc=describe([a]))
+
+
+def _eig_prims(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    # triangular stacks: the eigenvalues are the diagonal in order, as in NumPy's reference
+    a = np.triu(rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3))).astype(dtype)
+    for vectors in (False, True):
+        yield PrimSample("eig", (a,), {"vectors": vectors}, grad=False)
+
+
+op("linalg.eigvals", _eigvals_sym, _eigvals_samples, tol=Tol((2e-4, 2e-4), (1e-11, 1e-11), ulps=8),
+   more_dtypes=(), notes="symmetric functions of the eigenvalues: their order is the QR iteration's")
+prims("linalg.eigvals", _eig_prims, dtypes=COMPLEX)
