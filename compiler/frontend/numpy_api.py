@@ -349,6 +349,7 @@ DTYPE_CALLABLES = {np.float32, np.float64, np.int32, np.int64, np.bool_, np.doub
                    np.intp, np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64, np.float16,
                    np.half, np.uintp, np.complex64, np.complex128}
 
+
 # ---- ndarray methods and attributes -----------------------------------------------------
 
 
@@ -400,6 +401,7 @@ ATTRIBUTES: dict[str, Callable[[Builder, Staged], Any]] = {
     "real": U.real, "imag": U.imag,
 }
 
+
 # ---- operators ------------------------------------------------------------------------------
 
 BINARY_OPERATORS: dict[type, Handler] = {
@@ -425,6 +427,7 @@ COMPARE_OPERATORS: dict[type, str] = {
 
 UNARY_OPERATORS: dict[type, str] = {ast.USub: "negative", ast.UAdd: "positive",
                                     ast.Invert: "invert"}
+
 
 # ---- rejections --------------------------------------------------------------------------------
 

@@ -113,6 +113,7 @@ xor_p, xor = _binary("xor")
 shl_p, shl = _binary("shl")
 shr_p, shr = _binary("shr")
 
+
 # ---- checks (compiler/primitives/checks.py) --------------------------------------------
 
 check_p = declare("check", OPAQUE)
@@ -411,6 +412,7 @@ def qr(b: Builder, a: Value, full: bool = False) -> tuple[Value, Value]:
     `full`: q is [..., m, m] (NumPy's mode='complete'), else [..., m, min(m, n)]."""
     q, r = b.emit(qr_p, [a], {"full": bool(full)})
     return q, r
+
 
 # ---- general eigenproblems (compiler/primitives/eig.py; docs/linalg.md) -----------------
 

@@ -475,6 +475,7 @@ op("rad2deg", lambda x: np.rad2deg(x), unary_samples(shapes=[(3, 4), ()]), tol=T
 alias("radians", lambda x: np.radians(x), "deg2rad")
 alias("degrees", lambda x: np.degrees(x), "rad2deg")
 
+
 # ---- comparisons and logic ---------------------------------------------------------------------------
 
 _COMPARISONS = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
@@ -523,6 +524,7 @@ op("isinf", lambda x: np.isinf(x), unary_samples(), dtypes=NUMERIC, edge_values=
    differentiable=False)
 op("isfinite", lambda x: np.isfinite(x), unary_samples(), dtypes=NUMERIC, edge_values=FLOAT_EDGES,
    differentiable=False)
+
 
 # ---- maximum, minimum, clip, where -----------------------------------------------------------------------
 
@@ -590,6 +592,7 @@ def _where_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Sample
 op("where", lambda c, x, y: np.where(c, x, y), _where_samples, dtypes=ALL_DTYPES,
    error_inputs=lambda: [error((_f((3,), bool), _f((4,)), _f((5,))), errors.CompileError, r"(?i)broadcast|shape")])
 
+
 # ---- float math ----------------------------------------------------------------------------------------
 
 #: (name, numpy function, float domain, integer domain or None when ints are not sampled)
@@ -651,6 +654,7 @@ op("round.decimals", lambda x, d: np.round(x, d),
 alias("round.method", lambda x, d: x.round(d), "round.decimals", n=4)
 alias("around", lambda x, d: np.around(x, d), "round.decimals", n=4)
 
+
 # ---- casts ---------------------------------------------------------------------------------------------
 
 
@@ -693,6 +697,7 @@ def _to_dtype_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Sam
 
 op("asarray.dtypes", lambda x, t: np.asarray(x, dtype=t), _to_dtype_samples, dtypes=NUMERIC)
 op("array.dtypes", lambda x, t: np.array(x, dtype=t), _to_dtype_samples, dtypes=NUMERIC, alias_of="asarray.dtypes")
+
 
 # ---- reductions -------------------------------------------------------------------------------------
 
@@ -843,6 +848,7 @@ op("cumprod.method", lambda x, axis: x.cumprod(axis=axis), _scan_samples(0.5, 1.
 op("cumsum.dtype", lambda x, t: np.cumsum(x, dtype=t), lambda dt, rng: [
     SampleInput((make((5,), dt, rng), np.float32)), SampleInput((make((2, 3), dt, rng), np.int64))],
    dtypes=(I32, BOOL, F64), tol=REDUCTION)
+
 
 # ---- linear algebra ---------------------------------------------------------------------------------------
 
@@ -995,6 +1001,7 @@ op("diagonal", lambda x, offset, axis1, axis2: np.diagonal(x, offset=offset, axi
 op("trace.method", lambda x: x.trace(), unary_samples(shapes=[(4, 4), (2, 3)]), dtypes=NUMERIC, tol=REDUCTION)
 op("diagonal.method", lambda x: x.diagonal(), unary_samples(shapes=[(3, 3), (2, 5), (4, 1), (2, 3, 4)]),
    dtypes=NUMERIC)
+
 
 # ---- shape manipulation --------------------------------------------------------------------------------
 
@@ -1211,6 +1218,7 @@ op("tril", lambda x, k: np.tril(x, k), lambda dt, rng: [SampleInput((make((4, 4)
 op("triu", lambda x, k: np.triu(x, k), lambda dt, rng: [SampleInput((make((4, 4), dt, rng), 1)),
                                                         SampleInput((make((2, 3, 4), dt, rng), 0))], dtypes=STRUCTURAL)
 
+
 # ---- indexing -----------------------------------------------------------------------------------------
 
 
@@ -1331,6 +1339,7 @@ op("index.dynamic_array_axis1", lambda x, idx: x[:, idx], lambda dt, rng: [
 op("index.dynamic_pair", lambda x, i, j: x[i, j], lambda dt, rng: [
     SampleInput((make((5, 4), dt, rng), np.array([0, 1]), np.array([3, 2]))),
     SampleInput((make((5, 4), dt, rng), np.array([[4], [0]]), np.array([-1, 1], np.int32)))], dtypes=STRUCTURAL)
+
 
 # ---- functional updates -----------------------------------------------------------------------------
 
@@ -1824,6 +1833,7 @@ prims("where", lambda dt, rng: [
     PrimSample("select", (make((6, 3), BOOL, rng), make((6, 3), dt, rng), make((6, 3), dt, rng))),
     PrimSample("select", (make((4,), BOOL, rng), make((4,), dt, rng), make((4,), dt, rng)))])
 
+
 # ---- reductions and scans
 
 _REDUCE_AXES = [(0,), (1,), (0, 1), (0, 2), ()]
@@ -1867,6 +1877,7 @@ def _prim_scan(prim: str) -> PrimSampleFn:
 prims("cumsum", _prim_scan("cumsum"), dtypes=(F64,))
 prims("cumprod", _prim_scan("cumprod"), dtypes=(F64,))
 
+
 # ---- dot_general: any dimension numbers
 
 _DOT_CASES = [((((1,), (0,)), ((), ())), ((4, 5), (5, 3))), ((((1,), (0,)), ((), ())), ((4, 5), (5,))),
@@ -1877,6 +1888,7 @@ _DOT_CASES = [((((1,), (0,)), ((), ())), ((4, 5), (5, 3))), ((((1,), (0,)), ((),
 prims("matmul", lambda dt, rng: [
     PrimSample("dot_general", (make(sa, dt, rng, -2, 2), make(sb, dt, rng, -2, 2)), {"dimension_numbers": dn})
     for dn, (sa, sb) in _DOT_CASES], dtypes=FLOATS + (I64,))
+
 
 # ---- shape primitives
 
@@ -1908,6 +1920,7 @@ prims("eye", lambda dt, rng: [
     PrimSample("iota", (), {"dtype": dt, "shape": (3, 4), "dimension": 1})], dtypes=(I32, F64))
 prims("full", lambda dt, rng: [
     PrimSample("constant", (), {"value": np.arange(6, dtype=dt).reshape(2, 3)})], dtypes=(F64, I64))
+
 
 # ---- indexing primitives (indices are clamped: out-of-bounds ones included)
 
@@ -2261,6 +2274,7 @@ def _lu_prims(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]
 prims("linalg.det", _lu_prims)
 prims("complex.linalg.solve", _lu_prims, dtypes=COMPLEX)
 
+
 # ---- factorizations and the small np.linalg functions (docs/linalg.md "Cholesky and QR") ---------
 #
 # Small matrices (the unrolled code); the loops for larger and symbolic sizes, LinAlgError and
@@ -2375,6 +2389,7 @@ op("linalg.matrix_transpose", lambda x: np.linalg.matrix_transpose(x),
 op("complex.linalg.small", lambda a, b: (np.linalg.vecdot(a, b), np.cross(a, b), np.kron(a, b),
                                         np.linalg.outer(a, b)),
    lambda dt, rng: [SampleInput((cmake((3,), dt, rng), cmake((3,), dt, rng)))], dtypes=COMPLEX, tol=_C_REDUCTION)
+
 
 # ---- general eigenproblems (compiler/primitives/eig.py; tests/linalg/test_eig.py) -------------
 # The eigenvalues come in an order of their own (docs/linalg.md): the OpInfo compares symmetric
