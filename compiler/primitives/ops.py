@@ -385,3 +385,17 @@ complex_p, complex_ = _binary("complex")
 def conj_if_complex(b: Builder, x: Value) -> Value:
     """conj(x) for a complex x, x itself for a real one (the adjoint of multiplication by x)."""
     return conj(b, x) if x.type.dtype.kind == "c" else x
+
+
+# ---- sorting (compiler/primitives/sorting.py; docs/sorting.md) ---------------------
+
+sort_p = declare("sort", OPAQUE)
+
+
+def sort(b: Builder, operands: Sequence[Value], num_keys: int = 1, stable: bool = True
+         ) -> list[Value]:
+    """The rows (last axis) of every operand permuted into the order that sorts the first
+    `num_keys` operands lexicographically (NumPy's order: NaN last, -0.0 == 0.0, complex by
+    (real, imag)); all operands share one shape. ``stable=False`` lets equal keys come out
+    in any order (visible only for -0.0/0.0 and NaNs of a sort without carried operands)."""
+    return list(b.emit(sort_p, list(operands), {"num_keys": num_keys, "stable": stable}))
