@@ -24,7 +24,7 @@ from compiler.ir import dims
 from compiler.ir.builder import Builder
 from compiler.ir.core import Block, Value
 from compiler.ir.dims import Dim
-from compiler.ir.types import BOOL, F64, I64, TensorType, is_complex, is_float, is_inexact, is_int
+from compiler.ir.types import BOOL, F16, F32, F64, I64, TensorType, is_complex, is_float, is_inexact, is_int
 from compiler.primitives import ops
 from compiler.primitives.loops import trip_count
 from compiler.primitives.sorting import take_rows
@@ -296,7 +296,7 @@ def _median_of(b: Builder, s: Staged, c: Staged) -> Staged:
         pair = [x0, x1]
     else:
         pair = [A.convert(b, x0, F64), A.convert(b, x1, F64)]
-    dtype = np.float32 if pair[0].dtype == np.float16 else None
+    dtype = F32 if pair[0].dtype == F16 else None
     total = binary(b, "add", *(A.convert(b, p, dtype) if dtype else p for p in pair))
     mean = A.convert(b, binary(b, "true_divide", total, 2), pair[0].dtype)
     odd = binary(b, "not_equal", binary(b, "remainder", c, two), 0)
@@ -336,6 +336,8 @@ def _quantile_q(b: Builder, q: Any, x: Staged) -> Staged:
     if isinstance(q, (int, float)) and not isinstance(q, bool) and is_float(x.dtype):
         return A.lift(b, np.asarray(q, dtype=x.dtype))
     qs = A.lift(b, A.normalize_operand(b, q))
+    if isinstance(q, Staged) and q.weak and is_float(x.dtype):      # a Python float argument
+        return A.convert(b, qs, x.dtype)
     if not isinstance(q, Staged):
         arr = np.asarray(q)
         if arr.size and not ((arr >= 0) & (arr <= 1)).all():
@@ -461,6 +463,8 @@ def _percent(b: Builder, q: Any, x: Staged) -> Staged:
         if isinstance(q, (int, float)) and not isinstance(q, bool) and is_float(x.dtype):
             return binary(b, "true_divide", A.lift(b, np.asarray(q, dtype=x.dtype)), 100)
         return binary(b, "true_divide", A.lift(b, arr), 100)
+    if q.weak and is_float(x.dtype):
+        q = A.convert(b, q, x.dtype)
     return binary(b, "true_divide", q, 100)
 
 
@@ -491,10 +495,12 @@ def unique(b: Builder, ar: Any, return_index: bool = False, return_inverse: bool
     first = _group_starts(b, s, equal_nan)
     gid = ops.sub(b, ops.cumsum(b, ops.convert(b, first, I64), 0), ops.full_like(b, 1, idx))
     # the first element of each group goes to slot gid (groups past k to a dump slot k)
-    slot = ops.select(b, ops.and_(b, first, ops.lt(b, gid, ops.full_like(b, k, gid))), gid,
-                      ops.full_like(b, k, gid))
-    dump = TensorType(I64, (k + 1,))
-    pos = ops.slice_(b, ops.scatter(b, ops.full(b, -1, dump), slot, idx, 0, "set"), (0,), (k,))
+    # (slot k keeps the start of group k, which ends group k - 1; k + 1 is a dump)
+    slot = ops.select(b, ops.and_(b, first, ops.le(b, gid, ops.full_like(b, k, gid))), gid,
+                      ops.full_like(b, k + 1, gid))
+    dump = TensorType(I64, (k + 2,))
+    starts = ops.scatter(b, ops.full(b, -1, dump), slot, idx, 0, "set")
+    pos = ops.slice_(b, starts, (0,), (k,))
     valid = ops.ge(b, pos, ops.full_like(b, 0, pos))
     safe = ops.maximum(b, pos, ops.full_like(b, 0, pos))
     values = ops.take(b, s, safe, 0) if k else ops.full(b, 0, TensorType(v.type.dtype, (0,)))
@@ -502,7 +508,9 @@ def unique(b: Builder, ar: Any, return_index: bool = False, return_inverse: bool
         fill = ops.broadcast_in_dim(b, ops.reshape(b, ops.slice_(b, s, (0,), (1,)), ()), (k,), ()) \
             if n != 0 else ops.full(b, 0, TensorType(v.type.dtype, (k,)))
     else:
-        fill = A.broadcast_value(b, A.convert_value(b, A.lift(b, fill_value).value, v.type.dtype), (k,))
+        fv = A.convert(b, fill_value, v.type.dtype) if isinstance(fill_value, Staged) \
+            else A.constant(b, fill_value, v.type.dtype)
+        fill = A.broadcast_value(b, fv.value, (k,))
     out: list[Staged] = [Staged(ops.select(b, valid, values, fill))]
     if return_index:
         first_at = ops.take(b, perm, safe, 0)
@@ -514,7 +522,7 @@ def unique(b: Builder, ar: Any, return_index: bool = False, return_inverse: bool
     if return_counts:
         total = ops.broadcast_in_dim(b, A.dim_value(b, n).value if not isinstance(n, int)
                                      else ops.scalar(b, n, I64), (1,), ())
-        ends = ops.concatenate(b, [ops.slice_(b, pos, (1,), (k,)), total], 0) if k else pos
+        ends = ops.slice_(b, starts, (1,), (k + 1,))
         nxt = ops.select(b, ops.ge(b, ends, ops.full_like(b, 0, ends)), ends,
                          ops.broadcast_in_dim(b, ops.reshape(b, total, ()), (k,), ()))
         cnt = ops.sub(b, nxt, pos)
