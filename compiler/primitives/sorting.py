@@ -224,9 +224,32 @@ def _unordered(cg: Any, dtype: np.dtype, key: Any) -> Any:
     return b.select(nan, ll.Constant(ft, float("nan")), value)
 
 
+def _is_position(x: Value) -> bool:
+    """Is `x` the position along the last axis (the iota of an argsort)?"""
+    return x.op is not None and x.op.prim is ops.iota_p and \
+        x.op.params["dimension"] == x.type.ndim - 1 and x.type.dtype.kind in "iu"
+
+
+def _bare(op: Op) -> bool:
+    """Are the keys the values (no carried operand), with no -0.0/NaN order to keep?"""
+    xs = op.operands
+    return op.params["num_keys"] == len(xs) and (
+        not op.params["stable"] or all(not is_float(x.type.dtype) for x in xs))
+
+
+def _network_fits(op: Op, n: int) -> bool:
+    """A network for rows of n: the values a compare-exchange moves (keys, position,
+    carried operands) times its length bounds the code, and LLVM's time to vectorize it."""
+    xs = op.operands
+    k = op.params["num_keys"]
+    lanes = k if _bare(op) else k + 1 + sum(not _is_position(x) for x in xs[k:]) + \
+        sum(is_float(x.type.dtype) for x in xs[:k])
+    return n <= NETWORK_MAX and (lanes <= 3 or (lanes <= 5 and n <= 16) or n <= 8)
+
+
 def _lower(cg: Any, op: Op, outs: list[Any]) -> None:
     n = op.operands[0].type.shape[-1]
-    if isinstance(n, int) and n <= NETWORK_MAX:
+    if isinstance(n, int) and _network_fits(op, n):
         _lower_network(cg, op, outs, n)
     else:
         _lower_radix(cg, op, outs, n)
@@ -246,19 +269,23 @@ def _lower_network(cg: Any, op: Op, outs: list[Any], n: int) -> None:
     xs = list(op.operands)
     k = op.params["num_keys"]
     dtypes = [x.type.dtype for x in xs]
-    # without carried operands and stability, the keys are the values (bijective mapping)
-    bare = k == len(xs) and (not op.params["stable"] or all(not is_float(d) for d in dtypes))
+    # without carried operands and stability, the keys are the values (bijective mapping);
+    # otherwise the position is the last key, and an iota operand (argsort) is the position
+    bare = _bare(op)
+    # keys that are the values (integers) are not carried twice
+    moved = [j for j in range(len(xs)) if not (j >= k and _is_position(xs[j]))
+             and not (j < k and not is_float(dtypes[j]))]
     with cg.loop_nest(xs[0].type.shape[:-1]) as lead:
-        vals = [[cg.read(x, lead + [cg.index(i)]) for i in range(n)] for x in xs]
+        vals = [[cg.read(x, lead + [cg.index(i)]) if j in moved or j < k else None
+                 for i in range(n)] for j, x in enumerate(xs)]
         keys = [[_ordered(cg, dtypes[j], v, canonical=not bare) for v in vals[j]] for j in range(k)]
+        it = ll.IntType(64 if max(_key_bits(d) for d in dtypes[:k]) > 32 else 32)
         if bare:
             cols = [[keys[j][i] for j in range(k)] for i in range(n)]
             width = k
         else:
-            wide = max(_key_bits(d) for d in dtypes[:k]) > 32
-            it = ll.IntType(64 if wide else 32)
             cols = [[keys[j][i] for j in range(k)] + [ll.Constant(it, i)]
-                    + [vals[j][i] for j in range(len(xs))] for i in range(n)]
+                    + [vals[j][i] for j in moved] for i in range(n)]
             width = k + 1
         for i, j in network(n):
             a, c = cols[i], cols[j]
@@ -268,10 +295,22 @@ def _lower_network(cg: Any, op: Op, outs: list[Any], n: int) -> None:
         for i in range(n):
             at = lead + [cg.index(i)]
             for j, buf in enumerate(outs):
-                v = _unordered(cg, dtypes[j], cols[i][j]) if bare else cols[i][width + j]
-                if bare and dtypes[j] == BOOL:
-                    v = b.trunc(v, ll.IntType(1))
+                if j in moved and not bare:
+                    v = cols[i][width + moved.index(j)]
+                elif j < k:                         # a key that maps back to its value
+                    v = _unordered(cg, dtypes[j], cols[i][j])
+                    if dtypes[j] == BOOL:
+                        v = b.trunc(v, ll.IntType(1))
+                else:                               # the position
+                    v = _int_cast(b, cols[i][k], _key_bits(dtypes[j]))
                 cg.store(buf, at, v)
+
+
+def _int_cast(b: Any, v: Any, bits: int) -> Any:
+    width = v.type.width
+    if width == bits:
+        return v
+    return b.trunc(v, ll.IntType(bits)) if width > bits else b.sext(v, ll.IntType(bits))
 
 
 def _lower_radix(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
