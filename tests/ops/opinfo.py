@@ -2213,13 +2213,13 @@ op("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable"), _sort_sam
 op("argsort.method", lambda x, axis: x.argsort(axis=axis, kind="stable"), _sort_samples((-1, 0)),
    dtypes=NUMERIC, differentiable=False, thin=3, alias_of="argsort")
 op("partition", lambda x, axis: np.partition(x, 1, axis=axis), _sort_samples((-1, 0)),
-   dtypes=NUMERIC, ref=lambda x, axis: np.sort(x, axis=axis),
+   dtypes=NUMERIC, ref=lambda x, axis: np.sort(x, axis=axis), thin=2,
    notes="a full sort is a valid partition")
 op("argpartition", lambda x, axis: np.argpartition(x, 1, axis=axis), _sort_samples((-1, 0)),
    dtypes=NUMERIC, differentiable=False, ref=lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
-   notes="the full stable argsort is a valid argpartition")
+   thin=2, notes="the full stable argsort is a valid argpartition")
 op("take_along_axis.argsort", lambda x, axis: np.take_along_axis(x, np.argsort(x, axis=axis), axis=axis),
-   _sort_samples((-1, 0)), dtypes=NUMERIC)
+   _sort_samples((-1, 0)), dtypes=NUMERIC, thin=2)
 op("lexsort", lambda a, b: np.lexsort((a, b)), lambda dt, rng: [
     SampleInput((make((9,), dt, rng, 0, 3), make((9,), dt, rng, 0, 2))),
     SampleInput((make((3, 40), dt, rng, 0, 3), make((3, 40), dt, rng, 0, 2)), desc="long rows")],
