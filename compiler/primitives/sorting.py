@@ -332,10 +332,12 @@ def _lower_radix(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
     bare = k == 1 and len(xs) == 1 and (not op.params["stable"] or not is_float(dtypes[0]))
     i64 = ll.IntType(64)
     length = cg.entry_dim(n)
-    # (key, position) arrays per row, twice (ping-pong), and the byte histograms
-    scratch = [cg.scratch(I64, length) for _ in range(2 if bare else 4)]
+    # (key, position) arrays per row, twice (ping-pong), and the byte histograms; a bare sort
+    # of 64-bit keys uses its output row as one of its two key arrays
+    in_place = bare and _key_bits(dtypes[0]) == 64
+    scratch = [cg.scratch(I64, length) for _ in range(1 if in_place else 2 if bare else 4)]
     counts = cg.scratch(I64, cg.index(RADIX * _digits(64)))
-    slots = [cg.alloca_builder.alloca(scratch[0].type) for _ in scratch]
+    slots = [cg.alloca_builder.alloca(scratch[0].type) for _ in range(2 if bare else 4)]
     nn = cg.dim(n)
     one = cg.index(1)
 
@@ -346,7 +348,12 @@ def _lower_radix(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
         return b.zext(u, i64) if _key_bits(dtype) < 64 else u
 
     with cg.loop_nest(xs[0].type.shape[:-1]) as lead:
-        for s, p in zip(slots, scratch):
+        rows = scratch
+        if in_place:
+            row = b.gep(outs[0].ptr, [cg.linearize(lead + [cg.index(0)], outs[0].shape)],
+                        inbounds=True)
+            rows = [b.bitcast(row, scratch[0].type)] + scratch
+        for s, p in zip(slots, rows):
             b.store(p, s)
         if not bare:
             with cg.loop(nn) as i:
