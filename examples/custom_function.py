@@ -1,6 +1,6 @@
-"""compiler.Function: a NumPy routine outside the compiled subset (np.argsort) inside a
-compiled, differentiated and vmapped kernel, plus a compiled Function with its own
-gradient rule. See docs/custom_functions.md.
+"""compiler.Function: a NumPy routine run as a host callback (np.argsort, which would
+also compile: docs/sorting.md) inside a compiled, differentiated and vmapped kernel, plus a
+compiled Function with its own gradient rule. See docs/custom_functions.md.
 
 # run: python examples/custom_function.py
 """
@@ -16,6 +16,8 @@ from compiler import Function, grad, jit, vmap
 class SoftRank(Function):
     """Sort each row with NumPy (a host callback); gradients flow back through the
     inverse permutation, which the backward applies with compiled code."""
+
+    host_callback = True
 
     @staticmethod
     def forward(x):

@@ -47,7 +47,8 @@ EXTERNAL: dict[Any, Callable[..., Any]] = {}
 
 
 # ndarray methods that write into the array: staged as the NumPy function registered above
-INPLACE_METHODS: dict[str, Any] = {"fill": np.ndarray.fill, "put": np.put}
+INPLACE_METHODS: dict[str, Any] = {"fill": np.ndarray.fill, "put": np.put,
+                                   "sort": np.ndarray.sort}
 
 
 def register_function(fn: Any, handler: Callable[..., Any]) -> None:

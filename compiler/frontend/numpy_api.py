@@ -25,6 +25,7 @@ from compiler.frontend import eig as E
 from compiler.frontend import solve as LU
 from compiler.frontend import reductions as R
 from compiler.frontend import shapes as S
+from compiler.frontend import sorting as SO
 from compiler.frontend import ufuncs as U
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
@@ -308,6 +309,14 @@ _FUNCTIONS_BY_NAME: dict[str, Handler] = {
     "isrealobj": lambda b, x: A.result_dtype([A.normalize_operand(b, x)]).kind != "c",
     "iscomplex": U.iscomplex, "isreal": U.isreal, "real_if_close": U.real_if_close,
 }
+# sorting (frontend/sorting.py, docs/sorting.md)
+_FUNCTIONS_BY_NAME.update({
+    "sort": SO.sort, "argsort": SO.argsort, "partition": SO.partition,
+    "argpartition": SO.argpartition, "lexsort": SO.lexsort, "take_along_axis": SO.take_along_axis,
+    "searchsorted": SO.searchsorted, "median": SO.median, "nanmedian": SO.nanmedian,
+    "quantile": SO.quantile, "percentile": SO.percentile, "nanquantile": SO.nanquantile,
+    "nanpercentile": SO.nanpercentile, "unique": SO.unique,
+})
 _FUNCTIONS_BY_NAME.update({name: _ufunc_handler(name) for name in U.UFUNCS
                            if hasattr(np, name) and name not in _FUNCTIONS_BY_NAME})
 _FUNCTIONS_BY_NAME["abs"] = _ufunc_handler("absolute")
@@ -383,11 +392,12 @@ METHODS: dict[str, Handler] = {
     "round": _round, "dot": L.dot, "item": _item, "take": _take, "diagonal": S.diagonal,
     "trace": L.trace, "repeat": S.repeat, "conj": U.conj, "conjugate": U.conj,
     "__array__": lambda b, x: x,
+    "argsort": SO.argsort,
 }
 
 METHOD_ALTERNATIVES = {
     "tolist": "return the array itself", "fill": "use y[...] = value or np.full",
-    "sort": None, "argsort": None, "nonzero": "use np.where(cond, x, fill)",
+    "nonzero": "use np.where(cond, x, fill)",
     "resize": "use np.reshape or np.pad", "put": "use y[idx] = v", "tofile": None,
     "view": "use .astype for a conversion",
 }
@@ -442,8 +452,6 @@ UNSUPPORTED: dict[str, tuple[type, str, str | None]] = {
                  "values", _DYNAMIC),
     "flatnonzero": (DynamicShapeError, "np.flatnonzero returns an array whose length depends on "
                     "the values", _DYNAMIC),
-    "unique": (DynamicShapeError, "np.unique returns an array whose length depends on the values",
-               _DYNAMIC),
     "extract": (DynamicShapeError, "np.extract returns an array whose length depends on the "
                 "values", _DYNAMIC),
     "compress": (DynamicShapeError, "np.compress returns an array whose length depends on the "
@@ -452,12 +460,6 @@ UNSUPPORTED: dict[str, tuple[type, str, str | None]] = {
     "trim_zeros": (DynamicShapeError, "np.trim_zeros's length depends on the values", _DYNAMIC),
     "fmod": (UnsupportedError, "np.fmod (C remainder) is not supported",
              "np.remainder / % (Python-style modulo) is supported"),
-    "sort": (UnsupportedError, "np.sort is not supported yet", _CUSTOM),
-    "argsort": (UnsupportedError, "np.argsort is not supported yet", _CUSTOM),
-    "median": (UnsupportedError, "np.median (a sort) is not supported yet", _CUSTOM),
-    "percentile": (UnsupportedError, "np.percentile (a sort) is not supported yet", _CUSTOM),
-    "quantile": (UnsupportedError, "np.quantile (a sort) is not supported yet", _CUSTOM),
-    "searchsorted": (UnsupportedError, "np.searchsorted is not supported yet", _CUSTOM),
     "vectorize": (UnsupportedError, "np.vectorize runs Python per element",
                   "write the body with array operations, or use compiler.vmap"),
     "frompyfunc": (UnsupportedError, "np.frompyfunc runs Python per element",

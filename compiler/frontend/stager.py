@@ -30,6 +30,7 @@ from compiler.frontend import masked as M
 from compiler.frontend import writes as W
 from compiler.frontend import indexing as I
 from compiler.frontend import numpy_api as NP
+from compiler.frontend import sorting as SO
 from compiler.frontend.calls import CallMixin, register_function
 from compiler.frontend.ufuncs import binary, unary
 from compiler.frontend import ufuncs as U
@@ -911,6 +912,7 @@ register_function(np.place, _inplace_writer("place", I.place))
 register_function(np.copyto, _inplace_writer("copyto", I.copyto))
 register_function(np.put, _inplace_writer("put", I.put))
 register_function(np.fill_diagonal, _inplace_writer("fill_diagonal", I.fill_diagonal))
+register_function(np.ndarray.sort, _inplace_writer("ndarray.sort", SO.sort_inplace))
 register_function(np.ndarray.fill, _inplace_writer(   # x.fill(v): casts as assignment does
     "ndarray.fill", lambda b, a, value: I.copyto(b, a, value, casting="unsafe")))
 

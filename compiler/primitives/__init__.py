@@ -30,6 +30,7 @@ from compiler.primitives.reduce import (argmax, argmin, cumprod, cumsum, reduce_
                                         reduce_min, reduce_or, reduce_prod, reduce_sum)
 from compiler.primitives.shape import (broadcast_in_dim, concatenate, constant, diagonal, iota, pad,
                                        reshape, rev, size_of, slice_, transpose)
+from compiler.primitives.sorting import sort  # noqa: F401
 
 if undefined():
     raise AssertionError(f"declared in ops.py but defined nowhere: {undefined()}")

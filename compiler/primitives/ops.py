@@ -425,3 +425,17 @@ def eig(b: Builder, a: Value, vectors: bool) -> tuple[Value, ...]:
     their inverse [..., n, n], and a bool [...] that is false where the QR iteration did
     not converge."""
     return b.emit(eig_p, [a], {"vectors": vectors})
+
+
+# ---- sorting (compiler/primitives/sorting.py; docs/sorting.md) ---------------------
+
+sort_p = declare("sort", OPAQUE)
+
+
+def sort(b: Builder, operands: Sequence[Value], num_keys: int = 1, stable: bool = True
+         ) -> list[Value]:
+    """The rows (last axis) of every operand permuted into the order that sorts the first
+    `num_keys` operands lexicographically (NumPy's order: NaN last, -0.0 == 0.0, complex by
+    (real, imag)); all operands share one shape. ``stable=False`` lets equal keys come out
+    in any order (visible only for -0.0/0.0 and NaNs of a sort without carried operands)."""
+    return list(b.emit(sort_p, list(operands), {"num_keys": num_keys, "stable": stable}))

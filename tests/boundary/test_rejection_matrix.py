@@ -70,7 +70,7 @@ CONSTRUCTS = [
               "np.sum(v) + np.flatnonzero(v).sum()", DynamicShapeError, DynamicShapeError,
               DynamicShapeError, "np.where"),
     Construct("unique", "return np.unique(x).sum()  # MARK", "np.unique(v).sum()",
-              DynamicShapeError, DynamicShapeError, DynamicShapeError, "np.where"),
+              DynamicShapeError, DynamicShapeError, DynamicShapeError, "size="),
     Construct("bool_mask", "return np.sum(x) + x[x > 0].cumsum().sum()  # MARK",
               "np.sum(v) + v[v > 0].cumsum().sum()",
               DynamicShapeError, DynamicShapeError, DynamicShapeError, "np.where"),

@@ -14,7 +14,9 @@ rng = np.random.default_rng(2)
 
 
 class Median(Function):
-    """np.median is not in the subset: a host callback (output shape found on zeros)."""
+    """NumPy's own np.median as a host callback (output shape found on zeros)."""
+
+    host_callback = True
 
     @staticmethod
     def forward(x):
@@ -160,6 +162,8 @@ def test_symbolic_sizes_need_abstract():
         np.testing.assert_allclose(f(x), np.cumsum(2 * x)[::-1])
 
     class NoAbstract(Function):
+        host_callback = True
+
         @staticmethod
         def forward(x):
             return np.median(x, keepdims=True)
@@ -211,9 +215,9 @@ def test_compiled_forward_is_used_when_possible_and_host_callback_false_forces_i
 
         @staticmethod
         def forward(x):
-            return np.median(x)
+            return np.interp(x, x, x)
 
-    with pytest.raises(UnsupportedError, match="median"):
+    with pytest.raises(UnsupportedError, match="interp"):
         jit(lambda x: Compiled.apply(x))(np.ones(3))
 
 

@@ -2416,3 +2416,114 @@ def _eig_prims(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample
 op("linalg.eigvals", _eigvals_sym, _eigvals_samples, tol=Tol((2e-4, 2e-4), (1e-11, 1e-11), ulps=8),
    more_dtypes=(), notes="symmetric functions of the eigenvalues: their order is the QR iteration's")
 prims("linalg.eigvals", _eig_prims, dtypes=COMPLEX)
+
+
+# ---- sorting (compiler/frontend/sorting.py, docs/sorting.md) -----------------------------------------
+# random floats are distinct, so the derivative (a permutation) is unique; NaN, -0.0, ties and
+# stability: tests/sorting/
+
+
+def _sort_samples(axes: tuple = (-1, 0, None), shapes: tuple = ((7,), (3, 5), (2, 3, 40))) -> SampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        for shape in shapes:
+            for axis in axes:
+                if axis == 0 and len(shape) == 1 and axis != -1:
+                    continue
+                yield SampleInput((make(shape, dtype, rng, -50, 50),), {"axis": axis},
+                                  desc=f"{shape} axis={axis}")
+    return gen
+
+
+def _quantile_samples(qs: tuple) -> SampleFn:
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        for shape, axis in (((9,), None), ((4, 6), 1), ((4, 5), 0), ((2, 3, 4), (0, 2)), ((3, 41), -1)):
+            for q in qs:
+                yield SampleInput((make(shape, dtype, rng, -50, 50),), {"axis": axis, "q": q},
+                                  desc=f"{shape} axis={axis} q={q}")
+    return gen
+
+
+def _nan_rows(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    x = make((4, 7), dtype, rng, -50, 50)
+    x[1, 2] = x[2, 0] = x[2, 5] = np.nan
+    x[3, :] = np.nan
+    yield SampleInput((x,), {"axis": 1}, desc="rows with NaN")
+    yield SampleInput((make((3, 6), dtype, rng, -50, 50),), {"axis": 0}, desc="no NaN")
+
+
+op("sort", lambda x, axis: np.sort(x, axis=axis), _sort_samples(), dtypes=ALL_DTYPES)
+op("sort.stable", lambda x, axis: np.sort(x, axis=axis, kind="stable"), _sort_samples(),
+   dtypes=NUMERIC, thin=2)
+op("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable"), _sort_samples(),
+   dtypes=ALL_DTYPES, differentiable=False)
+op("argsort.method", lambda x, axis: x.argsort(axis=axis, kind="stable"), _sort_samples((-1, 0)),
+   dtypes=NUMERIC, differentiable=False, thin=3, alias_of="argsort")
+op("partition", lambda x, axis: np.partition(x, 1, axis=axis), _sort_samples((-1, 0)),
+   dtypes=NUMERIC, ref=lambda x, axis: np.sort(x, axis=axis), thin=2,
+   notes="a full sort is a valid partition")
+op("argpartition", lambda x, axis: np.argpartition(x, 1, axis=axis), _sort_samples((-1, 0)),
+   dtypes=NUMERIC, differentiable=False, ref=lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
+   thin=2, notes="the full stable argsort is a valid argpartition")
+op("take_along_axis.argsort", lambda x, axis: np.take_along_axis(x, np.argsort(x, axis=axis), axis=axis),
+   _sort_samples((-1, 0)), dtypes=NUMERIC, thin=2)
+op("lexsort", lambda a, b: np.lexsort((a, b)), lambda dt, rng: [
+    SampleInput((make((9,), dt, rng, 0, 3), make((9,), dt, rng, 0, 2))),
+    SampleInput((make((3, 40), dt, rng, 0, 3), make((3, 40), dt, rng, 0, 2)), desc="long rows")],
+   dtypes=NUMERIC, differentiable=False)
+op("searchsorted", lambda a, v, side: np.searchsorted(np.sort(a), v, side=side), lambda dt, rng: [
+    SampleInput((make((9,), dt, rng, -5, 5), make((3, 4), dt, rng, -6, 6), side)) for side in
+    ("left", "right")] + [SampleInput((make((40,), dt, rng, -5, 5), make((7,), dt, rng, -6, 6), "left"),
+                                      desc="long")],
+   dtypes=NUMERIC, differentiable=False)
+op("searchsorted.sorter", lambda a, v: np.searchsorted(a, v, sorter=np.argsort(a)), lambda dt, rng: [
+    SampleInput((make((9,), dt, rng, -5, 5), make((4,), dt, rng, -6, 6)))],
+   dtypes=NUMERIC, differentiable=False)
+op("median", lambda x, axis: np.median(x, axis=axis), _sort_samples((-1, 0, None)),
+   dtypes=NUMERIC, tol=REDUCTION)
+op("median.keepdims", lambda x: np.median(x, axis=(0, 2), keepdims=True), lambda dt, rng: [
+    SampleInput((make((2, 3, 4), dt, rng, -50, 50),))], dtypes=NUMERIC, tol=REDUCTION)
+op("quantile", lambda x, axis, q: np.quantile(x, q, axis=axis), _quantile_samples((0.3, 0.0, 1.0)),
+   dtypes=NUMERIC, tol=REDUCTION)
+op("quantile.array_q", lambda x, axis, q: np.quantile(x, np.array(q), axis=axis),
+   _quantile_samples(((0.1, 0.5, 0.95),)), dtypes=FLOATS, tol=REDUCTION, thin=2)
+op("percentile", lambda x, axis, q: np.percentile(x, q, axis=axis), _quantile_samples((25.0, (10, 90))),
+   dtypes=NUMERIC, tol=REDUCTION)
+for _m in ("lower", "higher", "nearest", "midpoint"):
+    op(f"quantile.{_m}", lambda x, axis, q, _m=_m: np.quantile(x, q, axis=axis, method=_m),
+       _quantile_samples((0.3, (0.25, 0.5, 0.75))), dtypes=NUMERIC, tol=REDUCTION, thin=2,
+       differentiable=_m == "midpoint")
+op("nanmedian", lambda x, axis: np.nanmedian(x, axis=axis), _nan_rows, dtypes=FLOATS, tol=REDUCTION,
+   differentiable=False, more_dtypes=())
+op("nanquantile", lambda x, axis: np.nanquantile(x, [0.2, 0.5], axis=axis), _nan_rows, dtypes=FLOATS,
+   tol=REDUCTION, differentiable=False, more_dtypes=())
+op("nanpercentile", lambda x, axis: np.nanpercentile(x, 40, axis=axis), _nan_rows, dtypes=FLOATS,
+   tol=REDUCTION, differentiable=False, more_dtypes=())
+op("unique.size", lambda x: np.unique(x, size=6, fill_value=-1, return_index=True, return_inverse=True,
+                                      return_counts=True),
+   lambda dt, rng: [SampleInput((make((12,), dt, rng, 0, 4),)), SampleInput((make((3, 4), dt, rng, 0, 9),))],
+   dtypes=NUMERIC, differentiable=False, supports_vmap=True,
+   ref=lambda x: _unique_padded(x, 6, -1))
+op("complex.sort", lambda x: (np.sort(x), np.argsort(x, kind="stable")), complex_unary(shapes=((7,), (3, 40))),
+   dtypes=COMPLEX, differentiable=False)
+
+
+def _unique_padded(x: np.ndarray, size: int, fill: Any) -> tuple:
+    """np.unique padded as aotx's size= (JAX's convention): fill_value, index 0, count 0."""
+    v, i, inv, c = np.unique(x, return_index=True, return_inverse=True, return_counts=True)
+    pad = max(size - len(v), 0)
+    return (np.concatenate([v, np.full(pad, fill, v.dtype)])[:size],
+            np.concatenate([i, np.zeros(pad, i.dtype)])[:size], inv.reshape(x.shape),
+            np.concatenate([c, np.zeros(pad, c.dtype)])[:size])
+
+
+def _prim_sort(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    for shape in ((6,), (3, 8), (2, 45)):
+        x = make(shape, dtype, rng, -50, 50)
+        pos = np.broadcast_to(np.arange(shape[-1]), shape).copy()
+        yield PrimSample("sort", (x,), {"num_keys": 1, "stable": True}, desc=f"{shape}")
+        yield PrimSample("sort", (x, pos), {"num_keys": 1, "stable": True}, desc=f"{shape} argsort")
+        yield PrimSample("sort", (make(shape, dtype, rng, 0, 2), x), {"num_keys": 2, "stable": False},
+                         desc=f"{shape} two keys")
+
+
+prims("sort", _prim_sort, dtypes=(F64, F32, I32))
