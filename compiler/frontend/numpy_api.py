@@ -20,6 +20,7 @@ from compiler.errors import CompileError, DynamicShapeError, OutParameterError, 
 from compiler.frontend import arrays as A
 from compiler.frontend import indexing as I
 from compiler.frontend import linalg as L
+from compiler.frontend import spectral as SP
 from compiler.frontend import reductions as R
 from compiler.frontend import shapes as S
 from compiler.frontend import ufuncs as U
@@ -313,6 +314,9 @@ NUMPY_FUNCTIONS: dict[Any, Handler] = {getattr(np, n): h for n, h in _FUNCTIONS_
                                        if hasattr(np, n)}
 NUMPY_FUNCTIONS[np.linalg.norm] = L.norm
 NUMPY_FUNCTIONS[np.linalg.matmul] = L.matmul
+# symmetric eigenproblems and the SVD (frontend/spectral.py; docs/linalg.md)
+NUMPY_FUNCTIONS.update({np.linalg.eigh: SP.eigh, np.linalg.eigvalsh: SP.eigvalsh, np.linalg.svd: SP.svd,
+                        np.linalg.svdvals: SP.svdvals})
 
 # np.* functions that always stage, even on static arguments: their results are
 # local arrays the function may update (y = np.zeros(3); y[i] = ...).

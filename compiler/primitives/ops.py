@@ -385,3 +385,23 @@ complex_p, complex_ = _binary("complex")
 def conj_if_complex(b: Builder, x: Value) -> Value:
     """conj(x) for a complex x, x itself for a real one (the adjoint of multiplication by x)."""
     return conj(b, x) if x.type.dtype.kind == "c" else x
+
+
+# ---- symmetric eigenproblems and the SVD (compiler/primitives/spectral.py; docs/linalg.md) ---
+
+eigh_p = declare("eigh", OPAQUE)
+svd_p = declare("svd", OPAQUE)
+
+
+def eigh(b: Builder, a: Value) -> tuple[Value, Value]:
+    """(w, v): eigenvalues ascending and orthonormal eigenvectors of the Hermitian part
+    (a + aᴴ)/2 of each matrix of the stack a [..., n, n]."""
+    w, v = b.emit(eigh_p, [a])
+    return w, v
+
+
+def svd(b: Builder, a: Value, full_matrices: bool = False, compute_uv: bool = True) -> tuple[Value, ...]:
+    """(s, u, vh), or (s,) without compute_uv: singular values descending of each matrix of
+    the stack a [..., m, n]."""
+    return tuple(b.emit(svd_p, [a], {"full_matrices": bool(full_matrices),
+                                     "compute_uv": bool(compute_uv)}))
