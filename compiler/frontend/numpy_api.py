@@ -316,7 +316,10 @@ NUMPY_FUNCTIONS[np.linalg.norm] = L.norm
 NUMPY_FUNCTIONS[np.linalg.matmul] = L.matmul
 # symmetric eigenproblems and the SVD (frontend/spectral.py; docs/linalg.md)
 NUMPY_FUNCTIONS.update({np.linalg.eigh: SP.eigh, np.linalg.eigvalsh: SP.eigvalsh, np.linalg.svd: SP.svd,
-                        np.linalg.svdvals: SP.svdvals})
+                        np.linalg.svdvals: SP.svdvals, np.linalg.pinv: SP.pinv,
+                        np.linalg.lstsq: SP.lstsq, np.linalg.matrix_rank: SP.matrix_rank,
+                        np.linalg.cond: SP.cond, np.linalg.vector_norm: L.vector_norm,
+                        np.linalg.matrix_norm: L.matrix_norm})
 
 # np.* functions that always stage, even on static arguments: their results are
 # local arrays the function may update (y = np.zeros(3); y[i] = ...).
