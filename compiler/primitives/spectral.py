@@ -79,9 +79,22 @@ def _eigh_rule(in_types: Types, params: dict[str, Any]) -> Types:
     return (TensorType(real_dtype(a.dtype), tuple(a.shape[:-1])), a)
 
 
+def ref_phases(v: np.ndarray) -> np.ndarray:
+    """The convention of the eigen- and singular vectors: each column of v is scaled so that
+    its entry of largest magnitude (the first of equal ones) is real and positive; the
+    factors ([..., n]) are returned."""
+    if v.shape[-1] == 0 or v.shape[-2] == 0:
+        return np.ones(v.shape[:-2] + v.shape[-1:], v.dtype)
+    i = np.argmax(np.abs(v), axis=-2)[..., None, :]
+    top = np.take_along_axis(v, i, axis=-2)[..., 0, :]
+    mag = np.abs(top)
+    return np.where(mag == 0, 1, np.conj(top) / np.where(mag == 0, 1, mag)).astype(v.dtype)
+
+
 def _ref_eigh(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     h = (a + np.conj(np.swapaxes(a, -1, -2))) / 2
     w, v = np.linalg.eigh(h)
+    v = v * ref_phases(v)[..., None, :]
     return w.astype(real_dtype(a.dtype)), v.astype(a.dtype)
 
 
@@ -107,6 +120,12 @@ def _ref_svd(a: np.ndarray, full_matrices: bool, compute_uv: bool) -> tuple:
     if not compute_uv:
         return (np.linalg.svd(a, compute_uv=False).astype(rd),)
     u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    k = s.shape[-1]
+    ph = ref_phases(np.conj(np.swapaxes(vh[..., :k, :], -1, -2)))
+    vh = vh.copy()
+    u = u.copy()
+    vh[..., :k, :] *= np.conj(ph)[..., :, None]
+    u[..., :, :k] *= ph[..., None, :]
     return s.astype(rd), u.astype(a.dtype), vh.astype(a.dtype)
 
 
@@ -193,6 +212,26 @@ def _rotation(b: Builder, app: Value, aqq: Value, apq: Value, skip: Value | None
     else:
         phase = ops.select(b, zero, one, ops.div(b, apq, safe))
     return c, s, phase, ops.mul(b, t, mag)
+
+
+def _phases(b: Builder, v: Value) -> Value:
+    """`ref_phases` in IR: per column of v [..., m, n], conj(top) / |top| for its entry top of
+    largest magnitude (the first of equal ones), 1 for a zero column."""
+    nb = v.type.ndim - 2
+    shape = tuple(v.type.shape)
+    mags = _sqr_abs(b, v)
+    best = ops.argmax(b, mags, nb)                                         # [..., n]
+    onehot = ops.eq(b, ops.iota(b, I64, shape, nb),
+                    ops.broadcast_in_dim(b, best, shape, tuple(range(nb)) + (nb + 1,)))
+    top = ops.reduce_sum(b, ops.select(b, onehot, v, ops.zeros_like(b, v)), [nb])
+    mag = _abs(b, top)
+    zero = ops.eq(b, mag, _c(b, 0, mag))
+    safe = ops.select(b, zero, _c(b, 1, mag), mag)
+    if v.type.dtype.kind == "c":
+        re = ops.select(b, zero, _c(b, 1, mag), ops.div(b, ops.real(b, top), safe))
+        im = ops.select(b, zero, _c(b, 0, mag), ops.neg(b, ops.div(b, ops.imag(b, top), safe)))
+        return ops.complex_(b, re, im)
+    return ops.select(b, zero, _c(b, 1, mag), ops.div(b, top, safe))
 
 
 # ---- eigh: unrolled cyclic Jacobi for small static n -----------------------------------------
@@ -392,11 +431,16 @@ def _decompose_eigh(b: Builder, op: Op, args: list[Value]) -> list[Value] | None
     n = a.type.shape[-1]
     if isinstance(n, int) and n <= UNROLL:
         w, v = _eigh_small(b, a)
-        return [w, v]
-    v0 = _as(b, eye(b, ops.full_like(b, 0, a)), a.type.dtype)
-    a, v = _jacobi(b, _eigh_step, a, v0, n, eigh_sweeps(n, a.type.dtype))
-    w, (v,) = _rank_sort(b, _re(b, _diag(b, a)), [v], descending=False)
-    return [w, v]
+    else:
+        v0 = _as(b, eye(b, ops.full_like(b, 0, a)), a.type.dtype)
+        a, v = _jacobi(b, _eigh_step, a, v0, n, eigh_sweeps(n, a.type.dtype))
+        w, (v,) = _rank_sort(b, _re(b, _diag(b, a)), [v], descending=False)
+    return [w, _scale(b, v, _phases(b, v))]
+
+
+def _scale(b: Builder, x: Value, ph: Value) -> Value:
+    """The columns of x times ph [..., n]."""
+    return ops.mul(b, x, _cols(b, ph, tuple(x.type.shape)))
 
 
 # ---- svd -----------------------------------------------------------------------------------
@@ -478,11 +522,29 @@ def _decompose_svd(b: Builder, op: Op, args: list[Value]) -> list[Value] | None:
         res = _svd_tall(b, mH(b, a), full, uv)
         if not uv:
             return res
+        s, u, vh = res[0], mH(b, res[2]), mH(b, res[1])
+    else:
+        if not (isinstance(m, int) and isinstance(n, int)) and not dims.nonnegative(dims.add(m, dims.mul(n, -1))):
+            raise ShapeError(f"svd: the generated code needs m >= n known at compile time, got {a.type}")
+        res = _svd_tall(b, a, full, uv)
+        if not uv:
+            return res
         s, u, vh = res
-        return [s, mH(b, vh), mH(b, u)]
-    if not (isinstance(m, int) and isinstance(n, int)) and not dims.nonnegative(dims.add(m, dims.mul(n, -1))):
-        raise ShapeError(f"svd: the generated code needs m >= n known at compile time, got {a.type}")
-    return _svd_tall(b, a, full, uv)
+    # the phase convention (ref_phases) on the columns of V that go with singular values
+    k = s.type.shape[-1]
+    nb = s.type.ndim - 1
+    v = mH(b, vh)
+    vk = v if v.type.shape[-1] == k else ops.slice_(b, v, [0] * (nb + 2), list(v.type.shape[:-1]) + [k])
+    ph = _phases(b, vk)
+
+    def padded(x: Value, size: Any) -> Value:
+        if size == k:
+            return ph if x is None else x
+        return ops.pad(b, ph, ops.scalar(b, 1, ph.type.dtype), [0] * (nb + 1),
+                       [0] * nb + [dims.add(size, dims.mul(k, -1))])
+    u = _scale(b, u, padded(None, u.type.shape[-1]))
+    vh = mH(b, _scale(b, v, padded(None, v.type.shape[-1])))
+    return [s, u, vh]
 
 
 # ---- derivatives ------------------------------------------------------------------------------
