@@ -185,26 +185,26 @@ def norm(b: Builder, x: Any, ord: Any = None, axis: Any = None, keepdims: bool =
         elif x.ndim == 2:
             axis = (0, 1)
         else:
-            raise Reject(ValueError, "Improper number of dimensions to norm.",
+            raise Reject(UnsupportedError, "Improper number of dimensions to norm.",
                          "pass axis= (one axis for a vector norm, two for a matrix norm)")
     axes = axis if isinstance(axis, tuple) else (axis,)
     if len(axes) == 1:
         ax = normalize_axis(axes[0], x.ndim)
         if isinstance(ord, str):
-            raise Reject(ValueError, f"Invalid norm order '{ord}' for vectors", None)
+            raise Reject(UnsupportedError, f"Invalid norm order '{ord}' for vectors", None)
         return _vector_norm(b, x, 2 if ord is None else ord, ax, keepdims)
     if len(axes) == 2:
         r, c = normalize_axis(axes[0], x.ndim), normalize_axis(axes[1], x.ndim)
         if r == c:
-            raise Reject(ValueError, "Duplicate axes given.", None)
+            raise Reject(UnsupportedError, "Duplicate axes given.", None)
         return matrix_norm_axes(b, x, "fro" if ord is None else ord, r, c, keepdims)
-    raise Reject(ValueError, "Improper number of dimensions to norm.", None)
+    raise Reject(UnsupportedError, "Improper number of dimensions to norm.", None)
 
 
 def _vector_norm(b: Builder, x: Staged, ord: Any, axis: Any, keepdims: bool = False) -> Staged:
     """sum(|x|**ord)**(1/ord) over axis (an int, or None: all), with NumPy's special cases."""
     if not isinstance(ord, (int, float, np.integer, np.floating)) or isinstance(ord, bool):
-        raise Reject(ValueError, f"Invalid norm order {ord!r} for vectors", None)
+        raise Reject(UnsupportedError, f"Invalid norm order {ord!r} for vectors", None)
     mag = unary(b, "absolute", x)
     if ord == 2:
         sq = x if not is_complex(x.dtype) else mag       # |z|**2 for complex z
@@ -244,7 +244,7 @@ def matrix_norm_axes(b: Builder, x: Staged, ord: Any, r: int, c: int, keepdims: 
         if keepdims:
             out = reshape(b, out, tuple(1 if i in (r, c) else x.shape[i] for i in range(x.ndim)))
         return out
-    raise Reject(ValueError, f"Invalid norm order {ord!r} for matrices", None)
+    raise Reject(UnsupportedError, f"Invalid norm order {ord!r} for matrices", None)
 
 
 def _squeeze(b: Builder, x: Staged, axes: tuple[int, int]) -> Staged:
@@ -269,7 +269,7 @@ def matrix_norm(b: Builder, x: Any, *, keepdims: bool = False, ord: Any = "fro")
     if not is_inexact(x.dtype):
         x = A.convert(b, x, F64)
     if x.ndim < 2:
-        raise Reject(ValueError, f"{x.ndim}-dimensional array given. Array must be at least "
+        raise Reject(UnsupportedError, f"{x.ndim}-dimensional array given. Array must be at least "
                      "two-dimensional", None)
     return matrix_norm_axes(b, x, ord, x.ndim - 2, x.ndim - 1, keepdims)
 

@@ -49,7 +49,7 @@ def matrix_operand(b: Builder, x: Any, name: str, square: bool = False) -> Value
 def hermitian_from(b: Builder, a: Value, uplo: str) -> Value:
     """The Hermitian matrix LAPACK reads from one triangle of a (the diagonal's real part)."""
     if uplo not in ("L", "U"):
-        raise Reject(ValueError, f"UPLO argument must be 'L' or 'U', got {uplo!r}", None)
+        raise Reject(UnsupportedError, f"UPLO argument must be 'L' or 'U', got {uplo!r}", None)
     shape, nb = tuple(a.type.shape), a.type.ndim - 2
     i, j = ops.iota(b, np.int64, shape, nb), ops.iota(b, np.int64, shape, nb + 1)
     keep = ops.ge(b, i, j) if uplo == "L" else ops.le(b, i, j)
@@ -171,7 +171,7 @@ def pinv(b: Builder, a: Any, rcond: Any = None, hermitian: bool = False, *, rtol
     v = matrix_operand(b, a, "pinv")
     rd = real_dtype(v.type.dtype)
     if rtol is not _NO and rcond is not None:
-        raise Reject(ValueError, "`rtol` and `rcond` can't be both set.", None)
+        raise Reject(UnsupportedError, "`rtol` and `rcond` can't be both set.", None)
     rel = rcond if rcond is not None else None if rtol is _NO else rtol
     m, n = v.type.shape[-2:]
     if rel is None:     # NumPy's defaults: rcond 1e-15; rtol=None: max(m, n) * eps
@@ -248,7 +248,7 @@ def matrix_rank(b: Builder, a: Any, tol: Any = None, hermitian: bool = False, *,
                         list(range(x.ndim))) if x.ndim else ops.ne(b, x.value, ops.full_like(b, 0, x.value))
         return Staged(ops.convert(b, nz, np.int64))
     if tol is not None and rtol is not None:
-        raise Reject(ValueError, "`tol` and `rtol` can't be both set.", None)
+        raise Reject(UnsupportedError, "`tol` and `rtol` can't be both set.", None)
     v = matrix_operand(b, x, "matrix_rank")
     rd = real_dtype(v.type.dtype)
     if hermitian:
@@ -283,7 +283,7 @@ def cond(b: Builder, x: Any, p: Any = None) -> Staged:
                            tuple(s.type.shape[:-1]))
         return Staged(ops.div(b, first, last) if p != -2 else ops.div(b, last, first))
     if p not in ("fro", "nuc", 1, -1, np.inf, -np.inf):
-        raise Reject(ValueError, f"Invalid norm order {p!r} for matrices", None)
+        raise Reject(UnsupportedError, f"Invalid norm order {p!r} for matrices", None)
     if v.type.shape[-1] != v.type.shape[-2]:
         raise Reject(ShapeMismatchError, "Last 2 dimensions of the array must be square", None)
     s, u, vh = ops.svd(b, v, False, True)

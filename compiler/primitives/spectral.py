@@ -352,7 +352,14 @@ def _eigh_step(b: Builder, r: Value, a: Value, v: Value) -> tuple[Value, Value]:
     n, nd = a.type.shape[-1], a.type.ndim
     pi = _partners(b, r, n)
     d = _re(b, _diag(b, a))
-    o = _diag(b, ops.take(b, a, pi, nd - 2))
+    # o_i = a[pi(i), i] read from the upper triangle for both indices of a pair (a is Hermitian
+    # up to rounding: reading both triangles would give the two a rotation each)
+    low, up = _diag(b, ops.take(b, a, pi, nd - 2)), _diag(b, ops.take(b, a, pi, nd - 1))
+    nb = nd - 2
+    shape = tuple(d.type.shape)
+    is_p = ops.lt(b, ops.broadcast_in_dim(b, ops.iota(b, I64, shape[-1:], 0), shape, (nb,)),
+                  ops.broadcast_in_dim(b, pi, shape, (nb,)))
+    o = ops.select(b, is_p, ops.conj_if_complex(b, up), low)
     c, sigma = _step_coefficients(b, d, o, pi)
     a1 = _rotate_columns(b, a, pi, c, sigma)
     shape = tuple(a.type.shape)

@@ -2193,23 +2193,23 @@ _SPECTRAL_TOL = Tol((2e-5, 2e-5), (1e-12, 1e-12), ulps=4)
 
 
 def _spectral_square(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
-    for shape in [(3, 3), (2, 2), (4, 4, 4), (5, 5), (1, 1)]:
+    for shape in [(3, 3), (2, 5, 5), (1, 1)]:
         yield SampleInput((make(shape, dtype, rng, -2, 2),))
 
 
 def _spectral_rect(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
-    for shape in [(3, 3), (4, 2), (2, 3), (2, 5, 3), (6, 5)]:
+    for shape in [(3, 3), (4, 2), (2, 3, 5)]:
         yield SampleInput((make(shape, dtype, rng, -2, 2),))
 
 
 def _full_rank_lstsq(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
-    for m, n, k in [(4, 2, None), (3, 3, 2), (5, 3, 1), (2, 4, None)]:
+    for m, n, k in [(4, 2, None), (3, 3, 2), (2, 4, None)]:
         a = make((m, n), dtype, rng, -2, 2) + np.eye(m, n, dtype=dtype) * 3
         yield SampleInput((a, make((m,) if k is None else (m, k), dtype, rng, -2, 2)))
 
 
 def _cond_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
-    for p in [None, 2, -2, 1, -1, "inf", "-inf", "fro", "nuc"]:
+    for p in [None, -2, 1, "-inf", "fro", "nuc"]:
         a = make((2, 3, 3), dtype, rng, -1, 1) + np.eye(3, dtype=dtype) * 2
         yield SampleInput((a, p), desc=f"{describe([a])},p={p}")
 
