@@ -46,6 +46,11 @@ I64 = np.dtype(np.int64)
 
 #: the largest static n whose eigh is unrolled over the entries
 UNROLL = 4
+#: the largest static n whose sweeps are unrolled too (one fused loop over the batch); larger n
+#: run the sweeps in a ``for`` loop whose body is one unrolled sweep. Measured for 10,000 3x3:
+#: all sweeps unrolled run eigh in 3.4 ms but compile in 23 s; the loop runs in 11 ms and
+#: compiles in 1.5 s (NumPy's stacked eigh: 21 ms)
+UNROLL_SWEEPS = 2
 
 
 def real_dtype(dtype: Any) -> np.dtype:
@@ -284,8 +289,10 @@ def _eigh_small(b: Builder, a: Value) -> tuple[Value, Value]:
     batch = tuple(a.type.shape[:-2])
     v0 = _as(b, eye(b, ops.full_like(b, 0, a)), dtype)
     sweeps = eigh_sweeps(n, dtype)
-    if sweeps == 1:
-        a, v = _eigh_sweep(b, a, v0)
+    if n <= UNROLL_SWEEPS:
+        a, v = a, v0
+        for _ in range(sweeps):
+            a, v = _eigh_sweep(b, a, v)
     else:
         body = Block()
         k = Value(_t(I64, ()), None, 0, "k")
