@@ -23,9 +23,9 @@ from compiler.primitives import ops
 from compiler.primitives.matrices import mH, matmul
 from compiler.primitives.spectral import real_dtype
 
-EighResult = type(np.linalg.eigh(np.eye(1)))
-SVDResult = type(np.linalg.svd(np.eye(1)))
-LstsqResult = tuple
+#: NumPy's result namedtuples (w.eigenvalues, res.U, ...), built around staged values
+EighResult: Any = type(np.linalg.eigh(np.eye(1)))
+SVDResult: Any = type(np.linalg.svd(np.eye(1)))
 
 
 def matrix_operand(b: Builder, x: Any, name: str, square: bool = False) -> Value:

@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from compiler.errors import UnsupportedError
 from compiler.ir import dims
 from compiler.ir.builder import Builder
 from compiler.ir.core import Block, Op, Value
@@ -135,6 +136,12 @@ def _ref_svd(a: np.ndarray, full_matrices: bool, compute_uv: bool) -> tuple:
 
 
 # ---- small helpers ----------------------------------------------------------------------------
+
+def _static(d: Any) -> int:
+    if not isinstance(d, int):
+        raise AssertionError(f"a static size was expected, got {d}")
+    return d
+
 
 def _t(dtype: Any, shape: Sequence[Any]) -> TensorType:
     return TensorType(np.dtype(dtype), tuple(shape))
@@ -243,7 +250,7 @@ def _phases(b: Builder, v: Value) -> Value:
 
 def _eigh_sweep(b: Builder, a: Value, v: Value) -> tuple[Value, Value]:
     """One cyclic Jacobi sweep over the entries of a small static Hermitian a, v alongside."""
-    dtype, n = a.type.dtype, a.type.shape[-1]
+    dtype, n = a.type.dtype, _static(a.type.shape[-1])
     cplx = dtype.kind == "c"
     e, v_ = entries(b, a), entries(b, v)
     d = [_re(b, e[i][i]) for i in range(n)]
@@ -285,7 +292,7 @@ def _eigh_small(b: Builder, a: Value) -> tuple[Value, Value]:
     """Cyclic Jacobi unrolled over the entries of a small static matrix: one sweep is the body
     of a ``for`` loop over the sweeps (elementwise across the batch), then an odd-even
     transposition network sorts the eigenvalues, the columns of v alongside."""
-    dtype, n = a.type.dtype, a.type.shape[-1]
+    dtype, n = a.type.dtype, _static(a.type.shape[-1])
     batch = tuple(a.type.shape[:-2])
     v0 = _as(b, eye(b, ops.full_like(b, 0, a)), dtype)
     sweeps = eigh_sweeps(n, dtype)
@@ -308,9 +315,9 @@ def _eigh_small(b: Builder, a: Value) -> tuple[Value, Value]:
         for i in range(r % 2, n - 1, 2):
             swap = ops.gt(b, d[i], d[i + 1])
             d[i], d[i + 1] = ops.select(b, swap, d[i + 1], d[i]), ops.select(b, swap, d[i], d[i + 1])
-            for k in range(n):
-                x, y = vv[k][i], vv[k][i + 1]
-                vv[k][i], vv[k][i + 1] = ops.select(b, swap, y, x), ops.select(b, swap, x, y)
+            for row in range(n):
+                x, y = vv[row][i], vv[row][i + 1]
+                vv[row][i], vv[row][i + 1] = ops.select(b, swap, y, x), ops.select(b, swap, x, y)
     w = assemble(b, [[x] for x in d])
     return ops.reshape(b, w, batch + (n,)), assemble(b, vv)
 
@@ -401,8 +408,8 @@ def _jacobi(b: Builder, step: Callable[..., tuple[Value, Value]], a: Value, v: V
     """`sweeps` sweeps of round-robin steps: unrolled when few, a ``for`` loop otherwise."""
     mval, m = _rounds(b, n)
     if m is not None and m * sweeps <= 1:
-        for k in range(m * sweeps):
-            a, v = step(b, ops.scalar(b, k, I64), a, v)
+        for r in range(m * sweeps):
+            a, v = step(b, ops.scalar(b, r, I64), a, v)
         return a, v
     body = Block()
     k = Value(_t(I64, ()), None, 0, "k")
@@ -551,13 +558,13 @@ def _decompose_svd(b: Builder, op: Op, args: list[Value]) -> list[Value] | None:
     vk = v if v.type.shape[-1] == k else ops.slice_(b, v, [0] * (nb + 2), list(v.type.shape[:-1]) + [k])
     ph = _phases(b, vk)
 
-    def padded(x: Value, size: Any) -> Value:
+    def padded(size: Any) -> Value:
         if size == k:
-            return ph if x is None else x
+            return ph
         return ops.pad(b, ph, ops.scalar(b, 1, ph.type.dtype), [0] * (nb + 1),
                        [0] * nb + [dims.add(size, dims.mul(k, -1))])
-    u = _scale(b, u, padded(None, u.type.shape[-1]))
-    vh = mH(b, _scale(b, v, padded(None, v.type.shape[-1])))
+    u = _scale(b, u, padded(u.type.shape[-1]))
+    vh = mH(b, _scale(b, v, padded(v.type.shape[-1])))
     return [s, u, vh]
 
 
@@ -605,7 +612,7 @@ def _eigh_tangent(b: Builder, w: Value, v: Value, da: Value) -> list[Value]:
     return [dw, dv]
 
 
-def _jvp_eigh(b: Builder, op: Op, primals: list[Value], tangents: list[Value | None]) -> list[Value | None]:
+def _jvp_eigh(b: Builder, op: Op, primals: list[Value], tangents: list[Value | None]) -> Sequence[Value | None]:
     (da,) = tangents
     if da is None:
         return [None, None]
@@ -669,11 +676,12 @@ def _thin(b: Builder, op: Op, a: Value) -> list[Value]:
 def _ad_check(op: Op, a: Value) -> None:
     m, n = a.type.shape[-2:]
     if op.params["full_matrices"] and op.params["compute_uv"] and m != n:
-        raise ShapeError("svd: derivatives of full_matrices=True with non-square matrices are not "
-                         "defined (the extra columns are not unique): use full_matrices=False")
+        raise UnsupportedError("derivatives of np.linalg.svd(full_matrices=True) of non-square "
+                               "matrices are not defined (the extra columns are not unique)", op.loc,
+                               "use full_matrices=False")
 
 
-def _jvp_svd(b: Builder, op: Op, primals: list[Value], tangents: list[Value | None]) -> list[Value | None]:
+def _jvp_svd(b: Builder, op: Op, primals: list[Value], tangents: list[Value | None]) -> Sequence[Value | None]:
     (a,), (da,) = primals, tangents
     _ad_check(op, a)
     if da is None:

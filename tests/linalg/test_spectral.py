@@ -279,3 +279,12 @@ def test_eigvalsh_gradient_at_a_degenerate_spectrum_is_finite():
     factor of the vector term is 0 where values are equal (docs/linalg.md), not inf * 0."""
     g = compiler.grad(lambda a: np.sum(np.linalg.eigvalsh(a) * np.array([1.0, 1.0, 1.0])))(np.eye(3))
     np.testing.assert_allclose(g, np.eye(3), atol=1e-14)
+
+
+def test_full_matrices_derivative_is_refused_at_the_line():
+    def f(a):
+        u, s, vh = np.linalg.svd(a)
+        return np.sum(u)
+    with pytest.raises(errors.UnsupportedError, match="full_matrices=False") as info:
+        compiler.grad(f)(np.ones((3, 2)))
+    assert "test_spectral.py" in str(info.value)

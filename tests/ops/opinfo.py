@@ -2219,7 +2219,7 @@ op("linalg.eigvalsh", lambda a: (np.linalg.eigvalsh(a), np.linalg.eigvalsh(a, UP
 op("linalg.svdvals", lambda a: (np.linalg.svdvals(a), np.linalg.svd(a, compute_uv=False)), _spectral_rect,
    tol=_SPECTRAL_TOL)
 op("linalg.pinv", lambda a: np.linalg.pinv(a), _spectral_rect, tol=_SPECTRAL_TOL)
-op("linalg.pinv.hermitian", lambda a: np.linalg.pinv(a + a.T + 4 * np.eye(a.shape[-1]), hermitian=True),
+op("linalg.pinv.hermitian", lambda a: np.linalg.pinv(a + np.swapaxes(a, -1, -2) + 4 * np.eye(a.shape[-1]), hermitian=True),
    _spectral_square, tol=_SPECTRAL_TOL)
 op("linalg.lstsq", lambda a, y: np.linalg.lstsq(a, y)[0], _full_rank_lstsq, tol=_SPECTRAL_TOL,
    notes="the solution of a full-rank system; residuals, rank and s: tests/linalg/test_spectral.py")
