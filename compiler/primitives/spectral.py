@@ -248,11 +248,14 @@ def _phases(b: Builder, v: Value) -> Value:
 
 # ---- eigh: unrolled cyclic Jacobi for small static n -----------------------------------------
 
-def _eigh_sweep(b: Builder, a: Value, v: Value) -> tuple[Value, Value]:
-    """One cyclic Jacobi sweep over the entries of a small static Hermitian a, v alongside."""
-    dtype, n = a.type.dtype, _static(a.type.shape[-1])
+def _eigh_sweep(b: Builder, e: list[list[Value]], v_: list[list[Value]]
+                ) -> tuple[list[list[Value]], list[list[Value]]]:
+    """One cyclic Jacobi sweep over the entries e (batch-shaped values) of a small static
+    Hermitian matrix, the entries v_ of the eigenvectors alongside."""
+    n = len(e)
+    dtype = e[0][0].type.dtype
     cplx = dtype.kind == "c"
-    e, v_ = entries(b, a), entries(b, v)
+    v_ = [list(row) for row in v_]
     d = [_re(b, e[i][i]) for i in range(n)]
     up = {(i, j): e[i][j] for i in range(n) for j in range(i + 1, n)}
     zero = ops.zeros_like(b, e[0][0])
@@ -285,31 +288,37 @@ def _eigh_sweep(b: Builder, a: Value, v: Value) -> tuple[Value, Value]:
                 v_[k][p] = ops.sub(b, ops.mul(b, cc, vkp), ops.mul(b, spc, vkq))
                 v_[k][q] = ops.add(b, ops.mul(b, cc, vkq), ops.mul(b, sp, vkp))
     rows = [[_as(b, d[i], dtype) if i == j else get(i, j) for j in range(n)] for i in range(n)]
-    return assemble(b, rows), assemble(b, v_)
+    return rows, v_
 
 
 def _eigh_small(b: Builder, a: Value) -> tuple[Value, Value]:
     """Cyclic Jacobi unrolled over the entries of a small static matrix: one sweep is the body
-    of a ``for`` loop over the sweeps (elementwise across the batch), then an odd-even
-    transposition network sorts the eigenvalues, the columns of v alongside."""
+    of a ``for`` loop over the sweeps whose carries are the entries (batch-shaped values:
+    elementwise across the batch), then an odd-even transposition network sorts the
+    eigenvalues, the columns of v alongside."""
     dtype, n = a.type.dtype, _static(a.type.shape[-1])
     batch = tuple(a.type.shape[:-2])
-    v0 = _as(b, eye(b, ops.full_like(b, 0, a)), dtype)
+    e = entries(b, a)
+    one, zero = ops.full(b, 1, _t(dtype, batch)), ops.full(b, 0, _t(dtype, batch))
+    vv = [[one if i == j else zero for j in range(n)] for i in range(n)]
     sweeps = eigh_sweeps(n, dtype)
     if n <= UNROLL_SWEEPS:
-        a, v = a, v0
         for _ in range(sweeps):
-            a, v = _eigh_sweep(b, a, v)
+            e, vv = _eigh_sweep(b, e, vv)
     else:
         body = Block()
         k = Value(_t(I64, ()), None, 0, "k")
-        ab, vb = Value(a.type, None, 1, ""), Value(v0.type, None, 2, "")
-        body.args.extend([k, ab, vb])
+        flat = [Value(_t(dtype, batch), None, 1 + i, "") for i in range(2 * n * n)]
+        body.args.extend([k, *flat])
         with b.inside(body):
-            body.results = list(_eigh_sweep(b, ab, vb))
-        a, v = ops.for_loop(b, ops.scalar(b, 0, I64), ops.scalar(b, sweeps, I64), [a, v0], body,
-                            1, sweeps)
-    e, vv = entries(b, a), entries(b, v)
+            ein = [flat[i * n:(i + 1) * n] for i in range(n)]
+            vin = [flat[n * n + i * n:n * n + (i + 1) * n] for i in range(n)]
+            eo, vo = _eigh_sweep(b, ein, vin)
+            body.results = [x for row in eo + vo for x in row]
+        init = [x for row in e + vv for x in row]
+        out = ops.for_loop(b, ops.scalar(b, 0, I64), ops.scalar(b, sweeps, I64), init, body, 1, sweeps)
+        e = [list(out[i * n:(i + 1) * n]) for i in range(n)]
+        vv = [list(out[n * n + i * n:n * n + (i + 1) * n]) for i in range(n)]
     d = [_re(b, e[i][i]) for i in range(n)]
     for r in range(n):
         for i in range(r % 2, n - 1, 2):

@@ -832,8 +832,8 @@ def _norm_ord(o: Any) -> Any:
 
 op("linalg.norm", lambda x, ord_, axis, keepdims: np.linalg.norm(x, ord=_norm_ord(ord_), axis=axis,
                                                                   keepdims=keepdims),
-   _norm_samples, tol=Tol((1e-4, 1e-5), (1e-11, 1e-12), ulps=4),
-   notes="ord is static: np.inf is spelled 'inf' (a Python float would be dynamic)")
+   _norm_samples, tol=Tol((1e-4, 1e-5), (1e-11, 1e-12), ulps=4), more_dtypes=(),
+   notes="float16: NumPy's linalg refuses it (the SVD ords); ord is static: np.inf is spelled 'inf' (a Python float would be dynamic)")
 
 
 def _scan_samples(low: float = -3, high: float = 3) -> SampleFn:
@@ -2215,20 +2215,21 @@ def _cond_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleI
 
 
 op("linalg.eigvalsh", lambda a: (np.linalg.eigvalsh(a), np.linalg.eigvalsh(a, UPLO="U")), _spectral_square,
-   tol=_SPECTRAL_TOL)
+   tol=_SPECTRAL_TOL, more_dtypes=())
 op("linalg.svdvals", lambda a: (np.linalg.svdvals(a), np.linalg.svd(a, compute_uv=False)), _spectral_rect,
-   tol=_SPECTRAL_TOL)
-op("linalg.pinv", lambda a: np.linalg.pinv(a), _spectral_rect, tol=_SPECTRAL_TOL)
-op("linalg.pinv.hermitian", lambda a: np.linalg.pinv(a + np.swapaxes(a, -1, -2) + 4 * np.eye(a.shape[-1]), hermitian=True),
-   _spectral_square, tol=_SPECTRAL_TOL)
+   tol=_SPECTRAL_TOL, more_dtypes=())
+op("linalg.pinv", lambda a: np.linalg.pinv(a), _spectral_rect, tol=_SPECTRAL_TOL, more_dtypes=())
+op("linalg.pinv.hermitian",
+   lambda a: np.linalg.pinv(a + np.swapaxes(a, -1, -2) + 4 * np.eye(a.shape[-1]), hermitian=True),
+   _spectral_square, tol=_SPECTRAL_TOL, more_dtypes=())
 op("linalg.lstsq", lambda a, y: np.linalg.lstsq(a, y)[0], _full_rank_lstsq, tol=_SPECTRAL_TOL,
-   notes="the solution of a full-rank system; residuals, rank and s: tests/linalg/test_spectral.py")
-op("linalg.cond", lambda a, p: np.linalg.cond(a, _norm_ord(p)), _cond_samples, tol=_SPECTRAL_TOL)
+   more_dtypes=(), notes="the solution of a full-rank system; residuals, rank and s: tests/linalg/test_spectral.py")
+op("linalg.cond", lambda a, p: np.linalg.cond(a, _norm_ord(p)), _cond_samples, tol=_SPECTRAL_TOL, more_dtypes=())
 op("linalg.matrix_rank", lambda a: (np.linalg.matrix_rank(a), np.linalg.matrix_rank(a, tol=0.5),
                                     np.linalg.matrix_rank(a, hermitian=True)),
    lambda dt, rng: [SampleInput((make((2, 4, 4), dt, rng, -2, 2),)),
                     SampleInput((np.outer(make((4,), dt, rng, 1, 2), make((4,), dt, rng, 1, 2)),))],
-   differentiable=False)
+   differentiable=False, more_dtypes=())
 
 
 def _prim_eigh(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
@@ -2244,3 +2245,7 @@ def _prim_svd(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]
 
 prims("linalg.eigvalsh", _prim_eigh)
 prims("linalg.svdvals", _prim_svd)
+op("complex.eigvalsh", lambda a: np.linalg.eigvalsh(a), complex_unary(shapes=((3, 3), (2, 2, 2))),
+   dtypes=COMPLEX, tol=_C_REDUCTION)
+op("complex.svdvals", lambda a: np.linalg.svdvals(a), complex_unary(shapes=((3, 2),)), dtypes=COMPLEX,
+   tol=_C_REDUCTION)
