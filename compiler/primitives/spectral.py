@@ -46,11 +46,14 @@ Types = tuple[TensorType, ...]
 I64 = np.dtype(np.int64)
 
 #: the largest static n whose eigh is unrolled over the entries
-UNROLL = 4
+UNROLL = 3
 #: the largest static n whose sweeps are unrolled too (one fused loop over the batch); larger n
-#: run the sweeps in a ``for`` loop whose body is one unrolled sweep. Measured for 10,000 3x3:
-#: all sweeps unrolled run eigh in 3.4 ms but compile in 23 s; the loop runs in 11 ms and
-#: compiles in 1.5 s (NumPy's stacked eigh: 21 ms)
+#: run the sweeps in a ``for`` loop whose body is one unrolled sweep and whose carries are the
+#: n² entries of a and v (batch-shaped values). Measured for eigh of 10,000 3x3 (NumPy's
+#: stacked eigh: 21-25 ms): all sweeps unrolled, 3.4 ms, compiled in 23 s; entries carried,
+#: 1.8 ms, 3.5 s; the stacked matrices carried (entries taken and assembled in each sweep),
+#: 11 ms, 1.5 s. For 1,000 4x4 (NumPy 1.4 ms): entries carried, 0.26 ms but compiled in 25 s;
+#: round-robin steps, 1.9 ms, 2.5 s: n = 4 takes the round-robin steps (UNROLL).
 UNROLL_SWEEPS = 2
 
 

@@ -2209,7 +2209,7 @@ def _full_rank_lstsq(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Samp
 
 
 def _cond_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
-    for p in [None, -2, 1, "-inf", "fro", "nuc"]:
+    for p in [None, 1, "nuc"]:
         a = make((2, 3, 3), dtype, rng, -1, 1) + np.eye(3, dtype=dtype) * 2
         yield SampleInput((a, p), desc=f"{describe([a])},p={p}")
 
@@ -2218,7 +2218,7 @@ op("linalg.eigvalsh", lambda a: (np.linalg.eigvalsh(a), np.linalg.eigvalsh(a, UP
    tol=_SPECTRAL_TOL, more_dtypes=())
 op("linalg.svdvals", lambda a: (np.linalg.svdvals(a), np.linalg.svd(a, compute_uv=False)), _spectral_rect,
    tol=_SPECTRAL_TOL, more_dtypes=())
-op("linalg.pinv", lambda a: np.linalg.pinv(a), _spectral_rect, tol=_SPECTRAL_TOL, more_dtypes=())
+op("linalg.pinv", lambda a: np.linalg.pinv(a), _spectral_rect, tol=_SPECTRAL_TOL, more_dtypes=(), thin=2)
 op("linalg.pinv.hermitian",
    lambda a: np.linalg.pinv(a + np.swapaxes(a, -1, -2) + 4 * np.eye(a.shape[-1]), hermitian=True),
    _spectral_square, tol=_SPECTRAL_TOL, more_dtypes=())
@@ -2227,8 +2227,8 @@ op("linalg.lstsq", lambda a, y: np.linalg.lstsq(a, y)[0], _full_rank_lstsq, tol=
 op("linalg.cond", lambda a, p: np.linalg.cond(a, _norm_ord(p)), _cond_samples, tol=_SPECTRAL_TOL, more_dtypes=())
 op("linalg.matrix_rank", lambda a: (np.linalg.matrix_rank(a), np.linalg.matrix_rank(a, tol=0.5),
                                     np.linalg.matrix_rank(a, hermitian=True)),
-   lambda dt, rng: [SampleInput((make((2, 4, 4), dt, rng, -2, 2),)),
-                    SampleInput((np.outer(make((4,), dt, rng, 1, 2), make((4,), dt, rng, 1, 2)),))],
+   lambda dt, rng: [SampleInput((np.stack([make((4, 4), dt, rng, -2, 2),
+                                           np.outer(make((4,), dt, rng, 1, 2), make((4,), dt, rng, 1, 2))]),))],
    differentiable=False, more_dtypes=())
 
 
