@@ -46,15 +46,17 @@ Types = tuple[TensorType, ...]
 I64 = np.dtype(np.int64)
 
 #: the largest static n whose eigh is unrolled over the entries
-UNROLL = 3
+UNROLL = 4
 #: the largest static n whose sweeps are unrolled too (one fused loop over the batch); larger n
-#: run the sweeps in a ``for`` loop whose body is one unrolled sweep and whose carries are the
-#: n² entries of a and v (batch-shaped values). Measured for eigh of 10,000 3x3 (NumPy's
-#: stacked eigh: 21-25 ms): all sweeps unrolled, 3.4 ms, compiled in 23 s; entries carried,
-#: 1.8 ms, 3.5 s; the stacked matrices carried (entries taken and assembled in each sweep),
-#: 11 ms, 1.5 s. For 1,000 4x4 (NumPy 1.4 ms): entries carried, 0.26 ms but compiled in 25 s;
-#: round-robin steps, 1.9 ms, 2.5 s: n = 4 takes the round-robin steps (UNROLL).
+#: run the sweeps in a ``for`` loop whose body is one unrolled sweep. Up to n = CARRY_ENTRIES
+#: the loop carries the n² entries of a and v as batch-shaped values, above it the stacked
+#: matrices (entries taken and assembled again in each sweep). Measured for eigh of 10,000
+#: 3x3 (NumPy's stacked eigh: 14-25 ms): all sweeps unrolled, 3.4 ms, compiled in 23 s;
+#: entries carried, 1.8 ms, 3.5 s; matrices carried, 11 ms, 1.5 s. For 10,000 4x4 (NumPy
+#: 22 ms): entries carried, about 3 ms but compiled in 25 s; matrices carried, 16 ms, 6 s;
+#: round-robin steps, 84 ms.
 UNROLL_SWEEPS = 2
+CARRY_ENTRIES = 3
 
 
 def real_dtype(dtype: Any) -> np.dtype:
@@ -308,6 +310,17 @@ def _eigh_small(b: Builder, a: Value) -> tuple[Value, Value]:
     if n <= UNROLL_SWEEPS:
         for _ in range(sweeps):
             e, vv = _eigh_sweep(b, e, vv)
+    elif n > CARRY_ENTRIES:
+        body = Block()
+        k = Value(_t(I64, ()), None, 0, "k")
+        ab, vb = Value(a.type, None, 1, ""), Value(a.type, None, 2, "")
+        body.args.extend([k, ab, vb])
+        with b.inside(body):
+            eo, vo = _eigh_sweep(b, entries(b, ab), entries(b, vb))
+            body.results = [assemble(b, eo), assemble(b, vo)]
+        v0 = _as(b, eye(b, ops.full_like(b, 0, a)), dtype)
+        a, v = ops.for_loop(b, ops.scalar(b, 0, I64), ops.scalar(b, sweeps, I64), [a, v0], body, 1, sweeps)
+        e, vv = entries(b, a), entries(b, v)
     else:
         body = Block()
         k = Value(_t(I64, ()), None, 0, "k")
