@@ -14,6 +14,7 @@ import numpy as np
 
 import compiler.primitives as P
 from compiler.primitives import ops
+from compiler.primitives.spectral import svd_sizes_known
 from compiler.errors import CompileError, OutParameterError, ShapeMismatchError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend.reductions import reduce
@@ -235,6 +236,10 @@ def matrix_norm_axes(b: Builder, x: Staged, ord: Any, r: int, c: int, keepdims: 
         return out if keepdims else _squeeze(b, out, (r, c))
     if ord in (2, -2, "nuc"):
         rest = [i for i in range(x.ndim) if i not in (r, c)]
+        if not svd_sizes_known(x.shape[r], x.shape[c]):
+            raise Reject(UnsupportedError, f"np.linalg.norm(ord={ord!r}) of {A.fmt_shape(x.shape)}: "
+                         "which of the two matrix sizes is the larger must be known at compile time",
+                         "give the matrices a static size or equal symbolic sizes in the signature")
         (s,) = ops.svd(b, ops.transpose(b, x.value, rest + [r, c]), False, False)
         sv = Staged(s)
         if ord == "nuc":

@@ -21,7 +21,7 @@ from compiler.ir.core import Value
 from compiler.ir.types import F64, TensorType
 from compiler.primitives import ops
 from compiler.primitives.matrices import mH, matmul
-from compiler.primitives.spectral import real_dtype
+from compiler.primitives.spectral import real_dtype, svd_sizes_known
 
 #: NumPy's result namedtuples (w.eigenvalues, res.U, ...), built around staged values
 EighResult: Any = type(np.linalg.eigh(np.eye(1)))
@@ -44,6 +44,17 @@ def matrix_operand(b: Builder, x: Any, name: str, square: bool = False) -> Value
         raise Reject(ShapeMismatchError, f"np.linalg.{name}: last 2 dimensions of the array must be square "
                      f"(got {A.fmt_shape(x.value.type.shape)})", "pass square matrices [..., n, n]")
     return x.value
+
+
+def svd_operand(b: Builder, x: Any, name: str) -> Value:
+    """A matrix operand of an SVD: the generated code must know which side is the longer."""
+    v = matrix_operand(b, x, name)
+    m, n = v.type.shape[-2:]
+    if not svd_sizes_known(m, n):
+        raise Reject(UnsupportedError, f"np.linalg.{name} of {A.fmt_shape(v.type.shape)} matrices: "
+                     "which of the two sizes is the larger must be known at compile time",
+                     "give the matrices a static size or equal symbolic sizes in the signature")
+    return v
 
 
 def hermitian_from(b: Builder, a: Value, uplo: str) -> Value:
@@ -70,7 +81,7 @@ def eigvalsh(b: Builder, a: Any, UPLO: str = "L") -> Staged:  # noqa: N803
 
 def svd(b: Builder, a: Any, full_matrices: bool = True, compute_uv: bool = True,
         hermitian: bool = False) -> Any:
-    v = matrix_operand(b, a, "svd")
+    v = svd_operand(b, a, "svd")
     if hermitian:
         return _svd_hermitian(b, v, full_matrices, compute_uv)
     if not compute_uv:
@@ -81,7 +92,7 @@ def svd(b: Builder, a: Any, full_matrices: bool = True, compute_uv: bool = True,
 
 
 def svdvals(b: Builder, x: Any) -> Staged:
-    v = matrix_operand(b, x, "svdvals")
+    v = svd_operand(b, x, "svdvals")
     (s,) = ops.svd(b, v, False, False)
     return Staged(s)
 
@@ -168,7 +179,7 @@ _NO = object()
 
 def pinv(b: Builder, a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _NO) -> Staged:
     """np.linalg.pinv: V diag(1/s) Uᴴ, singular values at or below rcond * max(s) dropped."""
-    v = matrix_operand(b, a, "pinv")
+    v = svd_operand(b, a, "pinv")
     rd = real_dtype(v.type.dtype)
     if rtol is not _NO and rcond is not None:
         raise Reject(UnsupportedError, "`rtol` and `rcond` can't be both set.", None)
@@ -194,7 +205,7 @@ def lstsq(b: Builder, a: Any, y: Any, rcond: Any = None) -> tuple:
     full-rank shape ((K,) or (1,) for m > n, (0,) otherwise): where a is rank-deficient and
     m > n, NumPy returns an empty array (a shape that depends on the data); the compiled
     code returns the residual sums there too (docs/linalg.md)."""
-    av = matrix_operand(b, a, "lstsq")
+    av = svd_operand(b, a, "lstsq")
     yv = A.lift(b, A.normalize_operand(b, y))
     if av.type.ndim != 2:
         raise Reject(ShapeMismatchError, f"{av.type.ndim}-dimensional array given. Array must be "
@@ -249,7 +260,7 @@ def matrix_rank(b: Builder, a: Any, tol: Any = None, hermitian: bool = False, *,
         return Staged(ops.convert(b, nz, np.int64))
     if tol is not None and rtol is not None:
         raise Reject(UnsupportedError, "`tol` and `rtol` can't be both set.", None)
-    v = matrix_operand(b, x, "matrix_rank")
+    v = svd_operand(b, x, "matrix_rank")
     rd = real_dtype(v.type.dtype)
     if hermitian:
         w, _ = ops.eigh(b, hermitian_from(b, v, "L"))
@@ -272,7 +283,7 @@ def matrix_rank(b: Builder, a: Any, tol: Any = None, hermitian: bool = False, *,
 def cond(b: Builder, x: Any, p: Any = None) -> Staged:
     """np.linalg.cond: s_max / s_min for p None, 2 (and its inverse for -2); otherwise
     norm(x, p) * norm(inv(x), p), the inverse through the SVD (inf for a singular matrix)."""
-    v = matrix_operand(b, x, "cond")
+    v = svd_operand(b, x, "cond")
     nb = v.type.ndim - 2
     if p in (None, 2, -2):
         (s,) = ops.svd(b, v, False, False)

@@ -560,18 +560,37 @@ def _svd_tall(b: Builder, a: Value, full: bool, uv: bool) -> list[Value]:
     return [s, u, mH(b, v)]
 
 
+def _at_least(x: Any, y: Any) -> bool:
+    """x >= y for every value of the symbols?"""
+    return dims.nonnegative(dims.add(x, dims.mul(y, -1)))
+
+
+def wide(m: Any, n: Any) -> bool:
+    """Is a [..., m, n] known to be wider than tall (then its SVD is computed on aᴴ)?"""
+    if isinstance(m, int) and isinstance(n, int):
+        return m < n
+    return not _at_least(m, n) and _at_least(n, m)
+
+
+def svd_sizes_known(m: Any, n: Any) -> bool:
+    """Does the generated SVD know which of m, n is the larger (its one-sided Jacobi runs on
+    the columns of the tall one)?"""
+    return _at_least(m, n) or _at_least(n, m)
+
+
 def _decompose_svd(b: Builder, op: Op, args: list[Value]) -> list[Value] | None:
     (a,) = args
     full, uv = op.params["full_matrices"], op.params["compute_uv"]
     m, n = a.type.shape[-2:]
-    if isinstance(m, int) and isinstance(n, int) and m < n:
+    if wide(m, n):
         res = _svd_tall(b, mH(b, a), full, uv)
         if not uv:
             return res
         s, u, vh = res[0], mH(b, res[2]), mH(b, res[1])
     else:
-        if not (isinstance(m, int) and isinstance(n, int)) and not dims.nonnegative(dims.add(m, dims.mul(n, -1))):
-            raise ShapeError(f"svd: the generated code needs m >= n known at compile time, got {a.type}")
+        if not svd_sizes_known(m, n):
+            raise ShapeError(f"svd: the generated code needs m >= n or m <= n known at compile time, "
+                             f"got {a.type}")
         res = _svd_tall(b, a, full, uv)
         if not uv:
             return res

@@ -288,3 +288,21 @@ def test_full_matrices_derivative_is_refused_at_the_line():
     with pytest.raises(errors.UnsupportedError, match="full_matrices=False") as info:
         compiler.grad(f)(np.ones((3, 2)))
     assert "test_spectral.py" in str(info.value)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+def test_eigh_four_by_four(dtype):
+    """n = 4: the unrolled sweep with the stacked matrices carried (docs/linalg.md)."""
+    a = rand((7, 4, 4), dtype)
+    w, v = eigh_l(a)
+    h = hermitian_lower(a)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a), atol=tol(dtype) * 40)
+    np.testing.assert_allclose(h @ v, v * w[..., None, :], atol=tol(dtype) * 80)
+    np.testing.assert_allclose(mh(v) @ v, np.broadcast_to(np.eye(4), (7, 4, 4)), atol=tol(dtype) * 20)
+
+
+def test_svd_of_unordered_symbolic_sizes_is_refused():
+    with pytest.raises(errors.UnsupportedError, match="larger must be known"):
+        jit(lambda a: np.linalg.svdvals(a), signature="f64[m,n]")
+    with pytest.raises(errors.UnsupportedError, match="larger must be known"):
+        jit(lambda a: np.linalg.norm(a, 2), signature="f64[m,n]")
