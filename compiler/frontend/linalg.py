@@ -240,6 +240,7 @@ def matrix_norm_axes(b: Builder, x: Staged, ord: Any, r: int, c: int, keepdims: 
             raise Reject(UnsupportedError, f"np.linalg.norm(ord={ord!r}) of {A.fmt_shape(x.shape)}: "
                          "which of the two matrix sizes is the larger must be known at compile time",
                          "give the matrices a static size or equal symbolic sizes in the signature")
+        check_svd_input(b, x.value)
         (s,) = ops.svd(b, ops.transpose(b, x.value, rest + [r, c]), False, False)
         sv = Staged(s)
         if ord == "nuc":
@@ -250,6 +251,19 @@ def matrix_norm_axes(b: Builder, x: Staged, ord: Any, r: int, c: int, keepdims: 
             out = reshape(b, out, tuple(1 if i in (r, c) else x.shape[i] for i in range(x.ndim)))
         return out
     raise Reject(UnsupportedError, f"Invalid norm order {ord!r} for matrices", None)
+
+
+def check_svd_input(b: Builder, a: Any, message: str = "SVD did not converge",
+                    finite: bool = False) -> None:
+    """NumPy's LinAlgError of its SVD-based functions: LAPACK's SVD does not converge on a NaN
+    (on an infinity too, in lstsq's `finite` case); checked when the kernel runs."""
+    parts = [ops.real(b, a), ops.imag(b, a)] if is_complex(a.type.dtype) else [a]
+    bad = None
+    for x in parts:
+        e = ops.not_(b, ops.isfinite(b, x)) if finite else ops.isnan(b, x)
+        bad = e if bad is None else ops.or_(b, bad, e)
+    assert bad is not None
+    ops.check(b, ops.not_(b, bad), "LinAlgError", message)
 
 
 def _squeeze(b: Builder, x: Staged, axes: tuple[int, int]) -> Staged:

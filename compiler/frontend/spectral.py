@@ -84,6 +84,7 @@ def svd(b: Builder, a: Any, full_matrices: bool = True, compute_uv: bool = True,
     v = svd_operand(b, a, "svd")
     if hermitian:
         return _svd_hermitian(b, v, full_matrices, compute_uv)
+    L.check_svd_input(b, v)
     if not compute_uv:
         (s,) = ops.svd(b, v, full_matrices, False)
         return Staged(s)
@@ -93,6 +94,7 @@ def svd(b: Builder, a: Any, full_matrices: bool = True, compute_uv: bool = True,
 
 def svdvals(b: Builder, x: Any) -> Staged:
     v = svd_operand(b, x, "svdvals")
+    L.check_svd_input(b, v)
     (s,) = ops.svd(b, v, False, False)
     return Staged(s)
 
@@ -170,6 +172,7 @@ def _thin_svd(b: Builder, a: Value, hermitian: bool) -> tuple[Value, Value, Valu
     if hermitian:
         r = _svd_hermitian(b, a, False, True)
         return r[1].value, r[0].value, r[2].value
+    L.check_svd_input(b, a)
     s, u, vh = ops.svd(b, a, False, True)
     return s, u, vh
 
@@ -227,6 +230,8 @@ def lstsq(b: Builder, a: Any, y: Any, rcond: Any = None) -> tuple:
         yv2 = ops.reshape(b, yv2, (m, 1))
     rd = real_dtype(dtype)
     rel = _max_mn(m, n) * _eps(rd) if rcond is None else rcond
+    L.check_svd_input(b, av, "SVD did not converge in Linear Least Squares", finite=True)
+    L.check_svd_input(b, yv2, "SVD did not converge in Linear Least Squares", finite=True)
     s, u, vh = ops.svd(b, av, False, True)
     cut = _cutoff(b, s, _static_or_staged(b, rel, rd, "rcond"))
     sinv = _inverse_values(b, s, cut)
@@ -266,6 +271,7 @@ def matrix_rank(b: Builder, a: Any, tol: Any = None, hermitian: bool = False, *,
         w, _ = ops.eigh(b, hermitian_from(b, v, "L"))
         s = ops.abs_(b, w)
     else:
+        L.check_svd_input(b, v)
         (s,) = ops.svd(b, v, False, False)
     nb = s.type.ndim - 1
     if tol is None:
@@ -286,6 +292,7 @@ def cond(b: Builder, x: Any, p: Any = None) -> Staged:
     v = svd_operand(b, x, "cond")
     nb = v.type.ndim - 2
     if p in (None, 2, -2):
+        L.check_svd_input(b, v)
         (s,) = ops.svd(b, v, False, False)
         k = s.type.shape[-1]
         first = ops.reshape(b, ops.slice_(b, s, [0] * nb + [0], list(s.type.shape[:-1]) + [1]),

@@ -306,3 +306,22 @@ def test_svd_of_unordered_symbolic_sizes_is_refused():
         jit(lambda a: np.linalg.svdvals(a), signature="f64[m,n]")
     with pytest.raises(errors.UnsupportedError, match="larger must be known"):
         jit(lambda a: np.linalg.norm(a, 2), signature="f64[m,n]")
+
+
+def test_linalg_error_where_numpy_raises():
+    """NumPy's SVD-based functions raise LinAlgError on a NaN (lstsq on an infinity too); eigh
+    does not (NaN results)."""
+    bad = np.array([[np.nan, 0.0], [0.0, 1.0]])
+    calls = [lambda a: np.linalg.svdvals(a), lambda a: np.linalg.svd(a)[1], lambda a: np.linalg.pinv(a),
+             lambda a: np.linalg.matrix_rank(a), lambda a: np.linalg.cond(a), lambda a: np.linalg.norm(a, 2)]
+    for fn in calls:
+        with pytest.raises(np.linalg.LinAlgError, match="SVD did not converge"):
+            fn(bad)
+        k = jit(fn)
+        with pytest.raises(np.linalg.LinAlgError, match="SVD did not converge"):
+            k(bad)
+        k(np.eye(2))                                   # the same kernel runs on good input
+    inf = np.array([[np.inf, 0.0], [0.0, 1.0]])
+    with pytest.raises(np.linalg.LinAlgError, match="Linear Least Squares"):
+        _lstsq(inf, np.ones(2))
+    assert np.isnan(eigh_l(bad)[0]).any() and np.isnan(np.linalg.eigh(bad)[0]).any()
