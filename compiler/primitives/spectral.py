@@ -533,15 +533,97 @@ def _complete(b: Builder, q: Value, missing: Value) -> Value:
     return out
 
 
+#: the largest static (m, n) whose one-sided Jacobi is unrolled over the entries
+SVD_SMALL = (4, 3)
+
+
+def _svd_sweep(b: Builder, e: list[list[Value]], v_: list[list[Value]]
+               ) -> tuple[list[list[Value]], list[list[Value]]]:
+    """One cyclic one-sided Jacobi sweep over the columns of the entries e (m x n, batch-shaped
+    values), the entries of v alongside."""
+    m, n = len(e), len(e[0])
+    dtype = e[0][0].type.dtype
+    cplx = dtype.kind == "c"
+    e, v_ = [list(r) for r in e], [list(r) for r in v_]
+
+    def column_sums(f: Callable[[int], Value]) -> Value:
+        total = f(0)
+        for k in range(1, m):
+            total = ops.add(b, total, f(k))
+        return total
+
+    for p in range(n):
+        for q in range(p + 1, n):
+            alpha = column_sums(lambda k: _sqr_abs(b, e[k][p]))
+            beta = column_sums(lambda k: _sqr_abs(b, e[k][q]))
+            gamma = column_sums(lambda k: ops.mul(b, ops.conj_if_complex(b, e[k][p]), e[k][q]))
+            c, s, phase, _ = _rotation(b, alpha, beta, gamma)
+            cc = _as(b, c, dtype)
+            sp = ops.mul(b, _as(b, s, dtype), phase)
+            spc = ops.conj(b, sp) if cplx else sp
+            for rows in (e, v_):
+                for k in range(len(rows)):
+                    xp, xq = rows[k][p], rows[k][q]
+                    rows[k][p] = ops.sub(b, ops.mul(b, cc, xp), ops.mul(b, spc, xq))
+                    rows[k][q] = ops.add(b, ops.mul(b, cc, xq), ops.mul(b, sp, xp))
+    return e, v_
+
+
+def _svd_small(b: Builder, a: Value) -> tuple[Value, Value, Value]:
+    """One-sided Jacobi unrolled over the entries of a small static tall matrix, the sweeps in
+    a ``for`` loop carrying the entries (batch-shaped values), then a compare-exchange network
+    sorts the singular values descending: (s, a v, v)."""
+    dtype = a.type.dtype
+    *batch_, m_, n_ = a.type.shape
+    m, n, batch = _static(m_), _static(n_), tuple(batch_)
+    e = entries(b, a)
+    one, zero = ops.full(b, 1, _t(dtype, batch)), ops.full(b, 0, _t(dtype, batch))
+    vv = [[one if i == j else zero for j in range(n)] for i in range(n)]
+    sweeps = eigh_sweeps(n, dtype)
+    if n >= 2:
+        body = Block()
+        k = Value(_t(I64, ()), None, 0, "k")
+        flat = [Value(_t(dtype, batch), None, 1 + i, "") for i in range(m * n + n * n)]
+        body.args.extend([k, *flat])
+        with b.inside(body):
+            ein = [flat[i * n:(i + 1) * n] for i in range(m)]
+            vin = [flat[m * n + i * n:m * n + (i + 1) * n] for i in range(n)]
+            eo, vo = _svd_sweep(b, ein, vin)
+            body.results = [x for row in eo + vo for x in row]
+        init = [x for row in e + vv for x in row]
+        out = ops.for_loop(b, ops.scalar(b, 0, I64), ops.scalar(b, sweeps, I64), init, body, 1, sweeps)
+        e = [list(out[i * n:(i + 1) * n]) for i in range(m)]
+        vv = [list(out[m * n + i * n:m * n + (i + 1) * n]) for i in range(n)]
+    sv = []
+    for j in range(n):
+        total = _sqr_abs(b, e[0][j])
+        for row in range(1, m):
+            total = ops.add(b, total, _sqr_abs(b, e[row][j]))
+        sv.append(ops.sqrt(b, total))
+    for r in range(n):
+        for i in range(r % 2, n - 1, 2):
+            swap = ops.lt(b, sv[i], sv[i + 1])
+            sv[i], sv[i + 1] = ops.select(b, swap, sv[i + 1], sv[i]), ops.select(b, swap, sv[i], sv[i + 1])
+            for rows in (e, vv):
+                for row in range(len(rows)):
+                    x, y = rows[row][i], rows[row][i + 1]
+                    rows[row][i], rows[row][i + 1] = ops.select(b, swap, y, x), ops.select(b, swap, x, y)
+    svals = ops.reshape(b, assemble(b, [[x] for x in sv]), batch + (n,))
+    return svals, assemble(b, e), assemble(b, vv)
+
+
 def _svd_tall(b: Builder, a: Value, full: bool, uv: bool) -> list[Value]:
     """The SVD of a [..., m, n] with m >= n (static) or any sizes treated as tall."""
     dtype = a.type.dtype
     *batch, m, n = a.type.shape
     nb = len(batch)
-    v0 = _as(b, eye(b, ops.full(b, 0, _t(dtype, tuple(batch) + (n, n)))), dtype)
-    w, v = _jacobi(b, _svd_step, a, v0, n, eigh_sweeps(n, dtype))
-    s = ops.sqrt(b, ops.reduce_sum(b, _sqr_abs(b, w), [nb]))
-    s, (w, v) = _rank_sort(b, s, [w, v], descending=True)
+    if isinstance(m, int) and isinstance(n, int) and n <= SVD_SMALL[1] and m <= SVD_SMALL[0]:
+        s, w, v = _svd_small(b, a)
+    else:
+        v0 = _as(b, eye(b, ops.full(b, 0, _t(dtype, tuple(batch) + (n, n)))), dtype)
+        w, v = _jacobi(b, _svd_step, a, v0, n, eigh_sweeps(n, dtype))
+        s = ops.sqrt(b, ops.reduce_sum(b, _sqr_abs(b, w), [nb]))
+        s, (w, v) = _rank_sort(b, s, [w, v], descending=True)
     if not uv:
         return [s]
     rd = real_dtype(dtype)
