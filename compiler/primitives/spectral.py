@@ -15,9 +15,10 @@ linear map transposed by the vjp driver (`_transpose`), so the two agree by cons
 Code (the decompositions): Jacobi methods, which are accurate (small relative errors in
 the eigenvalues), simple and elementwise across a batch.
 
-* eigh of a small static matrix (n <= UNROLL): cyclic Jacobi unrolled over the entries
-  (batch-shaped values: the generated code is one fused elementwise loop over the batch),
-  a fixed number of sweeps, then a compare-exchange network sorts the eigenvalues.
+* eigh of a small static matrix (n <= UNROLL), and the SVD of one up to SVD_SMALL: cyclic
+  Jacobi (one-sided for the SVD) unrolled over the entries (batch-shaped values: elementwise
+  code across the batch), a fixed number of sweeps in a ``for`` loop, then a
+  compare-exchange network sorts the values.
 * otherwise: parallel (round-robin) Jacobi: each step applies n/2 disjoint rotations to
   whole matrices with two gathers, in a ``for`` loop (symbolic sizes too); the SVD is
   one-sided Jacobi (Hestenes) on the columns, the same steps. A rank sort orders the
