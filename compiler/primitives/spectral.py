@@ -72,8 +72,10 @@ def eigh_sweeps(n: Any, dtype: Any) -> int:
         return 1
     if isinstance(n, int) and n <= 4:
         return 5 if single else 6
-    if isinstance(n, int) and n <= 16:
-        return 9
+    if isinstance(n, int):             # random 128 x 128: 9 sweeps converge, 256 x 256: 10
+        for limit, sweeps in ((16, 9), (64, 10), (256, 11), (1024, 12)):
+            if n <= limit:
+                return sweeps
     return 14
 
 
