@@ -14,6 +14,7 @@ import numpy as np
 
 import compiler.primitives as P
 from compiler.primitives import ops
+from compiler.primitives.spectral import svd_sizes_known
 from compiler.errors import CompileError, OutParameterError, ShapeMismatchError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend.reductions import reduce
@@ -167,26 +168,129 @@ def trace(b: Builder, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, d
 
 
 def norm(b: Builder, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Staged:
-    """np.linalg.norm for vectors (ord None, 1, 2, inf, -inf, 0) and Frobenius for matrices."""
+    """np.linalg.norm: vector norms (any p, ±inf, 0) over one axis, matrix norms ('fro',
+    'nuc', ±1, ±2, ±inf) over two, as NumPy chooses them from ord and axis."""
     x = A.lift(b, A.normalize_operand(b, x))
     if not is_inexact(x.dtype):
         x = A.convert(b, x, F64)
-    if ord not in (None, 1, 2, np.inf, -np.inf, 0, "fro") or (
-            ord not in (None, "fro") and (axis is None and x.ndim != 1
-                                          or isinstance(axis, tuple) and len(axis) == 2)):
-        raise Reject(UnsupportedError, f"np.linalg.norm with ord={ord!r} is not supported here",
-                     "vector norms (ord None, 0, 1, 2, ±inf) and the Frobenius norm are supported")
+    if isinstance(ord, Staged) or isinstance(axis, Staged):
+        raise Reject(UnsupportedError, "np.linalg.norm: ord and axis must be known at compile time",
+                     "pass them as constants")
+    if axis is None:
+        if ord is None:
+            flat = ravel(b, x)
+            out = _vector_norm(b, flat, 2, 0)
+            return reshape(b, out, (1,) * x.ndim) if keepdims else out
+        if x.ndim == 1:
+            axis = (0,)
+        elif x.ndim == 2:
+            axis = (0, 1)
+        else:
+            raise Reject(UnsupportedError, "Improper number of dimensions to norm.",
+                         "pass axis= (one axis for a vector norm, two for a matrix norm)")
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    if len(axes) == 1:
+        ax = normalize_axis(axes[0], x.ndim)
+        if isinstance(ord, str):
+            raise Reject(UnsupportedError, f"Invalid norm order '{ord}' for vectors", None)
+        return _vector_norm(b, x, 2 if ord is None else ord, ax, keepdims)
+    if len(axes) == 2:
+        r, c = normalize_axis(axes[0], x.ndim), normalize_axis(axes[1], x.ndim)
+        if r == c:
+            raise Reject(UnsupportedError, "Duplicate axes given.", None)
+        return matrix_norm_axes(b, x, "fro" if ord is None else ord, r, c, keepdims)
+    raise Reject(UnsupportedError, "Improper number of dimensions to norm.", None)
+
+
+def _vector_norm(b: Builder, x: Staged, ord: Any, axis: Any, keepdims: bool = False) -> Staged:
+    """sum(|x|**ord)**(1/ord) over axis (an int, or None: all), with NumPy's special cases."""
+    if not isinstance(ord, (int, float, np.integer, np.floating)) or isinstance(ord, bool):
+        raise Reject(UnsupportedError, f"Invalid norm order {ord!r} for vectors", None)
     mag = unary(b, "absolute", x)
-    if ord in (None, 2, "fro"):
+    if ord == 2:
         sq = x if not is_complex(x.dtype) else mag       # |z|**2 for complex z
         return sqrt_of_squares(b, reduce(b, "sum", binary(b, "multiply", sq, sq), axis,
                                          keepdims=keepdims))
     if ord == 1:
         return reduce(b, "sum", mag, axis, keepdims=keepdims)
     if ord == 0:
-        return A.convert(b, reduce(b, "sum", binary(b, "not_equal", x, 0), axis, x.dtype,
-                                   keepdims=keepdims), x.dtype)
-    return reduce(b, "max" if ord > 0 else "min", mag, axis, keepdims=keepdims)
+        return A.convert(b, reduce(b, "sum", binary(b, "not_equal", x, 0), axis, mag.dtype,
+                                   keepdims=keepdims), mag.dtype)
+    if ord in (np.inf, -np.inf):
+        return reduce(b, "max" if ord > 0 else "min", mag, axis, keepdims=keepdims)
+    p = float(ord)
+    total = reduce(b, "sum", binary(b, "power", mag, p), axis, keepdims=keepdims)
+    return binary(b, "power", total, 1.0 / p)
+
+
+def matrix_norm_axes(b: Builder, x: Staged, ord: Any, r: int, c: int, keepdims: bool = False) -> Staged:
+    """A matrix norm over axes (r, c) of x: 'fro', 'nuc', 1, -1, 2, -2, inf, -inf."""
+    if ord == "fro":
+        out = _vector_norm(b, x, 2, (r, c), keepdims)
+        return out
+    if ord in (1, -1, np.inf, -np.inf):
+        mag = unary(b, "absolute", x)
+        inner, outer = (r, c) if ord in (1, -1) else (c, r)   # 1: max column sum; inf: max row sum
+        sums = reduce(b, "sum", mag, inner, keepdims=True)
+        out = reduce(b, "max" if ord > 0 else "min", sums, outer, keepdims=True)
+        return out if keepdims else _squeeze(b, out, (r, c))
+    if ord in (2, -2, "nuc"):
+        rest = [i for i in range(x.ndim) if i not in (r, c)]
+        if not svd_sizes_known(x.shape[r], x.shape[c]):
+            raise Reject(UnsupportedError, f"np.linalg.norm(ord={ord!r}) of {A.fmt_shape(x.shape)}: "
+                         "which of the two matrix sizes is the larger must be known at compile time",
+                         "give the matrices a static size or equal symbolic sizes in the signature")
+        check_svd_input(b, x.value)
+        (s,) = ops.svd(b, ops.transpose(b, x.value, rest + [r, c]), False, False)
+        sv = Staged(s)
+        if ord == "nuc":
+            out = reduce(b, "sum", sv, -1)
+        else:
+            out = reduce(b, "max" if ord == 2 else "min", sv, -1)
+        if keepdims:
+            out = reshape(b, out, tuple(1 if i in (r, c) else x.shape[i] for i in range(x.ndim)))
+        return out
+    raise Reject(UnsupportedError, f"Invalid norm order {ord!r} for matrices", None)
+
+
+def check_svd_input(b: Builder, a: Any, message: str = "SVD did not converge",
+                    finite: bool = False) -> None:
+    """NumPy's LinAlgError of its SVD-based functions: LAPACK's SVD does not converge on a NaN
+    (on an infinity too, in lstsq's `finite` case); checked when the kernel runs."""
+    parts = [ops.real(b, a), ops.imag(b, a)] if is_complex(a.type.dtype) else [a]
+    bad = None
+    for x in parts:
+        e = ops.not_(b, ops.isfinite(b, x)) if finite else ops.isnan(b, x)
+        bad = e if bad is None else ops.or_(b, bad, e)
+    assert bad is not None
+    ops.check(b, ops.not_(b, bad), "LinAlgError", message)
+
+
+def _squeeze(b: Builder, x: Staged, axes: tuple[int, int]) -> Staged:
+    return reshape(b, x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+def vector_norm(b: Builder, x: Any, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Staged:
+    """np.linalg.vector_norm: the vector norm over axis (None: all elements; a tuple: those)."""
+    x = A.lift(b, A.normalize_operand(b, x))
+    if not is_inexact(x.dtype):
+        x = A.convert(b, x, F64)
+    if axis is None:
+        out = _vector_norm(b, ravel(b, x), ord, 0)
+        return reshape(b, out, (1,) * x.ndim) if keepdims else out
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return _vector_norm(b, x, ord, tuple(normalize_axis(a, x.ndim) for a in axes), keepdims)
+
+
+def matrix_norm(b: Builder, x: Any, *, keepdims: bool = False, ord: Any = "fro") -> Staged:
+    """np.linalg.matrix_norm: the matrix norm of each matrix of a stack (the last two axes)."""
+    x = A.lift(b, A.normalize_operand(b, x))
+    if not is_inexact(x.dtype):
+        x = A.convert(b, x, F64)
+    if x.ndim < 2:
+        raise Reject(UnsupportedError, f"{x.ndim}-dimensional array given. Array must be at least "
+                     "two-dimensional", None)
+    return matrix_norm_axes(b, x, ord, x.ndim - 2, x.ndim - 1, keepdims)
 
 
 # ---- einsum ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from compiler.frontend import indexing as I
 from compiler.frontend import linalg as L
 from compiler.frontend import eig as E
 from compiler.frontend import solve as LU
+from compiler.frontend import spectral as SP
 from compiler.frontend import reductions as R
 from compiler.frontend import shapes as S
 from compiler.frontend import sorting as SO
@@ -341,6 +342,13 @@ for _name, _handler in (("vecdot", F.vecdot), ("matrix_transpose", F.linalg_matr
 # general eigenproblems (frontend/eig.py)
 NUMPY_FUNCTIONS[np.linalg.eig] = E.eig
 NUMPY_FUNCTIONS[np.linalg.eigvals] = E.eigvals
+
+# symmetric eigenproblems and the SVD (frontend/spectral.py; docs/linalg.md)
+NUMPY_FUNCTIONS.update({np.linalg.eigh: SP.eigh, np.linalg.eigvalsh: SP.eigvalsh, np.linalg.svd: SP.svd,
+                        np.linalg.svdvals: SP.svdvals, np.linalg.pinv: SP.pinv,
+                        np.linalg.lstsq: SP.lstsq, np.linalg.matrix_rank: SP.matrix_rank,
+                        np.linalg.cond: SP.cond, np.linalg.vector_norm: L.vector_norm,
+                        np.linalg.matrix_norm: L.matrix_norm})
 
 # np.* functions that always stage, even on static arguments: their results are
 # local arrays the function may update (y = np.zeros(3); y[i] = ...).

@@ -28,6 +28,7 @@ from compiler.primitives.lu import lu_, triangular_solve_
 from compiler.primitives.random import philox, rng_key
 from compiler.primitives.reduce import (argmax, argmin, cumprod, cumsum, reduce_and, reduce_max,
                                         reduce_min, reduce_or, reduce_prod, reduce_sum)
+from compiler.primitives.spectral import eigh, svd
 from compiler.primitives.shape import (broadcast_in_dim, concatenate, constant, diagonal, iota, pad,
                                        reshape, rev, size_of, slice_, transpose)
 from compiler.primitives.sorting import sort  # noqa: F401

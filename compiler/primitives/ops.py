@@ -439,3 +439,23 @@ def sort(b: Builder, operands: Sequence[Value], num_keys: int = 1, stable: bool 
     (real, imag)); all operands share one shape. ``stable=False`` lets equal keys come out
     in any order (visible only for -0.0/0.0 and NaNs of a sort without carried operands)."""
     return list(b.emit(sort_p, list(operands), {"num_keys": num_keys, "stable": stable}))
+
+
+# ---- symmetric eigenproblems and the SVD (compiler/primitives/spectral.py; docs/linalg.md) ---
+
+eigh_p = declare("eigh", OPAQUE)
+svd_p = declare("svd", OPAQUE)
+
+
+def eigh(b: Builder, a: Value) -> tuple[Value, Value]:
+    """(w, v): eigenvalues ascending and orthonormal eigenvectors of the Hermitian part
+    (a + aᴴ)/2 of each matrix of the stack a [..., n, n]."""
+    w, v = b.emit(eigh_p, [a])
+    return w, v
+
+
+def svd(b: Builder, a: Value, full_matrices: bool = False, compute_uv: bool = True) -> tuple[Value, ...]:
+    """(s, u, vh), or (s,) without compute_uv: singular values descending of each matrix of
+    the stack a [..., m, n]."""
+    return tuple(b.emit(svd_p, [a], {"full_matrices": bool(full_matrices),
+                                     "compute_uv": bool(compute_uv)}))

@@ -816,16 +816,29 @@ op("prod.dtype", lambda x, t: np.prod(x, axis=1, dtype=t), _dtype_argument_sampl
 
 
 def _norm_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
-    m, v = make((4, 3), dtype, rng), make((5,), dtype, rng)
+    m, v, t = make((4, 3), dtype, rng), make((5,), dtype, rng), make((2, 3, 4), dtype, rng)
     for x, ord_, axis, keepdims in [(m, None, None, False), (m, None, 1, False), (m, None, 0, True),
                                     (v, None, None, False), (v, 1, None, False), (v, "inf", None, False),
-                                    (m, "fro", None, False), (m, 2, 1, False)]:
+                                    (m, "fro", None, False), (m, 2, 1, False),
+                                    # every vector ord NumPy accepts, and the matrix ords (the SVD
+                                    # ones through svd, docs/linalg.md)
+                                    (v, 3, None, False), (v, "0.5", None, False), (v, -1, None, False),
+                                    (v, "-inf", None, False), (m, -2, 0, True),
+                                    (m, 1, None, False), (m, -1, None, False), (m, "inf", None, False),
+                                    (m, "-inf", None, False), (m, 2, None, False), (m, -2, None, False),
+                                    (m, "nuc", None, False), (t, 2, (2, 0), True),
+                                    (t, "nuc", (1, 2), False), (t, 1, (-1, -2), True)]:
         yield SampleInput((x, ord_, axis, keepdims), desc=f"{describe([x])},ord={ord_},axis={axis},keepdims={keepdims}")
 
 
-op("linalg.norm", lambda x, ord_, axis, keepdims: np.linalg.norm(x, ord=np.inf if ord_ == "inf" else ord_, axis=axis,
+def _norm_ord(o: Any) -> Any:
+    return float(o) if isinstance(o, str) and o not in ("fro", "nuc") else o
+
+
+op("linalg.norm", lambda x, ord_, axis, keepdims: np.linalg.norm(x, ord=_norm_ord(ord_), axis=axis,
                                                                   keepdims=keepdims),
-   _norm_samples, tol=REDUCTION, notes="ord is static: np.inf is spelled 'inf' (a Python float would be dynamic)")
+   _norm_samples, tol=Tol((1e-4, 1e-5), (1e-11, 1e-12), ulps=4), more_dtypes=(),
+   notes="float16: NumPy's linalg refuses it (the SVD ords); ord is static: np.inf is spelled 'inf' (a Python float would be dynamic)")
 
 
 def _scan_samples(low: float = -3, high: float = 3) -> SampleFn:
@@ -2527,3 +2540,69 @@ def _prim_sort(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample
 
 
 prims("sort", _prim_sort, dtypes=(F64, F32, I32))
+
+
+# ---- symmetric eigenproblems and the SVD (docs/linalg.md) --------------------------------------------
+# Only outputs that are unique are compared here (eigenvalues, singular values, pinv, ...); the
+# eigen- and singular vectors are tested by their invariants in tests/linalg/test_spectral.py.
+# Random matrices have distinct eigenvalues and singular values, where the derivatives exist.
+_SPECTRAL_TOL = Tol((2e-5, 2e-5), (1e-12, 1e-12), ulps=4)
+
+
+def _spectral_square(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape in [(3, 3), (2, 5, 5), (1, 1)]:
+        yield SampleInput((make(shape, dtype, rng, -2, 2),))
+
+
+def _spectral_rect(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for shape in [(3, 3), (4, 2), (2, 3, 5)]:
+        yield SampleInput((make(shape, dtype, rng, -2, 2),))
+
+
+def _full_rank_lstsq(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for m, n, k in [(4, 2, None), (3, 3, 2), (2, 4, None)]:
+        a = make((m, n), dtype, rng, -2, 2) + np.eye(m, n, dtype=dtype) * 3
+        yield SampleInput((a, make((m,) if k is None else (m, k), dtype, rng, -2, 2)))
+
+
+def _cond_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    for p in [None, 1]:                     # nuc: the norm samples (its second derivative is slow)
+        a = make((2, 3, 3), dtype, rng, -1, 1) + np.eye(3, dtype=dtype) * 2
+        yield SampleInput((a, p), desc=f"{describe([a])},p={p}")
+
+
+op("linalg.eigvalsh", lambda a: (np.linalg.eigvalsh(a), np.linalg.eigvalsh(a, UPLO="U")), _spectral_square,
+   tol=_SPECTRAL_TOL, more_dtypes=())
+op("linalg.svdvals", lambda a: (np.linalg.svdvals(a), np.linalg.svd(a, compute_uv=False)), _spectral_rect,
+   tol=_SPECTRAL_TOL, more_dtypes=())
+op("linalg.pinv", lambda a: np.linalg.pinv(a), _spectral_rect, tol=_SPECTRAL_TOL, more_dtypes=(), thin=2)
+op("linalg.pinv.hermitian",
+   lambda a: np.linalg.pinv(a + np.swapaxes(a, -1, -2) + 4 * np.eye(a.shape[-1]), hermitian=True),
+   _spectral_square, tol=_SPECTRAL_TOL, more_dtypes=())
+op("linalg.lstsq", lambda a, y: np.linalg.lstsq(a, y)[0], _full_rank_lstsq, tol=_SPECTRAL_TOL,
+   more_dtypes=(), notes="the solution of a full-rank system; residuals, rank and s: tests/linalg/test_spectral.py")
+op("linalg.cond", lambda a, p: np.linalg.cond(a, _norm_ord(p)), _cond_samples, tol=_SPECTRAL_TOL, more_dtypes=())
+op("linalg.matrix_rank", lambda a: (np.linalg.matrix_rank(a), np.linalg.matrix_rank(a, tol=0.5),
+                                    np.linalg.matrix_rank(a, hermitian=True)),
+   lambda dt, rng: [SampleInput((np.stack([make((4, 4), dt, rng, -2, 2),
+                                           np.outer(make((4,), dt, rng, 1, 2), make((4,), dt, rng, 1, 2))]),))],
+   differentiable=False, more_dtypes=())
+
+
+def _prim_eigh(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    for shape in [(3, 3), (2, 6, 6)]:
+        yield PrimSample("eigh", (make(shape, dtype, rng, -2, 2),))
+
+
+def _prim_svd(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    for shape, full, uv in [((3, 3), False, True), ((2, 4, 3), False, True), ((3, 5), False, True),
+                            ((4, 2), True, False), ((3, 3), True, True)]:
+        yield PrimSample("svd", (make(shape, dtype, rng, -2, 2),), {"full_matrices": full, "compute_uv": uv})
+
+
+prims("linalg.eigvalsh", _prim_eigh)
+prims("linalg.svdvals", _prim_svd)
+op("complex.eigvalsh", lambda a: np.linalg.eigvalsh(a), complex_unary(shapes=((3, 3), (2, 2, 2))),
+   dtypes=COMPLEX, tol=_C_REDUCTION)
+op("complex.svdvals", lambda a: np.linalg.svdvals(a), complex_unary(shapes=((3, 2),)), dtypes=COMPLEX,
+   tol=_C_REDUCTION)
