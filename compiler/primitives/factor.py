@@ -51,6 +51,7 @@ from compiler.primitives import matrices as M
 from compiler.primitives.base import check
 from compiler.primitives.control import chunk_counts
 from compiler.primitives.loops import trip_count
+from compiler.primitives.lu import triangular_solve
 
 Types = tuple[TensorType, ...]
 
@@ -227,59 +228,21 @@ def _small(*sizes: Any) -> bool:
     return all(isinstance(s, int) and s <= UNROLL for s in sizes)
 
 
-# ---- triangular solves (private: a triangular_solve primitive replaces them) --------------
+# ---- triangular solves: the triangular_solve primitive (compiler/primitives/lu.py) --------------
 
 def lower_solve(b: Builder, low: Value, rhs: Value) -> Value:
-    """low^-1 rhs for lower-triangular stacks ``low [..., n, n]`` and ``rhs [..., n, k]``
-    (forward substitution; differentiable and batchable, as IR of other primitives)."""
-    *_, n, k = rhs.type.shape
-    if n == 0:
-        return rhs
-    if _small(n, k):
-        n, k = _static_core(rhs)
-        L, B = _entries(b, low), _entries(b, rhs)
-        X: list[list[Value]] = []
-        for i in range(n):
-            row = []
-            for c in range(k):
-                t = B[i][c]
-                for p in range(i):
-                    t = ops.sub(b, t, ops.mul(b, L[i][p], X[p][c]))
-                row.append(ops.div(b, t, L[i][i]))
-            X.append(row)
-        return _assemble(b, X)
-    return _lower_solve_loop(b, low, rhs)
-
-
-def _lower_solve_loop(b: Builder, low: Value, rhs: Value) -> Value:
-    batch = _bshape(rhs)
-    nb, (n, k) = len(batch), rhs.type.shape[-2:]
-    body = new_block([TensorType(I64, ()), low.type, rhs.type, rhs.type], ["i", "low", "rhs", "x"])
-    i, lo, bb, x = body.args
-    with b.inside(body):
-        z = [_i64(b, 0) for _ in batch]
-        lrow = ops.dynamic_slice(b, lo, [*z, i, _i64(b, 0)], [*batch, 1, n])
-        brow = ops.dynamic_slice(b, bb, [*z, i, _i64(b, 0)], [*batch, 1, k])
-        lii = ops.dynamic_slice(b, lo, [*z, i, i], [*batch, 1, 1])
-        lii = ops.broadcast_in_dim(b, lii, [*batch, 1, k], list(range(nb + 2)))
-        xrow = ops.div(b, ops.sub(b, brow, M.matmul(b, lrow, x)), lii)
-        body.results = [lo, bb, ops.dynamic_update_slice(b, x, xrow, [*z, i, _i64(b, 0)])]
-    stop = ops.size_of(b, n, I64)
-    *_, out = ops.for_loop(b, _i64(b, 0), stop, [low, rhs, ops.zeros_like(b, rhs)], body, 1,
-                           trip_count(0, n, 1))
-    return out
+    """low^-1 rhs for lower-triangular stacks ``low [..., n, n]`` and ``rhs [..., n, k]``."""
+    return triangular_solve(b, low, rhs, lower=True)
 
 
 def upper_solve(b: Builder, up: Value, rhs: Value) -> Value:
-    """up^-1 rhs for upper-triangular `up` (the lower solve of the reversed system)."""
-    nb = up.type.ndim - 2
-    flipped = lower_solve(b, ops.rev(b, up, [nb, nb + 1]), ops.rev(b, rhs, [nb]))
-    return ops.rev(b, flipped, [nb])
+    """up^-1 rhs for upper-triangular `up`."""
+    return triangular_solve(b, up, rhs, lower=False)
 
 
 def _right_upper_solve(b: Builder, x: Value, up: Value) -> Value:
-    """x up^-1 = (up^-H x^H)^H, up^H lower-triangular."""
-    return M.mH(b, lower_solve(b, M.mH(b, up), M.mH(b, x)))
+    """x up^-1 = (up^-H x^H)^H."""
+    return M.mH(b, triangular_solve(b, up, M.mH(b, x), lower=False, transpose_a="C"))
 
 
 def _right_upper_h_solve(b: Builder, x: Value, up: Value) -> Value:
