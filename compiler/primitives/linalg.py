@@ -69,25 +69,68 @@ def _lower_dot(cg: Any, op: Any, outs: list[Any]) -> None:
                 idx[a] = v
         return idx
 
+    laxes, raxes = (lb, lfree, lc), (rb, rfree, rc)
+
     def loops() -> None:
+        lhs_across = _contiguous_along(cg, lhs, lfree, lc)
         if all(d == 1 for d in j_shape):
-            _lower_dot_rows(cg, op, outs[0], place, (lb, lfree, lc), (rb, rfree, rc),
-                            batch_shape + i_shape, k_shape)
-        else:
-            _lower_dot_loops(cg, op, outs[0], place, (lb, lfree, lc), (rb, rfree, rc),
-                             batch_shape, i_shape, j_shape, k_shape)
+            if lhs_across:
+                _lower_dot_axpy(cg, op, outs[0], place, laxes, raxes, batch_shape, i_shape,
+                                j_shape, k_shape)
+            else:
+                _lower_dot_rows(cg, op, outs[0], place, laxes, raxes, batch_shape + i_shape, k_shape)
+            return
+        packed = _packed_rhs(cg, op, raxes) if _contiguous_along(cg, rhs, rc, rfree) else None
+        _lower_dot_loops(cg, op, outs[0], place, laxes, raxes, batch_shape, i_shape, j_shape,
+                         k_shape, packed)
     # large products through BLAS gemm, with the loop nest as the fallback (gemm.py)
     if not gemm.lower(cg, op, outs[0], (lb, lfree, lc), (rb, rfree, rc), loops):
         loops()
 
 
+def _contiguous_along(cg: Any, v: Any, along: list[int] | tuple, across: list[int] | tuple) -> bool:
+    """Whether `v` reads a buffer whose unit-stride axis is among `along` while none of the
+    axes `across` has unit stride (a transposed operand: `X.T` read along X's rows)."""
+    view = gemm.strided_view(cg, v)
+    if view is None:
+        return False
+    strides, shape = view[1], v.type.shape
+    unit = [a for a in range(len(shape)) if strides[a] == 1 and shape[a] != 1]
+    return bool(unit) and all(a in along for a in unit) and not any(a in across for a in unit)
+
+
+def _packed_rhs(cg: Any, op: Any, raxes: tuple) -> tuple[Any, tuple[int, ...]]:
+    """rhs copied into a [batch, contract, free] temporary, so that the i-k-j loop nest reads
+    rows of it with unit stride (rhs = `B.T` in `A @ B.T`); (buffer, rhs axis of each of its
+    axes)."""
+    rhs = op.operands[1]
+    rb, rfree, rc = raxes
+    order = tuple(rb) + tuple(rc) + tuple(rfree)
+    buf = cg.scratch_buffer(rhs.type.dtype, [rhs.type.shape[a] for a in order])
+    with cg.loop_nest(buf.shape) as idx:
+        at: list[Any] = [None] * rhs.type.ndim
+        for a, i in zip(order, idx):
+            at[a] = i
+        cg.store(buf, list(idx), cg.read(rhs, at))
+    return buf, order
+
+
 def _lower_dot_loops(cg: Any, op: Any, out: Any, place: Any, laxes: tuple, raxes: tuple,
-                     batch_shape: tuple, i_shape: tuple, j_shape: tuple, k_shape: tuple) -> None:
-    """The i-k-j loop nest: out[b, i, :] accumulated from rows of rhs."""
+                     batch_shape: tuple, i_shape: tuple, j_shape: tuple, k_shape: tuple,
+                     packed: tuple[Any, tuple[int, ...]] | None = None) -> None:
+    """The i-k-j loop nest: out[b, i, :] accumulated from rows of rhs (of its packed copy
+    when rhs is transposed)."""
     lhs, rhs = op.operands
     (lb, lfree, lc), (rb, rfree, rc) = laxes, raxes
     dtype = op.results[0].dtype
     outs = [out]
+
+    def rhs_at(bi: list[Any], jj: list[Any], kk: list[Any]) -> Any:
+        at = place(rhs.ndim, [(list(rb), bi), (rfree, jj), (list(rc), kk)])
+        if packed is None:
+            return cg.read(rhs, at)
+        buf, order = packed
+        return cg.load(buf, [at[a] for a in order])
     with cg.loop_nest(batch_shape + i_shape) as outer:
         bi, ii = outer[:len(batch_shape)], outer[len(batch_shape):]
         with cg.loop_nest(j_shape) as jj:
@@ -95,9 +138,28 @@ def _lower_dot_loops(cg: Any, op: Any, out: Any, place: Any, laxes: tuple, raxes
         with cg.loop_nest(k_shape) as kk:
             a = cg.read(lhs, place(lhs.ndim, [(list(lb), bi), (lfree, ii), (list(lc), kk)]))
             with cg.loop_nest(j_shape) as jj:
-                r = cg.read(rhs, place(rhs.ndim, [(list(rb), bi), (rfree, jj), (list(rc), kk)]))
-                prod = cg.mul(dtype, a, r)
+                prod = cg.mul(dtype, a, rhs_at(bi, jj, kk))
                 cg.store(outs[0], bi + ii + jj, cg.add(dtype, cg.load(outs[0], bi + ii + jj), prod))
+
+
+def _lower_dot_axpy(cg: Any, op: Any, out: Any, place: Any, laxes: tuple, raxes: tuple,
+                    batch_shape: tuple, i_shape: tuple, j_shape: tuple, k_shape: tuple) -> None:
+    """A matrix-vector product with a transposed matrix (`X.T @ r`): for each k, the output
+    plus lhs's row k times r[k], so that lhs is read once along its rows (unit stride)
+    instead of column by column."""
+    lhs, rhs = op.operands
+    (lb, lfree, lc), (rb, rfree, rc) = laxes, raxes
+    dtype = op.results[0].dtype
+    jj = [cg.index(0)] * len(j_shape)
+    with cg.loop_nest(batch_shape) as bi:
+        with cg.loop_nest(i_shape) as ii:
+            cg.store(out, bi + ii + jj, cg.const(dtype, 0))
+        with cg.loop_nest(k_shape) as kk:
+            r = cg.read(rhs, place(rhs.ndim, [(list(rb), bi), (rfree, jj), (list(rc), kk)]))
+            with cg.loop_nest(i_shape) as ii:
+                a = cg.read(lhs, place(lhs.ndim, [(list(lb), bi), (lfree, ii), (list(lc), kk)]))
+                at = bi + ii + jj
+                cg.store(out, at, cg.add(dtype, cg.load(out, at), cg.mul(dtype, a, r)))
 
 
 def _vmap_dot(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> tuple:
