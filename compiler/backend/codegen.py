@@ -558,13 +558,20 @@ class Codegen:
             else:
                 result_bufs[r] = buf
         temporaries = _Temporaries(self, Evaluation(sched))
+        shared = _update_chains(block, sched, assign)
         for v in sched.materialized:
+            if v in shared:
+                continue                            # given its chain's buffer below
             if assign is not None and v in assign:
                 self.buffers[v] = assign[v]
             elif v in result_bufs and v not in block.args:
                 self.buffers[v] = result_bufs[v]
+            elif v not in self.buffers and any(shared.get(x) is v for x in shared):
+                self.buffers[v] = self.allocate(v)  # the end of an update chain: its own buffer
             elif v not in self.buffers:
                 self.buffers[v] = temporaries.take(v)
+        for x in reversed(list(shared)):            # from the chain's end back to its start
+            self.buffers[x] = self.buffers[shared[x]]
         for op in block.ops:
             self._lower_op(op, sched)
         for r, buf in copies:
@@ -642,6 +649,36 @@ class Codegen:
         for raw in self.mallocs:
             fb.call(free, [raw])          # free(NULL) is a no-op
         fb.ret(ll.Constant(ll.IntType(32), 1))
+
+
+_UPDATES = (ops.update_slice_p, ops.dynamic_update_slice_p, ops.scatter_p)
+
+
+def _update_chains(block: Block, sched: Schedule, assign: Mapping[Value, Buffer] | None
+                   ) -> dict[Value, Value]:
+    """{x: r} for each update ``r = U(x, ...)`` (a slice assignment, a scatter) of `block`
+    that may write into x's buffer: x is a materialized value of the block (not an argument,
+    a result or an assigned buffer) and U's operand 0 is its only use, so nothing reads x
+    once U has started. Then x lives in r's buffer and U writes only its window instead of
+    copying x first: ``z = np.zeros(...); z[:, 0] = a; z[:, 1] = b`` fills z once and
+    writes each column where it lives. In program order, so a chain x0 -> x1 -> x2 maps
+    each link to the next one. (Loop-carried chains: backend/carries.py.)"""
+    uses: dict[Value, int] = {}
+    for op in block.ops:
+        for v in op.operands:
+            uses[v] = uses.get(v, 0) + 1
+    results = set(block.results)
+    args = set(block.args)
+    shared: dict[Value, Value] = {}
+    for op in block.ops:
+        if op.prim not in _UPDATES or not op.results:
+            continue
+        x, r = op.operands[0], op.results[0]
+        if (uses.get(x) == 1 and x not in results and x not in args and x.op is not None
+                and sched.is_materialized(x) and sched.is_materialized(r)
+                and (assign is None or x not in assign) and x.type == r.type):
+            shared[x] = r
+    return shared
 
 
 class _Temporaries:
