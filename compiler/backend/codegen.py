@@ -267,13 +267,14 @@ class Codegen:
 
     # ---- loops -----------------------------------------------------------------------
     @contextlib.contextmanager
-    def loop(self, extent: ll.Value, *, unroll: bool = True, interleave4: bool = False
-             ) -> Iterator[ll.Value]:
+    def loop(self, extent: ll.Value, *, unroll: bool = True, interleave4: bool = False,
+             vectorize: bool = True) -> Iterator[ll.Value]:
         """for (i = 0; i < extent; i++) { body }; the builder ends after the loop.
         unroll=False keeps LLVM from unrolling it (so that one copy of an inner loop
         sees the whole address stream); interleave4 asks for 4 interleaved vector
         iterations (the accumulators of a pairwise chunk) unless the body calls vector
-        math, which always asks for 2."""
+        math, which always asks for 2; vectorize=False keeps LLVM's loop vectorizer off
+        this loop (its inner loops, or their unrolled bodies, are vectorized instead)."""
         b = self.b
         pre = b.block
         header = self.fn.append_basic_block("loop")
@@ -295,7 +296,8 @@ class Codegen:
         i.add_incoming(nxt, b.block)
         back = b.branch(header)
         math = self.math_calls > calls_before
-        hints = ("i" if math else "f" if interleave4 else "") + ("" if unroll else "u")
+        hints = ("i" if math else "f" if interleave4 else "") + ("" if unroll else "u") \
+            + ("" if vectorize else "v")
         if hints:
             self._loop_hints(back, hints)
         b.position_at_end(exit_)
@@ -303,7 +305,7 @@ class Codegen:
     def _loop_hints(self, back_edge: Any, hints: str) -> None:
         """Loop metadata: "i" asks for two interleaved vector iterations in loops calling
         vector math (their long dependency chains otherwise leave the FP units idle), "f"
-        for four, "u" disables unrolling. The node is made a distinct, self-referential loop ID when the
+        for four, "u" disables unrolling, "v" vectorization. The node is made a distinct, self-referential loop ID when the
         module is printed (kernel.py)."""
         self._loop_ids += 1
         marker = ll.MetaDataString(self.module, f"aotx.loop.{self._loop_ids}.{hints}")

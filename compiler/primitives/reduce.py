@@ -71,6 +71,17 @@ def _pairwise(kind: str, dtype: np.dtype) -> Callable[..., Any] | None:
     return lambda cg: (lambda a, v: cg.b.fadd(a, v))
 
 
+def _blocked(kind: str, dtype: np.dtype) -> Callable[..., Any] | None:
+    """For max and min into whole output rows, the same blocked walk as a float sum: the
+    result does not depend on the order (NaN wins, -0 < +0: llvm.maximum/minimum), and the
+    walk's run-time chunk keeps LLVM from vectorizing across rows with gathers, which it
+    does for a plain loop over a short static row (X.min(axis=0) of 100000x20: 16.9 ->
+    0.4 ms)."""
+    if kind not in ("max", "min") or dtype == BOOL:
+        return None
+    return lambda cg: (lambda a, v: _combine(kind)(cg, dtype, a, v))
+
+
 def _lower_reduce(kind: str) -> Callable[..., Any]:
     def lower(cg: Any, op: Any, idx: list[Any]) -> Any:
         x, axes = op.operands[0], op.params["axes"]
@@ -103,7 +114,7 @@ def _lower_accumulate(kind: str) -> Callable[..., bool]:
         dtype = x.dtype
         # float16 rows fold into the float16 output row, rounding at every step, as NumPy's
         # reduction over an outer axis does (a whole-row sum accumulates in float32)
-        pairwise = None if dtype == F16 else _pairwise(kind, dtype)
+        pairwise = None if dtype == F16 else _pairwise(kind, dtype) or _blocked(kind, dtype)
         if pairwise is not None and cg.accumulate_pairwise(
                 x.shape, axes, out, _init_value(cg, dtype, kind), pairwise(cg), lambda full: cg.read(x, full)):
             return True
