@@ -198,8 +198,9 @@ def lower(cg: Any, op: Any, out: Any, laxes: tuple, raxes: tuple,
         return False
     least, product = thresholds(dtype)
     a, b = _layout(cg, lhs, lb, lfree, lc), _layout(cg, rhs, rb, rc, rfree)
+    gram = _transposed_pair(lhs, rhs, laxes, raxes) and (a is None) == (b is None)
     get_a = (lambda: a) if a is not None else _packed(cg, lhs, lb, lfree, lc)
-    get_b = (lambda: b) if b is not None else _packed(cg, rhs, rb, rc, rfree)
+    get_b = (lambda: b) if b is not None else (get_a if gram else _packed(cg, rhs, rb, rc, rfree))
     bshape = [lhs.type.shape[x] for x in lb]
     when = None
     for d, bound in ((m, least), (n, least), (k, least), (size, product)):
@@ -219,8 +220,57 @@ def lower(cg: Any, op: Any, out: Any, laxes: tuple, raxes: tuple,
                             if bshape else None)
             invoke([cg.char(B.trans), cg.char(A.trans), cg.dim(n), cg.dim(m), cg.dim(k), one,
                     pb, cg.dim(B.ld), pa, cg.dim(A.ld), zero, pc, cg.dim(dims.maximum(n, 1))])
+    if (gram or a is not None and b is not None and _same_matrix_transposed(a, b)) \
+            and dtype.kind == "f" and len(lfree) == 1 and len(rfree) == 1:
+        def gemm_call() -> None:
+            cg.library_call(name, library, fallback, when=when, strings=2)
+        cg.library_call(SYRK[dtype], lambda invoke: _syrk(cg, invoke, get_a(), out, bshape, m, k, dtype),
+                        gemm_call, when=when, strings=2)
+        return True
     cg.library_call(name, library, fallback, when=when, strings=2)
     return True
+
+
+#: a real product of a matrix with its own transpose (X @ X.T, X.T @ X) computes one triangle
+SYRK = {F64: "dsyrk", F32: "ssyrk"}
+
+
+def _transposed_pair(lhs: Any, rhs: Any, laxes: tuple, raxes: tuple) -> bool:
+    """Whether rhs is ``transpose(lhs)`` contracted so that the product is lhs @ lhs.T of a
+    2-d lhs (a fused value, packed once for both operands)."""
+    (lb, lfree, lc), (rb, rfree, rc) = laxes, raxes
+    op = rhs.op
+    return (op is not None and op.prim is ops.transpose_p and op.operands[0] is lhs
+            and lhs.type.ndim == 2 and tuple(op.params["permutation"]) == (1, 0)
+            and tuple(lc) == (1,) and tuple(rc) == (0,) and not lb and not rb)
+
+
+def _same_matrix_transposed(a: "Operand", b: "Operand") -> bool:
+    """Whether gemm operand b is a's matrix transposed: one buffer, one leading dimension,
+    the opposite `trans`, the same batch strides (strided views start at the buffer)."""
+    return a.buf is b.buf and a.trans != b.trans and a.ld == b.ld and a.batch == b.batch
+
+
+def _syrk(cg: Any, invoke: Callable[[Sequence[Any]], None], A: "Operand", out: Any,
+          bshape: list[Dim], m: Dim, k: Dim, dtype: np.dtype) -> None:
+    """C = A A^T (m x m; `out` is [*batch, m, m]) with one triangle computed (half gemm's
+    work), then mirrored.
+
+    In column-major terms A's buffer holds A^T (trans "N") or A (trans "T"), so C is
+    syrk(trans "T") or syrk(trans "N") of it; uplo "U" of column-major C is the lower
+    triangle of the row-major result, copied into the upper one after the call."""
+    one, zero = cg.const(dtype, 1.0), cg.const(dtype, 0.0)
+    trans = "T" if A.trans == "N" else "N"
+    n = cg.dim(m)
+    with cg.loop_nest(bshape) as bi:
+        pa = cg.pointer(A.buf, _offset(cg, A.batch, bi))
+        base = cg.b.mul(cg.linearize(bi, bshape), cg.dim(dims.mul(m, m))) if bshape else cg.index(0)
+        invoke([cg.char("U"), cg.char(trans), n, cg.dim(k), one, pa, cg.dim(A.ld), zero,
+                cg.pointer(out, base if bshape else None), cg.dim(dims.maximum(m, 1))])
+        with cg.loop(n) as r:                         # row r: C[r, c] = C[c, r] for c > r
+            with cg.loop(cg.b.sub(cg.b.sub(n, r), cg.index(1))) as t:
+                c = cg.b.add(cg.b.add(r, t), cg.index(1))
+                cg.store(out, list(bi) + [r, c], cg.load(out, list(bi) + [c, r]))
 
 
 def _offset(cg: Any, strides: Sequence[Dim], idx: Sequence[Any]) -> Any:
