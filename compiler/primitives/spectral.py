@@ -839,11 +839,20 @@ def _vmap(b: Builder, op: Op, args: list[Value], bdims: list[int | None], size: 
     return batch_rule(b, op, args, bdims, size)
 
 
+def _lower_eigh(cg: Any, op: Op, outs: Sequence[Any]) -> None:
+    """Large matrices: LAPACK, the decomposition (the op's region) as the fallback."""
+    lower_eigh(cg, op, outs)
+
+
+def _lower_svd(cg: Any, op: Op, outs: Sequence[Any]) -> None:
+    lower_svd(cg, op, outs)
+
+
 eigh = define(ops.eigh_p, shape_rule=_eigh_rule, numpy_ref=_ref_eigh, decomposition=_decompose_eigh,
               vmap_rule=_vmap, jvp_rule=_jvp_eigh, vjp_rule=_vjp_eigh, streams_operands=False,
-              library_when=eigh_library_when, lower=lower_eigh,
+              library_when=eigh_library_when, lower=_lower_eigh,
               doc="eigenvalues (ascending) and eigenvectors of the Hermitian part of each matrix")
 svd = define(ops.svd_p, shape_rule=_svd_rule, numpy_ref=_ref_svd, decomposition=_decompose_svd,
              vmap_rule=_vmap, jvp_rule=_jvp_svd, vjp_rule=_vjp_svd, streams_operands=False,
-             library_when=svd_library_when, lower=lower_svd,
+             library_when=svd_library_when, lower=_lower_svd,
              doc="singular values (descending) and singular vectors of each matrix")
