@@ -224,7 +224,8 @@ def lower_eigh(cg: Any, op: Op, outs: Sequence[Any]) -> None:
                             with cg.loop(nn) as i:
                                 cg.store(v_out, [*bi, i, j], cg.mul(dtype, cg.load(z, [j, i]), ph))
 
-    cg.library_call(EIGH_ROUTINES[dtype], library, lambda: cg.lower_fallback(op, outs), when=_when(cg, [n], EIGH_MIN), strings=2)
+    cg.library_call(EIGH_ROUTINES[dtype], library, lambda: cg.lower_fallback(op, outs),
+                    when=_when(cg, [n], EIGH_MIN), strings=2)
 
 
 # ---- svd: xgesdd ------------------------------------------------------------------------------
@@ -300,7 +301,8 @@ def lower_svd(cg: Any, op: Op, outs: Sequence[Any]) -> None:
                             with cg.loop(mm) as i:
                                 cg.store(u, [*bi, i, j], cg.mul(dtype, cg.load(u, [*bi, i, j]), ph))
 
-    cg.library_call(SVD_ROUTINES[dtype], library, lambda: cg.lower_fallback(op, outs), when=_when(cg, [m, n], SVD_MIN), strings=1)
+    cg.library_call(SVD_ROUTINES[dtype], library, lambda: cg.lower_fallback(op, outs),
+                    when=_when(cg, [m, n], SVD_MIN), strings=1)
 
 
 def _matrix(cg: Any, buf: Any, at: ll.Value, rows: Dim, cols: Dim) -> Any:
