@@ -27,6 +27,7 @@ from _timing import best  # noqa: E402  (benchmarks/ is the script's directory)
 from compiler import jit  # noqa: E402
 from compiler.errors import CompileError  # noqa: E402
 from compiler.primitives import gemm  # noqa: E402
+from compiler.primitives import spectral_lapack  # noqa: E402
 from runtime import blas  # noqa: E402
 
 
@@ -50,6 +51,10 @@ def eigh(a):
     return np.linalg.eigh(a)
 
 
+def svd(a):
+    return np.linalg.svd(a)
+
+
 def inv(a):
     return np.linalg.inv(a)
 
@@ -62,7 +67,7 @@ def peers(fn: Callable[..., Any], name: str) -> dict[str, Callable[..., Any]]:
         import jax.numpy as jnp
         jax.config.update("jax_enable_x64", True)
         jfn = {"matmul": jnp.matmul, "solve": jnp.linalg.solve, "cholesky": jnp.linalg.cholesky,
-               "eigh": jnp.linalg.eigh, "inv": jnp.linalg.inv}[name]
+               "eigh": jnp.linalg.eigh, "inv": jnp.linalg.inv, "svd": jnp.linalg.svd}[name]
         jf = jax.jit(jfn)
         out["jax"] = lambda *a: jax.block_until_ready(jf(*a))
     except ImportError:
@@ -71,7 +76,7 @@ def peers(fn: Callable[..., Any], name: str) -> dict[str, Callable[..., Any]]:
         import torch
         torch.set_num_threads(1)
         tfn = {"matmul": torch.matmul, "solve": torch.linalg.solve, "cholesky": torch.linalg.cholesky,
-               "eigh": torch.linalg.eigh, "inv": torch.linalg.inv}[name]
+               "eigh": torch.linalg.eigh, "inv": torch.linalg.inv, "svd": torch.linalg.svd}[name]
         out["torch"] = lambda *a: tfn(*(torch.from_numpy(x) for x in a))
     except ImportError:
         pass
@@ -172,6 +177,8 @@ def decompositions(repeat: int) -> None:
         cases.append((f"cholesky {batch} x {n}x{n}", cholesky, "cholesky", (a,)))
     cases.append(("eigh 256x256", eigh, "eigh", (spd(rng, (256, 256)),)))
     cases.append(("inv 1024x1024", inv, "inv", (spd(rng, (1024, 1024)),)))
+    cases.append(("svd 256x256", svd, "svd", (rng.standard_normal((256, 256)),)))
+    cases.append(("eigh 100 x 32x32", eigh, "eigh", (spd(rng, (100, 32, 32)),)))
     for label, fn, name, args in cases:
         kernel = jit(fn)
         try:
@@ -185,6 +192,33 @@ def decompositions(repeat: int) -> None:
         row(label, times)
 
 
+def spectral_crossover(repeat: int, quick: bool) -> None:
+    """eigh and svd: the generated Jacobi code (a kernel loaded without a provider) against
+    LAPACK (xsyevd, xgesdd: the thresholds at 1), float64."""
+    print(f"crossover of eigh and svd (generated code time / LAPACK time: >1 means LAPACK wins); "
+          f"aotx calls LAPACK for eigh from n = {spectral_lapack.EIGH_MIN}, for svd from "
+          f"min(m, n) = {spectral_lapack.SVD_MIN}")
+    rng = np.random.default_rng(3)
+    saved = spectral_lapack.EIGH_MIN, spectral_lapack.SVD_MIN
+    sizes = ((10_000, 3), (10_000, 4), (1000, 6), (1000, 8), (1, 8), (1, 16), (1, 32))
+    for name, fn, make in (("eigh", eigh, lambda s: spd(rng, s)), ("svd", svd_thin, rng.standard_normal)):
+        for batch, n in sizes[:4] if quick else sizes:
+            x = make((batch, n, n))
+            try:
+                loops = _compiled(fn, (x,), provider=False)
+                spectral_lapack.EIGH_MIN = spectral_lapack.SVD_MIN = 1
+                calls = _compiled(fn, (x,), provider=True)
+            finally:
+                spectral_lapack.EIGH_MIN, spectral_lapack.SVD_MIN = saved
+            t_loops, t_lapack = best(lambda: loops(x), repeat), best(lambda: calls(x), repeat)
+            print(f"    {name} {batch:6} x {n:3}x{n:<3}  generated {1e3 * t_loops:9.3f} ms  "
+                  f"LAPACK {1e3 * t_lapack:9.3f} ms  ({t_loops / t_lapack:6.2f}x)")
+
+
+def svd_thin(a):
+    return np.linalg.svd(a, full_matrices=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
@@ -194,6 +228,7 @@ def main() -> None:
     matmuls(args.repeat, args.quick)
     crossover(args.repeat, args.quick)
     decompositions(args.repeat)
+    spectral_crossover(args.repeat, args.quick)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import numpy as np
 import compiler.primitives as P
 from compiler.primitives import ops
 from compiler.primitives.spectral import svd_sizes_known
+from compiler.primitives.spectral_lapack import check_converged
 from compiler.errors import CompileError, OutParameterError, ShapeMismatchError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend.reductions import reduce
@@ -241,7 +242,9 @@ def matrix_norm_axes(b: Builder, x: Staged, ord: Any, r: int, c: int, keepdims: 
                          "which of the two matrix sizes is the larger must be known at compile time",
                          "give the matrices a static size or equal symbolic sizes in the signature")
         check_svd_input(b, x.value)
-        (s,) = ops.svd(b, ops.transpose(b, x.value, rest + [r, c]), False, False)
+        xt = ops.transpose(b, x.value, rest + [r, c])
+        (s,) = ops.svd(b, xt, False, False)
+        check_converged(b, xt, s, "SVD did not converge", svd=True)
         sv = Staged(s)
         if ord == "nuc":
             out = reduce(b, "sum", sv, -1)

@@ -22,6 +22,10 @@ from compiler.ir.types import F64, TensorType
 from compiler.primitives import ops
 from compiler.primitives.matrices import mH, matmul
 from compiler.primitives.spectral import real_dtype, svd_sizes_known
+from compiler.primitives.spectral_lapack import check_converged
+
+EIGH_FAILED = "Eigenvalues did not converge"
+SVD_FAILED = "SVD did not converge"
 
 #: NumPy's result namedtuples (w.eigenvalues, res.U, ...), built around staged values
 EighResult: Any = type(np.linalg.eigh(np.eye(1)))
@@ -69,13 +73,17 @@ def hermitian_from(b: Builder, a: Value, uplo: str) -> Value:
 
 def eigh(b: Builder, a: Any, UPLO: str = "L") -> Any:   # noqa: N803 - NumPy's name
     v = matrix_operand(b, a, "eigh", square=True)
-    w, vec = ops.eigh(b, hermitian_from(b, v, UPLO))
+    h = hermitian_from(b, v, UPLO)
+    w, vec = ops.eigh(b, h)
+    check_converged(b, h, w, EIGH_FAILED, svd=False)
     return EighResult(Staged(w), Staged(vec))
 
 
 def eigvalsh(b: Builder, a: Any, UPLO: str = "L") -> Staged:  # noqa: N803
     v = matrix_operand(b, a, "eigvalsh", square=True)
-    w, _ = ops.eigh(b, hermitian_from(b, v, UPLO))
+    h = hermitian_from(b, v, UPLO)
+    w, _ = ops.eigh(b, h)
+    check_converged(b, h, w, EIGH_FAILED, svd=False)
     return Staged(w)
 
 
@@ -87,8 +95,10 @@ def svd(b: Builder, a: Any, full_matrices: bool = True, compute_uv: bool = True,
     L.check_svd_input(b, v)
     if not compute_uv:
         (s,) = ops.svd(b, v, full_matrices, False)
+        check_converged(b, v, s, SVD_FAILED, svd=True)
         return Staged(s)
     s, u, vh = ops.svd(b, v, full_matrices, True)
+    check_converged(b, v, s, SVD_FAILED, svd=True)
     return SVDResult(Staged(u), Staged(s), Staged(vh))
 
 
@@ -96,12 +106,15 @@ def svdvals(b: Builder, x: Any) -> Staged:
     v = svd_operand(b, x, "svdvals")
     L.check_svd_input(b, v)
     (s,) = ops.svd(b, v, False, False)
+    check_converged(b, v, s, SVD_FAILED, svd=True)
     return Staged(s)
 
 
 def _svd_hermitian(b: Builder, a: Value, full_matrices: bool, compute_uv: bool) -> Any:
     """NumPy's hermitian=True: eigh, |w| sorted descending, u = v, vh = (v sign(w))ᴴ."""
-    w, v = ops.eigh(b, hermitian_from(b, a, "L"))
+    h = hermitian_from(b, a, "L")
+    w, v = ops.eigh(b, h)
+    check_converged(b, h, w, EIGH_FAILED, svd=False)
     nb = w.type.ndim - 1
     mag = ops.abs_(b, w)
     s, (v, sg) = _sort_desc(b, mag, v, ops.sign(b, w))
@@ -174,6 +187,7 @@ def _thin_svd(b: Builder, a: Value, hermitian: bool) -> tuple[Value, Value, Valu
         return r[1].value, r[0].value, r[2].value
     L.check_svd_input(b, a)
     s, u, vh = ops.svd(b, a, False, True)
+    check_converged(b, a, s, SVD_FAILED, svd=True)
     return s, u, vh
 
 
@@ -233,6 +247,7 @@ def lstsq(b: Builder, a: Any, y: Any, rcond: Any = None) -> tuple:
     L.check_svd_input(b, av, "SVD did not converge in Linear Least Squares", finite=True)
     L.check_svd_input(b, yv2, "SVD did not converge in Linear Least Squares", finite=True)
     s, u, vh = ops.svd(b, av, False, True)
+    check_converged(b, av, s, "SVD did not converge in Linear Least Squares", svd=True)
     cut = _cutoff(b, s, _static_or_staged(b, rel, rd, "rcond"))
     sinv = _inverse_values(b, s, cut)
     x = matmul(b, _scale_cols(b, mH(b, vh), sinv), matmul(b, mH(b, u), yv2))
@@ -268,11 +283,14 @@ def matrix_rank(b: Builder, a: Any, tol: Any = None, hermitian: bool = False, *,
     v = svd_operand(b, x, "matrix_rank")
     rd = real_dtype(v.type.dtype)
     if hermitian:
-        w, _ = ops.eigh(b, hermitian_from(b, v, "L"))
+        h = hermitian_from(b, v, "L")
+        w, _ = ops.eigh(b, h)
+        check_converged(b, h, w, EIGH_FAILED, svd=False)
         s = ops.abs_(b, w)
     else:
         L.check_svd_input(b, v)
         (s,) = ops.svd(b, v, False, False)
+        check_converged(b, v, s, SVD_FAILED, svd=True)
     nb = s.type.ndim - 1
     if tol is None:
         m, n = v.type.shape[-2:]
@@ -294,6 +312,7 @@ def cond(b: Builder, x: Any, p: Any = None) -> Staged:
     if p in (None, 2, -2):
         L.check_svd_input(b, v)
         (s,) = ops.svd(b, v, False, False)
+        check_converged(b, v, s, SVD_FAILED, svd=True)
         k = s.type.shape[-1]
         first = ops.reshape(b, ops.slice_(b, s, [0] * nb + [0], list(s.type.shape[:-1]) + [1]),
                             tuple(s.type.shape[:-1]))

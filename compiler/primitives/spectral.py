@@ -24,8 +24,8 @@ the eigenvalues), simple and elementwise across a batch.
   one-sided Jacobi (Hestenes) on the columns, the same steps. A rank sort orders the
   results.
 
-A later LAPACK dispatch for large matrices goes in `_decompose_eigh` / `_decompose_svd`
-(return None to keep the op for the backend).
+Large matrices call LAPACK (xsyevd/xheevd, xgesdd: `spectral_lapack.py`), the
+decompositions staying as the op's region: the code of a kernel loaded without the routine.
 """
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ from compiler.ir.types import TensorType
 from compiler.primitives import ad, ops, regions
 from compiler.primitives.base import ShapeError, check
 from compiler.primitives.matrices import assemble, batch_rule, entries, eye, mH, matmul
+from compiler.primitives.spectral_lapack import eigh_library_when, lower_eigh, lower_svd, svd_library_when
 
 Types = tuple[TensorType, ...]
 I64 = np.dtype(np.int64)
@@ -838,9 +839,20 @@ def _vmap(b: Builder, op: Op, args: list[Value], bdims: list[int | None], size: 
     return batch_rule(b, op, args, bdims, size)
 
 
+def _lower_eigh(cg: Any, op: Op, outs: Sequence[Any]) -> None:
+    """Large matrices: LAPACK, the decomposition (the op's region) as the fallback."""
+    lower_eigh(cg, op, outs)
+
+
+def _lower_svd(cg: Any, op: Op, outs: Sequence[Any]) -> None:
+    lower_svd(cg, op, outs)
+
+
 eigh = define(ops.eigh_p, shape_rule=_eigh_rule, numpy_ref=_ref_eigh, decomposition=_decompose_eigh,
               vmap_rule=_vmap, jvp_rule=_jvp_eigh, vjp_rule=_vjp_eigh, streams_operands=False,
+              library_when=eigh_library_when, lower=_lower_eigh,
               doc="eigenvalues (ascending) and eigenvectors of the Hermitian part of each matrix")
 svd = define(ops.svd_p, shape_rule=_svd_rule, numpy_ref=_ref_svd, decomposition=_decompose_svd,
              vmap_rule=_vmap, jvp_rule=_jvp_svd, vjp_rule=_vjp_svd, streams_operands=False,
+             library_when=svd_library_when, lower=_lower_svd,
              doc="singular values (descending) and singular vectors of each matrix")

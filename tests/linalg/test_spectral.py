@@ -98,7 +98,8 @@ def test_eigh_upper_triangle():
 
 
 def test_eigh_larger_loop_form():
-    """n > 4: round-robin Jacobi steps in a for loop."""
+    """n > 4: LAPACK's dsyevd where the kernel has it, else round-robin Jacobi steps in a for
+    loop (both paths: tests/linalg/test_lapack_spectral.py)."""
     a = rand((2, 17, 17), np.float64)
     w, v = eigh_l(a)
     h = hermitian_lower(a)
