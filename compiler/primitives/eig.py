@@ -504,36 +504,11 @@ def _library(b: Builder, a: Value, vectors: bool) -> list[Value]:
     outs = ops.geev(b, a, vectors)
     info = outs[-1]
     ok = ops.eq(b, info, ops.zeros_like(b, info))
-    if a.type.dtype.kind == "c":
-        w, rows = outs[0], (outs[1] if vectors else None)
-    else:
-        w = ops.complex_(b, outs[0], outs[1])
-        rows = _real_pairs(b, outs[1], outs[2]) if vectors else None
+    w, rows = outs[0], (outs[1] if vectors else None)
     if rows is None:
         return [w, ok]
     v = _unit_columns(b, ops.transpose(b, rows, list(range(nb)) + [nb + 1, nb]))
     return [w, v, _inverse(b, v), ok]
-
-
-def _real_pairs(b: Builder, wi: Value, vr: Value) -> Value:
-    """The complex vectors (as rows) of real geev's rows `vr` [..., n, n]: row k is the
-    vector of a real eigenvalue (wi_k = 0), or for a pair (wi_k > 0, wi_k+1 < 0) rows k and
-    k+1 are the real and imaginary parts of the vector of w_k, w_k+1's being its conjugate."""
-    nb = vr.type.ndim - 2
-    shape = tuple(vr.type.shape)
-    n = shape[-1]
-    zero = ops.zeros_like(b, wi)
-    first = ops.broadcast_in_dim(b, ops.gt(b, wi, zero), shape, list(range(nb + 1)))
-    second = ops.broadcast_in_dim(b, ops.lt(b, wi, zero), shape, list(range(nb + 1)))
-    pad0 = ops.scalar(b, 0.0, vr.type.dtype)
-    low, high = [0] * (nb + 2), [0] * (nb + 2)
-    nxt = ops.slice_(b, ops.pad(b, vr, pad0, low, high[:nb] + [1, 0]),
-                     [0] * nb + [1, 0], list(shape[:nb]) + [dims.add(n, 1), n])
-    prv = ops.slice_(b, ops.pad(b, vr, pad0, low[:nb] + [1, 0], high),
-                     [0] * (nb + 2), list(shape))
-    re = ops.select(b, second, prv, vr)
-    im = ops.select(b, first, nxt, ops.select(b, second, ops.neg(b, vr), ops.zeros_like(b, vr)))
-    return ops.complex_(b, re, im)
 
 
 def _unit_columns(b: Builder, v: Value) -> Value:

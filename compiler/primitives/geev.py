@@ -5,13 +5,12 @@ emits it for matrices larger than the unrolled code handles, or of a symbolic si
 (compiler/primitives/eig.py turns its raw results into `eig`'s). Its results are
 LAPACK's, for each matrix of ``a [..., n, n]``:
 
-* real ``a``: ``(wr, wi, [vr,] info)``: the real and imaginary parts of the eigenvalues
-  ``[..., n]`` (a complex-conjugate pair is consecutive, the positive imaginary part first)
-  and, with ``vectors``, the right eigenvectors as *rows* of ``vr [..., n, n]``: row ``k``
-  is LAPACK's column ``k`` of VR (a real vector, or for a pair ``k, k+1`` the real and
-  imaginary parts of the vector of ``w_k``, that of ``w_{k+1}`` being its conjugate);
-* complex ``a``: ``(w, [vr,] info)``;
-* ``info [...]`` (int64): geev's ``info`` (> 0: the QR algorithm did not converge).
+``(w, [vr,] info)``: the eigenvalues ``w [..., n]`` (complex), with ``vectors`` the right
+eigenvectors as the *rows* of ``vr [..., n, n]`` (complex; row ``k``: LAPACK's column ``k``
+of VR, of unit norm), and ``info [...]`` (int64, geev's: > 0 where the QR algorithm did not
+converge). For real ``a`` (dgeev, sgeev) the lowering assembles LAPACK's ``wr``, ``wi`` and
+its real VR (a complex-conjugate pair ``k, k+1`` stores the real and imaginary parts of the
+vector of ``w_k`` in columns ``k`` and ``k+1``; ``w_{k+1}``'s is its conjugate).
 
 Lowering: the matrix is copied transposed into a work matrix (buffers are row-major,
 LAPACK reads column-major: the copy makes LAPACK see ``a`` itself, so the eigenvalues come
@@ -27,6 +26,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
+
+from llvmlite import ir as ll
 
 from compiler.ir import dims
 from compiler.ir.builder import Builder
@@ -57,32 +58,23 @@ def _shape_rule(in_types: Types, params: dict[str, Any]) -> Types:
     check(a.ndim >= 2 and a.shape[-1] == a.shape[-2], f"geev: needs square matrices, got {a}")
     check(np.dtype(a.dtype.name) in ROUTINES, f"geev: needs float32/64 or complex64/128, got {a}")
     batch, n = tuple(a.shape[:-2]), a.shape[-1]
-    info = TensorType(I64, batch)
-    vr = (a,) if params["vectors"] else ()
-    if a.dtype.kind == "c":
-        return (TensorType(a.dtype, batch + (n,)),) + vr + (info,)
-    w = TensorType(a.dtype, batch + (n,))
-    return (w, w) + vr + (info,)
+    cdt = _complex(a.dtype)
+    vr = (TensorType(cdt, tuple(a.shape)),) if params["vectors"] else ()
+    return (TensorType(cdt, batch + (n,)),) + vr + (TensorType(I64, batch),)
+
+
+def _complex(dtype: Any) -> np.dtype:
+    return np.result_type(np.dtype(dtype.name if hasattr(dtype, "name") else dtype), np.complex64)
 
 
 def _ref(a: np.ndarray, vectors: bool) -> tuple:
-    """LAPACK's results rebuilt from NumPy's (which calls geev and assembles them)."""
-    batch, n = a.shape[:-2], a.shape[-1]
-    w, v = np.linalg.eig(a) if vectors else (np.linalg.eigvals(a), None)
-    info = np.zeros(batch, np.int64)
-    w = w.astype(np.result_type(a.dtype, np.complex64))
-    rows = None if v is None else np.swapaxes(v, -1, -2)
-    if a.dtype.kind == "c":
-        return (w,) + (() if rows is None else (rows.astype(a.dtype),)) + (info,)
-    if rows is not None:
-        rows = rows.astype(w.dtype)
-        vr = rows.real.copy()
-        second = np.concatenate([np.zeros(batch + (1,), bool), w.imag[..., :-1] > 0], axis=-1)
-        prev = np.concatenate([np.zeros(batch + (1, n)), rows.imag[..., :-1, :]], axis=-2)
-        vr = np.where(second[..., None], prev, vr)      # row k+1 of a pair: Im of vector k
-        vr = vr.astype(a.dtype)
-    parts = (w.real.astype(a.dtype), w.imag.astype(a.dtype))
-    return parts + (() if rows is None else (vr,)) + (info,)
+    """NumPy's eig, which calls geev on the same matrix and assembles real results alike."""
+    cdt = _complex(a.dtype)
+    info = np.zeros(a.shape[:-2], np.int64)
+    if not vectors:
+        return np.linalg.eigvals(a).astype(cdt), info
+    w, v = np.linalg.eig(a)
+    return w.astype(cdt), np.swapaxes(v, -1, -2).astype(cdt), info
 
 
 def _lwork(n: dims.Dim) -> dims.Dim:
@@ -104,6 +96,27 @@ def _lower(cg: Any, op: Any, outs: Sequence[Any]) -> None:
     rwork = cg.scratch_buffer(_real(dtype), [dims.mul(2, n)]) if cplx else None
     dummy = cg.scratch_buffer(dtype, [1])
     info = outs[-1]
+    cdt = _complex(dtype)
+    if not cplx:        # LAPACK's real results, assembled into the complex outputs after each call
+        wr, wi = cg.scratch_buffer(dtype, [n]), cg.scratch_buffer(dtype, [n])
+        vrs = cg.scratch_buffer(dtype, [n, n]) if vectors else None
+
+    def assemble(bi: list) -> None:
+        b = cg.b
+        one = cg.index(1)
+        with cg.loop_nest([n]) as (k,):
+            cg.store(outs[0], bi + [k], cg.complex_value(cdt, cg.load(wr, [k]), cg.load(wi, [k])))
+        if vrs is None:
+            return
+        with cg.loop_nest([n, n]) as (k, i):
+            part = cg.load(wi, [k])
+            first = b.fcmp_ordered(">", part, ll.Constant(part.type, 0.0))
+            second = b.fcmp_ordered("<", part, ll.Constant(part.type, 0.0))
+            k_re = b.select(second, b.sub(k, one), k)          # the pair's real part: row k-1
+            k_im = b.select(first, b.add(k, one), k)           # its imaginary part: row k+1
+            im = cg.load(vrs, [k_im, i])
+            im = b.select(first, im, b.select(second, b.fneg(im), ll.Constant(im.type, 0.0)))
+            cg.store(outs[1], bi + [k, i], cg.complex_value(cdt, cg.load(vrs, [k_re, i]), im))
 
     def library(invoke: Any) -> None:
         nn = cg.dim(n)
@@ -114,16 +127,19 @@ def _lower(cg: Any, op: Any, outs: Sequence[Any]) -> None:
                 cg.store(work_a, [j, i], cg.read(a, list(bi) + [i, j]))
             vec_off = cg.b.mul(flat, cg.dim(dims.mul(n, n)))
             w_off = cg.b.mul(flat, nn)
-            if vectors:
-                vr, ldvr = cg.pointer(outs[-2], vec_off), ld
-            else:
+            if not vectors:
                 vr, ldvr = cg.pointer(dummy), cg.index(1)
-            values = [cg.pointer(outs[0], w_off)] if cplx else \
-                [cg.pointer(outs[0], w_off), cg.pointer(outs[1], w_off)]
+            elif cplx:
+                vr, ldvr = cg.pointer(outs[1], vec_off), ld
+            else:
+                vr, ldvr = cg.pointer(vrs), ld
+            values = [cg.pointer(outs[0], w_off)] if cplx else [cg.pointer(wr), cg.pointer(wi)]
             tail = [cg.pointer(work), cg.dim(lwork)] + ([cg.pointer(rwork)] if rwork is not None else [])
             invoke([cg.char("N"), cg.char("V" if vectors else "N"), nn, cg.pointer(work_a), ld]
                    + values + [cg.pointer(dummy), cg.index(1), vr, ldvr] + tail
                    + [cg.pointer(info, flat)])
+            if not cplx:
+                assemble(list(bi))
     cg.library_call(routine, library, fallback=lambda: cg.lower_fallback(op, outs), strings=2)
 
 
