@@ -36,6 +36,7 @@ from compiler.ir.primitive import define
 from compiler.ir.types import I64, TensorType
 from compiler.primitives import ops
 from compiler.primitives.base import check
+from compiler.primitives.eig_loops import geev_loops
 
 Types = tuple[TensorType, ...]
 
@@ -144,14 +145,8 @@ def _lower(cg: Any, op: Any, outs: Sequence[Any]) -> None:
 
 
 def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
-    """The fallback of a kernel without the routine: a LinAlgError (NO_PROVIDER), except for
-    empty matrices (n = 0), which have nothing to compute."""
-    (a,) = args
-    n = a.type.shape[-1]
-    empty = ops.eq(b, ops.size_of(b, n, I64), ops.scalar(b, 0, I64))
-    ops.check(b, empty, "LinAlgError", NO_PROVIDER, (n,))
-    return [ops.full(b, 0 if t.dtype == I64 else np.nan, t)
-            for t in op.prim.abstract_eval((a.type,), op.params)]
+    """The fallback of a kernel without the routine: generated loops (eig_loops.py)."""
+    return geev_loops(b, args[0], op.params["vectors"])
 
 
 geev = define(
