@@ -2,8 +2,8 @@
 
 Run: ``AOTX_DISABLE_CACHE=1 python benchmarks/eig_bench.py [--repeat 7]`` (float64). For
 each case: the compile time (first call) and the median and min of `repeat` timed calls
-(each the best of 5) of the default code path, of the LAPACK path forced for small matrices
-(``UNROLL_MAX = 0``: the unrolled code off), and NumPy's. Cases: 10,000 3x3, 1,000 and
+(each the best of 5) of the unrolled code (up to 8x8, ``UNROLL_MAX = 8``; the default
+unrolls up to 4x4), of the LAPACK path (``UNROLL_MAX = 0``), and NumPy's. Cases: 10,000 3x3, 1,000 and
 10,000 4x4, 1,000 8x8, 100 16x16, one 64x64 and one 256x256 (docs/linalg.md, "General
 eigenproblems", records a run).
 """
@@ -63,8 +63,7 @@ def main() -> None:
         for count, n in cases:
             a = rng.standard_normal((count, n, n)) if count > 1 else rng.standard_normal((n, n))
             nmed, nmin = _times(ref, a, args.repeat)
-            paths = [("unrolled", eig_module.UNROLL_MAX), ("lapack", 0)] if n <= eig_module.UNROLL_MAX \
-                else [("lapack", eig_module.UNROLL_MAX)]
+            paths = [("unrolled", 8), ("lapack", 0)] if n <= 8 else [("lapack", 0)]
             for path, unroll in paths:
                 k, compile_s = _compiled(fn, a, unroll)
                 med, low = _times(k, a, args.repeat)

@@ -88,12 +88,12 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
 def _loop_ids(text: str) -> str:
     """Turn the codegen's ``!N = !{!"aotx.loop.K.HINTS"}`` markers into distinct loop IDs
     (llvmlite cannot build self-referential metadata): hint ``i`` asks for interleave
-    count 2, ``f`` for 4, ``u`` disables unrolling."""
-    marker = re.compile(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+\.([ifu]+)" ?\}$', flags=re.M)
+    count 2, ``f`` for 4, ``u`` disables unrolling, ``s`` vectorization."""
+    marker = re.compile(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+\.([ifus]+)" ?\}$', flags=re.M)
     if marker.search(text) is None:
         return text
     top = max(int(m) for m in re.findall(r"^!(\d+) =", text, flags=re.M))
-    nodes = {"i": f"!{top + 1}", "f": f"!{top + 2}", "u": f"!{top + 3}"}
+    nodes = {"i": f"!{top + 1}", "f": f"!{top + 2}", "u": f"!{top + 3}", "s": f"!{top + 4}"}
 
     def loop_id(m: re.Match[str]) -> str:      # one pass over the text: linear in its size
         refs = ", ".join(nodes[h] for h in m.group(2))
@@ -101,7 +101,8 @@ def _loop_ids(text: str) -> str:
     text = marker.sub(loop_id, text)
     return (text + f'\n{nodes["i"]} = !{{!"llvm.loop.interleave.count", i32 2}}'
             f'\n{nodes["f"]} = !{{!"llvm.loop.interleave.count", i32 4}}'
-            f'\n{nodes["u"]} = !{{!"llvm.loop.unroll.disable"}}\n')
+            f'\n{nodes["u"]} = !{{!"llvm.loop.unroll.disable"}}'
+            f'\n{nodes["s"]} = !{{!"llvm.loop.vectorize.enable", i1 false}}\n')
 
 
 def _emit_entry(module: ll.Module, impl: ll.Function, name: str, n_in: int, n_out: int, n_sym: int) -> None:

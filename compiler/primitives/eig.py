@@ -53,7 +53,7 @@ from compiler.primitives.matrices import batch_rule, eye, mH, matmul
 Types = tuple[TensorType, ...]
 Pair = tuple[Value, Value]
 
-UNROLL_MAX = 8          # the largest static n with generated code (see docs/linalg.md)
+UNROLL_MAX = 4          # the largest static n with unrolled code; LAPACK beyond (docs/linalg.md)
 MAX_SWEEPS = 30         # QR sweeps per deflated eigenvalue before giving up (LinAlgError)
 EXCEPTIONAL = (10, 20)  # sweeps that use an exceptional shift instead of Wilkinson's
 PER_MATRIX = True       # a loop over the stack (see the module docstring)

@@ -179,7 +179,8 @@ def _hessenberg(g: _M, h: Pair, z: Pair) -> tuple[Pair, Pair]:
         gj = g.at(bb)
         top = ops.sub(bb, ops.sub(bb, ops.size_of(bb, n, I64), j), _i64(bb, 2))   # rows n-1 .. j+2
 
-        def rotation(bi: Builder, t: Value, hr: Value, hi: Value, zr: Value, zi: Value) -> list[Value]:
+        def rotation(bi: Builder, t: Value, hr: Value, hi: Value, zr: Value, zi: Value,
+                     j: Value) -> list[Value]:
             gi = g.at(bi)
             i = ops.sub(bi, ops.size_of(bi, n, I64), ops.add(bi, t, _i64(bi, 1)))   # n-1-t
             i1 = ops.sub(bi, i, _i64(bi, 1))
@@ -189,8 +190,8 @@ def _hessenberg(g: _M, h: Pair, z: Pair) -> tuple[Pair, Pair]:
             h2 = gi.set_entry(h2, i, j, (gi.c(0.0), gi.c(0.0)))
             h2 = gi.rotate_cols(h2, i1, c, s)
             z2 = gi.rotate_cols((zr, zi), i1, c, s)
-            return [h2[0], h2[1], z2[0], z2[1]]
-        return _loop(bb, _i64(bb, 0), top, [hr, hi, zr, zi], rotation)
+            return [h2[0], h2[1], z2[0], z2[1], j]
+        return _loop(bb, _i64(bb, 0), top, [hr, hi, zr, zi, j], rotation)[:4]   # regions are isolated
     cols = ops.maximum(b, ops.sub(b, nv, _i64(b, 2)), _i64(b, 0))
     hr, hi, zr, zi = _loop(b, _i64(b, 0), cols, [h[0], h[1], z[0], z[1]], column)
     return (hr, hi), (zr, zi)

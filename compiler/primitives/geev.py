@@ -141,7 +141,10 @@ def _lower(cg: Any, op: Any, outs: Sequence[Any]) -> None:
                    + [cg.pointer(info, flat)])
             if not cplx:
                 assemble(list(bi))
-    cg.library_call(routine, library, fallback=lambda: cg.lower_fallback(op, outs), strings=2)
+    def fallback() -> None:
+        with cg.scalar_code():      # eig_loops.py's loops: compile time over speed
+            cg.lower_fallback(op, outs)
+    cg.library_call(routine, library, fallback=fallback, strings=2)
 
 
 def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:

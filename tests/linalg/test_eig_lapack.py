@@ -13,13 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import compiler.primitives.eig_loops as eig_loops
 from compiler import grad, jit, vmap
 from runtime import blas
-
-
-@jit
-def eig(a):
-    return np.linalg.eig(a)
 
 
 @jit
@@ -115,26 +111,33 @@ def test_same_order_and_vectors_as_numpy() -> None:
 
 def test_static_size_stacks_and_vmap() -> None:
     a = _matrix(10, np.float64, seed=5, batch=(2, 3))
-    w, v = vmap(vmap(eig))(a)
-    _check(a, w, v)
-    wl, vl, _ = _kernel(np.float64)(a.reshape(6, 10, 10))
+    w = vmap(vmap(eigvals))(a)
+    _check(a, w)
+    wl, _, _ = _kernel(np.float64)(a.reshape(6, 10, 10))
     np.testing.assert_allclose(w.reshape(6, 10), wl, atol=1e-13)
-    np.testing.assert_allclose(v.reshape(6, 10, 10), vl, atol=1e-12)
 
 
-def test_complex_spectrum_and_defective() -> None:
+JORDAN = 2.0 * np.eye(9) + np.diag(np.ones(8), 1)     # defective: one eigenvector
+
+
+def _pairs() -> np.ndarray:
+    """A real 10x10 matrix with the five complex-conjugate pairs 0.5k +- (1+k)i, k = 0, 2, ..."""
     rng = np.random.default_rng(8)
     q = rng.standard_normal((10, 10)) + 10 * np.eye(10)
     d = np.zeros((10, 10))
     for k in range(0, 10, 2):
         d[k:k + 2, k:k + 2] = [[0.5 * k, -1.0 - k], [1.0 + k, 0.5 * k]]
-    a = q @ d @ np.linalg.inv(q)                       # five complex-conjugate pairs
+    return q @ d @ np.linalg.inv(q)
+
+
+def test_complex_spectrum_and_defective() -> None:
+    a = _pairs()
     w, v, _ = _kernel(np.float64)(a[None])
     w, v = w[0], v[0]
     _check(a, w, v)
     np.testing.assert_allclose(np.sort_complex(w), np.sort_complex(np.concatenate(
         [[0.5 * k + 1j * (1 + k), 0.5 * k - 1j * (1 + k)] for k in range(0, 10, 2)])), atol=1e-11)
-    jordan = 2.0 * np.eye(9) + np.diag(np.ones(8), 1)  # defective: one eigenvector
+    jordan = JORDAN
     w, v, _ = _kernel(np.float64)(jordan[None])
     w, v = w[0], v[0]
     ref = np.linalg.eig(jordan)
@@ -149,20 +152,26 @@ def test_nonfinite_raises_linalgerror() -> None:
     with pytest.raises(np.linalg.LinAlgError, match="infs or NaNs"):
         np.linalg.eig(a)
     with pytest.raises(np.linalg.LinAlgError, match="infs or NaNs"):
-        eigvals(a)
+        _kernel(np.float64)(a[None])
 
 
-def test_without_a_provider(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A kernel loaded without LAPACK raises a LinAlgError that says what to do for n > 8;
-    the unrolled code of a small matrix needs no library."""
+def test_generated_fallback_without_a_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel loaded without LAPACK runs the generated loops (eig_loops.py): every dtype,
+    n = 1, 9, 16, 40 of a symbolic size, a stack, complex pairs and a defective matrix."""
     monkeypatch.setattr(blas, "_cached", [None])
-    k = jit(lambda a: np.linalg.eigvals(a), signature="f64[n, n]")   # loaded now: NULL pointers
-    with pytest.raises(np.linalg.LinAlgError, match=r"10x10 matrices need LAPACK.*AOTX_BLAS"):
-        k(np.eye(10))
-    assert k(np.zeros((0, 0))).shape == (0,)
-    small = jit(lambda a: np.linalg.eigvals(a))
-    a = _matrix(4, np.float64, seed=2)
-    _check(a, small(a))
+    for dtype in DTYPES[::-1]:
+        k = jit(_both, signature=f"{CODES[dtype]}[b, n, n]")     # loaded now: NULL pointers
+        for batch, n in [(2, 1), (3, 9), (1, 16), (1, 40)]:
+            a = _matrix(n, dtype, seed=n + batch, batch=(batch,))
+            w, v, w2 = k(a)
+            np.testing.assert_allclose(w2, w, atol=_tol(dtype))
+            _check(a, w, v)
+    pairs = _pairs()                                   # k: the float64 kernel, last of DTYPES
+    w, v, _ = k(pairs[None])
+    _check(pairs, w[0], v[0])
+    w, v, _ = k(JORDAN[None])
+    np.testing.assert_allclose(w[0], 2.0, atol=1e-12)
+    np.testing.assert_allclose(np.abs(v[0][0]), 1.0, atol=1e-12)  # the one eigenvector, e_1
 
 
 # ---- derivatives at n > 8 (the same matrix-level rules as the unrolled code) ---------------
@@ -187,3 +196,15 @@ def test_grad_vs_finite_differences() -> None:
         e[idx] = h
         fd[idx] = (_numpy_loss(a + e) - _numpy_loss(a - e)) / (2 * h)
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_fallback_no_convergence_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The generated loops' verdict reaches the user as NumPy's error (LAPACK's info > 0):
+    with no QR sweep allowed, a matrix that is not triangular has not converged."""
+    monkeypatch.setattr(blas, "_cached", [None])
+    monkeypatch.setattr(eig_loops, "MAX_SWEEPS", 0)
+    k = jit(lambda a: np.linalg.eigvals(a) * 1.0)        # a kernel of its own: compiled here
+    with pytest.raises(np.linalg.LinAlgError, match="did not converge"):
+        k(_matrix(9, np.float64, seed=1))
+    upper = np.triu(_matrix(9, np.float64, seed=2))
+    np.testing.assert_allclose(k(upper), np.diag(upper))     # nothing to do: converged
