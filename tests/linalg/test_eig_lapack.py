@@ -25,7 +25,7 @@ def eigvals(a):
 
 def _both(a):
     w, v = np.linalg.eig(a)
-    return w, v, np.linalg.eigvals(a)
+    return w, v
 
 
 CODES = {np.float64: "f64", np.float32: "f32", np.complex128: "c128", np.complex64: "c64"}
@@ -33,7 +33,7 @@ _KERNELS: dict = {}
 
 
 def _kernel(dtype):
-    """eig and eigvals of a stack of a symbolic size: one kernel per dtype for the module."""
+    """eig of a stack of a symbolic size: one kernel per dtype for the module."""
     if dtype not in _KERNELS:
         _KERNELS[dtype] = jit(_both, signature=f"{CODES[dtype]}[b, n, n]")
     return _KERNELS[dtype]
@@ -90,8 +90,7 @@ def test_eig_matches_numpy(dtype) -> None:
     k = _kernel(dtype)
     for batch, n in [(1, 9), (1, 16), (1, 40), (3, 11), (3, 0)]:
         a = _matrix(n, dtype, seed=n + batch, batch=(batch,))
-        w, v, w2 = k(a)
-        np.testing.assert_array_equal(w2, w)
+        w, v = k(a)
         if n:
             _check(a, w, v)
         else:
@@ -102,7 +101,7 @@ def test_same_order_and_vectors_as_numpy() -> None:
     """Real input, distinct eigenvalues, complex pairs: NumPy's order, and NumPy's vectors
     up to the normalization of each column's phase."""
     a = _matrix(12, np.float64, seed=3)
-    w, v, _ = _kernel(np.float64)(a[None])
+    w, v = _kernel(np.float64)(a[None])
     ref_w, ref_v = np.linalg.eig(a)
     assert np.any(ref_w.imag != 0)
     np.testing.assert_allclose(w[0], ref_w, atol=1e-12)
@@ -113,7 +112,7 @@ def test_static_size_stacks_and_vmap() -> None:
     a = _matrix(10, np.float64, seed=5, batch=(2, 3))
     w = vmap(vmap(eigvals))(a)
     _check(a, w)
-    wl, _, _ = _kernel(np.float64)(a.reshape(6, 10, 10))
+    wl, _ = _kernel(np.float64)(a.reshape(6, 10, 10))
     np.testing.assert_allclose(w.reshape(6, 10), wl, atol=1e-13)
 
 
@@ -132,13 +131,13 @@ def _pairs() -> np.ndarray:
 
 def test_complex_spectrum_and_defective() -> None:
     a = _pairs()
-    w, v, _ = _kernel(np.float64)(a[None])
+    w, v = _kernel(np.float64)(a[None])
     w, v = w[0], v[0]
     _check(a, w, v)
     np.testing.assert_allclose(np.sort_complex(w), np.sort_complex(np.concatenate(
         [[0.5 * k + 1j * (1 + k), 0.5 * k - 1j * (1 + k)] for k in range(0, 10, 2)])), atol=1e-11)
     jordan = JORDAN
-    w, v, _ = _kernel(np.float64)(jordan[None])
+    w, v = _kernel(np.float64)(jordan[None])
     w, v = w[0], v[0]
     ref = np.linalg.eig(jordan)
     np.testing.assert_allclose(w, ref.eigenvalues, atol=1e-12)
@@ -163,13 +162,12 @@ def test_generated_fallback_without_a_provider(monkeypatch: pytest.MonkeyPatch) 
         k = jit(_both, signature=f"{CODES[dtype]}[b, n, n]")     # loaded now: NULL pointers
         for batch, n in [(2, 1), (3, 9), (1, 16), (1, 40)]:
             a = _matrix(n, dtype, seed=n + batch, batch=(batch,))
-            w, v, w2 = k(a)
-            np.testing.assert_allclose(w2, w, atol=_tol(dtype))
+            w, v = k(a)
             _check(a, w, v)
     pairs = _pairs()                                   # k: the float64 kernel, last of DTYPES
-    w, v, _ = k(pairs[None])
+    w, v = k(pairs[None])
     _check(pairs, w[0], v[0])
-    w, v, _ = k(JORDAN[None])
+    w, v = k(JORDAN[None])
     np.testing.assert_allclose(w[0], 2.0, atol=1e-12)
     np.testing.assert_allclose(np.abs(v[0][0]), 1.0, atol=1e-12)  # the one eigenvector, e_1
 
