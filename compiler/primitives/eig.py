@@ -1,11 +1,11 @@
 """eig: eigenvalues and eigenvectors of general (non-symmetric) complex matrices.
 
-``eig(a) {vectors}`` takes a complex stack ``[..., n, n]`` (the frontend converts real
-matrices first) and returns
+``eig(a) {vectors}`` takes a float32/float64 or complex stack ``[..., n, n]`` and returns
+complex results (complex64 for float32 and complex64 operands, complex128 otherwise):
 
 * ``w [..., n]``: the eigenvalues, in the order the QR iteration deflates them
-  (the diagonal of the Schur form, read from the top): not sorted, and not
-  necessarily LAPACK's order;
+  (the diagonal of the Schur form, read from the top) for the unrolled code, LAPACK's
+  order through geev: not sorted;
 * with ``vectors=True`` also ``v [..., n, n]``, the right eigenvectors as columns,
   each of unit 2-norm with its component of largest modulus real and positive (the
   first such component in a tie), and ``vinv [..., n, n]``, the inverse of ``v``
@@ -14,8 +14,10 @@ matrices first) and returns
 * ``ok [...]``: false where the iteration did not converge (the frontend raises
   ``LinAlgError`` there, as NumPy does).
 
-Code (`_decompose`, static n up to ``UNROLL_MAX``; a `for` loop over the matrices of a
-stack, each computed with scalar values): the matrix is scaled by its largest entry,
+Code: for a static n above ``UNROLL_MAX`` or a symbolic n, `_library`: LAPACK's geev
+(geev.py; its fallback without LAPACK is eig_loops.py's loops), its vectors normalized as
+below and inverted by LU. Otherwise (`_decompose`, unrolled; a `for` loop over the matrices
+of a stack, each computed with scalar values): the matrix is scaled by its largest entry,
 balanced (`_balance`: LAPACK's gebal without permutations), reduced to Hessenberg form
 by Givens rotations, then brought to complex Schur form ``A = Z T Z^H`` by single-shift QR sweeps (Wilkinson shift, exceptional shifts at sweeps
 10 and 20), one ``while`` loop per deflated eigenvalue that runs until every matrix of the
@@ -525,7 +527,8 @@ def _unit_columns(b: Builder, v: Value) -> Value:
     top_r = ops.reduce_sum(b, ops.select(b, onehot, vr, zero), [nb])
     top_i = ops.reduce_sum(b, ops.select(b, onehot, vi, zero), [nb])
     top2 = ops.add(b, ops.mul(b, top_r, top_r), ops.mul(b, top_i, top_i))
-    scale = ops.div(b, ops.full_like(b, 1.0, top2), ops.sqrt(b, ops.mul(b, ops.reduce_sum(b, sq, [nb]), top2)))
+    norm2 = ops.reduce_sum(b, sq, [nb])
+    scale = ops.div(b, ops.full_like(b, 1.0, top2), ops.sqrt(b, ops.mul(b, norm2, top2)))
     phase = ops.complex_(b, ops.mul(b, top_r, scale), ops.neg(b, ops.mul(b, top_i, scale)))
     return ops.mul(b, v, ops.broadcast_in_dim(b, phase, shape, list(range(nb)) + [nb + 1]))
 

@@ -82,12 +82,13 @@ class _M:
 
     def entry(self, h: Pair, i: Value, j: Value) -> Pair:
         b = self.b
-        return tuple(ops.reshape(b, ops.dynamic_slice(b, x, [i, j], (1, 1)), ()) for x in h)  # type: ignore[return-value]
+        re, im = (ops.reshape(b, ops.dynamic_slice(b, x, [i, j], (1, 1)), ()) for x in h)
+        return re, im
 
     def set_entry(self, h: Pair, i: Value, j: Value, v: Pair) -> Pair:
         b = self.b
-        return tuple(ops.dynamic_update_slice(b, x, ops.reshape(b, y, (1, 1)), [i, j])  # type: ignore[return-value]
-                     for x, y in zip(h, v))
+        re, im = (ops.dynamic_update_slice(b, x, ops.reshape(b, y, (1, 1)), [i, j]) for x, y in zip(h, v))
+        return re, im
 
     def abs1(self, x: Pair) -> Value:
         return ops.add(self.b, ops.abs_(self.b, x[0]), ops.abs_(self.b, x[1]))
@@ -260,7 +261,8 @@ def _schur(g: _M, h: Pair, z: Pair) -> tuple[Pair, Pair, Value]:
             todo = ops.not_(bw, gw.converged((hr, hi), m))
             return ops.and_(bw, ops.lt(bw, it, _i64(bw, MAX_SWEEPS)), todo)
 
-        def sweep(bw: Builder, it: Value, m: Value, hr: Value, hi: Value, zr: Value, zi: Value) -> list[Value]:
+        def sweep(bw: Builder, it: Value, m: Value, hr: Value, hi: Value, zr: Value,
+                  zi: Value) -> list[Value]:
             h2, z2 = _sweep(g.at(bw), (hr, hi), (zr, zi), m, it)
             return [ops.add(bw, it, _i64(bw, 1)), m, h2[0], h2[1], z2[0], z2[1]]
         _, _, hr, hi, zr, zi = _while(bb, [_i64(bb, 0), m, hr, hi, zr, zi], test, sweep)
