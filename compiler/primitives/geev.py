@@ -17,9 +17,8 @@ LAPACK reads column-major: the copy makes LAPACK see ``a`` itself, so the eigenv
 in the order NumPy's, which calls the same routine on the same matrix, gives) and geev is
 called with a workspace of the size the blocked code wants (``_lwork``), once per matrix
 of the stack. The op keeps a region (``library_when`` is always true), the code a kernel
-without the routine runs: it raises ``np.linalg.LinAlgError`` saying that the eigenvalues
-of matrices of this size need the LAPACK provider (docs/linalg.md, "General
-eigenproblems"); there is no generated eigensolver for them.
+without the routine runs: eig_loops.py's generated loops, for any n, lowered without
+vectorization (``Codegen.scalar_code``: they are large, and rarely run).
 """
 from __future__ import annotations
 
@@ -42,13 +41,6 @@ Types = tuple[TensorType, ...]
 
 ROUTINES = {np.dtype(np.float64): "dgeev", np.dtype(np.float32): "sgeev",
             np.dtype(np.complex128): "zgeev", np.dtype(np.complex64): "cgeev"}
-
-#: the message of a kernel that has no LAPACK provider ({0}: n)
-NO_PROVIDER = ("eigenvalues of {0}x{0} matrices need LAPACK's geev, and this kernel has no "
-               "LAPACK provider (AOTX_BLAS=none, NumPy without its OpenBLAS, or a C program "
-               "that did not set the kernel's geev pointer); see docs/linalg.md, \"BLAS and "
-               "LAPACK\". Matrices up to 8x8 of a static size compile to generated code")
-
 
 def _real(dtype: Any) -> np.dtype:
     return np.dtype(np.finfo(np.dtype(dtype.name if hasattr(dtype, "name") else dtype)).dtype)
