@@ -54,6 +54,7 @@ class Codegen:
         self.too_big: ll.Value | None = None           # i1: an array's byte count overflows
         self.math_calls = 0          # vector-math calls emitted so far (see loop())
         self._loop_ids = 0
+        self.scalar_loops = False    # loops left scalar and not unrolled (see scalar_code)
 
     # ---- scalars -------------------------------------------------------------------
     def index(self, value: int) -> ll.Constant:
@@ -298,6 +299,8 @@ class Codegen:
         math = self.math_calls > calls_before
         hints = ("i" if math else "f" if interleave4 else "") + ("" if unroll else "u") \
             + ("" if vectorize else "v")
+        if self.scalar_loops:
+            hints = "uv"
         if hints:
             self._loop_hints(back, hints)
         b.position_at_end(exit_)
@@ -310,6 +313,17 @@ class Codegen:
         self._loop_ids += 1
         marker = ll.MetaDataString(self.module, f"aotx.loop.{self._loop_ids}.{hints}")
         back_edge.set_metadata("llvm.loop", self.module.add_metadata([marker]))
+
+    @contextlib.contextmanager
+    def scalar_code(self) -> Iterator[None]:
+        """The loops emitted inside are neither vectorized nor unrolled: for a large, rarely
+        run fallback (a library call's generated code), whose vectorized loops would cost
+        more compile time than they save."""
+        saved, self.scalar_loops = self.scalar_loops, True
+        try:
+            yield
+        finally:
+            self.scalar_loops = saved
 
     @contextlib.contextmanager
     def loop_nest(self, shape: Sequence[dims.Dim]) -> Iterator[list[ll.Value]]:

@@ -1,11 +1,11 @@
 """eig: eigenvalues and eigenvectors of general (non-symmetric) complex matrices.
 
-``eig(a) {vectors}`` takes a complex stack ``[..., n, n]`` (the frontend converts real
-matrices first) and returns
+``eig(a) {vectors}`` takes a float32/float64 or complex stack ``[..., n, n]`` and returns
+complex results (complex64 for float32 and complex64 operands, complex128 otherwise):
 
 * ``w [..., n]``: the eigenvalues, in the order the QR iteration deflates them
-  (the diagonal of the Schur form, read from the top): not sorted, and not
-  necessarily LAPACK's order;
+  (the diagonal of the Schur form, read from the top) for the unrolled code, LAPACK's
+  order through geev: not sorted;
 * with ``vectors=True`` also ``v [..., n, n]``, the right eigenvectors as columns,
   each of unit 2-norm with its component of largest modulus real and positive (the
   first such component in a tie), and ``vinv [..., n, n]``, the inverse of ``v``
@@ -14,8 +14,10 @@ matrices first) and returns
 * ``ok [...]``: false where the iteration did not converge (the frontend raises
   ``LinAlgError`` there, as NumPy does).
 
-Code (`_decompose`, static n up to ``UNROLL_MAX``; a `for` loop over the matrices of a
-stack, each computed with scalar values): the matrix is scaled by its largest entry,
+Code: for a static n above ``UNROLL_MAX`` or a symbolic n, `_library`: LAPACK's geev
+(geev.py; its fallback without LAPACK is eig_loops.py's loops), its vectors normalized as
+below and inverted by LU. Otherwise (`_decompose`, unrolled; a `for` loop over the matrices
+of a stack, each computed with scalar values): the matrix is scaled by its largest entry,
 balanced (`_balance`: LAPACK's gebal without permutations), reduced to Hessenberg form
 by Givens rotations, then brought to complex Schur form ``A = Z T Z^H`` by single-shift QR sweeps (Wilkinson shift, exceptional shifts at sweeps
 10 and 20), one ``while`` loop per deflated eigenvalue that runs until every matrix of the
@@ -44,14 +46,16 @@ from compiler.ir.core import Value
 from compiler.ir.primitive import define
 from compiler.ir.types import BOOL, I64, TensorType
 from compiler.primitives import complexmath as cm
+from compiler.primitives import geev as _geev  # noqa: F401  (defines geev, which _library emits)
 from compiler.primitives import ops
 from compiler.primitives.base import check
+from compiler.primitives.lu import lu, permute_rows, triangular_solve
 from compiler.primitives.matrices import batch_rule, eye, mH, matmul
 
 Types = tuple[TensorType, ...]
 Pair = tuple[Value, Value]
 
-UNROLL_MAX = 8          # the largest static n with generated code (see docs/linalg.md)
+UNROLL_MAX = 4          # the largest static n with unrolled code; LAPACK beyond (docs/linalg.md)
 MAX_SWEEPS = 30         # QR sweeps per deflated eigenvalue before giving up (LinAlgError)
 EXCEPTIONAL = (10, 20)  # sweeps that use an exceptional shift instead of Wilkinson's
 PER_MATRIX = True       # a loop over the stack (see the module docstring)
@@ -63,13 +67,21 @@ BALANCE_PASSES = 3      # sweeps of diagonal balancing (LAPACK's gebal without p
 def _shape_rule(in_types: Types, params: dict[str, Any]) -> Types:
     (a,) = in_types
     check(a.ndim >= 2 and a.shape[-1] == a.shape[-2], f"eig: needs square matrices, got {a}")
-    check(a.dtype.kind == "c", f"eig: needs a complex operand, got {a}")
+    check(a.dtype.kind == "c" or np.dtype(a.dtype.name) in (np.float32, np.float64),
+          f"eig: needs a float32/64 or complex operand, got {a}")
     batch, n = tuple(a.shape[:-2]), a.shape[-1]
-    w = TensorType(a.dtype, batch + (n,))
+    cdt = _complex_dtype(a.dtype)
+    w = TensorType(cdt, batch + (n,))
     ok = TensorType(BOOL, batch)
     if params["vectors"]:
-        return (w, a, a, ok)
+        v = TensorType(cdt, tuple(a.shape))
+        return (w, v, v, ok)
     return (w, ok)
+
+
+def _complex_dtype(dtype: Any) -> np.dtype:
+    """The complex dtype of eig's results for an operand of `dtype`."""
+    return np.result_type(np.dtype(dtype.name if hasattr(dtype, "name") else dtype), np.complex64)
 
 
 def normalize_vectors(v: np.ndarray) -> np.ndarray:
@@ -82,6 +94,7 @@ def normalize_vectors(v: np.ndarray) -> np.ndarray:
 
 
 def _ref(a: np.ndarray, vectors: bool) -> tuple:
+    a = a.astype(_complex_dtype(a.dtype))
     batch = a.shape[:-2]
     ok = np.ones(batch, bool)
     if not np.all(np.isfinite(a)):
@@ -144,6 +157,8 @@ def _jvp(b: Builder, op: Any, primals: list[Value], tangents: list[Value | None]
         return [None] * len(op.results)
     w, v, vinv, _ = eig_vectors(b, a)
     nb = w.type.ndim - 1
+    if da.type.dtype.kind != "c":
+        da = ops.convert(b, da, w.type.dtype)
     m = matmul(b, matmul(b, vinv, da), v)
     dw = ops.diagonal(b, m, nb, nb + 1)
     if not vectors:
@@ -185,7 +200,8 @@ def _vjp(b: Builder, op: Any, primals: list[Value], outs: list[Value],
         part = ops.mul(b, ops.conj(b, e), matmul(b, mH(b, v), gt1))
         gm = part if gm is None else ops.add(b, gm, part)
     assert gm is not None
-    return [matmul(b, matmul(b, mH(b, vinv), gm), mH(b, v))]
+    ga = matmul(b, matmul(b, mH(b, vinv), gm), mH(b, v))
+    return [ga if a.type.dtype.kind == "c" else ops.convert(b, ops.real(b, ga), a.type.dtype)]
 
 
 # ---- generated code ----------------------------------------------------------------------
@@ -475,10 +491,53 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value] | None:
     *batch_, n, _ = a.type.shape
     batch = tuple(batch_)
     if not isinstance(n, int) or n > UNROLL_MAX:
-        return None
+        return _library(b, a, op.params["vectors"])
     if not batch or not PER_MATRIX:
         return _compute(b, a, op.params["vectors"])
     return _per_matrix(b, a, op.params["vectors"])
+
+
+def _library(b: Builder, a: Value, vectors: bool) -> list[Value]:
+    """eig of matrices too large for the unrolled code, or of a symbolic size: LAPACK's geev
+    (compiler/primitives/geev.py: a kernel without the routine raises LinAlgError), its
+    eigenvectors assembled into complex columns and brought to the normalization of the
+    generated code, their inverse by LU (dead code unless a derivative asks for it)."""
+    nb = a.type.ndim - 2
+    outs = ops.geev(b, a, vectors)
+    info = outs[-1]
+    ok = ops.eq(b, info, ops.zeros_like(b, info))
+    w, rows = outs[0], (outs[1] if vectors else None)
+    if rows is None:
+        return [w, ok]
+    v = _unit_columns(b, ops.transpose(b, rows, list(range(nb)) + [nb + 1, nb]))
+    return [w, v, _inverse(b, v), ok]
+
+
+def _unit_columns(b: Builder, v: Value) -> Value:
+    """The columns of `v` scaled to unit norm with their first component of largest modulus
+    real and positive (the normalization of the generated code, `normalize_vectors`)."""
+    nb = v.type.ndim - 2
+    shape = tuple(v.type.shape)
+    vr, vi = ops.real(b, v), ops.imag(b, v)
+    sq = ops.add(b, ops.mul(b, vr, vr), ops.mul(b, vi, vi))
+    p = ops.argmax(b, sq, nb)
+    rows = ops.iota(b, p.type.dtype, shape, nb)
+    onehot = ops.eq(b, rows, ops.broadcast_in_dim(b, p, shape, list(range(nb)) + [nb + 1]))
+    zero = ops.zeros_like(b, vr)
+    top_r = ops.reduce_sum(b, ops.select(b, onehot, vr, zero), [nb])
+    top_i = ops.reduce_sum(b, ops.select(b, onehot, vi, zero), [nb])
+    top2 = ops.add(b, ops.mul(b, top_r, top_r), ops.mul(b, top_i, top_i))
+    norm2 = ops.reduce_sum(b, sq, [nb])
+    scale = ops.div(b, ops.full_like(b, 1.0, top2), ops.sqrt(b, ops.mul(b, norm2, top2)))
+    phase = ops.complex_(b, ops.mul(b, top_r, scale), ops.neg(b, ops.mul(b, top_i, scale)))
+    return ops.mul(b, v, ops.broadcast_in_dim(b, phase, shape, list(range(nb)) + [nb + 1]))
+
+
+def _inverse(b: Builder, v: Value) -> Value:
+    """inv(v) by LU with partial pivoting."""
+    packed, _, perm = lu(b, v)
+    y = triangular_solve(b, packed, permute_rows(b, eye(b, v), perm), lower=True, unit_diagonal=True)
+    return triangular_solve(b, packed, y, lower=False)
 
 
 def _per_matrix(b: Builder, a: Value, vectors: bool) -> list[Value]:
@@ -522,7 +581,10 @@ def _compute(b: Builder, a: Value, vectors: bool) -> list[Value]:
     rdt = np.dtype(a.type.dtype.name).type(0).real.dtype
     g = _Gen(b, batch, rdt)
     nb = len(batch)
-    re, im = ops.real(b, a), ops.imag(b, a)
+    if a.type.dtype.kind == "c":
+        re, im = ops.real(b, a), ops.imag(b, a)
+    else:
+        re, im = a, ops.zeros_like(b, a)
 
     def entry(x: Value, i: int, j: int) -> Value:
         s = ops.slice_(b, x, [0] * nb + [i, j], list(batch) + [i + 1, j + 1])

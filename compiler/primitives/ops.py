@@ -427,6 +427,16 @@ def eig(b: Builder, a: Value, vectors: bool) -> tuple[Value, ...]:
     return b.emit(eig_p, [a], {"vectors": vectors})
 
 
+geev_p = declare("geev", OPAQUE)
+
+
+def geev(b: Builder, a: Value, vectors: bool) -> tuple[Value, ...]:
+    """LAPACK's geev on each matrix of a stack [..., n, n] (compiler/primitives/geev.py):
+    real input gives (wr, wi, [vr,] info), complex input (w, [vr,] info); ``vr`` holds
+    LAPACK's right eigenvectors as rows (row k: column k of VR), ``info`` [...] is geev's."""
+    return b.emit(geev_p, [a], {"vectors": vectors})
+
+
 # ---- sorting (compiler/primitives/sorting.py; docs/sorting.md) ---------------------
 
 sort_p = declare("sort", OPAQUE)
