@@ -2,14 +2,14 @@
 
 A kernel with temporaries takes them from one block that it keeps after the call, so that
 the next call does not allocate (and fault in) them again. It keeps a block of at most its
-*limit* bytes (256 MiB unless told otherwise), and exports two functions that set the limit
+*limit* bytes (64 MiB unless told otherwise), and exports two functions that set the limit
 and free the kept block. This module applies ``AOTX_WORKSPACE_LIMIT`` when a kernel is
 loaded, by the JIT and by ``runtime.load`` alike, and frees the block of a JIT kernel before
 its code is unloaded (docs/performance.md, "Temporaries").
 
 ``AOTX_WORKSPACE_LIMIT``: bytes, with an optional ``K``, ``M`` or ``G`` suffix (powers of
-1024): ``0`` keeps nothing (every call allocates and frees its temporaries), ``64M`` keeps
-blocks up to 64 MiB.
+1024): ``0`` keeps nothing (every call allocates and frees its temporaries), ``1G`` keeps
+blocks up to 1 GiB.
 """
 from __future__ import annotations
 

@@ -234,7 +234,7 @@ def _header_preamble(lib: Library, guard: str) -> list[str]:
         " * an ILP64 (64-bit integer) Fortran-ABI routine, e.g. mod_f__dgemm = (void *)dgemm_64_;",
         " * while NULL the kernel computes with its own generated code (same results, slower).",
         " * A kernel with temporaries (NAME_WORKSPACE 1) keeps them in one block between calls, up",
-        " * to a limit (256 MiB unless NAME__workspace_limit(bytes) says otherwise; 0 keeps",
+        " * to a limit (64 MiB unless NAME__workspace_limit(bytes) says otherwise; 0 keeps",
         " * nothing); NAME__workspace_release() frees the kept block. Calls from several threads",
         " * are safe: each call owns its block while it runs (docs/performance.md).",
         " */",

@@ -37,7 +37,7 @@ from compiler.backend.buffers import I1T, I64T, PTR
 from runtime.workspace import limit_symbol, release_symbol
 
 #: the bytes a kernel keeps between calls unless told otherwise (AOTX_WORKSPACE_LIMIT)
-DEFAULT_LIMIT = 256 << 20
+DEFAULT_LIMIT = 64 << 20
 #: blocks of at least this many bytes are advised MADV_HUGEPAGE (Linux)
 HUGE = 4 << 20
 #: the block's header (its capacity) and the alignment slack before the 64-byte aligned data
