@@ -16,6 +16,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+try:
+    import resource                    # POSIX: page faults per call
+except ImportError:                    # pragma: no cover (Windows)
+    resource = None  # type: ignore[assignment]
+
 from compiler import grad, jit, vmap
 
 rng = np.random.default_rng(0)
@@ -59,14 +64,21 @@ def numpy_mlp_per_example(w1, w2, xs, ys):
     return g1, g2
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
+def minor_faults() -> int:
+    """Minor page faults of this process so far (0 where getrusage is missing)."""
+    return 0 if resource is None else resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float, float]:
+    """Median and min wall time of `repeat` calls after a warm-up, and page faults per call."""
     fn()
     times = []
+    faults = minor_faults()
     for _ in range(repeat):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times), min(times)
+    return statistics.median(times), min(times), (minor_faults() - faults) / repeat
 
 
 def cases():
@@ -92,17 +104,19 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--case", default="", help="run only the cases whose name contains this")
     args = parser.parse_args()
-    print(f"{'case':24} {'aotx median':>12} {'aotx min':>10} {'numpy median':>13} {'numpy min':>10}   (ms)")
+    print(f"{'case':24} {'aotx median':>12} {'aotx min':>10} {'faults':>7} {'numpy median':>13} "
+          f"{'numpy min':>10} {'faults':>7}   (ms; minor page faults per call)")
     for name, kernel, ref, operands in cases():
         if args.case not in name:
             continue
         # aotx first: freeing NumPy's large blocks would raise glibc's mmap threshold
-        med, low = timed(lambda: kernel(*operands), args.repeat)
+        med, low, faults = timed(lambda: kernel(*operands), args.repeat)
         got, want = kernel(*operands), ref(*operands)
         for g, w in zip(*(t if isinstance(t, tuple) else (t,) for t in (got, want))):
             np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
-        nmed, nlow = timed(lambda: ref(*operands), args.repeat)
-        print(f"{name:24} {1e3 * med:12.4f} {1e3 * low:10.4f} {1e3 * nmed:13.4f} {1e3 * nlow:10.4f}")
+        nmed, nlow, nfaults = timed(lambda: ref(*operands), args.repeat)
+        print(f"{name:24} {1e3 * med:12.4f} {1e3 * low:10.4f} {faults:7.0f} {1e3 * nmed:13.4f} "
+              f"{1e3 * nlow:10.4f} {nfaults:7.0f}")
 
 
 if __name__ == "__main__":

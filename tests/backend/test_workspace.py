@@ -4,8 +4,11 @@ exits (a failed check, a host callback that raised), with the limit knob, and th
 library; memory does not grow over many calls and the kept block is freed with the kernel."""
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
+import shutil
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -212,6 +215,9 @@ def test_built_library(tmp_path, monkeypatch):
     assert "#define WSLIB_MIXED_WORKSPACE 1" in header and "#define WSLIB_SCALE_WORKSPACE 0" in header
     assert "void wslib_mixed__workspace_release(void);" in header
     assert "void wslib_mixed__workspace_limit(int64_t bytes);" in header
+    so = ctypes.CDLL(str(tmp_path / "build" / "wslib.so"))
+    assert so.wslib_mixed__workspace_release and so.wslib_mixed__workspace_limit
+    assert not hasattr(so, "wslib_scale__workspace_release")
     monkeypatch.setenv("AOTX_WORKSPACE_LIMIT", "1M")
     lib = runtime.load(tmp_path / "build" / "wslib")
     for n in (5, 100_000, 17, 300_000, 2):
@@ -223,3 +229,45 @@ def test_built_library(tmp_path, monkeypatch):
         check_mixed(None, x, got)
     x = rng.standard_normal(9)
     np.testing.assert_array_equal(lib.scale(x), x * 2.0)
+
+    if shutil.which("cc") is None:
+        return                                           # the C half needs a C compiler
+    exe = tmp_path / "main"
+    (tmp_path / "main.c").write_text(MAIN_C)
+    build_dir = tmp_path / "build"
+    subprocess.run(["cc", "-O2", "-Wall", "-Werror", "-I", str(build_dir), str(tmp_path / "main.c"),
+                    str(build_dir / "wslib.so"), f"-Wl,-rpath,{build_dir}", "-o", str(exe)], check=True)
+    lines = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
+    for n, line in zip((1000, 100_000, 10, 50_000), lines):
+        x = (np.arange(n) * 7919 % 1000) / 100.0 - 5.0     # the inputs main.c fills
+        s0, s1 = (float(v) for v in line.split())
+        want = mixed_ref(x)
+        np.testing.assert_allclose([s0, s1], [want[0].sum(), want[1].sum()], rtol=1e-9)
+
+
+MAIN_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "wslib.h"
+
+/* growing and shrinking sizes, the limit set to 0 then back, the kept block released */
+int main(void) {
+    const int64_t sizes[4] = {1000, 100000, 10, 50000};
+    for (int k = 0; k < 4; k++) {
+        int64_t n = sizes[k];
+        double *x = malloc(n * sizeof(double)), *a = malloc(n * sizeof(double)),
+               *b = malloc(n * sizeof(double));
+        for (int64_t i = 0; i < n; i++) x[i] = (double)(i * 7919 % 1000) / 100.0 - 5.0;
+        void *ins[1] = {x}, *outs[2] = {a, b};
+        if (k == 2) wslib_mixed__workspace_limit(0);
+        if (k == 3) wslib_mixed__workspace_limit(1 << 20);
+        if (wslib_mixed(ins, outs, &n) != AOTX_OK) return 1;
+        double s0 = 0, s1 = 0;
+        for (int64_t i = 0; i < n; i++) { s0 += a[i]; s1 += b[i]; }
+        printf("%.17g %.17g\n", s0, s1);
+        free(x); free(a); free(b);
+    }
+    wslib_mixed__workspace_release();
+    return 0;
+}
+"""
