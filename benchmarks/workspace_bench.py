@@ -69,16 +69,18 @@ def minor_faults() -> int:
     return 0 if resource is None else resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float, float]:
-    """Median and min wall time of `repeat` calls after a warm-up, and page faults per call."""
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float, float, float]:
+    """Median and min wall time of `repeat` calls after a warm-up, the median CPU time (steadier
+    than wall time on a loaded machine) and page faults per call."""
     fn()
-    times = []
+    times, cpu = [], []
     faults = minor_faults()
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times), min(times), (minor_faults() - faults) / repeat
+        cpu.append(time.process_time() - start_cpu)
+    return statistics.median(times), min(times), statistics.median(cpu), (minor_faults() - faults) / repeat
 
 
 def cases():
@@ -104,19 +106,19 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--case", default="", help="run only the cases whose name contains this")
     args = parser.parse_args()
-    print(f"{'case':24} {'aotx median':>12} {'aotx min':>10} {'faults':>7} {'numpy median':>13} "
-          f"{'numpy min':>10} {'faults':>7}   (ms; minor page faults per call)")
+    print(f"{'case':24} {'aotx median':>12} {'min':>8} {'cpu':>8} {'faults':>7} {'numpy median':>13} "
+          f"{'min':>8} {'cpu':>8} {'faults':>7}   (ms; minor page faults per call)")
     for name, kernel, ref, operands in cases():
         if args.case not in name:
             continue
         # aotx first: freeing NumPy's large blocks would raise glibc's mmap threshold
-        med, low, faults = timed(lambda: kernel(*operands), args.repeat)
+        med, low, cpu, faults = timed(lambda: kernel(*operands), args.repeat)
         got, want = kernel(*operands), ref(*operands)
         for g, w in zip(*(t if isinstance(t, tuple) else (t,) for t in (got, want))):
             np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
-        nmed, nlow, nfaults = timed(lambda: ref(*operands), args.repeat)
-        print(f"{name:24} {1e3 * med:12.4f} {1e3 * low:10.4f} {faults:7.0f} {1e3 * nmed:13.4f} "
-              f"{1e3 * nlow:10.4f} {nfaults:7.0f}")
+        nmed, nlow, ncpu, nfaults = timed(lambda: ref(*operands), args.repeat)
+        print(f"{name:24} {1e3 * med:12.4f} {1e3 * low:8.4f} {1e3 * cpu:8.4f} {faults:7.0f} {1e3 * nmed:13.4f} "
+              f"{1e3 * nlow:8.4f} {1e3 * ncpu:8.4f} {nfaults:7.0f}")
 
 
 if __name__ == "__main__":

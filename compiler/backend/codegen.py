@@ -30,8 +30,7 @@ class Codegen:
     """The lowering context handed to every primitive's ``lower``."""
 
     def __init__(self, module: ll.Module, fn: ll.Function, symbols: dict[str, ll.Value],
-                 *, fastmath: bool, has_fma: bool, vector_bits: int = 256, name: str = "kernel",
-                 hugepages: bool = False) -> None:
+                 *, fastmath: bool, has_fma: bool, vector_bits: int = 256, name: str = "kernel") -> None:
         self.module = module
         self.name = name                 # the kernel's exported symbol (names its library slots)
         self.library_slots: dict[str, ll.GlobalVariable] = {}   # routine -> pointer (library.py)
@@ -50,7 +49,6 @@ class Codegen:
         self.top_gathers = False                   # does it read with run-time indices
         self._cache: list[dict[Any, Any]] = [{}]
         self._constants: dict[int, ll.GlobalVariable] = {}
-        self.hugepages = hugepages         # advise large temporaries MADV_HUGEPAGE (Linux)
         self.workspace: Workspace | None = None     # the call's temporaries (workspace.py)
         self.error_exits: dict[int, ll.Block] = {}   # status -> exit block (see error_exit)
         self.checks: dict[Op, int] = {}              # check op -> its status (kernel.error_sites)
@@ -459,7 +457,7 @@ class Codegen:
         """A pointer to `nbytes` (computed in the entry block) bytes of the call's workspace
         (backend/workspace.py): one block for every temporary, kept between calls."""
         if self.workspace is None:
-            self.workspace = Workspace(self, hugepages=self.hugepages)
+            self.workspace = Workspace(self)
         workspace = self.workspace
         return workspace.carve.bitcast(workspace.take(nbytes), ll.PointerType(elem))
 

@@ -67,7 +67,7 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
         arg.add_attribute("noalias")
     symbols = dict(zip(syms + [RNG_SYMBOL], impl.args[n_in + n_out:]))
     cg = Codegen(module, impl, symbols, fastmath=fastmath, has_fma=target.has_fma,
-                 vector_bits=target.vector_bits, name=name, hugepages="linux" in target.triple)
+                 vector_bits=target.vector_bits, name=name)
     cg.checks = {op: ERROR_BASE + i for i, op in enumerate(check_ops(fn))}
 
     def buffer(arg: ll.Value, t) -> Buffer:
