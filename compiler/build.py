@@ -33,6 +33,7 @@ from compiler.backend.aot import (EMIT_KINDS, BuildError, BuildResult, BuiltKern
                                   find_cc, required_features, write_library)
 from compiler.function.trampoline import check_buildable
 from compiler.backend.kernel import error_sites, library_routines, symbols_of, uses_random
+from compiler.backend.workspace import has_workspace
 from compiler.errors import CompileError, SourceLoc, source_excerpt
 from compiler.ir.printer import format_function
 from runtime.abi import parse_spec
@@ -232,6 +233,7 @@ def _prepare(name: str, symbol: str, kernel: Kernel, target: targets.Target, wan
             "errors": [e.to_json() for e in error_sites(optimized)],
             "random": uses_random(optimized),
             "routines": library_routines(llvm_ir, symbol),
+            "workspace": has_workspace(llvm_ir, symbol),
             "signature": ", ".join(a["type"] for a in ins) + " -> " + ", ".join(a["type"] for a in outs),
             "source_sha256": _source_hash(kernel)}
     built = BuiltKernel(name, symbol, info, ir_text=format_function(optimized) if want_ir else "")

@@ -12,6 +12,8 @@
 | AOTX_BOUNDSCHECK=1   | run-time indices out of range raise IndexError (default: clamp) |
 | AOTX_BLAS=none|path  | BLAS/LAPACK provider (read by runtime/blas.py; default: NumPy's) |
 | AOTX_BLAS_SYMBOLS=p  | its routine names, e.g. {}_64_ (runtime/blas.py)                 |
+| AOTX_WORKSPACE_LIMIT | bytes of temporaries a kernel keeps between calls (default 64M,  |
+|                      | 0: none; read by runtime/workspace.py when a kernel loads)       |
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 
-from runtime import blas
+from runtime import blas, workspace
 from runtime import manifest as mf
 from runtime import trees
 from runtime.abi import ArgSpec, ErrorSite
@@ -76,6 +76,14 @@ def _slot(handle: ctypes.CDLL, symbol: str, routine: str) -> int:
         return 0
 
 
+def _function(handle: ctypes.CDLL, name: str) -> int:
+    """The address of the library's exported function `name` (0 if it has none)."""
+    try:
+        return ctypes.cast(getattr(handle, name), ctypes.c_void_p).value or 0
+    except AttributeError:
+        return 0
+
+
 def _updates(value: Any, n_inputs: int, n_outputs: int) -> list[int]:
     """The manifest's "updates" (inputs written in place), checked."""
     if not isinstance(value, list) or len(value) > n_outputs or len(set(value)) != len(value) \
@@ -108,6 +116,7 @@ class Library:
             kernel = LibraryKernel(info, ctypes.cast(fn, ctypes.c_void_p).value or 0, self)
             kernel.library_filled = blas.fill(_routines(info.get("routines", [])),
                                               functools.partial(_slot, handle, info["symbol"]))
+            workspace.configure(functools.partial(_function, handle), info["symbol"])
             self.kernels[info["name"]] = kernel
             setattr(self, info["name"], kernel)
 

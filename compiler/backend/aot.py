@@ -233,6 +233,10 @@ def _header_preamble(lib: Library, guard: str) -> list[str]:
         " * a pointer per routine, NAME__ROUTINE (e.g. mod_f__dgemm), NULL until you set it to",
         " * an ILP64 (64-bit integer) Fortran-ABI routine, e.g. mod_f__dgemm = (void *)dgemm_64_;",
         " * while NULL the kernel computes with its own generated code (same results, slower).",
+        " * A kernel with temporaries (NAME_WORKSPACE 1) keeps them in one block between calls, up",
+        " * to a limit (64 MiB unless NAME__workspace_limit(bytes) says otherwise; 0 keeps",
+        " * nothing); NAME__workspace_release() frees the kept block. Calls from several threads",
+        " * are safe: each call owns its block while it runs (docs/performance.md).",
         " */",
         f"#ifndef {guard}",
         f"#define {guard}",
@@ -288,6 +292,10 @@ def _declaration(k: BuiltKernel) -> list[str]:
         f"#define {upper}_NUM_ROUTINES {len(info.get('routines', []))}",
         *[f"extern void *{k.symbol}__{r};   /* ILP64 {r}_, NULL: generated code */"
           for r in info.get("routines", [])],
+        f"#define {upper}_WORKSPACE {int(info.get('workspace', False) is True)}",
+        *([f"void {k.symbol}__workspace_limit(int64_t bytes);   /* keep at most bytes between calls */",
+           f"void {k.symbol}__workspace_release(void);          /* free the block kept between calls */"]
+          if info.get("workspace", False) is True else []),
         "",
     ]
 

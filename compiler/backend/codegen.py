@@ -17,6 +17,7 @@ import numpy as np
 from llvmlite import ir as ll
 
 from compiler.backend import casts, control, library, mathlib, pairwise
+from compiler.backend.workspace import Workspace
 from compiler.backend.buffers import I1T, I8T, I64T, PTR, Buffer, memory_type, scalar_type
 from compiler.backend.fusion import Evaluation, Schedule, schedule
 from compiler.ir import dims
@@ -40,15 +41,15 @@ class Codegen:
         self.vector_bits = vector_bits   # the widest vector register: sizes pairwise chunks
         self.entry = fn.append_basic_block("entry")
         self.alloca_builder = ll.IRBuilder(self.entry)
-        body = fn.append_basic_block("body")
-        self.b = ll.IRBuilder(body)
+        self.body = fn.append_basic_block("body")
+        self.b = ll.IRBuilder(self.body)
         self.buffers: dict[Value, Buffer] = {}
         self.sched: Schedule | None = None
         self.top_sched: Schedule | None = None     # the function body's (lower_block)
         self.top_gathers = False                   # does it read with run-time indices
         self._cache: list[dict[Any, Any]] = [{}]
         self._constants: dict[int, ll.GlobalVariable] = {}
-        self.mallocs: list[ll.Value] = []
+        self.workspace: Workspace | None = None     # the call's temporaries (workspace.py)
         self.error_exits: dict[int, ll.Block] = {}   # status -> exit block (see error_exit)
         self.checks: dict[Op, int] = {}              # check op -> its status (kernel.error_sites)
         self.too_big: ll.Value | None = None           # i1: an array's byte count overflows
@@ -466,16 +467,20 @@ class Codegen:
             slot = self.alloca_builder.alloca(elem, count)
             slot.align = 32
             return Buffer(slot, t.dtype, t.shape)
-        nbytes = self._byte_count(t.shape, t.dtype)
-        malloc = _declare(self.module, "malloc", ll.FunctionType(PTR, [I64T]))
-        raw = self.alloca_builder.call(malloc, [nbytes])
-        self.mallocs.append(raw)
-        ptr = self.alloca_builder.bitcast(raw, ll.PointerType(elem))
-        return Buffer(ptr, t.dtype, t.shape)
+        return Buffer(self._temporary(self._byte_count(t.shape, t.dtype), elem), t.dtype, t.shape)
+
+    def _temporary(self, nbytes: ll.Value, elem: ll.Type) -> ll.Value:
+        """A pointer to `nbytes` (computed in the entry block) bytes of the call's workspace
+        (backend/workspace.py): one block for every temporary, kept between calls."""
+        if self.workspace is None:
+            self.workspace = Workspace(self)
+        workspace = self.workspace
+        return workspace.carve.bitcast(workspace.take(nbytes), ll.PointerType(elem))
 
     def _byte_count(self, shape: Sequence[dims.Dim], dtype: np.dtype) -> ll.Value:
-        """64 + the byte count of an array of `shape`, or all ones (malloc then fails) when
-        it overflows int64: a size must never wrap around to a small allocation."""
+        """64 + the byte count of an array of `shape`, or all ones (the workspace then fails
+        as out of memory) when it overflows int64: a size must never wrap around to a small
+        allocation."""
         if all(isinstance(d, int) for d in shape):
             n = _static_size(shape) * _itemsize(dtype) + 64
             return ll.Constant(I64T, n if n < 2**63 else -1)
@@ -531,14 +536,15 @@ class Codegen:
         return Buffer(self.scratch(dtype, self.entry_dim(count)), dtype, tuple(shape))
 
     def scratch(self, dtype: np.dtype, count: ll.Value) -> ll.Value:
-        """A pointer to `count` (computed in the entry block) elements of `dtype`, malloc'ed
-        at entry and freed at exit with the other temporaries."""
-        nbytes = self.alloca_builder.mul(count, ll.Constant(I64T, _itemsize(dtype)))
-        nbytes = self.alloca_builder.add(nbytes, ll.Constant(I64T, 64))
-        malloc = _declare(self.module, "malloc", ll.FunctionType(PTR, [I64T]))
-        raw = self.alloca_builder.call(malloc, [nbytes])
-        self.mallocs.append(raw)
-        return self.alloca_builder.bitcast(raw, ll.PointerType(memory_type(dtype)))
+        """A pointer to `count` (computed in the entry block) elements of `dtype`, a slice of
+        the call's workspace taken at entry and given back at exit with the other temporaries.
+        A count whose byte size overflows int64 fails the call as out of memory."""
+        mul = _declare(self.module, "llvm.smul.with.overflow.i64",
+                       ll.FunctionType(ll.LiteralStructType([I64T, I1T]), [I64T, I64T]))
+        pair = self.alloca_builder.call(mul, [count, ll.Constant(I64T, _itemsize(dtype))])
+        nbytes = self.alloca_builder.add(self.alloca_builder.extract_value(pair, 0), ll.Constant(I64T, 64))
+        nbytes = self.alloca_builder.select(self.alloca_builder.extract_value(pair, 1), ll.Constant(I64T, -1), nbytes)
+        return self._temporary(nbytes, memory_type(dtype))
 
     def entry_dim(self, d: dims.Dim) -> ll.Value:
         """The value of `d` computed in the entry block (for sizes of temporaries)."""
@@ -635,36 +641,30 @@ class Codegen:
         return self.error_exits[status]
 
     def finish(self) -> None:
-        """Free temporaries and return 0; if any allocation failed, return 1 up front."""
-        free = _declare(self.module, "free", ll.FunctionType(ll.VoidType(), [PTR]))
+        """Give the workspace back and return 0; the error exits give it back and return
+        their status; status 3 when a size overflows, 1 when the workspace could not be had."""
+        workspace = self.workspace
         if self.too_big is not None:
             self.error_exit(3)
         for status, block in self.error_exits.items():
             eb = ll.IRBuilder(block)
-            for raw in self.mallocs:
-                eb.call(free, [raw])
+            if workspace is not None:
+                workspace.give_back(eb)       # nothing when the exit is taken before entry's end
             eb.ret(ll.Constant(ll.IntType(32), status))
-        for raw in self.mallocs:
-            self.b.call(free, [raw])
+        if workspace is not None:
+            workspace.give_back(self.b)
         self.b.ret(ll.Constant(ll.IntType(32), 0))
-        body = self.fn.blocks[1]
         entry = self.alloca_builder
         if self.too_big is not None:
             sizes_ok = self.fn.append_basic_block("sizes_ok")
             entry.cbranch(self.too_big, self.error_exits[3], sizes_ok)
             entry = ll.IRBuilder(sizes_ok)
-        if not self.mallocs:
-            entry.branch(body)
+        if workspace is None:
+            entry.branch(self.body)
             return
-        failed = entry.icmp_unsigned("==", self.mallocs[0], ll.Constant(PTR, None))
-        for raw in self.mallocs[1:]:
-            failed = entry.or_(failed, entry.icmp_unsigned("==", raw, ll.Constant(PTR, None)))
         fail = self.fn.append_basic_block("out_of_memory")
-        entry.cbranch(failed, fail, body)
-        fb = ll.IRBuilder(fail)
-        for raw in self.mallocs:
-            fb.call(free, [raw])          # free(NULL) is a no-op
-        fb.ret(ll.Constant(ll.IntType(32), 1))
+        ll.IRBuilder(fail).ret(ll.Constant(ll.IntType(32), 1))
+        workspace.acquire(entry, self.body, fail)
 
 
 _UPDATES = (ops.update_slice_p, ops.dynamic_update_slice_p, ops.scatter_p)

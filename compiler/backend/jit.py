@@ -9,12 +9,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-from typing import Sequence
+import weakref
+from typing import Callable, Sequence
 
 import llvmlite.binding as llvm
 
 from compiler.backend.target import Target, _initialize
-from runtime import blas
+from runtime import blas, workspace
 
 #: float16 conversions LLVM may call rather than inline (double -> half always; float <-> half
 #: on CPUs without F16C); a linked library gets them from libgcc, MCJIT from this table
@@ -39,7 +40,9 @@ class LoadedObject:
 
     `library`: the BLAS/LAPACK routines kernel `symbol` may call; their pointers
     (backend/library.py) are filled from this process's provider (runtime/blas.py), or left
-    NULL (the kernel then runs its generated code)."""
+    NULL (the kernel then runs its generated code). A kernel that keeps a block of temporaries
+    between calls (backend/workspace.py) gets ``AOTX_WORKSPACE_LIMIT`` here, and its block is
+    freed before the code is unloaded."""
 
     def __init__(self, obj: bytes, target: Target, symbol: str = "",
                  library: Sequence[str] = ()) -> None:
@@ -51,9 +54,17 @@ class LoadedObject:
         self._engine.finalize_object()
         self.library_filled = blas.fill(
             library, lambda r: self._engine.get_global_value_address(blas.slot_symbol(symbol, r)))
+        release = workspace.configure(self._engine.get_function_address, symbol) if symbol else None
+        if release is not None:            # the finalizer holds the engine until it has run
+            weakref.finalize(self, _release, self._engine, release)
 
     def address(self, symbol: str) -> int:
         addr = self._engine.get_function_address(symbol)
         if not addr:
             raise KeyError(f"symbol {symbol!r} not found in loaded object")
         return addr
+
+
+def _release(engine: object, release: Callable[[], None]) -> None:
+    """Free a kernel's kept workspace while its code (`engine`) is still loaded."""
+    release()
