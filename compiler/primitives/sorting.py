@@ -38,7 +38,7 @@ from compiler.ir.builder import Builder
 from compiler.ir.core import Op, Value
 from compiler.ir.primitive import define
 from compiler.ir.types import BOOL, F16, F32, F64, I64, TensorType, is_complex, is_float, is_signed
-from compiler.primitives import ops
+from compiler.primitives import ops, quicksort
 from compiler.primitives.base import check
 from compiler.primitives.matrices import batch_rule
 
@@ -251,6 +251,8 @@ def _lower(cg: Any, op: Op, outs: list[Any]) -> None:
     n = op.operands[0].type.shape[-1]
     if isinstance(n, int) and _network_fits(op, n):
         _lower_network(cg, op, outs, n)
+    elif _quick(op, cg.vector_bits) and not (isinstance(n, int) and n < quicksort.MIN_LENGTH):
+        _lower_quicksort(cg, op, outs, n)
     else:
         _lower_radix(cg, op, outs, n)
 
@@ -311,6 +313,34 @@ def _int_cast(b: Any, v: Any, bits: int) -> Any:
     if width == bits:
         return v
     return b.trunc(v, ll.IntType(bits)) if width > bits else b.sext(v, ll.IntType(bits))
+
+
+def _quick(op: Op, vector_bits: int) -> bool:
+    """Does the vectorized quicksort apply: one operand, no order of equal keys to keep, a key
+    of the element's width and AVX-512 (quicksort.py)?"""
+    xs = op.operands
+    dtype = xs[0].type.dtype
+    return len(xs) == 1 and (not op.params["stable"] or not is_float(dtype)) and \
+        quicksort.applies(dtype, vector_bits)
+
+
+def _lower_quicksort(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
+    """Per row: the keys into the output row, then the quicksort function sorts them into
+    values (quicksort.py)."""
+    b = cg.b
+    x = op.operands[0]
+    dtype = x.type.dtype
+    it = ll.IntType(dtype.itemsize * 8)
+    fn = quicksort.function(cg.module, dtype)
+    scratch = b.bitcast(cg.scratch(dtype, cg.entry_dim(n)), it.as_pointer())
+    nn = cg.dim(n)
+    with cg.loop_nest(x.type.shape[:-1]) as lead:
+        row = b.gep(outs[0].ptr, [cg.linearize(lead + [cg.index(0)], outs[0].shape)], inbounds=True)
+        keys = b.bitcast(row, it.as_pointer())
+        with cg.loop(nn) as i:
+            key = _ordered(cg, dtype, cg.read(x, lead + [i]), canonical=False)
+            b.store(key, b.gep(keys, [i], inbounds=True))
+        b.call(fn, [keys, scratch, row, nn])
 
 
 DIGIT = 8                 # radix sort digits (bytes): 11 bits measured no faster (histograms out of L1)

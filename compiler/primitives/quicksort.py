@@ -1,0 +1,478 @@
+"""A vectorized quicksort of 32- and 64-bit keys on AVX-512, for the unstable sort of one operand.
+
+No primitive: `sorting.py` lowers ``sort(x) {num_keys=1, stable=False}`` of a long row of
+float32, float64, int32, int64, uint32 or uint64 values here when the target has AVX-512
+(docs/sorting.md). Per row:
+
+1. the values are mapped to their order-preserving unsigned keys (a vectorized loop of the
+   kernel) and written into the output row, whose element has the key's width;
+2. ``aotx.quicksort.<dtype>(keys, scratch, out, n)``, one internal function per dtype, sorts
+   them: an explicit stack of ranges, each partitioned out of place between the output row
+   and one scratch row (the two ping-pong, so no range is copied back), the pivot the median
+   of L evenly spaced samples (L = lanes of a 512-bit register: 8 keys of 64 bits, 16 of 32).
+   A partition step loads L keys, compares them with the pivot and appends the smaller ones
+   to the left end and the others to the right end of the range in the other buffer, each a
+   ``vpcompress`` into a register and a masked store (the memory form of ``vpcompress`` is
+   slow on some cores). A range of at most 4 L keys is sorted by a bitonic network on 1, 2 or
+   4 registers (padded with the largest key) and stored as values into the output row; a
+   range whose pivot is its minimum is split into the run of keys equal to it (done) and the
+   rest, so runs of equal keys end the recursion; past a depth of 2 log2(n) + 4 a range is
+   heap-sorted, so the worst case stays n log n.
+
+The keys of floats are not canonical (``_ordered(..., canonical=False)``): -0.0 sorts before
+0.0 and every NaN after +inf (returned as the default quiet NaN), which is a valid unstable
+order of NumPy's.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+from llvmlite import ir as ll
+
+from compiler.ir.types import F32, F64, I32, I64, U32, U64, is_float, is_signed
+
+#: the dtypes whose key has the element's width (the output row holds the keys)
+DTYPES = (F32, F64, I32, I64, U32, U64)
+#: a range of at most BASE_REGS registers of keys is sorted by a network
+BASE_REGS = 4
+#: rows shorter than this use the radix sort (a partition needs whole registers)
+MIN_LENGTH = 64
+
+I1 = ll.IntType(1)
+I32T = ll.IntType(32)
+I64T = ll.IntType(64)
+
+
+def applies(dtype: np.dtype, vector_bits: int) -> bool:
+    return vector_bits == 512 and dtype in DTYPES
+
+
+def _vec(t: ll.Type, lanes: int) -> ll.VectorType:
+    return ll.VectorType(t, lanes)
+
+
+def _splat(t: ll.IntType, lanes: int, value: int) -> ll.Constant:
+    return ll.Constant(_vec(t, lanes), [ll.Constant(t, value)] * lanes)
+
+
+def _declare(module: ll.Module, name: str, fnty: ll.FunctionType) -> ll.Function:
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    return ll.Function(module, fnty, name)
+
+
+class _Emitter:
+    """The builder of one quicksort function and its vector helpers."""
+
+    def __init__(self, module: ll.Module, fn: ll.Function, dtype: np.dtype) -> None:
+        self.module, self.fn, self.dtype = module, fn, dtype
+        self.bits = dtype.itemsize * 8
+        self.it = ll.IntType(self.bits)
+        self.lanes = 512 // self.bits
+        self.vt = _vec(self.it, self.lanes)
+        self.mt = _vec(I1, self.lanes)
+        self.max = (1 << self.bits) - 1
+        self.b = ll.IRBuilder(fn.append_basic_block("entry"))
+        self.entry = self.b
+
+    # ---- small helpers ------------------------------------------------------------------
+    def const(self, value: int) -> ll.Constant:
+        return ll.Constant(I64T, value)
+
+    def alloca(self, t: ll.Type, init: Any = None, count: int | None = None) -> Any:
+        with self.b.goto_entry_block():
+            slot = self.b.alloca(t, size=None if count is None else ll.Constant(I32T, count))
+        if init is not None:
+            self.b.store(init, slot)
+        return slot
+
+    def vptr(self, base: Any, i: Any) -> Any:
+        return self.b.bitcast(self.b.gep(base, [i], inbounds=True), self.vt.as_pointer())
+
+    def prefix(self, count: Any) -> Any:
+        """The mask of the first `count` lanes (0 <= count <= lanes)."""
+        b = self.b
+        bits = b.sub(b.shl(self.const(1), count), self.const(1))
+        return b.bitcast(b.trunc(bits, ll.IntType(self.lanes)), self.mt)
+
+    def popcount(self, mask: Any) -> Any:
+        t = ll.IntType(self.lanes)
+        ctpop = self.module.declare_intrinsic("llvm.ctpop", [t], ll.FunctionType(t, [t]))
+        return self.b.zext(self.b.call(ctpop, [self.b.bitcast(mask, t)]), I64T)
+
+    def masked_load(self, ptr: Any, mask: Any, fill: Any) -> Any:
+        name = f"llvm.masked.load.v{self.lanes}i{self.bits}.p0"
+        fn = _declare(self.module, name, ll.FunctionType(self.vt, [self.vt.as_pointer(), I32T, self.mt, self.vt]))
+        return self.b.call(fn, [ptr, ll.Constant(I32T, self.bits // 8), mask, fill])
+
+    def masked_store(self, value: Any, ptr: Any, mask: Any) -> None:
+        vt = value.type
+        lanes, elt = vt.count, vt.element
+        if isinstance(elt, ll.DoubleType):
+            suffix, size = f"v{lanes}f64", 8
+        elif isinstance(elt, ll.FloatType):
+            suffix, size = f"v{lanes}f32", 4
+        else:
+            suffix, size = f"v{lanes}i{elt.width}", elt.width // 8
+        name = f"llvm.masked.store.{suffix}.p0"
+        fn = _declare(self.module, name, ll.FunctionType(ll.VoidType(), [vt, vt.as_pointer(), I32T, self.mt]))
+        self.b.call(fn, [value, ptr, ll.Constant(I32T, size), mask])
+
+    def compress(self, value: Any, mask: Any) -> Any:
+        """The lanes of `value` under `mask`, moved to the first lanes (a register vpcompress)."""
+        name = f"llvm.x86.avx512.mask.compress.v{self.lanes}i{self.bits}"
+        fn = _declare(self.module, name, ll.FunctionType(self.vt, [self.vt, self.vt, self.mt]))
+        return self.b.call(fn, [value, value, mask])
+
+    def minmax(self, x: Any, y: Any) -> tuple[Any, Any]:
+        less = self.b.icmp_unsigned("<", x, y)
+        return self.b.select(less, x, y), self.b.select(less, y, x)
+
+    def while_(self, cond: Callable[[], Any], body: Callable[[], None]) -> None:
+        b = self.b
+        head = self.fn.append_basic_block("while")
+        loop = self.fn.append_basic_block("while.body")
+        done = self.fn.append_basic_block("while.end")
+        b.branch(head)
+        b.position_at_end(head)
+        b.cbranch(cond(), loop, done)
+        b.position_at_end(loop)
+        body()
+        b.branch(head)
+        b.position_at_end(done)
+
+    # ---- the network --------------------------------------------------------------------
+    def network(self, regs: list[Any]) -> list[Any]:
+        """Bitonic sort of the keys of `regs` (ascending through the registers)."""
+        b, lanes = self.b, self.lanes
+        regs = list(regs)
+        total = len(regs) * lanes
+        k = 2
+        while k <= total:
+            j = k // 2
+            while j >= 1:
+                if j >= lanes:
+                    jr = j // lanes
+                    for r in range(len(regs)):
+                        p = r ^ jr
+                        if p > r:
+                            lo, hi = self.minmax(regs[r], regs[p])
+                            up = (r * lanes) & k == 0
+                            regs[r], regs[p] = (lo, hi) if up else (hi, lo)
+                else:
+                    perm = ll.Constant(_vec(I32T, lanes), [ll.Constant(I32T, i ^ j) for i in range(lanes)])
+                    for r in range(len(regs)):
+                        v = regs[r]
+                        lo, hi = self.minmax(v, b.shuffle_vector(v, ll.Constant(self.vt, None), perm))
+                        take_min = [(i < (i ^ j)) == ((r * lanes + i) & k == 0) for i in range(lanes)]
+                        mask = ll.Constant(self.mt, [ll.Constant(I1, int(t)) for t in take_min])
+                        regs[r] = b.select(mask, lo, hi)
+                j //= 2
+            k *= 2
+        return regs
+
+    # ---- keys back to values ------------------------------------------------------------
+    def values(self, key: Any) -> Any:
+        """The values of (a vector of) non-canonical keys (NaN: the default quiet NaN)."""
+        b = self.b
+        t = key.type
+        lanes = t.count if isinstance(t, ll.VectorType) else 0
+
+        def c(v: int) -> Any:
+            return _splat(self.it, lanes, v) if lanes else ll.Constant(self.it, v)
+        top = 1 << (self.bits - 1)
+        if not is_float(self.dtype):
+            return b.xor(key, c(top)) if is_signed(self.dtype) else key
+        ft = ll.DoubleType() if self.bits == 64 else ll.FloatType()
+        fvt = _vec(ft, lanes) if lanes else ft
+        neg = b.icmp_unsigned("<", key, c(top))
+        raw = b.select(neg, b.xor(key, c(self.max)), b.xor(key, c(top)))
+        nan = b.icmp_unsigned("==", key, c(self.max))
+        nan_bits = int(np.array(np.nan, self.dtype).view(np.uint64 if self.bits == 64 else np.uint32))
+        return b.bitcast(b.select(nan, c(nan_bits), raw), fvt)
+
+    def value_type(self) -> ll.Type:
+        if self.dtype == F64:
+            return ll.DoubleType()
+        if self.dtype == F32:
+            return ll.FloatType()
+        return self.it
+
+
+def function(module: ll.Module, dtype: np.dtype) -> ll.Function:
+    """``void aotx.quicksort.<dtype>(iN* keys, iN* scratch, T* out, i64 n)``: sorts the n keys
+    (which may be `out` itself, seen as keys) into the values of `out`."""
+    name = f"aotx.quicksort.{np.dtype(dtype).name}"
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    bits = np.dtype(dtype).itemsize * 8
+    it = ll.IntType(bits)
+    vt_val = {F64: ll.DoubleType(), F32: ll.FloatType()}.get(np.dtype(dtype), it)
+    fnty = ll.FunctionType(ll.VoidType(), [it.as_pointer(), it.as_pointer(), vt_val.as_pointer(), I64T])
+    fn = ll.Function(module, fnty, name)
+    fn.linkage = "internal"
+    _body(_Emitter(module, fn, np.dtype(dtype)))
+    return fn
+
+
+def _body(e: _Emitter) -> None:
+    b, lanes = e.b, e.lanes
+    keys, scratch, out, n = e.fn.args
+    depth_cap = 2 * 64 + 8
+    stack_size = depth_cap + 8
+    st_lo = e.alloca(I64T, count=stack_size)
+    st_hi = e.alloca(I64T, count=stack_size)
+    st_depth = e.alloca(I64T, count=stack_size)
+    st_buf = e.alloca(I64T, count=stack_size)
+    sp = e.alloca(I64T, e.const(0))
+
+    def push(buf: Any, lo: Any, hi: Any, depth: Any) -> None:
+        top = b.load(sp)
+        for arr, v in ((st_lo, lo), (st_hi, hi), (st_depth, depth), (st_buf, buf)):
+            b.store(v, b.gep(arr, [top], inbounds=True))
+        b.store(b.add(top, e.const(1)), sp)
+
+    # the depth limit 2 floor(log2 n) + 4
+    ctlz = e.module.declare_intrinsic("llvm.ctlz", [I64T], ll.FunctionType(I64T, [I64T, I1]))
+    log2n = b.sub(e.const(63), b.call(ctlz, [b.or_(n, e.const(1)), ll.Constant(I1, 0)]))
+    push(e.const(0), e.const(0), n, b.add(b.mul(log2n, e.const(2)), e.const(4)))
+
+    loop = e.fn.append_basic_block("range")
+    done = e.fn.append_basic_block("done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    top = b.load(sp)
+    work = e.fn.append_basic_block("range.pop")
+    b.cbranch(b.icmp_signed("==", top, e.const(0)), done, work)
+    b.position_at_end(work)
+    top = b.sub(top, e.const(1))
+    b.store(top, sp)
+    lo = b.load(b.gep(st_lo, [top], inbounds=True))
+    hi = b.load(b.gep(st_hi, [top], inbounds=True))
+    depth = b.load(b.gep(st_depth, [top], inbounds=True))
+    which = b.load(b.gep(st_buf, [top], inbounds=True))
+    in_keys = b.icmp_signed("==", which, e.const(0))
+    src = b.select(in_keys, keys, scratch)
+    dst = b.select(in_keys, scratch, keys)
+    other = b.sub(e.const(1), which)
+    m = b.sub(hi, lo)
+
+    # a short range: a network, stored as values
+    small = b.icmp_signed("<=", m, e.const(BASE_REGS * lanes))
+    base_bb = e.fn.append_basic_block("base")
+    big_bb = e.fn.append_basic_block("big")
+    b.cbranch(small, base_bb, big_bb)
+    b.position_at_end(base_bb)
+    _base_case(e, src, out, lo, m)
+    b.branch(loop)
+
+    b.position_at_end(big_bb)
+    deep = b.icmp_signed("==", depth, e.const(0))
+    heap_bb = e.fn.append_basic_block("heap")
+    part_bb = e.fn.append_basic_block("partition")
+    b.cbranch(deep, heap_bb, part_bb)
+    b.position_at_end(heap_bb)
+    _heapsort(e, b.gep(src, [lo], inbounds=True), m)
+    _emit_values(e, src, out, lo, hi)
+    b.branch(loop)
+
+    b.position_at_end(part_bb)
+    pivot = _pivot(e, src, lo, m)
+    split = _partition(e, src, dst, lo, hi, pivot)
+    next_depth = b.sub(depth, e.const(1))
+    minimum = b.icmp_signed("==", split, lo)
+    two_bb = e.fn.append_basic_block("two")
+    min_bb = e.fn.append_basic_block("minimum")
+    b.cbranch(minimum, min_bb, two_bb)
+
+    b.position_at_end(two_bb)                  # push the larger part first: the stack stays short
+    left_larger = b.icmp_signed(">", b.sub(split, lo), b.sub(hi, split))
+    with b.if_else(left_larger) as (then, otherwise):
+        with then:
+            push(other, lo, split, next_depth)
+            push(other, split, hi, next_depth)
+        with otherwise:
+            push(other, split, hi, next_depth)
+            push(other, lo, split, next_depth)
+    b.branch(loop)
+
+    # the pivot is the range's minimum: the keys equal to it are done, the rest is a range
+    b.position_at_end(min_bb)
+    all_max = b.icmp_unsigned("==", pivot, ll.Constant(e.it, e.max))
+    rest_bb = e.fn.append_basic_block("rest")
+    fill_all = e.fn.append_basic_block("fill.all")
+    b.cbranch(all_max, fill_all, rest_bb)
+    b.position_at_end(fill_all)
+    _fill(e, out, lo, hi, pivot)
+    b.branch(loop)
+    b.position_at_end(rest_bb)
+    split = _partition(e, src, dst, lo, hi, b.add(pivot, ll.Constant(e.it, 1)))
+    _fill(e, out, lo, split, pivot)
+    with b.if_then(b.icmp_signed("<", split, hi)):
+        push(other, split, hi, next_depth)
+    b.branch(loop)
+
+    b.position_at_end(done)
+    b.ret_void()
+
+
+def _base_case(e: _Emitter, src: Any, out: Any, lo: Any, m: Any) -> None:
+    """Sort the m <= BASE_REGS * lanes keys at src[lo:] with a network of 1, 2 or 4
+    registers and store their values at out[lo:]."""
+    b, lanes = e.b, e.lanes
+    after = e.fn.append_basic_block("base.end")
+    fill = _splat(e.it, lanes, e.max)
+    regs_options = [1, 2, 4]
+    blocks = [e.fn.append_basic_block(f"base.{r}") for r in regs_options]
+    test = e.fn.append_basic_block("base.test")
+    b.cbranch(b.icmp_signed("<=", m, e.const(lanes)), blocks[0], test)
+    b.position_at_end(test)
+    b.cbranch(b.icmp_signed("<=", m, e.const(2 * lanes)), blocks[1], blocks[2])
+    vt_val = e.value_type()
+    for count, block in zip(regs_options, blocks):
+        b.position_at_end(block)
+        masks, regs = [], []
+        for r in range(count):
+            left = b.sub(m, e.const(r * lanes))
+            left = b.select(b.icmp_signed("<", left, e.const(0)), e.const(0), left)
+            left = b.select(b.icmp_signed(">", left, e.const(lanes)), e.const(lanes), left)
+            mask = e.prefix(left)
+            masks.append(mask)
+            regs.append(e.masked_load(e.vptr(src, b.add(lo, e.const(r * lanes))), mask, fill))
+        regs = e.network(regs)
+        for r in range(count):
+            ptr = b.bitcast(b.gep(out, [b.add(lo, e.const(r * lanes))], inbounds=True),
+                            _vec(vt_val, lanes).as_pointer())
+            e.masked_store(e.values(regs[r]), ptr, masks[r])
+        b.branch(after)
+    b.position_at_end(after)
+
+
+def _pivot(e: _Emitter, src: Any, lo: Any, m: Any) -> Any:
+    """The median of `lanes` keys at evenly spaced positions of src[lo:lo + m]."""
+    b, lanes = e.b, e.lanes
+    v = ll.Constant(e.vt, None)
+    for i in range(lanes):
+        at = b.add(lo, b.udiv(b.mul(m, e.const(2 * i + 1)), e.const(2 * lanes)))
+        v = b.insert_element(v, b.load(b.gep(src, [at], inbounds=True)), ll.Constant(I32T, i))
+    v = e.network([v])[0]
+    return b.extract_element(v, ll.Constant(I32T, lanes // 2))
+
+
+def _partition(e: _Emitter, src: Any, dst: Any, lo: Any, hi: Any, pivot: Any) -> Any:
+    """Keys of src[lo:hi] below `pivot` to dst[lo:split], the others to dst[split:hi]; returns
+    split."""
+    b, lanes = e.b, e.lanes
+    left = e.alloca(I64T, lo)
+    right = e.alloca(I64T, hi)
+    i = e.alloca(I64T, lo)
+    p = b.insert_element(ll.Constant(e.vt, None), pivot, ll.Constant(I32T, 0))
+    p = b.shuffle_vector(p, ll.Constant(e.vt, None), ll.Constant(_vec(I32T, lanes), [ll.Constant(I32T, 0)] * lanes))
+    ones = ll.Constant(e.mt, [ll.Constant(I1, 1)] * lanes)
+
+    def step(v: Any, valid: Any) -> None:
+        below = b.icmp_unsigned("<", v, p)
+        above = b.and_(b.xor(below, ones), valid)
+        below = b.and_(below, valid)
+        nb = e.popcount(below)
+        na = e.popcount(above)
+        l_ = b.load(left)
+        r_ = b.sub(b.load(right), na)
+        e.masked_store(e.compress(v, below), e.vptr(dst, l_), e.prefix(nb))
+        e.masked_store(e.compress(v, above), e.vptr(dst, r_), e.prefix(na))
+        b.store(b.add(l_, nb), left)
+        b.store(r_, right)
+
+    def body() -> None:
+        at = b.load(i)
+        step(b.load(e.vptr(src, at), align=e.bits // 8), ones)
+        b.store(b.add(at, e.const(lanes)), i)
+    e.while_(lambda: b.icmp_signed("<=", b.add(b.load(i), e.const(lanes)), hi), body)
+    rest = b.sub(hi, b.load(i))
+    with b.if_then(b.icmp_signed(">", rest, e.const(0))):
+        valid = e.prefix(rest)
+        step(e.masked_load(e.vptr(src, b.load(i)), valid, _splat(e.it, lanes, e.max)), valid)
+    return b.load(left)
+
+
+def _fill(e: _Emitter, out: Any, lo: Any, hi: Any, key: Any) -> None:
+    b = e.b
+    value = e.values(key)
+    i = e.alloca(I64T, lo)
+
+    def body() -> None:
+        at = b.load(i)
+        b.store(value, b.gep(out, [at], inbounds=True))
+        b.store(b.add(at, e.const(1)), i)
+    e.while_(lambda: b.icmp_signed("<", b.load(i), hi), body)
+
+
+def _emit_values(e: _Emitter, src: Any, out: Any, lo: Any, hi: Any) -> None:
+    b = e.b
+    i = e.alloca(I64T, lo)
+
+    def body() -> None:
+        at = b.load(i)
+        b.store(e.values(b.load(b.gep(src, [at], inbounds=True))), b.gep(out, [at], inbounds=True))
+        b.store(b.add(at, e.const(1)), i)
+    e.while_(lambda: b.icmp_signed("<", b.load(i), hi), body)
+
+
+def _heapsort(e: _Emitter, a: Any, m: Any) -> None:
+    """Heap sort of the m keys at a (the fallback past the depth limit)."""
+    b = e.b
+    root = e.alloca(I64T)
+    end = e.alloca(I64T)
+    going = e.alloca(I1)
+
+    def at(k: Any) -> Any:
+        return b.gep(a, [k], inbounds=True)
+
+    def sift() -> None:                       # from `root` within a[:end]
+        b.store(ll.Constant(I1, 1), going)
+
+        def body() -> None:
+            r = b.load(root)
+            child = b.add(b.mul(r, e.const(2)), e.const(1))
+            stop = b.icmp_signed(">=", child, b.load(end))
+            with b.if_else(stop) as (then, otherwise):
+                with then:
+                    b.store(ll.Constant(I1, 0), going)
+                with otherwise:
+                    right = b.add(child, e.const(1))
+                    use_right = b.and_(b.icmp_signed("<", right, b.load(end)),
+                                       b.icmp_unsigned("<", b.load(at(child)), b.load(at(right))))
+                    c = b.select(use_right, right, child)
+                    rv, cv = b.load(at(r)), b.load(at(c))
+                    swap = b.icmp_unsigned("<", rv, cv)
+                    with b.if_else(swap) as (then2, otherwise2):
+                        with then2:
+                            b.store(cv, at(r))
+                            b.store(rv, at(c))
+                            b.store(c, root)
+                        with otherwise2:
+                            b.store(ll.Constant(I1, 0), going)
+        e.while_(lambda: b.load(going), body)
+
+    start = e.alloca(I64T, b.sdiv(m, e.const(2)))
+    b.store(m, end)
+
+    def build() -> None:
+        s = b.sub(b.load(start), e.const(1))
+        b.store(s, start)
+        b.store(s, root)
+        sift()
+    e.while_(lambda: b.icmp_signed(">", b.load(start), e.const(0)), build)
+
+    def extract() -> None:
+        last = b.sub(b.load(end), e.const(1))
+        first, lv = b.load(at(e.const(0))), b.load(at(last))
+        b.store(lv, at(e.const(0)))
+        b.store(first, at(last))
+        b.store(last, end)
+        b.store(e.const(0), root)
+        sift()
+    e.while_(lambda: b.icmp_signed(">", b.load(end), e.const(1)), extract)
