@@ -35,7 +35,9 @@ from compiler.ir.types import F32, F64, I32, I64, U32, U64, is_float, is_signed
 #: the dtypes whose key has the element's width (the output row holds the keys)
 DTYPES = (F32, F64, I32, I64, U32, U64)
 #: a range of at most BASE_REGS registers of keys is sorted by a network
-BASE_REGS = 4
+BASE_REGS = int(__import__("os").environ.get("QS_BASE", "16"))
+#: registers read per step of a partition
+UNROLL = int(__import__("os").environ.get("QS_UNROLL", "4"))
 #: rows shorter than this use the radix sort (a partition needs whole registers)
 MIN_LENGTH = 64
 
@@ -126,6 +128,12 @@ class _Emitter:
         fn = _declare(self.module, name, ll.FunctionType(self.vt, [self.vt, self.vt, self.mt]))
         return self.b.call(fn, [value, value, mask])
 
+    def expand(self, value: Any, mask: Any) -> Any:
+        """The first lanes of `value` spread to the lanes under `mask` (a register vpexpand)."""
+        name = f"llvm.x86.avx512.mask.expand.v{self.lanes}i{self.bits}"
+        fn = _declare(self.module, name, ll.FunctionType(self.vt, [self.vt, self.vt, self.mt]))
+        return self.b.call(fn, [value, value, mask])
+
     def minmax(self, x: Any, y: Any) -> tuple[Any, Any]:
         less = self.b.icmp_unsigned("<", x, y)
         return self.b.select(less, x, y), self.b.select(less, y, x)
@@ -202,17 +210,16 @@ class _Emitter:
 
 
 def function(module: ll.Module, dtype: np.dtype) -> ll.Function:
-    """``void aotx.quicksort.<dtype>(iN* keys, iN* scratch, T* out, i64 n)``: sorts the n keys
-    (which may be `out` itself, seen as keys) into the values of `out`."""
+    """``void aotx.quicksort.<dtype>(T* out, i64 n)``: sorts the n keys held by `out` (seen as
+    unsigned integers of the element's width) in place, leaving their values."""
     name = f"aotx.quicksort.{np.dtype(dtype).name}"
     existing = module.globals.get(name)
     if existing is not None:
         return existing
     bits = np.dtype(dtype).itemsize * 8
     it = ll.IntType(bits)
-    vt_val = {F64: ll.DoubleType(), F32: ll.FloatType()}.get(np.dtype(dtype), it)
-    fnty = ll.FunctionType(ll.VoidType(), [it.as_pointer(), it.as_pointer(), vt_val.as_pointer(), I64T])
-    fn = ll.Function(module, fnty, name)
+    value = {F64: ll.DoubleType(), F32: ll.FloatType()}.get(np.dtype(dtype), it)
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [value.as_pointer(), I64T]), name)
     fn.linkage = "internal"
     _body(_Emitter(module, fn, np.dtype(dtype)))
     return fn
@@ -220,25 +227,24 @@ def function(module: ll.Module, dtype: np.dtype) -> ll.Function:
 
 def _body(e: _Emitter) -> None:
     b, lanes = e.b, e.lanes
-    keys, scratch, out, n = e.fn.args
-    depth_cap = 2 * 64 + 8
-    stack_size = depth_cap + 8
+    out, n = e.fn.args
+    keys = b.bitcast(out, e.it.as_pointer())
+    stack_size = 2 * 64 + 16          # > the depth limit + 2: the larger part waits, one per level
     st_lo = e.alloca(I64T, count=stack_size)
     st_hi = e.alloca(I64T, count=stack_size)
     st_depth = e.alloca(I64T, count=stack_size)
-    st_buf = e.alloca(I64T, count=stack_size)
     sp = e.alloca(I64T, e.const(0))
 
-    def push(buf: Any, lo: Any, hi: Any, depth: Any) -> None:
+    def push(lo: Any, hi: Any, depth: Any) -> None:
         top = b.load(sp)
-        for arr, v in ((st_lo, lo), (st_hi, hi), (st_depth, depth), (st_buf, buf)):
+        for arr, v in ((st_lo, lo), (st_hi, hi), (st_depth, depth)):
             b.store(v, b.gep(arr, [top], inbounds=True))
         b.store(b.add(top, e.const(1)), sp)
 
     # the depth limit 2 floor(log2 n) + 4
     ctlz = e.module.declare_intrinsic("llvm.ctlz", [I64T], ll.FunctionType(I64T, [I64T, I1]))
     log2n = b.sub(e.const(63), b.call(ctlz, [b.or_(n, e.const(1)), ll.Constant(I1, 0)]))
-    push(e.const(0), e.const(0), n, b.add(b.mul(log2n, e.const(2)), e.const(4)))
+    push(e.const(0), n, b.add(b.mul(log2n, e.const(2)), e.const(4)))
 
     loop = e.fn.append_basic_block("range")
     done = e.fn.append_basic_block("done")
@@ -253,11 +259,6 @@ def _body(e: _Emitter) -> None:
     lo = b.load(b.gep(st_lo, [top], inbounds=True))
     hi = b.load(b.gep(st_hi, [top], inbounds=True))
     depth = b.load(b.gep(st_depth, [top], inbounds=True))
-    which = b.load(b.gep(st_buf, [top], inbounds=True))
-    in_keys = b.icmp_signed("==", which, e.const(0))
-    src = b.select(in_keys, keys, scratch)
-    dst = b.select(in_keys, scratch, keys)
-    other = b.sub(e.const(1), which)
     m = b.sub(hi, lo)
 
     # a short range: a network, stored as values
@@ -266,7 +267,7 @@ def _body(e: _Emitter) -> None:
     big_bb = e.fn.append_basic_block("big")
     b.cbranch(small, base_bb, big_bb)
     b.position_at_end(base_bb)
-    _base_case(e, src, out, lo, m)
+    _base_case(e, keys, out, lo, m)
     b.branch(loop)
 
     b.position_at_end(big_bb)
@@ -275,28 +276,28 @@ def _body(e: _Emitter) -> None:
     part_bb = e.fn.append_basic_block("partition")
     b.cbranch(deep, heap_bb, part_bb)
     b.position_at_end(heap_bb)
-    _heapsort(e, b.gep(src, [lo], inbounds=True), m)
-    _emit_values(e, src, out, lo, hi)
+    _heapsort(e, b.gep(keys, [lo], inbounds=True), m)
+    _emit_values(e, keys, out, lo, hi)
     b.branch(loop)
 
     b.position_at_end(part_bb)
-    pivot = _pivot(e, src, lo, m)
-    split = _partition(e, src, dst, lo, hi, pivot)
+    pivot = _pivot(e, keys, lo, m)
+    split = _partition(e, keys, lo, hi, pivot)
     next_depth = b.sub(depth, e.const(1))
     minimum = b.icmp_signed("==", split, lo)
     two_bb = e.fn.append_basic_block("two")
     min_bb = e.fn.append_basic_block("minimum")
     b.cbranch(minimum, min_bb, two_bb)
 
-    b.position_at_end(two_bb)                  # push the larger part first: the stack stays short
+    b.position_at_end(two_bb)                  # the smaller part next: the stack stays short
     left_larger = b.icmp_signed(">", b.sub(split, lo), b.sub(hi, split))
     with b.if_else(left_larger) as (then, otherwise):
         with then:
-            push(other, lo, split, next_depth)
-            push(other, split, hi, next_depth)
+            push(lo, split, next_depth)
+            push(split, hi, next_depth)
         with otherwise:
-            push(other, split, hi, next_depth)
-            push(other, lo, split, next_depth)
+            push(split, hi, next_depth)
+            push(lo, split, next_depth)
     b.branch(loop)
 
     # the pivot is the range's minimum: the keys equal to it are done, the rest is a range
@@ -309,10 +310,10 @@ def _body(e: _Emitter) -> None:
     _fill(e, out, lo, hi, pivot)
     b.branch(loop)
     b.position_at_end(rest_bb)
-    split = _partition(e, src, dst, lo, hi, b.add(pivot, ll.Constant(e.it, 1)))
+    split = _partition(e, keys, lo, hi, b.add(pivot, ll.Constant(e.it, 1)))
     _fill(e, out, lo, split, pivot)
     with b.if_then(b.icmp_signed("<", split, hi)):
-        push(other, split, hi, next_depth)
+        push(split, hi, next_depth)
     b.branch(loop)
 
     b.position_at_end(done)
@@ -325,12 +326,13 @@ def _base_case(e: _Emitter, src: Any, out: Any, lo: Any, m: Any) -> None:
     b, lanes = e.b, e.lanes
     after = e.fn.append_basic_block("base.end")
     fill = _splat(e.it, lanes, e.max)
-    regs_options = [1, 2, 4]
+    regs_options = [1 << i for i in range(BASE_REGS.bit_length())]
     blocks = [e.fn.append_basic_block(f"base.{r}") for r in regs_options]
-    test = e.fn.append_basic_block("base.test")
-    b.cbranch(b.icmp_signed("<=", m, e.const(lanes)), blocks[0], test)
-    b.position_at_end(test)
-    b.cbranch(b.icmp_signed("<=", m, e.const(2 * lanes)), blocks[1], blocks[2])
+    for count, block in zip(regs_options[:-1], blocks[:-1]):
+        test = e.fn.append_basic_block("base.test")
+        b.cbranch(b.icmp_signed("<=", m, e.const(count * lanes)), block, test)
+        b.position_at_end(test)
+    b.branch(blocks[-1])
     vt_val = e.value_type()
     for count, block in zip(regs_options, blocks):
         b.position_at_end(block)
@@ -346,7 +348,13 @@ def _base_case(e: _Emitter, src: Any, out: Any, lo: Any, m: Any) -> None:
         for r in range(count):
             ptr = b.bitcast(b.gep(out, [b.add(lo, e.const(r * lanes))], inbounds=True),
                             _vec(vt_val, lanes).as_pointer())
-            e.masked_store(e.values(regs[r]), ptr, masks[r])
+            value = e.values(regs[r])
+            whole = b.icmp_signed("<=", e.const((r + 1) * lanes), m)
+            with b.if_else(whole) as (then, otherwise):
+                with then:                  # a masked store is slower
+                    b.store(value, ptr, align=e.bits // 8)
+                with otherwise:
+                    e.masked_store(value, ptr, masks[r])
         b.branch(after)
     b.position_at_end(after)
 
@@ -362,40 +370,74 @@ def _pivot(e: _Emitter, src: Any, lo: Any, m: Any) -> Any:
     return b.extract_element(v, ll.Constant(I32T, lanes // 2))
 
 
-def _partition(e: _Emitter, src: Any, dst: Any, lo: Any, hi: Any, pivot: Any) -> Any:
-    """Keys of src[lo:hi] below `pivot` to dst[lo:split], the others to dst[split:hi]; returns
-    split."""
+def _partition(e: _Emitter, a: Any, lo: Any, hi: Any, pivot: Any) -> Any:
+    """In place: the keys of a[lo:hi] (hi - lo >= 2 UNROLL registers) below `pivot` to
+    a[lo:split], the others to a[split:hi]; returns split. The first and the last UNROLL
+    registers of keys are held aside, which leaves 2 UNROLL registers of room between the
+    written ends and the unread middle; each step reads UNROLL registers from the side with
+    less room, so both sides keep room for whole-register stores (masked stores are slower),
+    and the branch is taken once per UNROLL registers."""
     b, lanes = e.b, e.lanes
-    left = e.alloca(I64T, lo)
-    right = e.alloca(I64T, hi)
-    i = e.alloca(I64T, lo)
+    align = e.bits // 8
+    block = UNROLL * lanes
     p = b.insert_element(ll.Constant(e.vt, None), pivot, ll.Constant(I32T, 0))
     p = b.shuffle_vector(p, ll.Constant(e.vt, None), ll.Constant(_vec(I32T, lanes), [ll.Constant(I32T, 0)] * lanes))
     ones = ll.Constant(e.mt, [ll.Constant(I1, 1)] * lanes)
+    aside = [b.load(e.vptr(a, b.add(lo, e.const(k * lanes))), align=align) for k in range(UNROLL)]
+    aside += [b.load(e.vptr(a, b.sub(hi, e.const((k + 1) * lanes))), align=align) for k in range(UNROLL)]
+    write_l = e.alloca(I64T, lo)                      # a[lo:write_l]: below the pivot
+    write_r = e.alloca(I64T, hi)                      # a[write_r:hi]: the others
+    read_l = e.alloca(I64T, b.add(lo, e.const(block)))
+    read_r = e.alloca(I64T, b.sub(hi, e.const(block)))  # a[read_l:read_r]: not read yet
 
-    def step(v: Any, valid: Any) -> None:
+    def split(v: Any, valid: Any, whole: bool) -> None:
         below = b.icmp_unsigned("<", v, p)
         above = b.and_(b.xor(below, ones), valid)
         below = b.and_(below, valid)
         nb = e.popcount(below)
         na = e.popcount(above)
-        l_ = b.load(left)
-        r_ = b.sub(b.load(right), na)
-        e.masked_store(e.compress(v, below), e.vptr(dst, l_), e.prefix(nb))
-        e.masked_store(e.compress(v, above), e.vptr(dst, r_), e.prefix(na))
-        b.store(b.add(l_, nb), left)
-        b.store(r_, right)
+        wl = b.load(write_l)
+        wr = b.load(write_r)
+        if whole:
+            b.store(e.compress(v, below), e.vptr(a, wl), align=align)
+            top = e.expand(e.compress(v, above), b.xor(e.prefix(nb), ones))
+            b.store(top, e.vptr(a, b.sub(wr, e.const(lanes))), align=align)
+        else:
+            e.masked_store(e.compress(v, below), e.vptr(a, wl), e.prefix(nb))
+            e.masked_store(e.compress(v, above), e.vptr(a, b.sub(wr, na)), e.prefix(na))
+        b.store(b.add(wl, nb), write_l)
+        b.store(b.sub(wr, na), write_r)
+
+    def take(count: int) -> Any:
+        """Reads `count` keys from the side with less room: their position."""
+        rl, rr = b.load(read_l), b.load(read_r)
+        room_l = b.sub(rl, b.load(write_l))
+        room_r = b.sub(b.load(write_r), rr)
+        at = e.alloca(I64T)
+        with b.if_else(b.icmp_signed("<=", room_l, room_r)) as (then, otherwise):
+            with then:
+                b.store(rl, at)
+                b.store(b.add(rl, e.const(count)), read_l)
+            with otherwise:
+                b.store(b.sub(rr, e.const(count)), at)
+                b.store(b.sub(rr, e.const(count)), read_r)
+        return b.load(at)
 
     def body() -> None:
-        at = b.load(i)
-        step(b.load(e.vptr(src, at), align=e.bits // 8), ones)
-        b.store(b.add(at, e.const(lanes)), i)
-    e.while_(lambda: b.icmp_signed("<=", b.add(b.load(i), e.const(lanes)), hi), body)
-    rest = b.sub(hi, b.load(i))
-    with b.if_then(b.icmp_signed(">", rest, e.const(0))):
-        valid = e.prefix(rest)
-        step(e.masked_load(e.vptr(src, b.load(i)), valid, _splat(e.it, lanes, e.max)), valid)
-    return b.load(left)
+        start = take(block)
+        vs = [b.load(e.vptr(a, b.add(start, e.const(k * lanes))), align=align) for k in range(UNROLL)]
+        for v in vs:
+            split(v, ones, True)
+    e.while_(lambda: b.icmp_signed(">=", b.sub(b.load(read_r), b.load(read_l)), e.const(block)), body)
+    e.while_(lambda: b.icmp_signed(">=", b.sub(b.load(read_r), b.load(read_l)), e.const(lanes)),
+             lambda: split(b.load(e.vptr(a, take(lanes)), align=align), ones, False))
+    rest = b.sub(b.load(read_r), b.load(read_l))
+    valid = e.prefix(rest)
+    tail = e.masked_load(e.vptr(a, b.load(read_l)), valid, _splat(e.it, lanes, e.max))
+    split(tail, valid, False)
+    for v in aside:
+        split(v, ones, False)
+    return b.load(write_l)
 
 
 def _fill(e: _Emitter, out: Any, lo: Any, hi: Any, key: Any) -> None:

@@ -332,7 +332,6 @@ def _lower_quicksort(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
     dtype = x.type.dtype
     it = ll.IntType(dtype.itemsize * 8)
     fn = quicksort.function(cg.module, dtype)
-    scratch = b.bitcast(cg.scratch(dtype, cg.entry_dim(n)), it.as_pointer())
     nn = cg.dim(n)
     with cg.loop_nest(x.type.shape[:-1]) as lead:
         row = b.gep(outs[0].ptr, [cg.linearize(lead + [cg.index(0)], outs[0].shape)], inbounds=True)
@@ -340,7 +339,7 @@ def _lower_quicksort(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
         with cg.loop(nn) as i:
             key = _ordered(cg, dtype, cg.read(x, lead + [i]), canonical=False)
             b.store(key, b.gep(keys, [i], inbounds=True))
-        b.call(fn, [keys, scratch, row, nn])
+        b.call(fn, [row, nn])
 
 
 DIGIT = 8                 # radix sort digits (bytes): 11 bits measured no faster (histograms out of L1)
