@@ -6,18 +6,23 @@ float32, float64, int32, int64, uint32 or uint64 values here when the target has
 
 1. the values are mapped to their order-preserving unsigned keys (a vectorized loop of the
    kernel) and written into the output row, whose element has the key's width;
-2. ``aotx.quicksort.<dtype>(keys, scratch, out, n)``, one internal function per dtype, sorts
-   them: an explicit stack of ranges, each partitioned out of place between the output row
-   and one scratch row (the two ping-pong, so no range is copied back), the pivot the median
-   of L evenly spaced samples (L = lanes of a 512-bit register: 8 keys of 64 bits, 16 of 32).
-   A partition step loads L keys, compares them with the pivot and appends the smaller ones
-   to the left end and the others to the right end of the range in the other buffer, each a
-   ``vpcompress`` into a register and a masked store (the memory form of ``vpcompress`` is
-   slow on some cores). A range of at most 4 L keys is sorted by a bitonic network on 1, 2 or
-   4 registers (padded with the largest key) and stored as values into the output row; a
-   range whose pivot is its minimum is split into the run of keys equal to it (done) and the
-   rest, so runs of equal keys end the recursion; past a depth of 2 log2(n) + 4 a range is
-   heap-sorted, so the worst case stays n log n.
+2. ``aotx.quicksort.<dtype>(out, n, depth)``, one internal function per dtype, sorts them in place
+   into values: an explicit stack of ranges, the pivot of a range the median of L evenly
+   spaced samples (L = lanes of a 512-bit register: 8 keys of 64 bits, 16 of 32). A
+   partition holds its first and last UNROLL registers aside and then reads UNROLL registers
+   at a time from the end with less free room; a register's keys below the pivot go to the
+   left end and the others to the right end, each a ``vpcompress`` into a register (the
+   memory form is slow on some cores) and a whole-register store (a ``vpexpand`` places the
+   right part in the top lanes); the last registers use masked stores. No scratch memory.
+   A range of at most BASE_REGS registers is sorted by a bitonic network on 1, 2, 4, 8 or 16
+   registers (padded with the largest key) and stored as values; a range whose pivot is
+   its minimum is split into the run of keys equal to it (done) and the rest, so runs of
+   equal keys end the recursion; past a depth of 2 log2(n) + 4 a range is heap-sorted, so
+   the worst case stays n log n.
+
+Measured (benchmarks/sorting.py, znver4): 1e6 float64 values as fast as NumPy 2's AVX-512
+sort (x86-simd-sort); the sizes BASE_REGS = 16 (8 and 32 slower) and UNROLL = 4 (2 slower,
+8 the same) were chosen by it.
 
 The keys of floats are not canonical (``_ordered(..., canonical=False)``): -0.0 sorts before
 0.0 and every NaN after +inf (returned as the default quiet NaN), which is a valid unstable
@@ -35,11 +40,9 @@ from compiler.ir.types import F32, F64, I32, I64, U32, U64, is_float, is_signed
 #: the dtypes whose key has the element's width (the output row holds the keys)
 DTYPES = (F32, F64, I32, I64, U32, U64)
 #: a range of at most BASE_REGS registers of keys is sorted by a network
-BASE_REGS = int(__import__("os").environ.get("QS_BASE", "16"))
+BASE_REGS = 16
 #: registers read per step of a partition
-UNROLL = int(__import__("os").environ.get("QS_UNROLL", "4"))
-#: rows shorter than this use the radix sort (a partition needs whole registers)
-MIN_LENGTH = 64
+UNROLL = 4
 
 I1 = ll.IntType(1)
 I32T = ll.IntType(32)
@@ -209,9 +212,18 @@ class _Emitter:
         return self.it
 
 
+def depth_limit(b: ll.IRBuilder, n: Any) -> Any:
+    """2 floor(log2 n) + 4: the partitions a range may go through before it is heap-sorted."""
+    ctlz = b.module.declare_intrinsic("llvm.ctlz", [I64T], ll.FunctionType(I64T, [I64T, I1]))
+    one = ll.Constant(I64T, 1)
+    log2n = b.sub(ll.Constant(I64T, 63), b.call(ctlz, [b.or_(n, one), ll.Constant(I1, 0)]))
+    return b.add(b.mul(log2n, ll.Constant(I64T, 2)), ll.Constant(I64T, 4))
+
+
 def function(module: ll.Module, dtype: np.dtype) -> ll.Function:
-    """``void aotx.quicksort.<dtype>(T* out, i64 n)``: sorts the n keys held by `out` (seen as
-    unsigned integers of the element's width) in place, leaving their values."""
+    """``void aotx.quicksort.<dtype>(T* out, i64 n, i64 depth)``: sorts the n keys held by
+    `out` (seen as unsigned integers of the element's width) in place, leaving their values;
+    a range `depth` partitions deep is heap-sorted (depth_limit(n) keeps n log n)."""
     name = f"aotx.quicksort.{np.dtype(dtype).name}"
     existing = module.globals.get(name)
     if existing is not None:
@@ -219,7 +231,7 @@ def function(module: ll.Module, dtype: np.dtype) -> ll.Function:
     bits = np.dtype(dtype).itemsize * 8
     it = ll.IntType(bits)
     value = {F64: ll.DoubleType(), F32: ll.FloatType()}.get(np.dtype(dtype), it)
-    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [value.as_pointer(), I64T]), name)
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [value.as_pointer(), I64T, I64T]), name)
     fn.linkage = "internal"
     _body(_Emitter(module, fn, np.dtype(dtype)))
     return fn
@@ -227,7 +239,7 @@ def function(module: ll.Module, dtype: np.dtype) -> ll.Function:
 
 def _body(e: _Emitter) -> None:
     b, lanes = e.b, e.lanes
-    out, n = e.fn.args
+    out, n, depth_cap = e.fn.args
     keys = b.bitcast(out, e.it.as_pointer())
     stack_size = 2 * 64 + 16          # > the depth limit + 2: the larger part waits, one per level
     st_lo = e.alloca(I64T, count=stack_size)
@@ -241,10 +253,7 @@ def _body(e: _Emitter) -> None:
             b.store(v, b.gep(arr, [top], inbounds=True))
         b.store(b.add(top, e.const(1)), sp)
 
-    # the depth limit 2 floor(log2 n) + 4
-    ctlz = e.module.declare_intrinsic("llvm.ctlz", [I64T], ll.FunctionType(I64T, [I64T, I1]))
-    log2n = b.sub(e.const(63), b.call(ctlz, [b.or_(n, e.const(1)), ll.Constant(I1, 0)]))
-    push(e.const(0), n, b.add(b.mul(log2n, e.const(2)), e.const(4)))
+    push(e.const(0), n, depth_cap)
 
     loop = e.fn.append_basic_block("range")
     done = e.fn.append_basic_block("done")

@@ -251,7 +251,7 @@ def _lower(cg: Any, op: Op, outs: list[Any]) -> None:
     n = op.operands[0].type.shape[-1]
     if isinstance(n, int) and _network_fits(op, n):
         _lower_network(cg, op, outs, n)
-    elif _quick(op, cg.vector_bits) and not (isinstance(n, int) and n < quicksort.MIN_LENGTH):
+    elif _quick(op, cg.vector_bits):
         _lower_quicksort(cg, op, outs, n)
     else:
         _lower_radix(cg, op, outs, n)
@@ -339,7 +339,7 @@ def _lower_quicksort(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
         with cg.loop(nn) as i:
             key = _ordered(cg, dtype, cg.read(x, lead + [i]), canonical=False)
             b.store(key, b.gep(keys, [i], inbounds=True))
-        b.call(fn, [row, nn])
+        b.call(fn, [row, nn, quicksort.depth_limit(b, nn)])
 
 
 DIGIT = 8                 # radix sort digits (bytes): 11 bits measured no faster (histograms out of L1)
