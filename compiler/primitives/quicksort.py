@@ -71,8 +71,9 @@ def _declare(module: ll.Module, name: str, fnty: ll.FunctionType) -> ll.Function
 class _Emitter:
     """The builder of one quicksort function and its vector helpers."""
 
-    def __init__(self, module: ll.Module, fn: ll.Function, dtype: np.dtype) -> None:
+    def __init__(self, module: ll.Module, fn: ll.Function, dtype: np.dtype, pairs: bool) -> None:
         self.module, self.fn, self.dtype = module, fn, dtype
+        self.pairs = pairs            # (key, position) registers: a stable argsort
         self.bits = dtype.itemsize * 8
         self.it = ll.IntType(self.bits)
         self.lanes = 512 // self.bits
@@ -137,9 +138,19 @@ class _Emitter:
         fn = _declare(self.module, name, ll.FunctionType(self.vt, [self.vt, self.vt, self.mt]))
         return self.b.call(fn, [value, value, mask])
 
-    def minmax(self, x: Any, y: Any) -> tuple[Any, Any]:
-        less = self.b.icmp_unsigned("<", x, y)
-        return self.b.select(less, x, y), self.b.select(less, y, x)
+    def less(self, x: list[Any], y: list[Any]) -> Any:
+        """x < y lexicographically (registers: [key] or [key, position])."""
+        b = self.b
+        less = b.icmp_unsigned("<", x[0], y[0])
+        if len(x) == 2:
+            tie = b.and_(b.icmp_unsigned("==", x[0], y[0]), b.icmp_unsigned("<", x[1], y[1]))
+            less = b.or_(less, tie)
+        return less
+
+    def minmax(self, x: list[Any], y: list[Any]) -> tuple[list[Any], list[Any]]:
+        less = self.less(x, y)
+        return ([self.b.select(less, u, v) for u, v in zip(x, y)],
+                [self.b.select(less, v, u) for u, v in zip(x, y)])
 
     def while_(self, cond: Callable[[], Any], body: Callable[[], None]) -> None:
         b = self.b
@@ -156,7 +167,8 @@ class _Emitter:
 
     # ---- the network --------------------------------------------------------------------
     def network(self, regs: list[Any]) -> list[Any]:
-        """Bitonic sort of the keys of `regs` (ascending through the registers)."""
+        """Bitonic sort of the registers `regs` (each a list of components, compared by
+        `less`), ascending through the registers."""
         b, lanes = self.b, self.lanes
         regs = list(regs)
         total = len(regs) * lanes
@@ -176,10 +188,11 @@ class _Emitter:
                     perm = ll.Constant(_vec(I32T, lanes), [ll.Constant(I32T, i ^ j) for i in range(lanes)])
                     for r in range(len(regs)):
                         v = regs[r]
-                        lo, hi = self.minmax(v, b.shuffle_vector(v, ll.Constant(self.vt, None), perm))
+                        lo, hi = self.minmax(v, [b.shuffle_vector(c, ll.Constant(self.vt, None), perm)
+                                                 for c in v])
                         take_min = [(i < (i ^ j)) == ((r * lanes + i) & k == 0) for i in range(lanes)]
                         mask = ll.Constant(self.mt, [ll.Constant(I1, int(t)) for t in take_min])
-                        regs[r] = b.select(mask, lo, hi)
+                        regs[r] = [b.select(mask, x, y) for x, y in zip(lo, hi)]
                 j //= 2
             k *= 2
         return regs
@@ -220,10 +233,24 @@ def depth_limit(b: ll.IRBuilder, n: Any) -> Any:
     return b.add(b.mul(log2n, ll.Constant(I64T, 2)), ll.Constant(I64T, 4))
 
 
-def function(module: ll.Module, dtype: np.dtype) -> ll.Function:
+def function(module: ll.Module, dtype: np.dtype, pairs: bool = False) -> ll.Function:
     """``void aotx.quicksort.<dtype>(T* out, i64 n, i64 depth)``: sorts the n keys held by
     `out` (seen as unsigned integers of the element's width) in place, leaving their values;
-    a range `depth` partitions deep is heap-sorted (depth_limit(n) keeps n log n)."""
+    a range `depth` partitions deep is heap-sorted (depth_limit(n) keeps n log n).
+
+    `pairs` (64-bit keys): ``void aotx.argsort.<dtype>(i64* positions, u64* keys, i64 n, i64
+    depth)`` sorts the (key, position) pairs of the two arrays, ties by position: a stable
+    argsort, whose result is `positions`."""
+    if pairs:
+        name = f"aotx.argsort.{np.dtype(dtype).name}"
+        existing = module.globals.get(name)
+        if existing is not None:
+            return existing
+        ptr = I64T.as_pointer()
+        fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [ptr, ptr, I64T, I64T]), name)
+        fn.linkage = "internal"
+        _body(_Emitter(module, fn, np.dtype(dtype), True))
+        return fn
     name = f"aotx.quicksort.{np.dtype(dtype).name}"
     existing = module.globals.get(name)
     if existing is not None:
@@ -233,14 +260,19 @@ def function(module: ll.Module, dtype: np.dtype) -> ll.Function:
     value = {F64: ll.DoubleType(), F32: ll.FloatType()}.get(np.dtype(dtype), it)
     fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [value.as_pointer(), I64T, I64T]), name)
     fn.linkage = "internal"
-    _body(_Emitter(module, fn, np.dtype(dtype)))
+    _body(_Emitter(module, fn, np.dtype(dtype), False))
     return fn
 
 
 def _body(e: _Emitter) -> None:
     b, lanes = e.b, e.lanes
-    out, n, depth_cap = e.fn.args
-    keys = b.bitcast(out, e.it.as_pointer())
+    if e.pairs:
+        out, keys, n, depth_cap = e.fn.args
+        arrays = [keys, out]
+    else:
+        out, n, depth_cap = e.fn.args
+        keys = b.bitcast(out, e.it.as_pointer())
+        arrays = [keys]
     stack_size = 2 * 64 + 16          # > the depth limit + 2: the larger part waits, one per level
     st_lo = e.alloca(I64T, count=stack_size)
     st_hi = e.alloca(I64T, count=stack_size)
@@ -276,7 +308,7 @@ def _body(e: _Emitter) -> None:
     big_bb = e.fn.append_basic_block("big")
     b.cbranch(small, base_bb, big_bb)
     b.position_at_end(base_bb)
-    _base_case(e, keys, out, lo, m)
+    _base_case(e, arrays, out, lo, m)
     b.branch(loop)
 
     b.position_at_end(big_bb)
@@ -285,13 +317,14 @@ def _body(e: _Emitter) -> None:
     part_bb = e.fn.append_basic_block("partition")
     b.cbranch(deep, heap_bb, part_bb)
     b.position_at_end(heap_bb)
-    _heapsort(e, b.gep(keys, [lo], inbounds=True), m)
-    _emit_values(e, keys, out, lo, hi)
+    _heapsort(e, [b.gep(a, [lo], inbounds=True) for a in arrays], m)
+    if not e.pairs:
+        _emit_values(e, keys, out, lo, hi)
     b.branch(loop)
 
     b.position_at_end(part_bb)
-    pivot = _pivot(e, keys, lo, m)
-    split = _partition(e, keys, lo, hi, pivot)
+    pivot = _pivot(e, arrays, lo, m)
+    split = _partition(e, arrays, lo, hi, pivot)
     next_depth = b.sub(depth, e.const(1))
     minimum = b.icmp_signed("==", split, lo)
     two_bb = e.fn.append_basic_block("two")
@@ -311,6 +344,15 @@ def _body(e: _Emitter) -> None:
 
     # the pivot is the range's minimum: the keys equal to it are done, the rest is a range
     b.position_at_end(min_bb)
+    if e.pairs:                 # pairs are distinct: split off the pivot alone
+        split = _partition(e, arrays, lo, hi, [pivot[0], b.add(pivot[1], e.const(1))])
+        push(split, hi, next_depth)
+        push(lo, split, next_depth)
+        b.branch(loop)
+        b.position_at_end(done)
+        b.ret_void()
+        return
+    pivot = pivot[0]
     all_max = b.icmp_unsigned("==", pivot, ll.Constant(e.it, e.max))
     rest_bb = e.fn.append_basic_block("rest")
     fill_all = e.fn.append_basic_block("fill.all")
@@ -319,7 +361,7 @@ def _body(e: _Emitter) -> None:
     _fill(e, out, lo, hi, pivot)
     b.branch(loop)
     b.position_at_end(rest_bb)
-    split = _partition(e, keys, lo, hi, b.add(pivot, ll.Constant(e.it, 1)))
+    split = _partition(e, arrays, lo, hi, [b.add(pivot, ll.Constant(e.it, 1))])
     _fill(e, out, lo, split, pivot)
     with b.if_then(b.icmp_signed("<", split, hi)):
         push(split, hi, next_depth)
@@ -329,9 +371,9 @@ def _body(e: _Emitter) -> None:
     b.ret_void()
 
 
-def _base_case(e: _Emitter, src: Any, out: Any, lo: Any, m: Any) -> None:
-    """Sort the m <= BASE_REGS * lanes keys at src[lo:] with a network of 1, 2 or 4
-    registers and store their values at out[lo:]."""
+def _base_case(e: _Emitter, arrays: list[Any], out: Any, lo: Any, m: Any) -> None:
+    """Sort the m <= BASE_REGS * lanes keys at arrays[...][lo:] with a network of 1, 2, 4,
+    8 or 16 registers and store their values (or positions) at out[lo:]."""
     b, lanes = e.b, e.lanes
     after = e.fn.append_basic_block("base.end")
     fill = _splat(e.it, lanes, e.max)
@@ -342,7 +384,7 @@ def _base_case(e: _Emitter, src: Any, out: Any, lo: Any, m: Any) -> None:
         b.cbranch(b.icmp_signed("<=", m, e.const(count * lanes)), block, test)
         b.position_at_end(test)
     b.branch(blocks[-1])
-    vt_val = e.value_type()
+    vt_val = I64T if e.pairs else e.value_type()
     for count, block in zip(regs_options, blocks):
         b.position_at_end(block)
         masks, regs = [], []
@@ -352,12 +394,13 @@ def _base_case(e: _Emitter, src: Any, out: Any, lo: Any, m: Any) -> None:
             left = b.select(b.icmp_signed(">", left, e.const(lanes)), e.const(lanes), left)
             mask = e.prefix(left)
             masks.append(mask)
-            regs.append(e.masked_load(e.vptr(src, b.add(lo, e.const(r * lanes))), mask, fill))
+            regs.append([e.masked_load(e.vptr(a, b.add(lo, e.const(r * lanes))), mask, fill)
+                         for a in arrays])
         regs = e.network(regs)
         for r in range(count):
             ptr = b.bitcast(b.gep(out, [b.add(lo, e.const(r * lanes))], inbounds=True),
                             _vec(vt_val, lanes).as_pointer())
-            value = e.values(regs[r])
+            value = regs[r][1] if e.pairs else e.values(regs[r][0])
             whole = b.icmp_signed("<=", e.const((r + 1) * lanes), m)
             with b.if_else(whole) as (then, otherwise):
                 with then:                  # a masked store is slower
@@ -368,57 +411,64 @@ def _base_case(e: _Emitter, src: Any, out: Any, lo: Any, m: Any) -> None:
     b.position_at_end(after)
 
 
-def _pivot(e: _Emitter, src: Any, lo: Any, m: Any) -> Any:
-    """The median of `lanes` keys at evenly spaced positions of src[lo:lo + m]."""
+def _pivot(e: _Emitter, arrays: list[Any], lo: Any, m: Any) -> list[Any]:
+    """The median of `lanes` entries at evenly spaced positions of [lo, lo + m)."""
     b, lanes = e.b, e.lanes
-    v = ll.Constant(e.vt, None)
+    v = [ll.Constant(e.vt, None) for _ in arrays]
     for i in range(lanes):
         at = b.add(lo, b.udiv(b.mul(m, e.const(2 * i + 1)), e.const(2 * lanes)))
-        v = b.insert_element(v, b.load(b.gep(src, [at], inbounds=True)), ll.Constant(I32T, i))
+        v = [b.insert_element(c, b.load(b.gep(a, [at], inbounds=True)), ll.Constant(I32T, i))
+             for c, a in zip(v, arrays)]
     v = e.network([v])[0]
-    return b.extract_element(v, ll.Constant(I32T, lanes // 2))
+    return [b.extract_element(c, ll.Constant(I32T, lanes // 2)) for c in v]
 
 
-def _partition(e: _Emitter, a: Any, lo: Any, hi: Any, pivot: Any) -> Any:
-    """In place: the keys of a[lo:hi] (hi - lo >= 2 UNROLL registers) below `pivot` to
-    a[lo:split], the others to a[split:hi]; returns split. The first and the last UNROLL
-    registers of keys are held aside, which leaves 2 UNROLL registers of room between the
-    written ends and the unread middle; each step reads UNROLL registers from the side with
-    less room, so both sides keep room for whole-register stores (masked stores are slower),
-    and the branch is taken once per UNROLL registers."""
+def _partition(e: _Emitter, arrays: list[Any], lo: Any, hi: Any, pivot: list[Any]) -> Any:
+    """In place: the entries of [lo, hi) (hi - lo >= 2 UNROLL registers) below `pivot` to
+    [lo, split), the others to [split, hi); returns split. The first and the last UNROLL
+    registers are held aside, which leaves 2 UNROLL registers of room between the written
+    ends and the unread middle; each step reads UNROLL registers from the side with less
+    room, so both sides keep room for whole-register stores (masked stores are slower), and
+    the branch is taken once per UNROLL registers."""
     b, lanes = e.b, e.lanes
     align = e.bits // 8
     block = UNROLL * lanes
-    p = b.insert_element(ll.Constant(e.vt, None), pivot, ll.Constant(I32T, 0))
-    p = b.shuffle_vector(p, ll.Constant(e.vt, None), ll.Constant(_vec(I32T, lanes), [ll.Constant(I32T, 0)] * lanes))
+    zeros = ll.Constant(_vec(I32T, lanes), [ll.Constant(I32T, 0)] * lanes)
+    p = [b.shuffle_vector(b.insert_element(ll.Constant(e.vt, None), c, ll.Constant(I32T, 0)),
+                          ll.Constant(e.vt, None), zeros) for c in pivot]
     ones = ll.Constant(e.mt, [ll.Constant(I1, 1)] * lanes)
-    aside = [b.load(e.vptr(a, b.add(lo, e.const(k * lanes))), align=align) for k in range(UNROLL)]
-    aside += [b.load(e.vptr(a, b.sub(hi, e.const((k + 1) * lanes))), align=align) for k in range(UNROLL)]
-    write_l = e.alloca(I64T, lo)                      # a[lo:write_l]: below the pivot
-    write_r = e.alloca(I64T, hi)                      # a[write_r:hi]: the others
-    read_l = e.alloca(I64T, b.add(lo, e.const(block)))
-    read_r = e.alloca(I64T, b.sub(hi, e.const(block)))  # a[read_l:read_r]: not read yet
 
-    def split(v: Any, valid: Any, whole: bool) -> None:
-        below = b.icmp_unsigned("<", v, p)
+    def load(at: Any) -> list[Any]:
+        return [b.load(e.vptr(a, at), align=align) for a in arrays]
+    aside = [load(b.add(lo, e.const(k * lanes))) for k in range(UNROLL)]
+    aside += [load(b.sub(hi, e.const((k + 1) * lanes))) for k in range(UNROLL)]
+    write_l = e.alloca(I64T, lo)                      # [lo, write_l): below the pivot
+    write_r = e.alloca(I64T, hi)                      # [write_r, hi): the others
+    read_l = e.alloca(I64T, b.add(lo, e.const(block)))
+    read_r = e.alloca(I64T, b.sub(hi, e.const(block)))  # [read_l, read_r): not read yet
+
+    def split(v: list[Any], valid: Any, whole: bool) -> None:
+        below = e.less(v, p)
         above = b.and_(b.xor(below, ones), valid)
         below = b.and_(below, valid)
         nb = e.popcount(below)
         na = e.popcount(above)
         wl = b.load(write_l)
         wr = b.load(write_r)
-        if whole:
-            b.store(e.compress(v, below), e.vptr(a, wl), align=align)
-            top = e.expand(e.compress(v, above), b.xor(e.prefix(nb), ones))
-            b.store(top, e.vptr(a, b.sub(wr, e.const(lanes))), align=align)
-        else:
-            e.masked_store(e.compress(v, below), e.vptr(a, wl), e.prefix(nb))
-            e.masked_store(e.compress(v, above), e.vptr(a, b.sub(wr, na)), e.prefix(na))
+        high = b.xor(e.prefix(nb), ones) if whole else None
+        for a, c in zip(arrays, v):
+            if whole:
+                b.store(e.compress(c, below), e.vptr(a, wl), align=align)
+                top = e.expand(e.compress(c, above), high)
+                b.store(top, e.vptr(a, b.sub(wr, e.const(lanes))), align=align)
+            else:
+                e.masked_store(e.compress(c, below), e.vptr(a, wl), e.prefix(nb))
+                e.masked_store(e.compress(c, above), e.vptr(a, b.sub(wr, na)), e.prefix(na))
         b.store(b.add(wl, nb), write_l)
         b.store(b.sub(wr, na), write_r)
 
     def take(count: int) -> Any:
-        """Reads `count` keys from the side with less room: their position."""
+        """Reads `count` entries from the side with less room: their position."""
         rl, rr = b.load(read_l), b.load(read_r)
         room_l = b.sub(rl, b.load(write_l))
         room_r = b.sub(b.load(write_r), rr)
@@ -434,16 +484,16 @@ def _partition(e: _Emitter, a: Any, lo: Any, hi: Any, pivot: Any) -> Any:
 
     def body() -> None:
         start = take(block)
-        vs = [b.load(e.vptr(a, b.add(start, e.const(k * lanes))), align=align) for k in range(UNROLL)]
+        vs = [load(b.add(start, e.const(k * lanes))) for k in range(UNROLL)]
         for v in vs:
             split(v, ones, True)
     e.while_(lambda: b.icmp_signed(">=", b.sub(b.load(read_r), b.load(read_l)), e.const(block)), body)
     e.while_(lambda: b.icmp_signed(">=", b.sub(b.load(read_r), b.load(read_l)), e.const(lanes)),
-             lambda: split(b.load(e.vptr(a, take(lanes)), align=align), ones, False))
+             lambda: split(load(take(lanes)), ones, False))
     rest = b.sub(b.load(read_r), b.load(read_l))
     valid = e.prefix(rest)
-    tail = e.masked_load(e.vptr(a, b.load(read_l)), valid, _splat(e.it, lanes, e.max))
-    split(tail, valid, False)
+    fill = _splat(e.it, lanes, e.max)
+    split([e.masked_load(e.vptr(a, b.load(read_l)), valid, fill) for a in arrays], valid, False)
     for v in aside:
         split(v, ones, False)
     return b.load(write_l)
@@ -472,17 +522,21 @@ def _emit_values(e: _Emitter, src: Any, out: Any, lo: Any, hi: Any) -> None:
     e.while_(lambda: b.icmp_signed("<", b.load(i), hi), body)
 
 
-def _heapsort(e: _Emitter, a: Any, m: Any) -> None:
-    """Heap sort of the m keys at a (the fallback past the depth limit)."""
+def _heapsort(e: _Emitter, arrays: list[Any], m: Any) -> None:
+    """Heap sort of the m entries at arrays[...] (the fallback past the depth limit)."""
     b = e.b
     root = e.alloca(I64T)
     end = e.alloca(I64T)
     going = e.alloca(I1)
 
-    def at(k: Any) -> Any:
-        return b.gep(a, [k], inbounds=True)
+    def get(k: Any) -> list[Any]:
+        return [b.load(b.gep(a, [k], inbounds=True)) for a in arrays]
 
-    def sift() -> None:                       # from `root` within a[:end]
+    def put(k: Any, v: list[Any]) -> None:
+        for a, c in zip(arrays, v):
+            b.store(c, b.gep(a, [k], inbounds=True))
+
+    def sift() -> None:                       # from `root` within [0, end)
         b.store(ll.Constant(I1, 1), going)
 
         def body() -> None:
@@ -494,15 +548,15 @@ def _heapsort(e: _Emitter, a: Any, m: Any) -> None:
                     b.store(ll.Constant(I1, 0), going)
                 with otherwise:
                     right = b.add(child, e.const(1))
-                    use_right = b.and_(b.icmp_signed("<", right, b.load(end)),
-                                       b.icmp_unsigned("<", b.load(at(child)), b.load(at(right))))
+                    has_right = b.icmp_signed("<", right, b.load(end))
+                    right_at = b.select(has_right, right, child)
+                    use_right = b.and_(has_right, e.less(get(child), get(right_at)))
                     c = b.select(use_right, right, child)
-                    rv, cv = b.load(at(r)), b.load(at(c))
-                    swap = b.icmp_unsigned("<", rv, cv)
-                    with b.if_else(swap) as (then2, otherwise2):
+                    rv, cv = get(r), get(c)
+                    with b.if_else(e.less(rv, cv)) as (then2, otherwise2):
                         with then2:
-                            b.store(cv, at(r))
-                            b.store(rv, at(c))
+                            put(r, cv)
+                            put(c, rv)
                             b.store(c, root)
                         with otherwise2:
                             b.store(ll.Constant(I1, 0), going)
@@ -520,9 +574,9 @@ def _heapsort(e: _Emitter, a: Any, m: Any) -> None:
 
     def extract() -> None:
         last = b.sub(b.load(end), e.const(1))
-        first, lv = b.load(at(e.const(0))), b.load(at(last))
-        b.store(lv, at(e.const(0)))
-        b.store(first, at(last))
+        first, lv = get(e.const(0)), get(last)
+        put(e.const(0), lv)
+        put(last, first)
         b.store(last, end)
         b.store(e.const(0), root)
         sift()

@@ -253,6 +253,8 @@ def _lower(cg: Any, op: Op, outs: list[Any]) -> None:
         _lower_network(cg, op, outs, n)
     elif _quick(op, cg.vector_bits):
         _lower_quicksort(cg, op, outs, n)
+    elif _quick_argsort(op, cg.vector_bits):
+        _lower_quick_argsort(cg, op, outs, n)
     else:
         _lower_radix(cg, op, outs, n)
 
@@ -340,6 +342,33 @@ def _lower_quicksort(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
             key = _ordered(cg, dtype, cg.read(x, lead + [i]), canonical=False)
             b.store(key, b.gep(keys, [i], inbounds=True))
         b.call(fn, [row, nn, quicksort.depth_limit(b, nn)])
+
+
+def _quick_argsort(op: Op, vector_bits: int) -> bool:
+    """An argsort (one 64-bit key and its positions) that the pair quicksort sorts (quicksort.py)?"""
+    xs = op.operands
+    return len(xs) == 2 and op.params["num_keys"] == 1 and _is_position(xs[1]) and \
+        xs[1].type.dtype == I64 and xs[0].type.dtype.itemsize == 8 and \
+        quicksort.applies(xs[0].type.dtype, vector_bits)
+
+
+def _lower_quick_argsort(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
+    """Per row: the (canonical) keys into a scratch row and the positions into the output,
+    sorted as pairs (ties by position: stable), then the values gathered by the positions."""
+    b = cg.b
+    x = op.operands[0]
+    dtype = x.type.dtype
+    fn = quicksort.function(cg.module, dtype, pairs=True)
+    keys = b.bitcast(cg.scratch(I64, cg.entry_dim(n)), ll.IntType(64).as_pointer())
+    nn = cg.dim(n)
+    with cg.loop_nest(x.type.shape[:-1]) as lead:
+        row = b.gep(outs[1].ptr, [cg.linearize(lead + [cg.index(0)], outs[1].shape)], inbounds=True)
+        with cg.loop(nn) as i:
+            b.store(_ordered(cg, dtype, cg.read(x, lead + [i])), b.gep(keys, [i], inbounds=True))
+            b.store(i, b.gep(row, [i], inbounds=True))
+        b.call(fn, [row, keys, nn, quicksort.depth_limit(b, nn)])
+        with cg.loop(nn) as i:
+            cg.store(outs[0], lead + [i], cg.read(x, lead + [b.load(b.gep(row, [i], inbounds=True))]))
 
 
 DIGIT = 8                 # radix sort digits (bytes): 11 bits measured no faster (histograms out of L1)
