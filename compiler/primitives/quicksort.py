@@ -21,8 +21,9 @@ float32, float64, int32, int64, uint32 or uint64 values here when the target has
    the worst case stays n log n.
 
 Measured (benchmarks/sorting.py, znver4): 1e6 float64 values as fast as NumPy 2's AVX-512
-sort (x86-simd-sort); the sizes BASE_REGS = 16 (8 and 32 slower) and UNROLL = 4 (2 slower,
-8 the same) were chosen by it.
+sort (x86-simd-sort); the sizes BASE_REGS = 16 (8 and 32 slower), PAIR_BASE_REGS = 8 (16
+slower: the network's 32 registers spill) and UNROLL = 4 (2 slower, 8 the same) were chosen
+by it.
 
 The keys of floats are not canonical (``_ordered(..., canonical=False)``): -0.0 sorts before
 0.0 and every NaN after +inf (returned as the default quiet NaN), which is a valid unstable
@@ -41,6 +42,8 @@ from compiler.ir.types import F32, F64, I32, I64, U32, U64, is_float, is_signed
 DTYPES = (F32, F64, I32, I64, U32, U64)
 #: a range of at most BASE_REGS registers of keys is sorted by a network
 BASE_REGS = 16
+#: the same for (key, position) pairs (two registers each)
+PAIR_BASE_REGS = 8
 #: registers read per step of a partition
 UNROLL = 4
 
@@ -74,6 +77,9 @@ class _Emitter:
     def __init__(self, module: ll.Module, fn: ll.Function, dtype: np.dtype, pairs: bool) -> None:
         self.module, self.fn, self.dtype = module, fn, dtype
         self.pairs = pairs            # (key, position) registers: a stable argsort
+        self.base_regs = PAIR_BASE_REGS if pairs else BASE_REGS
+        # a partitioned range holds 2 UNROLL registers aside: it must be longer
+        assert self.base_regs >= 2 * UNROLL
         self.bits = dtype.itemsize * 8
         self.it = ll.IntType(self.bits)
         self.lanes = 512 // self.bits
@@ -303,7 +309,7 @@ def _body(e: _Emitter) -> None:
     m = b.sub(hi, lo)
 
     # a short range: a network, stored as values
-    small = b.icmp_signed("<=", m, e.const(BASE_REGS * lanes))
+    small = b.icmp_signed("<=", m, e.const(e.base_regs * lanes))
     base_bb = e.fn.append_basic_block("base")
     big_bb = e.fn.append_basic_block("big")
     b.cbranch(small, base_bb, big_bb)
@@ -377,7 +383,7 @@ def _base_case(e: _Emitter, arrays: list[Any], out: Any, lo: Any, m: Any) -> Non
     b, lanes = e.b, e.lanes
     after = e.fn.append_basic_block("base.end")
     fill = _splat(e.it, lanes, e.max)
-    regs_options = [1 << i for i in range(BASE_REGS.bit_length())]
+    regs_options = [1 << i for i in range(e.base_regs.bit_length())]
     blocks = [e.fn.append_basic_block(f"base.{r}") for r in regs_options]
     for count, block in zip(regs_options[:-1], blocks[:-1]):
         test = e.fn.append_basic_block("base.test")

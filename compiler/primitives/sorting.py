@@ -37,7 +37,7 @@ from compiler.ir import dims
 from compiler.ir.builder import Builder
 from compiler.ir.core import Op, Value
 from compiler.ir.primitive import define
-from compiler.ir.types import BOOL, F16, F32, F64, I64, TensorType, is_complex, is_float, is_signed
+from compiler.ir.types import BOOL, F16, F32, F64, I64, U64, TensorType, is_complex, is_float, is_signed
 from compiler.primitives import ops, quicksort
 from compiler.primitives.base import check
 from compiler.primitives.matrices import batch_rule
@@ -345,26 +345,29 @@ def _lower_quicksort(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
 
 
 def _quick_argsort(op: Op, vector_bits: int) -> bool:
-    """An argsort (one 64-bit key and its positions) that the pair quicksort sorts (quicksort.py)?"""
+    """An argsort (one key and its positions) that the pair quicksort sorts (quicksort.py)?"""
     xs = op.operands
     return len(xs) == 2 and op.params["num_keys"] == 1 and _is_position(xs[1]) and \
-        xs[1].type.dtype == I64 and xs[0].type.dtype.itemsize == 8 and \
-        quicksort.applies(xs[0].type.dtype, vector_bits)
+        xs[1].type.dtype == I64 and quicksort.applies(U64, vector_bits)
 
 
 def _lower_quick_argsort(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
-    """Per row: the (canonical) keys into a scratch row and the positions into the output,
-    sorted as pairs (ties by position: stable), then the values gathered by the positions."""
+    """Per row: the (canonical) keys, widened to 64 bits, into a scratch row and the
+    positions into the output, sorted as pairs (ties by position: stable), then the values
+    gathered by the positions."""
     b = cg.b
     x = op.operands[0]
     dtype = x.type.dtype
-    fn = quicksort.function(cg.module, dtype, pairs=True)
-    keys = b.bitcast(cg.scratch(I64, cg.entry_dim(n)), ll.IntType(64).as_pointer())
+    fn = quicksort.function(cg.module, U64, pairs=True)
+    i64 = ll.IntType(64)
+    keys = b.bitcast(cg.scratch(I64, cg.entry_dim(n)), i64.as_pointer())
     nn = cg.dim(n)
     with cg.loop_nest(x.type.shape[:-1]) as lead:
         row = b.gep(outs[1].ptr, [cg.linearize(lead + [cg.index(0)], outs[1].shape)], inbounds=True)
         with cg.loop(nn) as i:
-            b.store(_ordered(cg, dtype, cg.read(x, lead + [i])), b.gep(keys, [i], inbounds=True))
+            key = _ordered(cg, dtype, cg.read(x, lead + [i]))
+            key = b.zext(key, i64) if _key_bits(dtype) < 64 else key
+            b.store(key, b.gep(keys, [i], inbounds=True))
             b.store(i, b.gep(row, [i], inbounds=True))
         b.call(fn, [row, keys, nn, quicksort.depth_limit(b, nn)])
         with cg.loop(nn) as i:
