@@ -345,25 +345,31 @@ def _lower_quicksort(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
 
 
 def _quick_argsort(op: Op, vector_bits: int) -> bool:
-    """An argsort (one key and its positions) that the pair quicksort sorts (quicksort.py)?"""
+    """One key, sorted stably, with its positions (an argsort) or alone (a stable sort of
+    floats): the pair quicksort (quicksort.py)?"""
     xs = op.operands
-    return len(xs) == 2 and op.params["num_keys"] == 1 and _is_position(xs[1]) and \
-        xs[1].type.dtype == I64 and quicksort.applies(U64, vector_bits)
+    dtype = xs[0].type.dtype
+    argsort = len(xs) == 2 and _is_position(xs[1]) and xs[1].type.dtype == I64
+    # keys of 8 or 16 bits: the radix sort's one or two passes are faster
+    return (argsort or len(xs) == 1) and op.params["num_keys"] == 1 and \
+        _key_bits(dtype) >= 32 and quicksort.applies(U64, vector_bits)
 
 
 def _lower_quick_argsort(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
     """Per row: the (canonical) keys, widened to 64 bits, into a scratch row and the
-    positions into the output, sorted as pairs (ties by position: stable), then the values
-    gathered by the positions."""
+    positions into the output (or a scratch row), sorted as pairs (ties by position:
+    stable), then the values gathered by the positions."""
     b = cg.b
     x = op.operands[0]
     dtype = x.type.dtype
     fn = quicksort.function(cg.module, U64, pairs=True)
     i64 = ll.IntType(64)
     keys = b.bitcast(cg.scratch(I64, cg.entry_dim(n)), i64.as_pointer())
+    positions = None if len(outs) == 2 else b.bitcast(cg.scratch(I64, cg.entry_dim(n)), i64.as_pointer())
     nn = cg.dim(n)
     with cg.loop_nest(x.type.shape[:-1]) as lead:
-        row = b.gep(outs[1].ptr, [cg.linearize(lead + [cg.index(0)], outs[1].shape)], inbounds=True)
+        row = positions if positions is not None else \
+            b.gep(outs[1].ptr, [cg.linearize(lead + [cg.index(0)], outs[1].shape)], inbounds=True)
         with cg.loop(nn) as i:
             key = _ordered(cg, dtype, cg.read(x, lead + [i]))
             key = b.zext(key, i64) if _key_bits(dtype) < 64 else key

@@ -1,8 +1,9 @@
-"""The vectorized quicksort of np.sort's default kind (compiler/primitives/quicksort.py, on
-AVX-512 hosts; elsewhere the same kernels take the radix sort) against NumPy: lengths around
-the network sizes and the partition's register blocks, NaN/±0/inf, runs of equal keys, sorted
-and reversed input, every 32/64-bit dtype, rows and vmap; the heap-sort fallback by calling
-the generated function alone with a small depth limit."""
+"""The vectorized quicksorts (compiler/primitives/quicksort.py, on AVX-512 hosts; elsewhere the
+same kernels take the radix sort) against NumPy: np.sort's default kind and the stable argsort
+of (key, position) pairs; lengths around the network sizes and the partition's register
+blocks, NaN/±0/inf, runs of equal keys (argsort: in their original order), sorted and
+reversed input, every 32/64-bit dtype (argsort: every real dtype), rows and vmap; the
+heap-sort fallback by calling the generated functions alone with a small depth limit."""
 from __future__ import annotations
 
 import ctypes
@@ -36,6 +37,21 @@ KERNELS = {np.dtype(d): jit(_sort, signature=f"{np.dtype(d).name}[n]".replace("f
                             .replace("uint", "u").replace("int", "i")) for d in DTYPES}
 rows_k = jit(_sort_rows, signature="f32[m, n]")
 vmap_k = jit(vmap(_sort))
+
+
+def _argsort(x):
+    return np.argsort(x)
+
+
+def _argsort_rows(x):
+    return np.argsort(x, axis=-1), np.sort(x, axis=-1, kind="stable")
+
+
+ARGSORTS = {np.dtype(d): jit(_argsort, signature=f"{t}[n]") for d, t in
+            [(np.float64, "f64"), (np.float32, "f32"), (np.int64, "i64"), (np.uint64, "u64"),
+             (np.int16, "i16"), (np.float16, "f16"), (np.bool_, "bool")]}
+arg_rows_k = jit(_argsort_rows, signature="f64[m, n]")
+arg_vmap_k = jit(vmap(_argsort))
 
 
 def _values(dtype, n, kind):
@@ -90,19 +106,52 @@ def test_rows_and_vmap():
     np.testing.assert_array_equal(vmap_k(x), np.sort(x, axis=-1))
 
 
-def _standalone(dtype):
-    """The generated function alone, callable as f(pointer, n, depth)."""
+def _argsort_values(dtype, n, kind):
+    if np.dtype(dtype) == np.bool_:
+        return rng.random(n) < 0.5
+    if np.dtype(dtype) == np.float16:
+        return _values(np.float32, n, kind).astype(np.float16)
+    if np.dtype(dtype) == np.int16:
+        return rng.integers(-5, 5, n).astype(np.int16)
+    return _values(dtype, n, kind)
+
+
+@pytest.mark.parametrize("dtype", list(ARGSORTS), ids=lambda d: d.name)
+def test_argsort_is_numpys_stable_order(dtype):
+    kernel = ARGSORTS[dtype]
+    for kind in ("random", "few", "sorted", "reversed"):
+        for n in LENGTHS:
+            x = _argsort_values(dtype, n, kind)
+            np.testing.assert_array_equal(kernel(x), np.argsort(x, kind="stable"),
+                                          err_msg=f"{kind} n={n}")
+
+
+def test_argsort_of_rows_and_vmap_with_zeros_and_nan():
+    for shape in [(2, 0), (3, 1), (4, 100), (2, 2049)]:
+        x = rng.choice(np.array([np.nan, -0.0, 0.0, 1.0, -np.inf, -np.nan]), shape)
+        ref = np.argsort(x, axis=-1, kind="stable")
+        perm, values = arg_rows_k(x)
+        np.testing.assert_array_equal(perm, ref)
+        expected = np.take_along_axis(x, ref, -1)           # -0.0 and 0.0 as they came
+        np.testing.assert_array_equal(np.signbit(values), np.signbit(expected))
+        np.testing.assert_array_equal(values, expected)
+    x = rng.integers(0, 4, (5, 300)).astype(np.float32)
+    np.testing.assert_array_equal(arg_vmap_k(x), np.argsort(x, axis=-1, kind="stable"))
+
+
+def _standalone(dtype, pairs=False):
+    """The generated function alone, callable as f(pointer, n, depth) (pairs: f(positions,
+    keys, n, depth))."""
     module = ll.Module()
     module.triple = llvm.get_process_triple()
-    quicksort.function(module, np.dtype(dtype)).linkage = "external"
-    target = host()
+    fn = quicksort.function(module, np.dtype(dtype), pairs=pairs)
+    fn.linkage = "external"
     mod = llvm.parse_assembly(str(module))
-    machine = target.machine(jit=True)
-    engine = llvm.create_mcjit_compiler(mod, machine)
+    engine = llvm.create_mcjit_compiler(mod, host().machine(jit=True))
     engine.finalize_object()
-    address = engine.get_function_address(f"aotx.quicksort.{np.dtype(dtype).name}")
-    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(address)
-    return fn, engine
+    address = engine.get_function_address(fn.name)
+    args = [ctypes.c_void_p] * (2 if pairs else 1) + [ctypes.c_int64, ctypes.c_int64]
+    return ctypes.CFUNCTYPE(None, *args)(address), engine
 
 
 @pytest.mark.skipif(host().vector_bits != 512, reason="the quicksort needs AVX-512")
@@ -125,3 +174,17 @@ def test_heap_sort_past_the_depth_limit(dtype):
             buf = np.ascontiguousarray(u)
             fn(buf.ctypes.data, len(buf), depth)
             np.testing.assert_array_equal(buf.view(dtype), np.sort(x), err_msg=f"depth={depth} n={n}")
+
+
+@pytest.mark.skipif(host().vector_bits != 512, reason="the quicksort needs AVX-512")
+def test_pair_heap_sort_past_the_depth_limit():
+    fn, _engine = _standalone(np.uint64, pairs=True)
+    for depth in (0, 1, 3):
+        for n in (65, 300, 2000):
+            keys = rng.integers(0, 5, n).astype(np.uint64)
+            keys[::9] = np.iinfo(np.uint64).max
+            positions = np.arange(n, dtype=np.int64)
+            work = keys.copy()
+            fn(positions.ctypes.data, work.ctypes.data, n, depth)
+            np.testing.assert_array_equal(positions, np.argsort(keys, kind="stable"),
+                                          err_msg=f"depth={depth} n={n}")
