@@ -22,6 +22,10 @@ Code (an OPAQUE lowering, after the complex lowering splits complex operands):
   one row per iteration of a loop over the rows that LLVM vectorizes across rows;
   keys compared as unsigned integers (floats mapped to their order-preserving bit
   pattern), with the position as the last key when the sort must be stable;
+* on AVX-512, per row, a vectorized quicksort (quicksort.py): of the keys alone, in the
+  output row, for the unstable sort of one 32/64-bit operand; of (key, position) pairs,
+  ties by position, for an argsort or the stable sort of one operand whose key has 32 or
+  64 bits (the values are then gathered by the positions);
 * otherwise, per row: a least-significant-digit radix sort (bytes) of the mapped keys
   carrying the positions, a pass per digit (skipped when every element shares the
   digit), the last key first; then every operand is gathered by the permutation.
