@@ -1,19 +1,41 @@
-"""np.sort and np.argsort in compiled code vs NumPy (and numba, JAX, torch when installed):
-1e6 float64 values, and 10,000 rows of 32 (axis -1), one thread.
+"""np.sort and np.argsort in compiled code vs NumPy (and numba, JAX, torch when installed),
+one thread: one row of 1e6 float64 and float32 values, 1000 rows of 1000 and 10,000 rows of 32
+(axis -1).
 
-Run: ``PYTHONPATH=. python benchmarks/sorting_bench.py``. Each figure is the best of 7 runs
-after a warm-up, in milliseconds; the compiled kernels allocate their outputs as NumPy does.
-Rows of up to 32 static entries sort with a sorting network vectorized across rows; longer
-rows with a radix sort per row (docs/sorting.md).
+Run: ``AOTX_DISABLE_CACHE=1 OPENBLAS_NUM_THREADS=1 python benchmarks/sorting.py [--cpu]``. Each
+figure is the median and the minimum of 9 runs after a warm-up, in milliseconds of wall time
+(``--cpu``: of the process's CPU time); the compiled kernels
+allocate their outputs as NumPy does. Rows of up to 32 static entries sort with a sorting network
+vectorized across rows; longer rows with a vectorized quicksort (the default kind of np.sort, on
+AVX-512) or a radix sort per row (docs/sorting.md).
 """
 from __future__ import annotations
 
 import importlib.util
+import statistics
+import sys
+import time
+from typing import Any, Callable
 
 import numpy as np
 
-from _timing import best  # noqa: E402  (benchmarks/ is the script's directory)
 from compiler import jit
+
+REPEAT = 9
+#: ``--cpu``: the process's CPU time instead of wall time (robust to other processes taking
+#: turns on a loaded machine; it does not see page faults' waits or a slower shared cache)
+CLOCK = time.process_time if "--cpu" in sys.argv else time.perf_counter
+
+
+def timings(fn: Callable[[], Any], repeat: int = REPEAT) -> tuple[float, float]:
+    """(median, min) wall time in milliseconds of `repeat` calls after a warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = CLOCK()
+        fn()
+        times.append(CLOCK() - start)
+    return statistics.median(times) * 1e3, min(times) * 1e3
 
 
 def sort_last(x):
@@ -46,7 +68,7 @@ def _others(fn_name: str) -> dict:
         import torch
         torch.set_num_threads(1)
         if fn_name == "sort":
-            out["torch"] = lambda x: torch.sort(torch.from_numpy(x), stable=True).values
+            out["torch"] = lambda x: torch.sort(torch.from_numpy(x)).values
         else:
             out["torch"] = lambda x: torch.argsort(torch.from_numpy(x), stable=True)
     return out
@@ -55,26 +77,37 @@ def _others(fn_name: str) -> dict:
 def main() -> None:
     rng = np.random.default_rng(0)
     big = rng.normal(size=1_000_000)
+    big32 = big.astype(np.float32)
+    square = rng.normal(size=(1000, 1000))
     rows = rng.normal(size=(10_000, 32))
+    sort, stable, arg = jit(sort_last), jit(sort_stable), jit(argsort_last)
+    np_sort = lambda x: np.sort(x, axis=-1)                      # noqa: E731
+    np_stable = lambda x: np.sort(x, axis=-1, kind="stable")     # noqa: E731
+    np_arg = lambda x: np.argsort(x, axis=-1)                    # noqa: E731
     cases = [
-        ("sort 1e6", jit(sort_last), lambda x: np.sort(x), "sort", big),
-        ("sort stable 1e6", jit(sort_stable), lambda x: np.sort(x, kind="stable"), "sort", big),
-        ("argsort 1e6", jit(argsort_last), lambda x: np.argsort(x), "argsort", big),
-        ("sort 10000x32", jit(sort_last), lambda x: np.sort(x, axis=-1), "sort", rows),
-        ("sort stable 10000x32", jit(sort_stable), lambda x: np.sort(x, axis=-1, kind="stable"),
-         "sort", rows),
-        ("argsort 10000x32", jit(argsort_last), lambda x: np.argsort(x, axis=-1), "argsort", rows),
+        ("sort 1e6 f64", sort, np_sort, "sort", big),
+        ("sort 1e6 f32", sort, np_sort, "sort", big32),
+        ("sort stable 1e6 f64", stable, np_stable, "sort", big),
+        ("argsort 1e6 f64", arg, np_arg, "argsort", big),
+        ("argsort 1e6 f32", arg, np_arg, "argsort", big32),
+        ("sort 1000x1000", sort, np_sort, "sort", square),
+        ("argsort 1000x1000", arg, np_arg, "argsort", square),
+        ("sort 10000x32", sort, np_sort, "sort", rows),
+        ("sort stable 10000x32", stable, np_stable, "sort", rows),
+        ("argsort 10000x32", arg, np_arg, "argsort", rows),
     ]
-    print(f"{'case':22s} {'aotx ms':>9s} {'numpy ms':>9s} {'speedup':>8s}   others (ms)")
+    print(f"{'case (ms, median/min)':22s} {'aotx':>13s} {'numpy':>13s} {'speedup':>8s}   others")
     for name, kernel, ref, kind, x in cases:
-        t_k = best(lambda: kernel(x))
-        t_np = best(lambda: ref(x))
+        assert np.array_equal(kernel(x), ref(x)) or kind == "argsort"
+        med_k, min_k = timings(lambda: kernel(x))
+        med_np, min_np = timings(lambda: ref(x))
         extra = []
         for lib, fn in _others(kind).items():
             if lib == "numba" and x.ndim > 1:
                 continue
-            extra.append(f"{lib} {best(lambda: fn(x)) * 1e3:.2f}")
-        print(f"{name:22s} {t_k * 1e3:9.2f} {t_np * 1e3:9.2f} {t_np / t_k:7.2f}x   {', '.join(extra)}")
+            extra.append(f"{lib} {timings(lambda: fn(x))[0]:.2f}")
+        print(f"{name:22s} {med_k:6.2f}/{min_k:6.2f} {med_np:6.2f}/{min_np:6.2f} "
+              f"{med_np / med_k:7.2f}x   {', '.join(extra)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,10 @@ Code (an OPAQUE lowering, after the complex lowering splits complex operands):
   one row per iteration of a loop over the rows that LLVM vectorizes across rows;
   keys compared as unsigned integers (floats mapped to their order-preserving bit
   pattern), with the position as the last key when the sort must be stable;
+* on AVX-512, per row, a vectorized quicksort (quicksort.py): of the keys alone, in the
+  output row, for the unstable sort of one 32/64-bit operand; of (key, position) pairs,
+  ties by position, for an argsort or the stable sort of one operand whose key has 32 or
+  64 bits (the values are then gathered by the positions);
 * otherwise, per row: a least-significant-digit radix sort (bytes) of the mapped keys
   carrying the positions, a pass per digit (skipped when every element shares the
   digit), the last key first; then every operand is gathered by the permutation.
@@ -37,8 +41,8 @@ from compiler.ir import dims
 from compiler.ir.builder import Builder
 from compiler.ir.core import Op, Value
 from compiler.ir.primitive import define
-from compiler.ir.types import BOOL, F16, F32, F64, I64, TensorType, is_complex, is_float, is_signed
-from compiler.primitives import ops
+from compiler.ir.types import BOOL, F16, F32, F64, I64, U64, TensorType, is_complex, is_float, is_signed
+from compiler.primitives import ops, quicksort
 from compiler.primitives.base import check
 from compiler.primitives.matrices import batch_rule
 
@@ -251,6 +255,10 @@ def _lower(cg: Any, op: Op, outs: list[Any]) -> None:
     n = op.operands[0].type.shape[-1]
     if isinstance(n, int) and _network_fits(op, n):
         _lower_network(cg, op, outs, n)
+    elif _quick(op, cg.vector_bits):
+        _lower_quicksort(cg, op, outs, n)
+    elif _quick_argsort(op, cg.vector_bits):
+        _lower_quick_argsort(cg, op, outs, n)
     else:
         _lower_radix(cg, op, outs, n)
 
@@ -311,6 +319,69 @@ def _int_cast(b: Any, v: Any, bits: int) -> Any:
     if width == bits:
         return v
     return b.trunc(v, ll.IntType(bits)) if width > bits else b.sext(v, ll.IntType(bits))
+
+
+def _quick(op: Op, vector_bits: int) -> bool:
+    """Does the vectorized quicksort apply: one operand, no order of equal keys to keep, a key
+    of the element's width and AVX-512 (quicksort.py)?"""
+    xs = op.operands
+    dtype = xs[0].type.dtype
+    return len(xs) == 1 and (not op.params["stable"] or not is_float(dtype)) and \
+        quicksort.applies(dtype, vector_bits)
+
+
+def _lower_quicksort(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
+    """Per row: the keys into the output row, then the quicksort function sorts them into
+    values (quicksort.py)."""
+    b = cg.b
+    x = op.operands[0]
+    dtype = x.type.dtype
+    it = ll.IntType(dtype.itemsize * 8)
+    fn = quicksort.function(cg.module, dtype)
+    nn = cg.dim(n)
+    with cg.loop_nest(x.type.shape[:-1]) as lead:
+        row = b.gep(outs[0].ptr, [cg.linearize(lead + [cg.index(0)], outs[0].shape)], inbounds=True)
+        keys = b.bitcast(row, it.as_pointer())
+        with cg.loop(nn) as i:
+            key = _ordered(cg, dtype, cg.read(x, lead + [i]), canonical=False)
+            b.store(key, b.gep(keys, [i], inbounds=True))
+        b.call(fn, [row, nn, quicksort.depth_limit(b, nn)])
+
+
+def _quick_argsort(op: Op, vector_bits: int) -> bool:
+    """One key, sorted stably, with its positions (an argsort) or alone (a stable sort of
+    floats): the pair quicksort (quicksort.py)?"""
+    xs = op.operands
+    dtype = xs[0].type.dtype
+    argsort = len(xs) == 2 and _is_position(xs[1]) and xs[1].type.dtype == I64
+    # keys of 8 or 16 bits: the radix sort's one or two passes are faster
+    return (argsort or len(xs) == 1) and op.params["num_keys"] == 1 and \
+        _key_bits(dtype) >= 32 and quicksort.applies(U64, vector_bits)
+
+
+def _lower_quick_argsort(cg: Any, op: Op, outs: list[Any], n: Any) -> None:
+    """Per row: the (canonical) keys, widened to 64 bits, into a scratch row and the
+    positions into the output (or a scratch row), sorted as pairs (ties by position:
+    stable), then the values gathered by the positions."""
+    b = cg.b
+    x = op.operands[0]
+    dtype = x.type.dtype
+    fn = quicksort.function(cg.module, U64, pairs=True)
+    i64 = ll.IntType(64)
+    keys = b.bitcast(cg.scratch(I64, cg.entry_dim(n)), i64.as_pointer())
+    positions = None if len(outs) == 2 else b.bitcast(cg.scratch(I64, cg.entry_dim(n)), i64.as_pointer())
+    nn = cg.dim(n)
+    with cg.loop_nest(x.type.shape[:-1]) as lead:
+        row = positions if positions is not None else \
+            b.gep(outs[1].ptr, [cg.linearize(lead + [cg.index(0)], outs[1].shape)], inbounds=True)
+        with cg.loop(nn) as i:
+            key = _ordered(cg, dtype, cg.read(x, lead + [i]))
+            key = b.zext(key, i64) if _key_bits(dtype) < 64 else key
+            b.store(key, b.gep(keys, [i], inbounds=True))
+            b.store(i, b.gep(row, [i], inbounds=True))
+        b.call(fn, [row, keys, nn, quicksort.depth_limit(b, nn)])
+        with cg.loop(nn) as i:
+            cg.store(outs[0], lead + [i], cg.read(x, lead + [b.load(b.gep(row, [i], inbounds=True))]))
 
 
 DIGIT = 8                 # radix sort digits (bytes): 11 bits measured no faster (histograms out of L1)
