@@ -513,12 +513,8 @@ def select(b: Builder, condlist: Any, choicelist: Any, default: Any = 0) -> Stag
         raise Reject(CompileError, "list of cases must be same length as list of conditions")
     if not choices:
         raise Reject(CompileError, "select with an empty condition list is not possible")
-    choices = [c if isinstance(c, Staged) and not c.weak else
-               A.normalize_operand(b, c) if not isinstance(c, (*A.PY_SCALARS, Staged))
-               else np.asarray(c) if not isinstance(c, Staged) else Staged(c.value)
-               for c in choices]
-    dflt = np.asarray(default) if isinstance(default, A.PY_SCALARS) else \
-        Staged(default.value) if isinstance(default, Staged) and default.weak else default
+    choices = [A.normalize_operand(b, c) for c in choices]      # Python scalars stay weak
+    dflt = A.normalize_operand(b, default)
     dtype = A.result_dtype([*choices, dflt])
     out = A.convert(b, _arr(b, dflt), dtype)
     for i in range(len(conds) - 1, -1, -1):
@@ -536,8 +532,11 @@ def piecewise(st: Any, x: Any, condlist: Any, funclist: Any, *args: Any, **kw: A
     its values kept where its condition holds (a later condition wins, as in NumPy)."""
     b = st.b
     xv = _arr(b, x)
-    if isinstance(condlist, Staged) or not isinstance(condlist, (list, tuple)):
-        conds: list[Any] = [condlist]
+    if isinstance(condlist, Staged) and condlist.ndim >= 2:     # NumPy: a list of its rows
+        conds: list[Any] = [I.getitem(b, condlist, i) for i in range(_static_len(
+            condlist, 0, "np.piecewise: condlist"))]
+    elif isinstance(condlist, Staged) or not isinstance(condlist, (list, tuple)):
+        conds = [condlist]
     else:
         conds = list(condlist)
     if isinstance(funclist, Staged) or not isinstance(funclist, (list, tuple)):
@@ -621,7 +620,7 @@ def interp(b: Builder, x: Any, xp: Any, fp: Any, left: Any = None, right: Any = 
     if n == 1:
         res = U.where(b, _bin(b, "less", xv, I.getitem(b, xpv, 0)), lo_val,
                       U.where(b, _bin(b, "greater", xv, I.getitem(b, xpv, 0)), hi_val, first))
-        return A.convert(b, U.where(b, _un(b, "isnan", xv), np.nan, res), out_dtype)
+        return A.convert(b, res, out_dtype)         # NumPy: a NaN x gets fp[0] here
     pos = SO.searchsorted(b, xpv, xv, side="right")
     j = U.clip(b, _bin(b, "subtract", pos, 1), 0, n - 2 if isinstance(n, int)
                else _bin(b, "subtract", A.dim_value(b, n), 2))
@@ -712,7 +711,7 @@ def correlate(b: Builder, a: Any, v: Any, mode: str = "valid") -> Staged:
             (U.conj(b, av) if is_complex(av.dtype) else av), m, n
     full = _convolve_full(b, av, S.flip(b, vv, 0))
     if mode == "same":
-        start = m // 2 if not swapped else (m - 1) // 2
+        start = (m - 1) // 2
         full = I.getitem(b, full, slice(start, start + n))
     elif mode == "valid":
         full = I.getitem(b, full, slice(m - 1, n))
@@ -944,75 +943,89 @@ def bincount(b: Builder, x: Any, weights: Any = None, minlength: Any = 0) -> Sta
     return _scatter_count(b, xv, w, length)
 
 
-def _edges(b: Builder, a: Staged, bins: Any, range_: Any, what: str) -> tuple[Any, Any, Any, int]:
-    """(first edge, last edge, the edges, the number of bins) of a uniform histogram; static
-    when `range_` is."""
-    nbins = _static_int(bins, f"{what}: bins") if not isinstance(bins, (list, tuple, np.ndarray)) \
-        else None
-    if nbins is None:
-        edges = np.asarray(bins, dtype=np.float64)
-        if edges.ndim != 1 or np.any(np.diff(edges) < 0):
+def _edges(b: Builder, a: Staged, bins: Any, range_: Any, what: str,
+           dtype: Any = None) -> tuple[Any, Any, Any, int]:
+    """(first edge, last edge, the edges, the number of bins) as np.histogram finds them:
+    Python floats and a static array when `range_` is static, staged values otherwise (the
+    extremes of `a` without a range). `dtype`: the edges' dtype (NumPy's bin type)."""
+    if isinstance(bins, (list, tuple, np.ndarray)):
+        edges = np.asarray(bins)
+        if edges.ndim != 1:
+            raise Reject(CompileError, "`bins` must be 1d, when an array")
+        if np.any(edges[:-1] > edges[1:]):
             raise Reject(CompileError, "`bins` must increase monotonically, when an array")
         return edges[0], edges[-1], edges, len(edges) - 1
+    if isinstance(bins, str):
+        raise Reject(UnsupportedError, f"{what}: bins={bins!r} (an estimator) is not supported: "
+                     "the number of bins would depend on the values", "pass a static integer")
+    nbins = _static_int(bins, f"{what}: bins")
     if nbins < 1:
         raise Reject(CompileError, "`bins` must be positive, when an integer")
     if range_ is not None:
         lo, hi = range_
         if not any(isinstance(v, Staged) for v in (lo, hi)):
-            lo, hi = float(lo), float(hi)
             if lo > hi:
                 raise Reject(CompileError, "max must be larger than min in range parameter.")
             if not (np.isfinite(lo) and np.isfinite(hi)):
                 raise Reject(CompileError, f"supplied range of [{lo}, {hi}] is not finite")
             if lo == hi:
                 lo, hi = lo - 0.5, hi + 0.5
-            return lo, hi, np.linspace(lo, hi, nbins + 1), nbins
-        lo, hi = A.convert(b, _arr(b, lo), F64), A.convert(b, _arr(b, hi), F64)
+            dt = dtype if dtype is not None else np.float64
+            return lo, hi, np.linspace(lo, hi, nbins + 1, dtype=dt), nbins
+        lo, hi = _arr(b, lo), _arr(b, hi)
     else:
-        lo = A.convert(b, R.reduce(b, "min", a), F64)
-        hi = A.convert(b, R.reduce(b, "max", a), F64)
+        lo, hi = R.reduce(b, "min", a), R.reduce(b, "max", a)
+        ops.check(b, _bin(b, "logical_and", _un(b, "isfinite", lo), _un(b, "isfinite", hi)).value,
+                  "ValueError", "autodetected range of the values is not finite")
+    dt = dtype if dtype is not None else A.result_dtype([lo, hi, 1.0])
     same = _bin(b, "equal", lo, hi)
-    lo = U.where(b, same, _bin(b, "subtract", lo, 0.5), lo)
-    hi = U.where(b, same, _bin(b, "add", hi, 0.5), hi)
-    edges = S.linspace(b, lo, hi, nbins + 1)
+    lo = A.convert(b, U.where(b, same, _bin(b, "subtract", lo, 0.5), lo), dt)
+    hi = A.convert(b, U.where(b, same, _bin(b, "add", hi, 0.5), hi), dt)
+    edges = A.convert(b, S.linspace(b, lo, hi, nbins + 1), dt)
     return lo, hi, edges, nbins
 
 
 def histogram(b: Builder, a: Any, bins: Any = 10, range: Any = None, density: Any = None,
               weights: Any = None) -> tuple[Staged, Any]:
     """np.histogram with a static number of bins (or static edges): NumPy's bin index
-    computation, values outside the range dropped."""
+    computation in its bin dtype, values outside the range dropped."""
     av = S.ravel(b, _arr(b, a))
-    lo, hi, edges, nbins = _edges(b, av, bins, range, "np.histogram")
-    x = A.convert(b, av, F64)
-    if isinstance(edges, np.ndarray) and not isinstance(bins, (list, tuple, np.ndarray)):
-        # uniform bins: NumPy's formula with its one-ULP corrections
-        norm = nbins / (hi - lo)
-        idx = A.astype(b, _bin(b, "multiply", _bin(b, "subtract", x, lo), norm), np.int64)
+    bin_type = A.result_dtype([av, 1.0]) if av.dtype.kind in "biu" else av.dtype
+    if range is not None and not isinstance(bins, (list, tuple, np.ndarray)):
+        bin_type = A.result_dtype([*(A.normalize_operand(b, v) for v in range), av])
+        bin_type = A.result_dtype([np.zeros((), bin_type), 1.0]) if bin_type.kind in "biu" \
+            else bin_type
+    lo, hi, edges, nbins = _edges(b, av, bins, range, "np.histogram", bin_type)
+    keep = _bin(b, "logical_and", _bin(b, "greater_equal", av, lo), _bin(b, "less_equal", av, hi))
+    if not isinstance(bins, (list, tuple, np.ndarray)):
+        # uniform bins: NumPy's formula and its one-ULP corrections
+        x = A.convert(b, av, bin_type)
+        denom = hi - lo if not isinstance(lo, Staged) else _bin(b, "subtract", hi, lo)
+        f = _bin(b, "multiply", _bin(b, "true_divide", _bin(b, "subtract", x, lo), denom), nbins)
+        idx = A.astype(b, U.where(b, keep, f, 0), np.int64)
         idx = U.where(b, _bin(b, "equal", idx, nbins), nbins - 1, idx)
+        e = edges if isinstance(edges, Staged) else A.lift(b, edges)
         idx = U.clip(b, idx, 0, nbins - 1)
-        e = A.lift(b, edges)
         idx = U.where(b, _bin(b, "less", x, I.getitem(b, e, idx)), _bin(b, "subtract", idx, 1), idx)
         idx = U.clip(b, idx, 0, nbins - 1)
-        up = _bin(b, "logical_and", _bin(b, "greater_equal", x, I.getitem(b, e, _bin(b, "add", idx, 1))),
+        up = _bin(b, "logical_and", _bin(b, "greater_equal", x,
+                                         I.getitem(b, e, _bin(b, "add", idx, 1))),
                   _bin(b, "not_equal", idx, nbins - 1))
         idx = U.where(b, up, _bin(b, "add", idx, 1), idx)
     else:
-        e = edges if isinstance(edges, Staged) else A.lift(b, edges)
-        idx = _bin(b, "subtract", SO.searchsorted(b, e, x, side="right"), 1)
-        idx = U.where(b, _bin(b, "equal", x, I.getitem(b, e, -1)), nbins - 1, idx)
-    keep = _bin(b, "logical_and", _bin(b, "greater_equal", x, lo), _bin(b, "less_equal", x, hi))
+        e = A.lift(b, edges)
+        idx = _bin(b, "subtract", SO.searchsorted(b, e, av, side="right"), 1)
+        idx = U.where(b, _bin(b, "equal", av, I.getitem(b, e, -1)), nbins - 1, idx)
     idx = U.clip(b, U.where(b, keep, idx, 0), 0, nbins - 1)
     if weights is None:
         w: Staged = A.astype(b, keep, np.int64)
     else:
         wv = S.ravel(b, _arr(b, weights))
-        w = U.where(b, keep, wv, 0)
-        w = A.convert(b, w, wv.dtype)
+        w = A.convert(b, U.where(b, keep, wv, 0), wv.dtype)
     hist = _scatter_count(b, idx, w, nbins)
     e_out = edges if isinstance(edges, Staged) else A.lift(b, edges)
     if density:
-        widths = diff(b, e_out)
+        widths = A.convert(b, diff(b, e_out), F64)
         hist = _bin(b, "true_divide", _bin(b, "true_divide", hist, widths),
                     R.reduce(b, "sum", hist))
     return hist, e_out
@@ -1021,10 +1034,12 @@ def histogram(b: Builder, a: Any, bins: Any = 10, range: Any = None, density: An
 def histogram2d(b: Builder, x: Any, y: Any, bins: Any = 10, range: Any = None,
                 density: Any = None, weights: Any = None) -> tuple[Staged, Any, Any]:
     """np.histogram2d with static bin counts (or edges): np.histogramdd's searchsorted
-    binning, the last edge closed."""
+    binning, the last edge closed; a float64 result."""
     xs = [S.ravel(b, _arr(b, x)), S.ravel(b, _arr(b, y))]
     if xs[0].shape != xs[1].shape:
         raise Reject(CompileError, "x and y must have the same length")
+    sample_type = A.result_dtype(xs)
+    xs = [A.convert(b, v, sample_type) for v in xs]
     if isinstance(bins, (list, tuple)) and len(bins) == 2:
         binspec = list(bins)
     else:
@@ -1034,11 +1049,9 @@ def histogram2d(b: Builder, x: Any, y: Any, bins: Any = 10, range: Any = None,
     keep: Any = None
     counts, edge_list = [], []
     for v, bs, rg in zip(xs, binspec, ranges):
-        v = A.convert(b, v, F64)
-        if rg is None:
-            lo, hi, edges, nb = _edges(b, v, bs, None, "np.histogram2d")
-        else:
-            lo, hi, edges, nb = _edges(b, v, bs, rg, "np.histogram2d")
+        dt = None if rg is not None else A.result_dtype([v, 1.0]) if v.dtype.kind in "biu" \
+            else v.dtype
+        lo, hi, edges, nb = _edges(b, v, bs, rg, "np.histogram2d", dt)
         e = edges if isinstance(edges, Staged) else A.lift(b, edges)
         i = _bin(b, "subtract", SO.searchsorted(b, e, v, side="right"), 1)
         i = U.where(b, _bin(b, "equal", v, I.getitem(b, e, -1)), nb - 1, i)
