@@ -1074,6 +1074,285 @@ def histogram2d(b: Builder, x: Any, y: Any, bins: Any = 10, range: Any = None,
     return hist, edge_list[0], edge_list[1]
 
 
+# ---- index helpers, insertion and deletion ---------------------------------------------------------
+
+def _square_side(arr: Staged, what: str) -> tuple[int, int]:
+    if arr.ndim != 2:
+        raise Reject(CompileError, "input array must be 2-d")
+    n, m = arr.shape
+    if not (isinstance(n, int) and isinstance(m, int)):
+        raise Reject(DynamicShapeError, f"{what} of a matrix of symbolic size {A.fmt_shape(arr.shape)}"
+                     ": the number of indices depends on it", "give the matrix a static shape")
+    return n, m
+
+
+def _tri_indices_from(lower: bool) -> Handler:
+    def handler(b: Builder, arr: Any, k: Any = 0) -> tuple[np.ndarray, np.ndarray]:
+        n, m = _square_side(_arr(b, arr), "np.tril_indices_from" if lower else "np.triu_indices_from")
+        return (np.tril_indices if lower else np.triu_indices)(n, k=_static_int(k, "k"), m=m)
+    return handler
+
+
+def _needs_static(name: str) -> Handler:
+    def handler(b: Builder, *args: Any, **kwargs: Any) -> Any:
+        raise Reject(DynamicShapeError, f"np.{name} needs static sizes: the number of indices "
+                     "would depend on run-time values", "pass Python ints (x.shape of a static "
+                     "shape works)")
+    return handler
+
+
+def diag_indices_from(b: Builder, arr: Any) -> tuple[np.ndarray, ...]:
+    x = _arr(b, arr)
+    if x.ndim < 2:
+        raise Reject(CompileError, "input array must be at least 2-d")
+    if len(set(x.shape)) != 1 or not isinstance(x.shape[0], int):
+        raise Reject(CompileError, "All dimensions of input must be of equal (static) length")
+    return np.diag_indices(x.shape[0], x.ndim)
+
+
+def resize(b: Builder, a: Any, new_shape: Any) -> Staged:
+    """np.resize: the flattened array repeated (or cut) to fill `new_shape`."""
+    x = S.ravel(b, _arr(b, a))
+    shape = S.shape_arg(new_shape, b)
+    total = A.prod(shape)
+    n = x.shape[0]
+    if not (isinstance(total, int) and isinstance(n, int)):
+        raise Reject(UnsupportedError, "np.resize needs static sizes", "use np.tile and a slice")
+    if any(d < 0 for d in shape):
+        raise Reject(CompileError, "all elements of `new_shape` must be non-negative")
+    if n == 0 or total == 0:
+        return S.zeros(b, shape, x.dtype)
+    reps = -(-total // n)
+    flat = S.concatenate(b, [x] * reps, 0) if reps > 1 else x
+    return S.reshape(b, I.getitem(b, flat, slice(0, total)), shape)
+
+
+def _static_positions(obj: Any, n: int, what: str) -> Any:
+    if isinstance(obj, (Staged, DimExpr)) or (isinstance(obj, (list, tuple)) and
+                                              any(isinstance(o, (Staged, DimExpr)) for o in obj)):
+        raise Reject(UnsupportedError, f"np.{what} needs static positions (the result's shape "
+                     "depends on them)", "pass Python ints, a slice or a list of ints")
+    if isinstance(obj, slice):
+        return np.arange(*obj.indices(n))
+    pos = np.asarray(obj)
+    if pos.dtype == bool:
+        if pos.shape != (n,):
+            raise Reject(CompileError, f"boolean array argument obj to {what} must be one "
+                         f"dimensional and match the axis length of {n}")
+        return np.flatnonzero(pos)
+    if pos.size and pos.dtype.kind not in "iu":
+        raise Reject(CompileError, "index array argument obj to insert must be one dimensional "
+                     "or scalar" if what == "insert" else "arrays used as indices must be of "
+                     "integer (or boolean) type")
+    return pos.astype(np.int64)
+
+
+def delete(b: Builder, arr: Any, obj: Any, axis: Any = None) -> Staged:
+    """np.delete with static positions: the kept positions, gathered."""
+    x = _arr(b, arr)
+    if axis is None:
+        x, ax = S.ravel(b, x), 0
+    else:
+        ax = S.normalize_axis(axis, x.ndim)
+    n = _static_len(x, ax, "np.delete")
+    pos = _static_positions(obj, n, "delete")
+    if np.any((pos < -n) | (pos >= n)):
+        bad = int(pos[(pos < -n) | (pos >= n)][0])
+        raise Reject(I.IndexOutOfBoundsError, f"index {bad} is out of bounds for axis {ax} with "
+                     f"size {n}")
+    keep = np.ones(n, bool)
+    keep[pos % n if n else pos] = False
+    return _take_axis(b, x, np.flatnonzero(keep), ax)
+
+
+def insert(b: Builder, arr: Any, obj: Any, values: Any, axis: Any = None) -> Staged:
+    """np.insert with static positions: the array and the values concatenated along the
+    axis, then permuted into place by a static gather (NumPy's placement rules)."""
+    x = _arr(b, arr)
+    if axis is None:
+        x, ax = S.ravel(b, x), 0
+    else:
+        ax = S.normalize_axis(axis, x.ndim)
+    n = _static_len(x, ax, "np.insert")
+    scalar = not isinstance(obj, (slice, list, tuple, np.ndarray))
+    pos = _static_positions(obj, n, "insert")
+    if np.any((pos < -n) | (pos > n)):
+        bad = int(pos[(pos < -n) | (pos > n)][0])
+        raise Reject(I.IndexOutOfBoundsError, f"index {bad} is out of bounds for axis {ax} with "
+                     f"size {n}")
+    pos = np.where(pos < 0, pos + n, pos)
+    v = A.astype(b, _arr(b, values), x.dtype)
+    if scalar or pos.ndim == 0:
+        # NumPy: values as an array of at least x.ndim dims, axis 0 moved to `axis`
+        if v.ndim < x.ndim:
+            v = S.reshape(b, v, (1,) * (x.ndim - v.ndim) + tuple(v.shape))
+        if scalar:
+            v = S.moveaxis(b, v, 0, ax)
+        k = _static_len(v, ax, "np.insert: values") if v.ndim else 1
+        shape = tuple(k if i == ax else d for i, d in enumerate(x.shape))
+        v = S.broadcast_to(b, v, shape)
+        where = np.full(k, int(pos))
+    else:
+        k = pos.size
+        shape = tuple(k if i == ax else d for i, d in enumerate(x.shape))
+        v = S.broadcast_to(b, v, shape)
+        where = pos.ravel()
+    # the new positions: NumPy sorts the insertion points stably and shifts each by its rank
+    order = np.argsort(where, kind="stable")
+    new_pos = np.empty(k, np.int64)
+    new_pos[order] = where[order] + np.arange(k)
+    total = n + k
+    source = np.empty(total, np.int64)
+    is_new = np.zeros(total, bool)
+    is_new[new_pos] = True
+    source[new_pos] = n + np.arange(k)
+    source[~is_new] = np.arange(n)
+    return _take_axis(b, S.concatenate(b, [x, v], ax), source, ax)
+
+
+def compress(b: Builder, condition: Any, a: Any, axis: Any = None, out: Any = None) -> Staged:
+    """np.compress with a static condition: a static gather of the selected positions."""
+    R._no_out(out)
+    cond = A.normalize_operand(b, condition)
+    if isinstance(cond, Staged):
+        raise Reject(DynamicShapeError, "np.compress returns an array whose length depends on the "
+                     "values of a run-time condition", "pass a static condition (a list or "
+                     "NumPy array of bools), or use np.where(cond, x, fill)")
+    c = np.asarray(cond)
+    if c.ndim != 1:
+        raise Reject(CompileError, "condition must be a 1-d array")
+    x = _arr(b, a)
+    if axis is None:
+        x, ax = S.ravel(b, x), 0
+    else:
+        ax = S.normalize_axis(axis, x.ndim)
+    n = _static_len(x, ax, "np.compress")
+    picked = np.flatnonzero(c)
+    if picked.size and picked[-1] >= n:
+        raise Reject(I.IndexOutOfBoundsError, f"index {int(picked[-1])} is out of bounds for "
+                     f"axis {ax} with size {n}")
+    return _take_axis(b, x, picked, ax)
+
+
+def block(b: Builder, arrays: Any) -> Staged:
+    """np.block: nested lists concatenated innermost along the last axis, each level one
+    axis further out (arrays padded with leading 1s to the result's rank)."""
+    def depth(x: Any) -> int:
+        if isinstance(x, tuple):
+            raise Reject(CompileError, "np.block: tuples are not allowed, use lists")
+        if isinstance(x, list):
+            if not x:
+                raise Reject(CompileError, "np.block: lists cannot be empty")
+            ds = {depth(e) for e in x}
+            if len(ds) != 1:
+                raise Reject(CompileError, "np.block: list depths are mismatched")
+            return ds.pop() + 1
+        return 0
+
+    def leaves(x: Any) -> list[Any]:
+        return [y for e in x for y in leaves(e)] if isinstance(x, list) else [x]
+    d = depth(arrays)
+    items = [A.normalize_operand(b, e) for e in leaves(arrays)]
+    nd = max([d] + [len(A.shape_of(e)) for e in items])
+    dtype = A.result_dtype(items)
+
+    def build(x: Any, level: int) -> Staged:
+        if not isinstance(x, list):
+            v = A.convert(b, _arr(b, A.normalize_operand(b, x)), dtype)
+            return S.reshape(b, v, (1,) * (nd - v.ndim) + tuple(v.shape)) if v.ndim < nd else v
+        parts = [build(e, level + 1) for e in x]
+        return S.concatenate(b, parts, -(d - level)) if len(parts) > 1 else parts[0]
+    return build(arrays, 0)
+
+
+def unstack(b: Builder, x: Any, /, *, axis: Any = 0) -> tuple[Staged, ...]:
+    v = _arr(b, x)
+    if v.ndim == 0:
+        raise Reject(CompileError, "Input array must be at least 1-d.")
+    ax = S.normalize_axis(axis, v.ndim)
+    n = _static_len(v, ax, "np.unstack")
+    return tuple(_take_axis(b, v, i, ax) for i in range(n))
+
+
+def ravel_multi_index(b: Builder, multi_index: Any, dims_: Any, mode: Any = "raise",
+                      order: str = "C") -> Staged:
+    """np.ravel_multi_index: ``sum(i_k * stride_k)`` with C or F strides; mode 'raise' checks
+    the indices when the kernel runs, 'wrap' and 'clip' as NumPy."""
+    shape = S.shape_arg(dims_, b)
+    idx = [A.convert(b, _arr(b, i), I64) if not isinstance(i, Staged) or i.dtype.kind in "iu"
+           else None for i in multi_index]
+    if any(i is None for i in idx):
+        raise Reject(CompileError, "only int indices permitted")
+    if len(idx) != len(shape):
+        raise Reject(CompileError, f"parameter multi_index must be a sequence of length "
+                     f"{len(shape)}")
+    modes = list(mode) if isinstance(mode, (list, tuple)) else [mode] * len(shape)
+    if order not in ("C", "F"):
+        raise Reject(CompileError, "only 'C' or 'F' order is permitted")
+    acc: Any = 1
+    axes = range(len(shape) - 1, -1, -1) if order == "C" else range(len(shape))
+    stride_of: dict[int, Any] = {}
+    for k in axes:
+        stride_of[k] = acc
+        acc = A.prod((acc, shape[k]))
+    total: Any = None
+    for k, (i, d, md) in enumerate(zip(idx, shape, modes)):
+        dv: Any = d if isinstance(d, int) else A.dim_value(b, d)
+        assert i is not None
+        if md == "raise":
+            ok = _bin(b, "logical_and", _bin(b, "greater_equal", i, 0), _bin(b, "less", i, dv))
+            ops.check(b, ok.value, "ValueError", "invalid entry in coordinates array")
+        elif md == "wrap":
+            i = _bin(b, "remainder", i, dv)
+        elif md == "clip":
+            i = U.clip(b, i, 0, _bin(b, "subtract", dv, 1))
+        else:
+            raise Reject(CompileError, f"clipmode must be one of 'clip', 'raise', or 'wrap' "
+                         f"(got {md!r})")
+        sv = stride_of[k]
+        term = _bin(b, "multiply", i, sv if isinstance(sv, int) else A.dim_value(b, sv))
+        total = term if total is None else _bin(b, "add", total, term)
+    return A.convert(b, total, I64)
+
+
+def unravel_index(b: Builder, indices: Any, shape: Any, order: str = "C") -> tuple[Staged, ...]:
+    """np.unravel_index: ``(i // stride_k) % dim_k``; an index outside the array raises
+    when the kernel runs."""
+    dims_ = S.shape_arg(shape, b)
+    i = _arr(b, indices)
+    if i.dtype.kind not in "iu":
+        raise Reject(CompileError, "only int indices permitted")
+    i = A.convert(b, i, I64)
+    total = A.prod(dims_)
+    tv: Any = total if isinstance(total, int) else A.dim_value(b, total)
+    ok = _bin(b, "logical_and", _bin(b, "greater_equal", i, 0), _bin(b, "less", i, tv))
+    ops.check(b, ok.value, "ValueError", f"index is out of bounds for array with size {total}")
+    if order not in ("C", "F"):
+        raise Reject(CompileError, "only 'C' or 'F' order is permitted")
+    out: list[Staged] = [i] * len(dims_)
+    rest = i
+    axes = range(len(dims_) - 1, -1, -1) if order == "C" else range(len(dims_))
+    for k in axes:
+        d = dims_[k]
+        dv: Any = d if isinstance(d, int) else A.dim_value(b, d)
+        out[k] = _bin(b, "remainder", rest, dv)
+        rest = _bin(b, "floor_divide", rest, dv)
+    return tuple(out)
+
+
+def astype(b: Builder, x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Staged:
+    return A.astype(b, _arr(b, x), dtype)
+
+
+def result_type(b: Builder, *arrays_and_dtypes: Any) -> np.dtype:
+    """np.result_type of staged arrays: NumPy's answer for their dtypes (a static dtype)."""
+    try:
+        return np.result_type(*[A.stand_in(a) if isinstance(a, (Staged, DimExpr)) else a
+                                for a in arrays_and_dtypes])
+    except TypeError as e:
+        raise Reject(CompileError, str(e)) from None
+
+
 # ---- the functions table -------------------------------------------------------------------------
 
 FUNCTIONS: dict[Any, Handler] = {
@@ -1094,7 +1373,16 @@ FUNCTIONS: dict[Any, Handler] = {
     np.sum: reduction("sum"), np.prod: reduction("prod"), np.max: reduction("max"),
     np.amax: reduction("max"), np.min: reduction("min"), np.amin: reduction("min"),
     np.all: reduction("all"), np.any: reduction("any"), np.mean: mean,
+    np.tril_indices: _needs_static("tril_indices"), np.triu_indices: _needs_static("triu_indices"),
+    np.diag_indices: _needs_static("diag_indices"),
+    np.tril_indices_from: _tri_indices_from(True), np.triu_indices_from: _tri_indices_from(False),
+    np.diag_indices_from: diag_indices_from, np.resize: resize, np.insert: insert,
+    np.delete: delete, np.compress: compress, np.block: block,
+    np.ravel_multi_index: ravel_multi_index, np.unravel_index: unravel_index,
+    np.astype: astype, np.result_type: result_type,
 }
+if hasattr(np, "unstack"):
+    FUNCTIONS[np.unstack] = unstack
 if hasattr(np, "cumulative_sum"):
     FUNCTIONS[np.cumulative_sum] = _cumulative("cumsum")
     FUNCTIONS[np.cumulative_prod] = _cumulative("cumprod")

@@ -472,8 +472,6 @@ UNSUPPORTED: dict[str, tuple[type, str, str | None]] = {
                     "the values", _DYNAMIC),
     "extract": (DynamicShapeError, "np.extract returns an array whose length depends on the "
                 "values", _DYNAMIC),
-    "compress": (DynamicShapeError, "np.compress returns an array whose length depends on the "
-                 "values", _DYNAMIC),
     "trim_zeros": (DynamicShapeError, "np.trim_zeros's length depends on the values", _DYNAMIC),
     "fmod": (UnsupportedError, "np.fmod (C remainder) is not supported",
              "np.remainder / % (Python-style modulo) is supported"),
@@ -489,6 +487,13 @@ UNSUPPORTED: dict[str, tuple[type, str, str | None]] = {
     "linalg": (UnsupportedError, "this np.linalg function is not supported", _CUSTOM),
     "fft": (UnsupportedError, "np.fft is not supported", _CUSTOM),
 }
+# the Array API's unique_* functions: np.unique's static size= is the way out
+for _name, _ret in (("values", ""), ("counts", ", return_counts=True"),
+                    ("inverse", ", return_inverse=True"),
+                    ("all", ", return_index=True, return_inverse=True, return_counts=True")):
+    UNSUPPORTED[f"unique_{_name}"] = (
+        DynamicShapeError, f"np.unique_{_name} returns arrays whose length depends on the values",
+        f"use np.unique(x{_ret}, size=k): the first k unique values, padded (fill_value=)")
 for _io in ("save", "savez", "savez_compressed", "load", "loadtxt", "savetxt", "genfromtxt",
             "fromfile", "memmap", "fromregex"):
     UNSUPPORTED[_io] = (UnsupportedError, f"np.{_io} does I/O, which compiled code cannot do", _IO)
