@@ -1067,10 +1067,11 @@ def histogram2d(b: Builder, x: Any, y: Any, bins: Any = 10, range: Any = None,
         w = A.convert(b, U.where(b, keep, S.ravel(b, _arr(b, weights)), 0), F64)
     hist = S.reshape(b, _scatter_count(b, U.where(b, keep, flat, 0), w, counts[0] * counts[1]),
                      tuple(counts))
-    if density:
-        area = _bin(b, "multiply", S.reshape(b, diff(b, edge_list[0]), (-1, 1)),
-                    S.reshape(b, diff(b, edge_list[1]), (1, -1)))
-        hist = _bin(b, "true_divide", _bin(b, "true_divide", hist, R.reduce(b, "sum", hist)), area)
+    if density:               # NumPy's order: by each axis's widths, then by the total
+        total = R.reduce(b, "sum", hist)
+        hist = _bin(b, "true_divide", hist, S.reshape(b, diff(b, edge_list[0]), (-1, 1)))
+        hist = _bin(b, "true_divide", hist, S.reshape(b, diff(b, edge_list[1]), (1, -1)))
+        hist = _bin(b, "true_divide", hist, total)
     return hist, edge_list[0], edge_list[1]
 
 
