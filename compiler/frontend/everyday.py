@@ -217,7 +217,7 @@ def _gradient_axis(b: Builder, f: Staged, ax: int, h: Any, edge_order: int) -> S
     def along(v: Any) -> Any:                  # a 1-D coefficient broadcast along `ax`
         if len(A.shape_of(v)) == 0:
             return v
-        shape = [1] * f.ndim
+        shape: list[Any] = [1] * f.ndim
         shape[ax] = A.shape_of(v)[0]
         return S.reshape(b, v, tuple(shape))
     if len(A.shape_of(h)) == 0:                     # uniform spacing
@@ -981,8 +981,7 @@ def _edges(b: Builder, a: Staged, bins: Any, range_: Any, what: str,
     same = _bin(b, "equal", lo, hi)
     lo = A.convert(b, U.where(b, same, _bin(b, "subtract", lo, 0.5), lo), dt)
     hi = A.convert(b, U.where(b, same, _bin(b, "add", hi, 0.5), hi), dt)
-    edges = A.convert(b, S.linspace(b, lo, hi, nbins + 1), dt)
-    return lo, hi, edges, nbins
+    return lo, hi, A.convert(b, S.linspace(b, lo, hi, nbins + 1), dt), nbins
 
 
 def histogram(b: Builder, a: Any, bins: Any = 10, range: Any = None, density: Any = None,
@@ -1119,7 +1118,7 @@ def resize(b: Builder, a: Any, new_shape: Any) -> Staged:
     n = x.shape[0]
     if not (isinstance(total, int) and isinstance(n, int)):
         raise Reject(UnsupportedError, "np.resize needs static sizes", "use np.tile and a slice")
-    if any(d < 0 for d in shape):
+    if any(isinstance(d, int) and d < 0 for d in shape):
         raise Reject(CompileError, "all elements of `new_shape` must be non-negative")
     if n == 0 or total == 0:
         return S.zeros(b, shape, x.dtype)

@@ -210,8 +210,9 @@ def reductions(x):
     return (np.sum(x, axis=0, where=x > 0, initial=2), np.max(x, axis=1, where=x > 0, initial=-1,
                                                              keepdims=True),
             np.min(x, initial=0), np.prod(x, where=[True, False, True, True, False]),
-            np.all(x > 0, axis=0, where=x < 1), np.any(x > 1, where=x < 2), np.mean(x, axis=1, where=x > 0),
-            np.mean(x, where=x > 0), x.sum(axis=1, where=x > 0), x.max(initial=10), x.min(axis=0, initial=-1))
+            np.all(x > 0, axis=0, where=x < 1), np.any(x > 1, where=x < 2),
+            np.mean(x, axis=1, where=x > 0), np.mean(x, where=x > 0), x.sum(axis=1, where=x > 0),
+            x.max(initial=10), x.min(axis=0, initial=-1))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.int64])
