@@ -472,16 +472,20 @@ def reduction(kind: str) -> Handler:
                 x = S.broadcast_to(b, x, A.broadcast_shapes(A.shape_of(w), x.shape))
             x = A.convert(b, U.where(b, w, x, A.convert(b, _arr(b, fill), x.dtype)
                                      if kind not in ("all", "any") else fill), x.dtype)
-        res = R.reduce(b, kind, x, axis, dtype, None, keepdims) if kind not in ("max", "min") \
-            or not (initial is not _NO and R.count(b, x, S.normalize_axes(axis, x.ndim)) == 0) \
-            else None
         if initial is _NO:
-            assert res is not None
+            return R.reduce(b, kind, x, axis, dtype, None, keepdims)
+        if kind in ("max", "min"):
+            # `initial` as one more element of every slice: no slice is empty
+            axes = S.normalize_axes(axis, x.ndim)
+            kept = [i for i in range(x.ndim) if i not in axes]
+            moved = S.transpose(b, x, tuple(kept + list(axes)))
+            rows = S.reshape(b, moved, tuple(x.shape[i] for i in kept) + (-1,))
+            extra = S.full(b, tuple(x.shape[i] for i in kept) + (1,), initial, x.dtype)
+            res = R.reduce(b, kind, S.concatenate(b, [rows, extra], -1), -1)
+            if keepdims:
+                res = S.reshape(b, res, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
             return res
-        if res is None:                                     # max/min over no element
-            shape = tuple(1 if keepdims else d for i, d in enumerate(x.shape)
-                          if keepdims or i not in S.normalize_axes(axis, x.ndim))
-            return S.full(b, shape, initial, x.dtype)
+        res = R.reduce(b, kind, x, axis, dtype, None, keepdims)
         return A.convert(b, _bin(b, _REDUCE_UFUNC[kind], res, initial), res.dtype)
     return handler
 
