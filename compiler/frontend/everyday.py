@@ -347,7 +347,7 @@ def _nan_reduction(kind: str) -> Handler:
     def handler(b: Builder, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                 keepdims: bool = False, initial: Any = _NO, where: Any = _NO) -> Staged:
         v, _ = _nan_replaced(b, a, fill)
-        return reduction(kind)(b, v, axis, dtype, out, keepdims, initial=initial, where=where)
+        return _reduce(b, kind, v, axis, dtype, out, keepdims, initial, where)
     return handler
 
 
@@ -366,10 +366,10 @@ def _nan_extremum(kind: str) -> Handler:
         R._no_out(out)
         v = _arr(b, a)
         if not is_inexact(v.dtype) or is_complex(v.dtype):
-            return reduction(kind)(b, v, axis, None, None, keepdims, initial=initial, where=where)
+            return _reduce(b, kind, v, axis, None, None, keepdims, initial, where)
         mask = _un(b, "isnan", v)
         clean = U.where(b, mask, -np.inf if kind == "max" else np.inf, v)
-        res = reduction(kind)(b, clean, axis, None, None, keepdims, initial=initial, where=where)
+        res = _reduce(b, kind, clean, axis, None, None, keepdims, initial, where)
         every = R.reduce(b, "all", mask, axis, keepdims=keepdims)
         return A.convert(b, U.where(b, every, np.nan, res), v.dtype)
     return handler
@@ -455,39 +455,51 @@ _REDUCE_UFUNC = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "min
 
 def reduction(kind: str) -> Handler:
     """np.sum / prod / max / min / all / any with NumPy's where= and initial=: masked-out
-    elements count as the identity (or `initial`), and `initial` joins every slice."""
+    elements count as the identity (or `initial`), and `initial` joins every slice. The
+    handler has NumPy's signature (max, min, all and any take no dtype)."""
+    if kind in ("max", "min", "all", "any"):
+        def extremum(b: Builder, a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+                     initial: Any = _NO, where: Any = _NO) -> Staged:
+            return _reduce(b, kind, a, axis, None, out, keepdims, initial, where)
+        return extremum
+
     def handler(b: Builder, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                 keepdims: bool = False, initial: Any = _NO, where: Any = _NO) -> Staged:
-        R._no_out(out)
-        x = _arr(b, a)
-        if kind in ("max", "min", "all", "any"):
-            dtype = None
-        if kind in ("max", "min") and where is not _NO and initial is _NO:
-            raise Reject(CompileError, f"reduction operation {_REDUCE_UFUNC[kind]} does not have "
-                         "an identity, so to use a where mask one has to specify 'initial'")
-        if where is not _NO and where is not True:
-            fill: Any = {"sum": 0, "prod": 1, "all": True, "any": False}.get(kind, initial)
-            w = A.normalize_operand(b, where)
-            if tuple(A.broadcast_shapes(A.shape_of(w), x.shape)) != tuple(x.shape):
-                x = S.broadcast_to(b, x, A.broadcast_shapes(A.shape_of(w), x.shape))
-            x = A.convert(b, U.where(b, w, x, A.convert(b, _arr(b, fill), x.dtype)
-                                     if kind not in ("all", "any") else fill), x.dtype)
-        if initial is _NO:
-            return R.reduce(b, kind, x, axis, dtype, None, keepdims)
-        if kind in ("max", "min"):
-            # `initial` as one more element of every slice: no slice is empty
-            axes = S.normalize_axes(axis, x.ndim)
-            kept = [i for i in range(x.ndim) if i not in axes]
-            moved = S.transpose(b, x, tuple(kept + list(axes)))
-            rows = S.reshape(b, moved, tuple(x.shape[i] for i in kept) + (-1,))
-            extra = S.full(b, tuple(x.shape[i] for i in kept) + (1,), initial, x.dtype)
-            res = R.reduce(b, kind, S.concatenate(b, [rows, extra], -1), -1)
-            if keepdims:
-                res = S.reshape(b, res, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
-            return res
-        res = R.reduce(b, kind, x, axis, dtype, None, keepdims)
-        return A.convert(b, _bin(b, _REDUCE_UFUNC[kind], res, initial), res.dtype)
+        return _reduce(b, kind, a, axis, dtype, out, keepdims, initial, where)
     return handler
+
+
+def _reduce(b: Builder, kind: str, a: Any, axis: Any, dtype: Any, out: Any, keepdims: bool,
+            initial: Any, where: Any) -> Staged:
+    R._no_out(out)
+    x = _arr(b, a)
+    if kind in ("max", "min", "all", "any"):
+        dtype = None
+    if kind in ("max", "min") and where is not _NO and initial is _NO:
+        raise Reject(CompileError, f"reduction operation {_REDUCE_UFUNC[kind]} does not have "
+                     "an identity, so to use a where mask one has to specify 'initial'")
+    if where is not _NO and where is not True:
+        fill: Any = {"sum": 0, "prod": 1, "all": True, "any": False}.get(kind, initial)
+        w = A.normalize_operand(b, where)
+        if tuple(A.broadcast_shapes(A.shape_of(w), x.shape)) != tuple(x.shape):
+            x = S.broadcast_to(b, x, A.broadcast_shapes(A.shape_of(w), x.shape))
+        x = A.convert(b, U.where(b, w, x, A.convert(b, _arr(b, fill), x.dtype)
+                                 if kind not in ("all", "any") else fill), x.dtype)
+    if initial is _NO:
+        return R.reduce(b, kind, x, axis, dtype, None, keepdims)
+    if kind in ("max", "min"):
+        # `initial` as one more element of every slice: no slice is empty
+        axes = S.normalize_axes(axis, x.ndim)
+        kept = [i for i in range(x.ndim) if i not in axes]
+        moved = S.transpose(b, x, tuple(kept + list(axes)))
+        rows = S.reshape(b, moved, tuple(x.shape[i] for i in kept) + (-1,))
+        extra = S.full(b, tuple(x.shape[i] for i in kept) + (1,), initial, x.dtype)
+        res = R.reduce(b, kind, S.concatenate(b, [rows, extra], -1), -1)
+        if keepdims:
+            res = S.reshape(b, res, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+        return res
+    res = R.reduce(b, kind, x, axis, dtype, None, keepdims)
+    return A.convert(b, _bin(b, _REDUCE_UFUNC[kind], res, initial), res.dtype)
 
 
 def mean(b: Builder, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
