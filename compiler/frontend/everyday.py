@@ -190,10 +190,14 @@ def gradient(b: Builder, f: Any, *varargs: Any, axis: Any = None, edge_order: An
     fv = _float_of(b, fv)
     outs = []
     for ax, h in zip(axes, spacing):
-        n = _static_len(fv, ax, "np.gradient")
-        if n < edge_order + 1:
-            raise Reject(CompileError, "Shape of array too small to calculate a numerical "
-                         "gradient, at least (edge_order + 1) elements are required.")
+        n = fv.shape[ax]
+        message = ("Shape of array too small to calculate a numerical gradient, at least "
+                   "(edge_order + 1) elements are required.")
+        if isinstance(n, int) and n < edge_order + 1:
+            raise Reject(CompileError, message)
+        if not isinstance(n, int):
+            ops.check(b, _bin(b, "greater", A.dim_value(b, n), edge_order).value, "ValueError",
+                      message)
         outs.append(_gradient_axis(b, fv, ax, A.normalize_operand(b, h), edge_order))
     return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -201,6 +205,9 @@ def gradient(b: Builder, f: Any, *varargs: Any, axis: Any = None, edge_order: An
 def _gradient_axis(b: Builder, f: Staged, ax: int, h: Any, edge_order: int) -> Staged:
     def at(start: Any, stop: Any) -> Staged:
         return _sl(b, f, ax, start, stop)
+
+    def pt(i: int) -> Staged:                   # entry i along `ax`, kept as an axis of size 1
+        return S.expand_dims(b, _take_axis(b, f, i, ax), ax)
 
     def mul(c: Any, v: Any) -> Staged:
         return _bin(b, "multiply", c, v)
@@ -223,13 +230,13 @@ def _gradient_axis(b: Builder, f: Staged, ax: int, h: Any, edge_order: int) -> S
     if len(A.shape_of(h)) == 0:                     # uniform spacing
         inner = div(_bin(b, "subtract", at(2, None), at(None, -2)), mul(2.0, h))
         if edge_order == 1:
-            first = div(_bin(b, "subtract", at(1, 2), at(0, 1)), h)
-            last = div(_bin(b, "subtract", at(-1, None), at(-2, -1)), h)
+            first = div(_bin(b, "subtract", pt(1), pt(0)), h)
+            last = div(_bin(b, "subtract", pt(-1), pt(-2)), h)
         else:
-            first = add(mul(div(-1.5, h), at(0, 1)), mul(div(2.0, h), at(1, 2)),
-                        mul(div(-0.5, h), at(2, 3)))
-            last = add(mul(div(0.5, h), at(-3, -2)), mul(div(-2.0, h), at(-2, -1)),
-                       mul(div(1.5, h), at(-1, None)))
+            first = add(mul(div(-1.5, h), pt(0)), mul(div(2.0, h), pt(1)),
+                        mul(div(-0.5, h), pt(2)))
+            last = add(mul(div(0.5, h), pt(-3)), mul(div(-2.0, h), pt(-2)),
+                       mul(div(1.5, h), pt(-1)))
     else:                                            # coordinates: NumPy's non-uniform formulas
         x = _float_of(b, _arr(b, h))
         if x.ndim != 1 or x.shape[0] != f.shape[ax]:
@@ -244,18 +251,18 @@ def _gradient_axis(b: Builder, f: Staged, ax: int, h: Any, edge_order: int) -> S
                     mul(along(cc), at(2, None)))
         d0, d1, dn, dn1 = (I.getitem(b, dx, i) for i in (0, 1, -1, -2))
         if edge_order == 1:
-            first = div(_bin(b, "subtract", at(1, 2), at(0, 1)), d0)
-            last = div(_bin(b, "subtract", at(-1, None), at(-2, -1)), dn)
+            first = div(_bin(b, "subtract", pt(1), pt(0)), d0)
+            last = div(_bin(b, "subtract", pt(-1), pt(-2)), dn)
         else:
             s01 = _bin(b, "add", d0, d1)
             first = add(mul(div(_un(b, "negative", _bin(b, "add", mul(2.0, d0), d1)),
-                                mul(d0, s01)), at(0, 1)),
-                        mul(div(s01, mul(d0, d1)), at(1, 2)),
-                        mul(div(_un(b, "negative", d0), mul(d1, s01)), at(2, 3)))
+                                mul(d0, s01)), pt(0)),
+                        mul(div(s01, mul(d0, d1)), pt(1)),
+                        mul(div(_un(b, "negative", d0), mul(d1, s01)), pt(2)))
             sn = _bin(b, "add", dn1, dn)
-            last = add(mul(div(dn, mul(dn1, sn)), at(-3, -2)),
-                       mul(div(_un(b, "negative", sn), mul(dn1, dn)), at(-2, -1)),
-                       mul(div(_bin(b, "add", mul(2.0, dn), dn1), mul(dn, sn)), at(-1, None)))
+            last = add(mul(div(dn, mul(dn1, sn)), pt(-3)),
+                       mul(div(_un(b, "negative", sn), mul(dn1, dn)), pt(-2)),
+                       mul(div(_bin(b, "add", mul(2.0, dn), dn1), mul(dn, sn)), pt(-1)))
     return A.convert(b, S.concatenate(b, [first, inner, last], ax), f.dtype)
 
 
@@ -690,17 +697,19 @@ def convolve(b: Builder, a: Any, v: Any, mode: str = "full") -> Staged:
     if mode not in ("full", "same", "valid"):
         raise Reject(CompileError, f"mode must be one of 'valid', 'same', or 'full' (got {mode!r})")
     if mode != "full" and not (isinstance(n, int) and isinstance(m, int)) and n != m:
-        raise Reject(UnsupportedError, f"np.convolve(mode={mode!r}) needs static lengths (the "
-                     "result's length depends on which is longer)", "use mode='full' and slice")
+        # symbolic lengths: the first array must be the longer one (NumPy would swap them)
+        ops.check(b, _bin(b, "greater_equal", A.dim_value(b, n), A.dim_value(b, m)).value,
+                  "ValueError", f"np.convolve(mode={mode!r}) of arrays of symbolic lengths "
+                  "needs the first to be at least as long as the second")
     if isinstance(n, int) and isinstance(m, int) and m > n:
         av, vv, n, m = vv, av, m, n
     full = _convolve_full(b, av, vv)
     if mode == "full":
         return full
     if mode == "same":
-        start = (m - 1) // 2
-        return I.getitem(b, full, slice(start, start + n))
-    return I.getitem(b, full, slice(m - 1, n))
+        start = (m - 1) // 2 if isinstance(m, int) else dims.floordiv(dims.add(m, -1), 2)
+        return I.getitem(b, full, slice(start, dims.add(start, n)))
+    return I.getitem(b, full, slice(dims.add(m, -1), n))
 
 
 def correlate(b: Builder, a: Any, v: Any, mode: str = "valid") -> Staged:
@@ -717,20 +726,22 @@ def correlate(b: Builder, a: Any, v: Any, mode: str = "valid") -> Staged:
     if mode not in ("full", "same", "valid"):
         raise Reject(CompileError, f"mode must be one of 'valid', 'same', or 'full' (got {mode!r})")
     if not (isinstance(n, int) and isinstance(m, int)) and n != m:
-        raise Reject(UnsupportedError, "np.correlate needs static lengths (the result's "
-                     "orientation depends on which is longer)", None)
+        # symbolic lengths: the first array must be the longer one (NumPy would swap them)
+        ops.check(b, _bin(b, "greater_equal", A.dim_value(b, n), A.dim_value(b, m)).value,
+                  "ValueError", "np.correlate of arrays of symbolic lengths needs the first to "
+                  "be at least as long as the second")
     if is_complex(vv.dtype):
         vv = U.conj(b, vv)
-    swapped = m > n
+    swapped = isinstance(n, int) and isinstance(m, int) and m > n
     if swapped:       # NumPy: correlate(v, a) reversed and conjugated
         av, vv, n, m = (U.conj(b, vv) if is_complex(vv.dtype) else vv), \
             (U.conj(b, av) if is_complex(av.dtype) else av), m, n
     full = _convolve_full(b, av, S.flip(b, vv, 0))
     if mode == "same":
-        start = (m - 1) // 2
-        full = I.getitem(b, full, slice(start, start + n))
+        start = (m - 1) // 2 if isinstance(m, int) else dims.floordiv(dims.add(m, -1), 2)
+        full = I.getitem(b, full, slice(start, dims.add(start, n)))
     elif mode == "valid":
-        full = I.getitem(b, full, slice(m - 1, n))
+        full = I.getitem(b, full, slice(dims.add(m, -1), n))
     if swapped:
         full = S.flip(b, full, 0)
         if is_complex(full.dtype):
@@ -848,7 +859,8 @@ def cov(b: Builder, m: Any, y: Any = None, rowvar: bool = True, bias: bool = Fal
     fact = _bin(b, "maximum", _bin(b, "subtract", A.dim_value(b, n) if not isinstance(n, int) else n,
                                    ddof), 0)
     c = A.convert(b, _bin(b, "true_divide", prod_, fact), dt)
-    return S.squeeze(b, c)
+    ones = tuple(i for i, d in enumerate(c.shape) if isinstance(d, int) and d == 1)
+    return S.squeeze(b, c, ones) if ones else c    # NumPy's squeeze, of static sizes
 
 
 def corrcoef(b: Builder, x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) -> Staged:

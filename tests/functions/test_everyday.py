@@ -341,3 +341,24 @@ def test_refusals_name_the_way_out(fn, arg, error, text):
     assert text in str(e.value)
     assert "test_everyday.py" in str(e.value)
     assert isinstance(e.value, CompileError)
+
+
+# ---- symbolic sizes ---------------------------------------------------------------------------
+
+def symbolic(x, v, m):
+    return (np.diff(x, 2, prepend=0), np.cumulative_sum(x, include_initial=True), np.trapezoid(x),
+            np.gradient(x), np.gradient(x, edge_order=2), np.interp(x, np.sort(v), v),
+            np.convolve(x, v), np.convolve(x, v, "same"), np.correlate(x, v, "valid"),
+            np.nanmean(m, axis=1), np.nanvar(m), np.cov(m), np.corrcoef(m),
+            np.histogram(x, bins=4), np.max(x, initial=0.5), np.max(x[:0], initial=0.5))
+
+
+def test_symbolic_sizes():
+    kernel = compiler.jit(symbolic, signature="f64[n], f64[k], f64[r, c]")
+    for n, k, r in ((9, 3, 3), (5, 4, 2)):
+        m = R.standard_normal((r, 6))
+        m[0, 1] = np.nan
+        args = (R.standard_normal(n), R.standard_normal(k), m)
+        same(kernel(*args), _numpy(symbolic, *args))
+    with pytest.raises(ValueError, match="at least as long"):
+        kernel(R.standard_normal(3), R.standard_normal(4), m)
