@@ -121,7 +121,7 @@ def ediff1d(b: Builder, ary: Any, to_end: Any = None, to_begin: Any = None) -> S
     """np.ediff1d: differences of the flattened array, with to_begin/to_end (cast to its
     dtype, as NumPy does)."""
     x = S.ravel(b, _arr(b, ary))
-    d = diff(b, x)
+    d = _bin(b, "subtract", I.getitem(b, x, slice(1, None)), I.getitem(b, x, slice(None, -1)))
     parts = []
     for extra in (to_begin, d, to_end):
         if extra is None:
@@ -187,7 +187,8 @@ def gradient(b: Builder, f: Any, *varargs: Any, axis: Any = None, edge_order: An
     edge_order = _static_int(edge_order, "np.gradient: edge_order")
     if edge_order not in (1, 2):
         raise Reject(CompileError, "'edge_order' greater than 2 not supported")
-    fv = _float_of(b, fv)
+    if fv.dtype.kind in "iu":                         # NumPy: integers in float64; bools fail
+        fv = A.convert(b, fv, F64)
     outs = []
     for ax, h in zip(axes, spacing):
         n = fv.shape[ax]
