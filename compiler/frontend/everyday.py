@@ -667,14 +667,28 @@ def interp(b: Builder, x: Any, xp: Any, fp: Any, left: Any = None, right: Any = 
 
 # ---- convolutions ----------------------------------------------------------------------------------
 
+_SHORT_KERNEL = 512     # np.convolve: the longest kernel summed as shifted slices (compile
+#                         time grows with it: 0.3 s for 64 taps, 2.5 s for 500)
+
+
 def _convolve_full(b: Builder, a: Staged, v: Staged) -> Staged:
-    """The full discrete convolution of 1-D a (length n) and v (length m): windows of the
-    zero-padded a gathered into an (n + m - 1, m) matrix, times v reversed."""
+    """The full discrete convolution of 1-D a (length n) and v (length m): for a short
+    static v, a sum of shifted slices of the zero-padded a; otherwise the windows of the
+    padded a gathered into an (n + m - 1, m) matrix, times v reversed."""
     n, m = a.shape[0], v.shape[0]
     dtype = A.result_dtype([a, v])
     a, v = A.convert(b, a, dtype), A.convert(b, v, dtype)
     pad = S.zeros(b, (dims.add(m, -1),), dtype)
     padded = S.concatenate(b, [pad, a, pad], 0)
+    if isinstance(m, int) and m <= _SHORT_KERNEL:
+        # a short kernel: a sum of m shifted slices, one fused loop over the output
+        total = dims.add(dims.add(n, m), -1)
+        out: Any = None
+        for j in range(m):
+            term = _bin(b, "multiply", I.getitem(b, padded, slice(j, dims.add(total, j))),
+                        I.getitem(b, v, m - 1 - j))
+            out = term if out is None else _bin(b, "add", out, term)
+        return A.convert(b, out, dtype)
     k = S.arange(b, dims.add(dims.add(n, m), -1))
     j = S.arange(b, m)
     idx = _bin(b, "add", S.reshape(b, k, (-1, 1)), S.reshape(b, j, (1, -1)))
