@@ -684,9 +684,9 @@ def _convolve_full(b: Builder, a: Staged, v: Staged) -> Staged:
         # a short kernel: a sum of m shifted slices, one fused loop over the output
         total = dims.add(dims.add(n, m), -1)
         out: Any = None
-        for j in range(m):
-            term = _bin(b, "multiply", I.getitem(b, padded, slice(j, dims.add(total, j))),
-                        I.getitem(b, v, m - 1 - j))
+        for t in range(m):
+            term = _bin(b, "multiply", I.getitem(b, padded, slice(t, dims.add(total, t))),
+                        I.getitem(b, v, m - 1 - t))
             out = term if out is None else _bin(b, "add", out, term)
         return A.convert(b, out, dtype)
     k = S.arange(b, dims.add(dims.add(n, m), -1))
