@@ -22,6 +22,7 @@ from compiler.frontend import factor as F
 from compiler.frontend import indexing as I
 from compiler.frontend import linalg as L
 from compiler.frontend import eig as E
+from compiler.frontend import everyday as EV
 from compiler.frontend import solve as LU
 from compiler.frontend import spectral as SP
 from compiler.frontend import reductions as R
@@ -350,6 +351,11 @@ NUMPY_FUNCTIONS.update({np.linalg.eigh: SP.eigh, np.linalg.eigvalsh: SP.eigvalsh
                         np.linalg.cond: SP.cond, np.linalg.vector_norm: L.vector_norm,
                         np.linalg.matrix_norm: L.matrix_norm})
 
+# NumPy's everyday functions (frontend/everyday.py; docs/numpy_functions.md), and the
+# reductions with where= and initial= (they replace the handlers above)
+NUMPY_FUNCTIONS.update(EV.FUNCTIONS)
+_FUNCTIONS_BY_NAME.update({fn.__name__: h for fn, h in EV.FUNCTIONS.items()})
+
 # np.* functions that always stage, even on static arguments: their results are
 # local arrays the function may update (y = np.zeros(3); y[i] = ...).
 # (np.array, np.arange and np.linspace of static values stay static: they are small constants,
@@ -361,6 +367,8 @@ CREATION = {getattr(np, n) for n in ("zeros", "ones", "empty", "full", "zeros_li
 # NumPy helpers about dtypes and shapes, evaluated in Python on static arguments
 STATIC_NUMPY = {np.result_type, np.promote_types, np.can_cast, np.isscalar, np.broadcast_shapes,
                 np.iscomplexobj, np.isrealobj, np.issubdtype, np.iinfo, np.finfo}
+
+STATIC_NUMPY.add(np.errstate)   # `with np.errstate(...)`: a no-op in compiled code (stager.py)
 
 DTYPE_CALLABLES = {np.float32, np.float64, np.int32, np.int64, np.bool_, np.double, np.single,
                    np.intp, np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64, np.float16,
@@ -402,6 +410,8 @@ METHODS: dict[str, Handler] = {
     "__array__": lambda b, x: x,
     "argsort": SO.argsort,
 }
+
+METHODS.update(EV.METHODS)    # where= and initial= (frontend/everyday.py)
 
 METHOD_ALTERNATIVES = {
     "tolist": "return the array itself", "fill": "use y[...] = value or np.full",
@@ -462,9 +472,6 @@ UNSUPPORTED: dict[str, tuple[type, str, str | None]] = {
                     "the values", _DYNAMIC),
     "extract": (DynamicShapeError, "np.extract returns an array whose length depends on the "
                 "values", _DYNAMIC),
-    "compress": (DynamicShapeError, "np.compress returns an array whose length depends on the "
-                 "values", _DYNAMIC),
-    "bincount": (DynamicShapeError, "np.bincount's length depends on the largest value", None),
     "trim_zeros": (DynamicShapeError, "np.trim_zeros's length depends on the values", _DYNAMIC),
     "fmod": (UnsupportedError, "np.fmod (C remainder) is not supported",
              "np.remainder / % (Python-style modulo) is supported"),
@@ -474,19 +481,19 @@ UNSUPPORTED: dict[str, tuple[type, str, str | None]] = {
                    "write the body with array operations, or use compiler.vmap"),
     "apply_along_axis": (UnsupportedError, "np.apply_along_axis runs Python per slice",
                          "use compiler.vmap"),
-    "interp": (UnsupportedError, "np.interp is not supported yet", _CUSTOM),
-    "convolve": (UnsupportedError, "np.convolve is not supported yet", _CUSTOM),
-    "histogram": (DynamicShapeError, "np.histogram is not supported", _CUSTOM),
-    "nansum": (UnsupportedError, "np.nansum is not supported yet",
-               "use np.sum(np.where(np.isnan(x), 0, x))"),
-    "nanmean": (UnsupportedError, "np.nanmean is not supported yet",
-                "use np.where(np.isnan(x), 0, x) and divide by the count of non-nan values"),
     "random": (UnsupportedError, "np.random is not supported inside compiled functions",
                "use compiler.random (e.g. compiler.random.normal(shape)), or pass random "
                "arrays in as arguments"),
     "linalg": (UnsupportedError, "this np.linalg function is not supported", _CUSTOM),
     "fft": (UnsupportedError, "np.fft is not supported", _CUSTOM),
 }
+# the Array API's unique_* functions: np.unique's static size= is the way out
+for _name, _ret in (("values", ""), ("counts", ", return_counts=True"),
+                    ("inverse", ", return_inverse=True"),
+                    ("all", ", return_index=True, return_inverse=True, return_counts=True")):
+    UNSUPPORTED[f"unique_{_name}"] = (
+        DynamicShapeError, f"np.unique_{_name} returns arrays whose length depends on the values",
+        f"use np.unique(x{_ret}, size=k): the first k unique values, padded (fill_value=)")
 for _io in ("save", "savez", "savez_compressed", "load", "loadtxt", "savetxt", "genfromtxt",
             "fromfile", "memmap", "fromregex"):
     UNSUPPORTED[_io] = (UnsupportedError, f"np.{_io} does I/O, which compiled code cannot do", _IO)

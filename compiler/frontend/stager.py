@@ -26,6 +26,7 @@ from compiler.errors import CompileError, InternalCompilerError, ShapeMismatchEr
     SideEffectError, TruthValueError, UnsupportedError, source_excerpt
 from compiler.frontend import arrays as A
 from compiler.frontend import control, loops, pytrees, static_args
+from compiler.frontend import everyday as EV
 from compiler.frontend import masked as M
 from compiler.frontend import writes as W
 from compiler.frontend import indexing as I
@@ -333,6 +334,21 @@ class Stager(CallMixin, ast.NodeVisitor):
             control.staged_if(self, node, test)
             return
         self.exec_block(node.body if self.truth(test) else node.orelse)
+
+    def visit_With(self, node: ast.With) -> None:
+        """``with np.errstate(...):`` runs its body: compiled code keeps no floating-point
+        error state (it never warns nor raises on NaN or division by zero), so NumPy's
+        context manager has nothing to change. Other context managers are refused."""
+        for item in node.items:
+            ctx = self.visit(item.context_expr)
+            if not isinstance(ctx, np.errstate):
+                raise Reject(UnsupportedError, "a `with` statement is not supported in compiled "
+                             "functions (except `with np.errstate(...)`, which does nothing "
+                             "there)", "move the context manager outside the compiled function")
+            if item.optional_vars is not None:
+                raise Reject(UnsupportedError, "`with np.errstate(...) as name` is not supported",
+                             "drop the `as` clause")
+        self.exec_block(node.body)
 
     def visit_For(self, node: ast.For) -> None:
         how = loops.plan(self, node.iter)
@@ -913,6 +929,8 @@ register_function(np.copyto, _inplace_writer("copyto", I.copyto))
 register_function(np.put, _inplace_writer("put", I.put))
 register_function(np.fill_diagonal, _inplace_writer("fill_diagonal", I.fill_diagonal))
 register_function(np.ndarray.sort, _inplace_writer("ndarray.sort", SO.sort_inplace))
+for _fn, _handler in EV.STAGER_FUNCTIONS.items():     # np.piecewise (frontend/everyday.py)
+    register_function(_fn, _handler)
 register_function(np.ndarray.fill, _inplace_writer(   # x.fill(v): casts as assignment does
     "ndarray.fill", lambda b, a, value: I.copyto(b, a, value, casting="unsafe")))
 

@@ -215,9 +215,9 @@ def test_compiled_forward_is_used_when_possible_and_host_callback_false_forces_i
 
         @staticmethod
         def forward(x):
-            return np.interp(x, x, x)
+            return np.busday_count(x, x)
 
-    with pytest.raises(UnsupportedError, match="interp"):
+    with pytest.raises(UnsupportedError, match="busday_count"):
         jit(lambda x: Compiled.apply(x))(np.ones(3))
 
 
