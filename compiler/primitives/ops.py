@@ -459,3 +459,14 @@ def svd(b: Builder, a: Value, full_matrices: bool = False, compute_uv: bool = Tr
     the stack a [..., m, n]."""
     return tuple(b.emit(svd_p, [a], {"full_matrices": bool(full_matrices),
                                      "compute_uv": bool(compute_uv)}))
+
+
+# ---- special functions (compiler/primitives/special.py; docs/special.md) ----------------
+
+bitcast_p = declare("bitcast", ELEMENTWISE)
+
+
+def bitcast(b: Builder, x: Value, dtype: Any) -> Value:
+    """The bits of each element reinterpreted as `dtype` (of the same width): float64 <-> int64,
+    float32 <-> int32 (NumPy's ``x.view(dtype)``)."""
+    return b.emit1(bitcast_p, [x], {"dtype": np.dtype(dtype)})

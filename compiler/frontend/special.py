@@ -1,0 +1,470 @@
+"""Special functions: NumPy's bit-level and special elementwise functions, and the calls to
+``scipy.special`` that compile (docs/special.md).
+
+NumPy's ``signbit``, ``copysign``, ``heaviside``, ``sinc``, ``nextafter``, ``spacing``,
+``frexp``, ``ldexp``, ``modf`` and ``float_power`` are compositions of elementwise
+primitives; the bit-level ones are integer arithmetic on the bit pattern through the
+``bitcast`` primitive (compiler/primitives/special.py). Each rule keeps the derivative
+where the function has one: copysign is a select between ``-|x|`` and ``|x|``, ldexp and
+frexp's mantissa multiply their operand by powers of two built from bits.
+
+``scipy.special`` is recognised by the identity of the function object (a ufunc or a
+Python function of the module in ``sys.modules``), never by inlining SciPy's source, and
+SciPy stays optional: nothing here imports it. A function of ``scipy.special`` that is not
+in :data:`SCIPY` is refused with one message naming it (:func:`scipy_call`).
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from compiler.errors import CompileError, UnsupportedError
+from compiler.frontend import arrays as A
+from compiler.frontend import reductions as R
+from compiler.frontend import ufuncs as U
+from compiler.frontend.arrays import Elementwise as E
+from compiler.frontend.values import Reject, Staged
+from compiler.ir.builder import Builder
+from compiler.ir.core import Value
+from compiler.ir.types import BOOL, F16, F32, F64, I32, I64, is_float, is_int, is_unsigned
+from compiler.primitives import ops
+
+_c = ops.full_like
+
+# ---- bit patterns ------------------------------------------------------------------------
+
+#: float dtype -> (int dtype of its bits, mantissa bits, exponent bias, min normal exponent)
+_BITS = {F64: (I64, 52, 1023, -1022), F32: (I32, 23, 127, -126)}
+
+
+def _layout(dtype: np.dtype, what: str) -> tuple[np.dtype, int, int, int]:
+    if dtype not in _BITS:
+        raise Reject(UnsupportedError, f"{what} of {dtype} values is not supported",
+                     "convert to float32 or float64 first")
+    return _BITS[dtype]
+
+
+def _bits(b: Builder, x: Value) -> Value:
+    return ops.bitcast(b, x, _BITS[x.dtype][0])
+
+
+def _pow2(b: Builder, k: Value, dtype: np.dtype) -> Value:
+    """2**k as a float of `dtype`, for integer k (of the bits' dtype) in the normal range."""
+    _, mant, bias, _ = _BITS[dtype]
+    field = ops.shl(b, ops.add(b, k, _c(b, bias, k)), _c(b, mant, k))
+    return ops.bitcast(b, field, dtype)
+
+
+def _signbit_value(b: Builder, x: Value) -> Value:
+    if x.dtype == BOOL or is_unsigned(x.dtype):
+        return ops.full(b, False, x.type.with_dtype(BOOL))
+    if is_int(x.dtype):
+        return ops.lt(b, x, _c(b, 0, x))
+    if x.dtype == F16:
+        x = ops.convert(b, x, F32)          # exact, the sign (of a nan too) kept
+    bits = _bits(b, x)
+    return ops.lt(b, bits, _c(b, 0, bits))
+
+
+def _signbit(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    return _signbit_value(b, vs[0])
+
+
+def _copysign(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """|x| with the sign of y: a select between -|x| and |x| (derivative ±sign(x))."""
+    x, y = vs
+    mag = ops.abs_(b, x)
+    return ops.select(b, _signbit_value(b, y), ops.neg(b, mag), mag)
+
+
+def _heaviside(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """0 for x1 < 0, x2 at x1 == 0, 1 for x1 > 0, nan for nan."""
+    x1, x2 = vs
+    out = ops.select(b, ops.eq(b, x1, _c(b, 0.0, x1)), x2, _c(b, 1.0, x1))
+    out = ops.select(b, ops.lt(b, x1, _c(b, 0.0, x1)), _c(b, 0.0, x1), out)
+    return ops.select(b, ops.isnan(b, x1), x1, out)
+
+
+def _sinc(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """sin(pi x) / (pi x), 1 at 0 (NumPy's formula; the quotient runs on 1 at 0, so that every
+    derivative there is finite: sinc'(0) = 0)."""
+    (x,) = vs
+    zero = ops.eq(b, x, _c(b, 0.0, x))
+    y = ops.mul(b, ops.select(b, zero, _c(b, 1.0, x), x), _c(b, math.pi, x))
+    return ops.select(b, zero, _c(b, 1.0, x), ops.div(b, ops.sin(b, y), y))
+
+
+def _nextafter(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """The next float after x towards y: the bit pattern plus or minus one."""
+    x, y = vs
+    _layout(dtype, "np.nextafter")
+    bits = _bits(b, x)
+    one = _c(b, 1, bits)
+    up = ops.eq(b, ops.lt(b, x, y), ops.gt(b, x, _c(b, 0.0, x)))
+    step = ops.select(b, up, ops.add(b, bits, one), ops.sub(b, bits, one))
+    ybits = _bits(b, y)
+    tiny = ops.or_(b, ops.and_(b, ybits, _c(b, np.iinfo(ybits.dtype).min, ybits)), one)
+    zero = ops.eq(b, x, _c(b, 0.0, x))
+    out = ops.bitcast(b, ops.select(b, zero, tiny, step), dtype)
+    out = ops.select(b, ops.eq(b, x, y), y, out)
+    return ops.select(b, ops.or_(b, ops.isnan(b, x), ops.isnan(b, y)), ops.add(b, x, y), out)
+
+
+def _spacing(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """nextafter(x, copysign(inf, x)) - x (towards +inf at -0.0); nan for inf and nan."""
+    (x,) = vs
+    _layout(dtype, "np.spacing")
+    inf = _copysign(b, [_c(b, np.inf, x), x], dtype)
+    inf = ops.select(b, ops.eq(b, x, _c(b, 0.0, x)), _c(b, np.inf, x), inf)     # -0.0: up
+    out = ops.sub(b, _nextafter(b, [x, inf], dtype), x)
+    return ops.select(b, ops.isinf(b, x), _c(b, np.nan, x), out)
+
+
+def scalbn(b: Builder, x: Value, n: Value) -> Value:
+    """x * 2**n, rounded once (also into the subnormal range), for an integer n of the bits'
+    dtype: at most two scalings by the extreme powers first, as C's scalbn."""
+    dtype = x.dtype
+    _, mant, bias, emin = _BITS[dtype]
+    big, small = bias, emin + mant + 1            # 2**1023, 2**-1022 * 2**53
+    lim = 2 * (bias - emin + mant + 2)
+    n = ops.minimum(b, ops.maximum(b, n, _c(b, -lim, n)), _c(b, lim, n))
+    for _ in range(2):
+        over = ops.gt(b, n, _c(b, bias, n))
+        x = ops.select(b, over, ops.mul(b, x, _c(b, 2.0 ** big, x)), x)
+        n = ops.select(b, over, ops.sub(b, n, _c(b, big, n)), n)
+        under = ops.lt(b, n, _c(b, emin, n))
+        x = ops.select(b, under, ops.mul(b, x, _c(b, 2.0 ** small, x)), x)
+        n = ops.select(b, under, ops.sub(b, n, _c(b, small, n)), n)
+    n = ops.minimum(b, ops.maximum(b, n, _c(b, emin, n)), _c(b, bias, n))
+    return ops.mul(b, x, _pow2(b, n, dtype))
+
+
+def frexp_values(b: Builder, x: Value) -> tuple[Value, Value]:
+    """(m, e) with x = m * 2**e, 0.5 <= |m| < 1; (x, 0) for 0, inf and nan. e is of the bits'
+    dtype; m is x times exact powers of two, so dm/dx = 2**-e."""
+    idt, mant, bias, emin = _BITS[x.dtype]
+    sub = ops.lt(b, ops.abs_(b, x), _c(b, 2.0 ** emin, x))
+    scaled = ops.select(b, sub, ops.mul(b, x, _c(b, 2.0 ** (mant + 2), x)), x)
+    bits = _bits(b, scaled)
+    field = ops.and_(b, ops.shr(b, bits, _c(b, mant, bits)), _c(b, 2 * bias + 1, bits))
+    e = ops.sub(b, field, _c(b, bias - 1, bits))
+    e = ops.select(b, sub, ops.sub(b, e, _c(b, mant + 2, e)), e)
+    special = ops.or_(b, ops.eq(b, x, _c(b, 0.0, x)), ops.not_(b, ops.isfinite(b, x)))
+    e = ops.select(b, special, _c(b, 0, e), e)
+    neg = ops.neg(b, e)
+    half = ops.shr(b, neg, _c(b, 1, neg))
+    m = ops.mul(b, ops.mul(b, x, _pow2(b, half, x.dtype)), _pow2(b, ops.sub(b, neg, half), x.dtype))
+    return m, e
+
+
+def _float_operand(b: Builder, x: Any, what: str) -> Staged:
+    x = A.normalize_operand(b, x)
+    dtype = A.oracle(np.frexp if what == "np.frexp" else np.modf, [x])
+    s = A.lift(b, x)
+    return A.convert(b, s, dtype) if s.dtype != dtype else s
+
+
+def frexp(b: Builder, x: Any, out: Any = None) -> tuple[Staged, Staged]:
+    """np.frexp: (mantissa, exponent) with the exponent as int32."""
+    R._no_out(out)
+    s = _float_operand(b, x, "np.frexp")
+    v = s.value
+    wide = v.dtype == F16
+    if wide:
+        v = ops.convert(b, v, F32)
+    _layout(v.dtype, "np.frexp")
+    m, e = frexp_values(b, v)
+    if wide:
+        m = ops.convert(b, m, F16)
+    return Staged(m), Staged(A.convert_value(b, e, np.dtype(np.int32)))
+
+
+def ldexp(b: Builder, x1: Any, x2: Any, out: Any = None) -> Staged:
+    """np.ldexp: x1 * 2**x2 for an integer x2, rounded once."""
+    R._no_out(out)
+    x1, x2 = A.normalize_operand(b, x1), A.normalize_operand(b, x2)
+    dtype = A.oracle(np.ldexp, [x1, x2])
+    e = A.lift(b, x2)
+    if not (is_int(e.dtype) or e.dtype == BOOL):
+        raise Reject(CompileError, "np.ldexp: the exponent must be an integer array",
+                     "convert it with .astype(np.int64)")
+    shape = A.broadcast_shapes(A.shape_of(x1), A.shape_of(x2))
+    compute = F32 if dtype == F16 else dtype
+    _layout(compute, "np.ldexp")
+    x = A.operand(b, x1, compute, shape)
+    n = A.operand(b, x2, I64, shape)
+    if compute == F32:
+        n = ops.convert(b, ops.minimum(b, ops.maximum(b, n, _c(b, -1000, n)), _c(b, 1000, n)), I32)
+    return Staged(A.convert_value(b, scalbn(b, x, n), dtype), weak=A.all_weak([x1]))
+
+
+def modf(b: Builder, x: Any, out: Any = None) -> tuple[Staged, Staged]:
+    """np.modf: (fractional part, integral part), both with the sign of x; (±0, ±inf) at ±inf."""
+    R._no_out(out)
+    s = _float_operand(b, x, "np.modf")
+    v = s.value
+    whole = U.unary(b, "trunc", Staged(v)).value
+    frac = ops.sub(b, v, whole)
+    frac = ops.select(b, ops.isinf(b, v), _c(b, 0.0, v), frac)
+    frac = _copysign(b, [frac, v], v.dtype)
+    return Staged(frac), Staged(whole)
+
+
+# ---- Bessel functions of order 0 and 1 --------------------------------------------------
+
+
+NUMPY_UFUNC_RULES: dict[str, E] = {
+    "signbit": E(np.signbit, None, "predicate", rule=_signbit),
+    "copysign": E(np.copysign, None, rule=_copysign),
+    "heaviside": E(np.heaviside, None, rule=_heaviside),
+    "nextafter": E(np.nextafter, None, rule=_nextafter),
+    "spacing": E(np.spacing, None, rule=_spacing),
+    "float_power": E(np.float_power, ops.pow_p),
+}
+
+
+def _elementwise_handler(spec: E) -> Callable[..., Staged]:
+    def handler(b: Builder, *args: Any, out: Any = None, dtype: Any = None) -> Staged:
+        R._no_out(out)
+        res = A.apply(b, spec, args)
+        return res if dtype is None else A.astype(b, res, dtype)
+    return handler
+
+
+def _sinc_handler(b: Builder, x: Any) -> Staged:
+    return A.apply(b, E(np.sinc, None, rule=_sinc), (x,))
+
+
+#: np.<function> -> handler (merged into numpy_api.NUMPY_FUNCTIONS)
+NUMPY_FUNCTIONS: dict[Any, Callable[..., Any]] = {
+    **{getattr(np, name): _elementwise_handler(spec) for name, spec in NUMPY_UFUNC_RULES.items()},
+    np.sinc: _sinc_handler, np.frexp: frexp, np.ldexp: ldexp, np.modf: modf,
+}
+
+
+# ---- scipy.special: compositions ---------------------------------------------------------
+
+def _where(b: Builder, cond: Value, x: Value, y: Value) -> Value:
+    return ops.select(b, cond, x, y)
+
+
+def _exp_neg_abs(b: Builder, x: Value) -> tuple[Value, Value]:
+    """(x >= 0, exp(-|x|)), with -|x| written as a select so both branches differentiate."""
+    pos = ops.ge(b, x, _c(b, 0.0, x))
+    return pos, ops.exp(b, ops.select(b, pos, ops.neg(b, x), x))
+
+
+def _expit(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """1 / (1 + exp(-x)) for x >= 0, exp(x) / (1 + exp(x)) below: no overflow."""
+    (x,) = vs
+    pos, t = _exp_neg_abs(b, x)
+    one = _c(b, 1.0, x)
+    den = ops.add(b, one, t)
+    return ops.select(b, pos, ops.div(b, one, den), ops.div(b, t, den))
+
+
+def _log_expit(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """-log1p(exp(-x)) for x >= 0, x - log1p(exp(x)) below."""
+    (x,) = vs
+    pos, t = _exp_neg_abs(b, x)
+    tail = ops.log1p(b, t)
+    return ops.select(b, pos, ops.neg(b, tail), ops.sub(b, x, tail))
+
+
+def _logit(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """log(p / (1 - p)): log1p((2p - 1) / (1 - p)) near 1/2 (no cancellation around 0),
+    log(p) - log1p(-p) elsewhere."""
+    (p,) = vs
+    one = _c(b, 1.0, p)
+    mid = ops.lt(b, ops.abs_(b, ops.sub(b, p, _c(b, 0.5, p))), _c(b, 0.25, p))
+    q = ops.sub(b, one, p)
+    near = ops.log1p(b, ops.div(b, ops.sub(b, ops.add(b, p, p), one), q))
+    safe = ops.select(b, mid, _c(b, 0.1, p), p)          # the branch not taken sees 0.1
+    far = ops.sub(b, ops.log(b, safe), ops.log1p(b, ops.neg(b, safe)))
+    return ops.select(b, mid, near, far)
+
+
+def _xlogy(log: Callable[[Builder, Value], Value]) -> Callable[..., Value]:
+    """x * log(y) (x * log1p(y)), 0 where x == 0 and y is not nan."""
+    def rule(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+        x, y = vs
+        zero = ops.and_(b, ops.eq(b, x, _c(b, 0.0, x)), ops.not_(b, ops.isnan(b, y)))
+        safe_y = ops.select(b, zero, _c(b, 1.0, y), y)
+        return ops.select(b, zero, _c(b, 0.0, x), ops.mul(b, x, log(b, safe_y)))
+    return rule
+
+
+def _entr(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """-x log x for x > 0, 0 at 0, -inf below 0."""
+    (x,) = vs
+    zero = _c(b, 0.0, x)
+    pos = ops.gt(b, x, zero)
+    safe = ops.select(b, pos, x, _c(b, 1.0, x))
+    out = ops.select(b, pos, ops.neg(b, ops.mul(b, safe, ops.log(b, safe))),
+                     ops.select(b, ops.eq(b, x, zero), zero, _c(b, -np.inf, x)))
+    return ops.select(b, ops.isnan(b, x), x, out)
+
+
+def _rel_entr(kl: bool) -> Callable[..., Value]:
+    """x log(x / y) (- x + y for kl_div) for x, y > 0; 0 (y for kl_div) at x = 0, y >= 0;
+    inf otherwise; nan for nan."""
+    def rule(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+        x, y = vs
+        zero = _c(b, 0.0, x)
+        both = ops.and_(b, ops.gt(b, x, zero), ops.gt(b, y, zero))
+        sx = ops.select(b, both, x, _c(b, 1.0, x))
+        sy = ops.select(b, both, y, _c(b, 1.0, y))
+        val = ops.mul(b, sx, ops.log(b, ops.div(b, sx, sy)))
+        if kl:
+            val = ops.add(b, ops.sub(b, val, sx), sy)
+        at0 = ops.and_(b, ops.eq(b, x, zero), ops.ge(b, y, zero))
+        out = ops.select(b, both, val, ops.select(b, at0, y if kl else zero, _c(b, np.inf, x)))
+        nan = ops.or_(b, ops.isnan(b, x), ops.isnan(b, y))
+        return ops.select(b, nan, ops.add(b, x, y), out)
+    return rule
+
+
+_SCIPY_UFUNC_RULES: dict[str, Callable[..., Value]] = {
+    "expit": _expit, "log_expit": _log_expit, "logit": _logit,
+    "xlogy": _xlogy(ops.log), "xlog1py": _xlogy(ops.log1p), "entr": _entr,
+    "rel_entr": _rel_entr(False), "kl_div": _rel_entr(True),
+}
+
+
+def _float_array(b: Builder, a: Any) -> Staged:
+    s = A.lift(b, A.normalize_operand(b, a))
+    return s if is_float(s.dtype) else A.convert(b, s, F64)
+
+
+def _max_shift(b: Builder, a: Staged, axis: Any) -> Staged:
+    """The maximum along `axis` (kept), 0 where it is not finite (all -inf, inf or nan)."""
+    m = R.reduce(b, "max", a, axis, None, None, True)
+    finite = Staged(ops.isfinite(b, m.value))
+    return U.where(b, finite, m, 0.0)
+
+
+def _log_sum_exp_shifted(b: Builder, t: Staged, axis: Any) -> Staged:
+    """log(sum(exp(t))) along `axis` (kept) for t = x - max: log1p(others + k - 1), where the
+    k maxima (t == 0) count exactly, so a result near 0 keeps its digits. At the maxima the
+    sum takes t itself (0, with exp's derivative there, 1)."""
+    at_max = Staged(ops.eq(b, t.value, _c(b, 0.0, t.value)))
+    others = R.reduce(b, "sum", U.where(b, at_max, t, U.unary(b, "exp", t)), axis, None, None, True)
+    k = R.reduce(b, "sum", A.convert(b, at_max, t.dtype), axis, None, None, True)
+    return U.unary(b, "log1p", U.binary(b, "add", others, U.binary(b, "subtract", k, 1.0)))
+
+
+def logsumexp(b: Builder, a: Any, axis: Any = None, b_: Any = None, keepdims: bool = False,
+              return_sign: bool = False) -> Any:
+    """log(sum(b * exp(a))) along `axis`, shifted by the maximum; with return_sign, the
+    log of the absolute value and the sign (SciPy's result for a negative sum without it:
+    nan)."""
+    x = _float_array(b, a)
+    m = _max_shift(b, x, axis)
+    if b_ is None and not return_sign:
+        out = U.binary(b, "add", _log_sum_exp_shifted(b, U.binary(b, "subtract", x, m), axis), m)
+        return out if keepdims else _squeeze_axes(b, out, axis)
+    t = U.unary(b, "exp", U.binary(b, "subtract", x, m))
+    if b_ is not None:
+        t = U.binary(b, "multiply", t, b_)
+    s = R.reduce(b, "sum", t, axis, None, None, True)
+    if return_sign:
+        sign = U.unary(b, "sign", s)
+        out = U.binary(b, "add", U.unary(b, "log", U.unary(b, "absolute", s)), m)
+    else:
+        out = U.binary(b, "add", U.unary(b, "log", s), m)
+    if not keepdims:
+        out = _squeeze_axes(b, out, axis)
+        if return_sign:
+            sign = _squeeze_axes(b, sign, axis)
+    return (out, sign) if return_sign else out
+
+
+def _squeeze_axes(b: Builder, x: Staged, axis: Any) -> Staged:
+    from_shapes = A.reshape_value
+    if axis is None:
+        return Staged(from_shapes(b, x.value, ()))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    nd = x.ndim
+    drop = {int(a) % nd for a in axes}
+    return Staged(from_shapes(b, x.value, [d for i, d in enumerate(x.shape) if i not in drop]))
+
+
+def softmax(b: Builder, x: Any, axis: Any = None) -> Staged:
+    """exp(x - max) / sum(exp(x - max)) along `axis` (all axes for None)."""
+    s = _float_array(b, x)
+    e = U.unary(b, "exp", U.binary(b, "subtract", s, _max_shift(b, s, axis)))
+    return U.binary(b, "true_divide", e, R.reduce(b, "sum", e, axis, None, None, True))
+
+
+def log_softmax(b: Builder, x: Any, axis: Any = None) -> Staged:
+    """x - max - log(sum(exp(x - max))) along `axis`."""
+    s = _float_array(b, x)
+    shifted = U.binary(b, "subtract", s, _max_shift(b, s, axis))
+    return U.binary(b, "subtract", shifted, _log_sum_exp_shifted(b, shifted, axis))
+
+
+def _scipy_ufunc_handler(name: str) -> Callable[..., Staged]:
+    rule = _SCIPY_UFUNC_RULES[name]
+
+    def handler(b: Builder, fn: Any, *args: Any, out: Any = None) -> Staged:
+        R._no_out(out)
+        return A.apply(b, E(fn, None, rule=rule), args)
+    return handler
+
+
+def _logsumexp(builder: Builder, fn: Any, a: Any, axis: Any = None, b: Any = None,
+               keepdims: bool = False, return_sign: bool = False) -> Any:
+    return logsumexp(builder, a, axis, b, keepdims, return_sign)
+
+
+#: scipy.special.<name> -> handler(builder, the function object, *args, **kwargs)
+SCIPY: dict[str, Callable[..., Any]] = {
+    **{name: _scipy_ufunc_handler(name) for name in _SCIPY_UFUNC_RULES},
+    "logsumexp": _logsumexp,
+    "softmax": lambda b, fn, x, axis=None: softmax(b, x, axis),
+    "log_softmax": lambda b, fn, x, axis=None: log_softmax(b, x, axis),
+}
+
+_NAMES: dict[int, tuple[Any, dict[int, str]]] = {}
+
+
+def scipy_name(fn: Any) -> str | None:
+    """'erf' for scipy.special.erf (by identity, SciPy already imported by the caller's
+    module), else None. SciPy itself is never imported here."""
+    module = sys.modules.get("scipy.special")
+    if module is None:
+        return None
+    cached = _NAMES.get(id(module))
+    if cached is None or cached[0] is not module:
+        names: dict[int, str] = {}
+        for name in getattr(module, "__all__", None) or dir(module):
+            value = getattr(module, name, None)
+            if callable(value) and not isinstance(value, type) and not name.startswith("_"):
+                names.setdefault(id(value), name)
+        cached = (module, names)
+        _NAMES[id(module)] = cached
+    name = cached[1].get(id(fn))
+    if name is not None and getattr(module, name, None) is fn:
+        return name
+    owner = getattr(fn, "__module__", None) or ""
+    if owner.startswith("scipy.special"):
+        return getattr(fn, "__name__", "?")
+    return None
+
+
+def scipy_call(b: Builder, name: str, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """Stage scipy.special.<name>(*args, **kwargs), or refuse it with one clear message."""
+    handler = SCIPY.get(name)
+    if handler is None:
+        raise Reject(UnsupportedError, f"scipy.special.{name} is not supported",
+                     "supported: " + ", ".join(f"scipy.special.{n}" for n in sorted(SCIPY))
+                     + "; or wrap it in a compiler.Function (it then runs as a host callback)")
+    try:
+        inspect.signature(handler).bind(b, fn, *args, **kwargs)
+    except TypeError as e:
+        raise Reject(CompileError, f"scipy.special.{name}(): {e}") from None
+    return handler(b, fn, *args, **kwargs)
