@@ -243,6 +243,7 @@ def _sinc_handler(b: Builder, x: Any) -> Staged:
 NUMPY_FUNCTIONS: dict[Any, Callable[..., Any]] = {
     **{getattr(np, name): _elementwise_handler(spec) for name, spec in NUMPY_UFUNC_RULES.items()},
     np.sinc: _sinc_handler, np.frexp: frexp, np.ldexp: ldexp, np.modf: modf,
+    np.i0: lambda b, x: A.apply(b, E(np.i0, None, rule=_unscaled_bessel(ops.i0e)), (x,)),
 }
 
 
@@ -328,10 +329,81 @@ def _rel_entr(kl: bool) -> Callable[..., Value]:
     return rule
 
 
+def _unary_prim(build: Callable[[Builder, Value], Value]) -> Callable[..., Value]:
+    return lambda b, vs, dtype: build(b, vs[0])
+
+
+_INV_SQRT2 = 1 / math.sqrt(2.0)
+
+
+def _ndtr(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """erfc(-x / sqrt 2) / 2."""
+    (x,) = vs
+    return ops.mul(b, _c(b, 0.5, x), ops.erfc(b, ops.mul(b, x, _c(b, -_INV_SQRT2, x))))
+
+
+def _log_ndtr(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """log1p(-erfc(x / sqrt 2) / 2) for x >= -1; log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 below,
+    which neither underflows nor cancels."""
+    (x,) = vs
+    low = ops.lt(b, x, _c(b, -1.0, x))
+    xl = ops.select(b, low, x, _c(b, -2.0, x))
+    xh = ops.select(b, low, _c(b, 0.0, x), x)
+    tail = ops.sub(b, ops.log(b, ops.mul(b, _c(b, 0.5, x), ops.erfcx(b, ops.mul(b, xl, _c(b, -_INV_SQRT2, x))))),
+                   ops.mul(b, ops.mul(b, xl, xl), _c(b, 0.5, x)))
+    head = ops.log1p(b, ops.mul(b, _c(b, -0.5, x), ops.erfc(b, ops.mul(b, xh, _c(b, _INV_SQRT2, x)))))
+    return ops.select(b, low, tail, head)
+
+
+def _ndtri(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """-sqrt(2) erfcinv(2p)."""
+    (p,) = vs
+    return ops.mul(b, _c(b, -math.sqrt(2.0), p), ops.erfcinv(b, ops.add(b, p, p)))
+
+
+def _unscaled_bessel(build: Callable[[Builder, Value], Value]) -> Callable[..., Value]:
+    """i0 = i0e(x) exp(|x|), i1 = i1e(x) exp(|x|)."""
+    return lambda b, vs, dtype: ops.mul(b, build(b, vs[0]), ops.exp(b, ops.abs_(b, vs[0])))
+
+
+def _loggamma(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """lgamma for x >= 0, nan below (the real loggamma)."""
+    (x,) = vs
+    return ops.select(b, ops.lt(b, x, _c(b, 0.0, x)), _c(b, np.nan, x), ops.lgamma(b, x))
+
+
+def _betaln(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """lgamma(a) + lgamma(b) - lgamma(a + b)."""
+    x, y = vs
+    return ops.sub(b, ops.add(b, ops.lgamma(b, x), ops.lgamma(b, y)), ops.lgamma(b, ops.add(b, x, y)))
+
+
+def _beta(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """gamma(a) gamma(b) / gamma(a + b) while they are finite, exp(betaln) beyond."""
+    x, y = vs
+    limit = _c(b, 170.0, x)
+    s = ops.add(b, x, y)
+    small = ops.and_(b, ops.lt(b, s, limit), ops.lt(b, ops.maximum(b, x, y), limit))
+    sx = ops.select(b, small, x, _c(b, 1.0, x))
+    sy = ops.select(b, small, y, _c(b, 1.0, y))
+    direct = ops.div(b, ops.mul(b, ops.gamma(b, sx), ops.gamma(b, sy)), ops.gamma(b, ops.add(b, sx, sy)))
+    bx = ops.select(b, small, _c(b, 1.0, x), x)
+    by = ops.select(b, small, _c(b, 1.0, y), y)
+    return ops.select(b, small, direct, ops.exp(b, _betaln(b, [bx, by], dtype)))
+
+
 _SCIPY_UFUNC_RULES: dict[str, Callable[..., Value]] = {
     "expit": _expit, "log_expit": _log_expit, "logit": _logit,
     "xlogy": _xlogy(ops.log), "xlog1py": _xlogy(ops.log1p), "entr": _entr,
     "rel_entr": _rel_entr(False), "kl_div": _rel_entr(True),
+    "erf": _unary_prim(ops.erf), "erfc": _unary_prim(ops.erfc), "erfcx": _unary_prim(ops.erfcx),
+    "erfinv": _unary_prim(ops.erfinv), "erfcinv": _unary_prim(ops.erfcinv),
+    "ndtr": _ndtr, "log_ndtr": _log_ndtr, "ndtri": _ndtri,
+    "gammaln": _unary_prim(ops.lgamma), "gamma": _unary_prim(ops.gamma), "loggamma": _loggamma,
+    "digamma": _unary_prim(ops.digamma), "psi": _unary_prim(ops.digamma),
+    "beta": _beta, "betaln": _betaln,
+    "i0e": _unary_prim(ops.i0e), "i1e": _unary_prim(ops.i1e),
+    "i0": _unscaled_bessel(ops.i0e), "i1": _unscaled_bessel(ops.i1e),
 }
 
 
@@ -421,12 +493,27 @@ def _logsumexp(builder: Builder, fn: Any, a: Any, axis: Any = None, b: Any = Non
     return logsumexp(builder, a, axis, b, keepdims, return_sign)
 
 
+def _polygamma(builder: Builder, fn: Any, n: Any, x: Any) -> Staged:
+    """polygamma(n, x) for a static integer n >= 0 (digamma for 0)."""
+    if isinstance(n, Staged) or not (isinstance(n, (int, np.integer)) or (
+            isinstance(n, np.ndarray) and n.ndim == 0 and n.dtype.kind in "iu")):
+        raise Reject(UnsupportedError, "scipy.special.polygamma: the order n must be a "
+                     "compile-time integer", "pass a Python int (or mark it static_argnums)")
+    order = int(n)
+    if order < 0:
+        raise Reject(CompileError, "scipy.special.polygamma: the order n must be >= 0")
+    rule: Callable[..., Value] = (_unary_prim(ops.digamma) if order == 0 else
+                                  lambda b, vs, dtype: ops.polygamma(b, vs[0], order))
+    return A.apply(builder, E(np.exp, None, rule=rule), (_float_array(builder, x),))
+
+
 #: scipy.special.<name> -> handler(builder, the function object, *args, **kwargs)
 SCIPY: dict[str, Callable[..., Any]] = {
     **{name: _scipy_ufunc_handler(name) for name in _SCIPY_UFUNC_RULES},
     "logsumexp": _logsumexp,
     "softmax": lambda b, fn, x, axis=None: softmax(b, x, axis),
     "log_softmax": lambda b, fn, x, axis=None: log_softmax(b, x, axis),
+    "polygamma": _polygamma,
 }
 
 _NAMES: dict[int, tuple[Any, dict[int, str]]] = {}
