@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 import math
 import sys
+from decimal import Decimal
 from typing import Any, Callable
 
 import numpy as np
@@ -90,12 +91,20 @@ def _heaviside(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
 
 
 def _sinc(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
-    """sin(pi x) / (pi x), 1 at 0 (NumPy's formula; the quotient runs on 1 at 0, so that every
-    derivative there is finite: sinc'(0) = 0)."""
+    """sin(pi x) / (pi x), 1 at 0, with sin(pi x) = (-1)^n sin(pi r) on the exactly reduced
+    r = x - n (n = round(x)): within a few ULP also near the integers, where NumPy's
+    sin(pi * x) loses the digits of the zero. The quotient runs on 1 at 0, so that every
+    derivative there is finite (sinc'(0) = 0)."""
     (x,) = vs
     zero = ops.eq(b, x, _c(b, 0.0, x))
-    y = ops.mul(b, ops.select(b, zero, _c(b, 1.0, x), x), _c(b, math.pi, x))
-    return ops.select(b, zero, _c(b, 1.0, x), ops.div(b, ops.sin(b, y), y))
+    xs = ops.select(b, zero, _c(b, 1.0, x), x)
+    n = ops.round_(b, xs)
+    s = ops.sin(b, ops.mul(b, ops.sub(b, xs, n), _c(b, math.pi, x)))
+    odd = ops.ne(b, ops.mod(b, n, _c(b, 2.0, x)), _c(b, 0.0, x))
+    s = ops.select(b, odd, ops.neg(b, s), s)
+    out = ops.div(b, s, ops.mul(b, xs, _c(b, math.pi, x)))
+    out = ops.select(b, ops.isinf(b, x), _c(b, 0.0, x), out)
+    return ops.select(b, zero, _c(b, 1.0, x), out)
 
 
 def _nextafter(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
@@ -243,7 +252,7 @@ def _sinc_handler(b: Builder, x: Any) -> Staged:
 NUMPY_FUNCTIONS: dict[Any, Callable[..., Any]] = {
     **{getattr(np, name): _elementwise_handler(spec) for name, spec in NUMPY_UFUNC_RULES.items()},
     np.sinc: _sinc_handler, np.frexp: frexp, np.ldexp: ldexp, np.modf: modf,
-    np.i0: lambda b, x: A.apply(b, E(np.i0, None, rule=_unscaled_bessel(ops.i0e)), (x,)),
+    np.i0: lambda b, x: A.apply(b, E(np.i0, None, rule=_wide(_unscaled_bessel(ops.i0e))), (x,)),
 }
 
 
@@ -336,13 +345,53 @@ def _unary_prim(build: Callable[[Builder, Value], Value]) -> Callable[..., Value
 _INV_SQRT2 = 1 / math.sqrt(2.0)
 
 
-def _ndtr(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
-    """erfc(-x / sqrt 2) / 2."""
+_INV_SQRT2_LO = float(Decimal(2).sqrt() / 2 - Decimal(_INV_SQRT2))
+
+
+def _wide(rule: Callable[..., Value]) -> Callable[..., Value]:
+    """`rule` computed in float64 for float32 and float16 operands, rounded once."""
+    def wide(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+        if all(v.dtype == F64 for v in vs):
+            return rule(b, vs, dtype)
+        out = rule(b, [ops.convert(b, v, F64) for v in vs], F64)
+        return ops.convert(b, out, vs[0].dtype)
+    return wide
+
+
+def _split(b: Builder, a: Value) -> tuple[Value, Value]:
+    """Veltkamp's split: a = hi + lo exactly, each with 26 significant bits."""
+    t = ops.mul(b, a, _c(b, 134217729.0, a))
+    hi = ops.sub(b, t, ops.sub(b, t, a))
+    return hi, ops.sub(b, a, hi)
+
+
+def _scaled_by_inv_sqrt2(b: Builder, x: Value) -> tuple[Value, Value]:
+    """x / sqrt(2) as an unevaluated sum hi + lo (Dekker's exact product with the two-part
+    constant), for |x| <= 40."""
+    c_hi, c_lo = _c(b, _INV_SQRT2, x), _c(b, _INV_SQRT2_LO, x)
+    p = ops.mul(b, x, c_hi)
+    xh, xl = _split(b, x)
+    ch, cl = _split(b, c_hi)
+    e = ops.add(b, ops.add(b, ops.add(b, ops.sub(b, ops.mul(b, xh, ch), p), ops.mul(b, xh, cl)),
+                           ops.mul(b, xl, ch)), ops.mul(b, xl, cl))
+    return p, ops.add(b, e, ops.mul(b, x, c_lo))
+
+
+def _ndtr64(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+    """erfc(-x / sqrt 2) / 2, with the rounding error of the argument z = hi + lo corrected to
+    first order: erfc(hi + lo) = erfc(hi) - lo 2/sqrt(pi) exp(-hi^2)."""
     (x,) = vs
-    return ops.mul(b, _c(b, 0.5, x), ops.erfc(b, ops.mul(b, x, _c(b, -_INV_SQRT2, x))))
+    xs = ops.minimum(b, ops.maximum(b, x, _c(b, -40.0, x)), _c(b, 40.0, x))
+    hi, lo = _scaled_by_inv_sqrt2(b, ops.neg(b, xs))
+    slope = ops.mul(b, _c(b, 2 / math.sqrt(math.pi), x), ops.exp(b, ops.neg(b, ops.mul(b, hi, hi))))
+    out = ops.mul(b, _c(b, 0.5, x), ops.sub(b, ops.erfc(b, hi), ops.mul(b, lo, slope)))
+    return ops.select(b, ops.isnan(b, x), x, out)
 
 
-def _log_ndtr(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+_ndtr = _wide(_ndtr64)
+
+
+def _log_ndtr64(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
     """log1p(-erfc(x / sqrt 2) / 2) for x >= -1; log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 below,
     which neither underflows nor cancels."""
     (x,) = vs
@@ -355,6 +404,9 @@ def _log_ndtr(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
     return ops.select(b, low, tail, head)
 
 
+_log_ndtr = _wide(_log_ndtr64)
+
+
 def _ndtri(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
     """-sqrt(2) erfcinv(2p)."""
     (p,) = vs
@@ -362,8 +414,13 @@ def _ndtri(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
 
 
 def _unscaled_bessel(build: Callable[[Builder, Value], Value]) -> Callable[..., Value]:
-    """i0 = i0e(x) exp(|x|), i1 = i1e(x) exp(|x|)."""
-    return lambda b, vs, dtype: ops.mul(b, build(b, vs[0]), ops.exp(b, ops.abs_(b, vs[0])))
+    """i0 = i0e(x) exp(|x|), i1 = i1e(x) exp(|x|); i0(+-inf) = inf, i1(+-inf) = +-inf."""
+    def rule(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
+        (x,) = vs
+        out = ops.mul(b, build(b, x), ops.exp(b, ops.abs_(b, x)))
+        at_inf = x if build is ops.i1e else ops.abs_(b, x)
+        return ops.select(b, ops.isinf(b, x), at_inf, out)
+    return rule
 
 
 def _loggamma(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
@@ -401,9 +458,9 @@ _SCIPY_UFUNC_RULES: dict[str, Callable[..., Value]] = {
     "ndtr": _ndtr, "log_ndtr": _log_ndtr, "ndtri": _ndtri,
     "gammaln": _unary_prim(ops.lgamma), "gamma": _unary_prim(ops.gamma), "loggamma": _loggamma,
     "digamma": _unary_prim(ops.digamma), "psi": _unary_prim(ops.digamma),
-    "beta": _beta, "betaln": _betaln,
+    "beta": _wide(_beta), "betaln": _wide(_betaln),
     "i0e": _unary_prim(ops.i0e), "i1e": _unary_prim(ops.i1e),
-    "i0": _unscaled_bessel(ops.i0e), "i1": _unscaled_bessel(ops.i1e),
+    "i0": _wide(_unscaled_bessel(ops.i0e)), "i1": _wide(_unscaled_bessel(ops.i1e)),
 }
 
 

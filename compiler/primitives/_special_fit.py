@@ -60,7 +60,20 @@ def lgamma2_taylor(n: int = 30) -> list[float]:
                                          for k in range(2, n + 1)]
 
 
+def digamma_root(n: int = 24) -> tuple[float, float, list[float]]:
+    """The positive root x0 of digamma as hi + lo, and the Taylor coefficients of digamma
+    there: psi^(k)(x0) / k!."""
+    mp.mp.dps = 60
+    x0 = mp.findroot(mp.digamma, 1.46)
+    hi = float(x0)
+    lo = float(x0 - hi)
+    return hi, lo, [0.0] + [float(mp.polygamma(k - 1, x0) / mp.factorial(k - 1)) for k in range(2, n + 1)]
+
+
 if __name__ == "__main__":
+    hi, lo, taylor = digamma_root()
+    print("DIGAMMA_ROOT =", (hi, lo))
+    print("DIGAMMA_ROOT_TAYLOR =", tuple(taylor))
     print("LGAMMA2_TAYLOR =", tuple(lgamma2_taylor()))
     print("ERFCX_CHEB =", tuple(erfcx_cheb()))
     s, g = erfinv_start()

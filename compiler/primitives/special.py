@@ -21,7 +21,8 @@ once. The algorithms (docs/special.md has the measured errors):
 * gamma: Stirling's formula as (z^((z-1/2)/2) e^(-z/2))^2 (no overflow before the result
   does), divided by the product of the upward recurrence; reflection below 0.
 * digamma, polygamma(n): the upward recurrence to z >= 8 + 2n, then the asymptotic series
-  with Bernoulli numbers; digamma's reflection below 0 (polygamma: x > 0 only, nan below).
+  with Bernoulli numbers; digamma's Taylor series within 1/4 of its positive root and its
+  reflection below 0 (polygamma: x > 0 only, nan below).
 * i0e, i1e: the power series (all terms positive) for |x| <= 20 times exp(-|x|), the
   asymptotic expansion beyond.
 
@@ -115,6 +116,18 @@ LGAMMA2_TAYLOR = (
     2.4836745438024785e-09, -1.1921401405860912e-09, 5.731367241678862e-10,
     -2.7595228851242334e-10, 1.330476437424449e-10, -6.4229645638381e-11,
     3.1044247747322276e-11,
+)
+
+DIGAMMA_ROOT = (1.4616321449683622, 9.549995429965697e-17)
+DIGAMMA_ROOT_TAYLOR = (
+    0.0, 0.9676722454476212, -0.4427631689835921,
+    0.258499760955651, -0.16394270544240652, 0.10782405069126237,
+    -0.07219956125645471, 0.04880428816414311, -0.03316112647484736,
+    0.022597648232218104, -0.01542476590494896, 0.010538791616612175,
+    -0.007204534386356869, 0.004926781395729853, -0.003369801655439328,
+    0.002305126326734928, -0.0015769367714301972, 0.0010788252019162967,
+    -0.0007380709389960052, 0.000504953265834602, -0.0003454680251063077,
+    0.00023635601564027053, -0.00016170622091974803, 0.0001106337276874741,
 )
 
 
@@ -408,6 +421,10 @@ def _digamma64(b: Builder, x: Value) -> Value:
     y = ops.select(b, pos, x, ops.sub(b, _c(b, 1.0, x), x))
     y = ops.select(b, ops.isinf(b, y), _c(b, 1e300, x), y)
     core = _polygamma_pos(b, y, 0)
+    t = ops.sub(b, ops.sub(b, y, _c(b, DIGAMMA_ROOT[0], y)), _c(b, DIGAMMA_ROOT[1], y))
+    near = ops.lt(b, ops.abs_(b, t), _c(b, 0.25, t))        # the positive root: no cancellation
+    ts = ops.select(b, near, t, _c(b, 0.0, t))
+    core = ops.select(b, near, _horner(b, ts, DIGAMMA_ROOT_TAYLOR), core)
     r = ops.sub(b, x, ops.round_(b, x))
     t = ops.div(b, ops.sin(b, ops.mul(b, r, _c(b, math.pi, x))), ops.cos(b, ops.mul(b, r, _c(b, math.pi, x))))
     refl = ops.sub(b, core, ops.div(b, _c(b, math.pi, x), t))
