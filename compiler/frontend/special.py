@@ -127,6 +127,7 @@ def _spacing(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
     """nextafter(x, copysign(inf, x)) - x (towards +inf at -0.0); nan for inf and nan."""
     (x,) = vs
     _layout(dtype, "np.spacing")
+    x = ops.bitcast(b, _bits(b, x), dtype)      # no tangent: the spacing is piecewise constant
     inf = _copysign(b, [_c(b, np.inf, x), x], dtype)
     inf = ops.select(b, ops.eq(b, x, _c(b, 0.0, x)), _c(b, np.inf, x), inf)     # -0.0: up
     out = ops.sub(b, _nextafter(b, [x, inf], dtype), x)
