@@ -198,23 +198,28 @@ def _erfc_pos(b: Builder, a: Value) -> Value:
 _ERF_TAYLOR = [2 / _SQRT_PI * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(22)]
 
 
-def _erf64(b: Builder, x: Value) -> Value:
-    a = ops.abs_(b, x)
+def _erf_erfc_pos(b: Builder, a: Value) -> tuple[Value, Value]:
+    """(erf(a), erfc(a)) for a >= 0, sharing their pieces: the Taylor series T of erf below
+    3/4 and E = erfc(a); erf = T there and 1 - E beyond, erfc = 1 - T below 1/2 and E beyond."""
     small = ops.lt(b, a, _c(b, 0.75, a))
-    xs = ops.select(b, small, x, _c(b, 0.0, x))
+    xs = ops.select(b, small, a, _c(b, 0.0, a))
     series = ops.mul(b, xs, _horner(b, ops.mul(b, xs, xs), _ERF_TAYLOR))
-    one = _c(b, 1.0, x)
-    tail = ops.sub(b, one, _erfc_pos(b, ops.select(b, small, one, a)))
-    tail = ops.select(b, ops.lt(b, x, _c(b, 0.0, x)), ops.neg(b, tail), tail)
-    return ops.select(b, small, series, ops.select(b, ops.isnan(b, x), x, tail))
+    tail = _erfc_pos(b, a)
+    one = _c(b, 1.0, a)
+    erf = ops.select(b, small, series, ops.sub(b, one, tail))
+    erfc = ops.select(b, ops.lt(b, a, _c(b, 0.5, a)), ops.sub(b, one, series), tail)
+    return erf, erfc
+
+
+def _erf64(b: Builder, x: Value) -> Value:
+    erf, _ = _erf_erfc_pos(b, ops.abs_(b, x))
+    neg = ops.lt(b, x, _c(b, 0.0, x))
+    return ops.select(b, neg, ops.neg(b, erf), ops.select(b, ops.eq(b, x, _c(b, 0.0, x)), x, erf))
 
 
 def _erfc64(b: Builder, x: Value) -> Value:
-    pos = _erfc_pos(b, ops.abs_(b, x))
-    neg = ops.lt(b, x, _c(b, 0.0, x))
-    out = ops.select(b, neg, ops.sub(b, _c(b, 2.0, x), pos), pos)
-    small = ops.lt(b, ops.abs_(b, x), _c(b, 0.5, x))          # 1 - erf: no cancellation
-    return ops.select(b, small, ops.sub(b, _c(b, 1.0, x), _erf64(b, ops.select(b, small, x, _c(b, 0.0, x)))), out)
+    erf, erfc = _erf_erfc_pos(b, ops.abs_(b, x))
+    return ops.select(b, ops.lt(b, x, _c(b, 0.0, x)), ops.add(b, _c(b, 1.0, x), erf), erfc)
 
 
 def _erfcx64(b: Builder, x: Value) -> Value:
@@ -239,7 +244,8 @@ def _inverse_erf(b: Builder, p: Value, q: Value) -> Value:
     y = ops.mul(b, start, p)
     use_p = ops.lt(b, p, _c(b, 0.5, p))
     for _ in range(2):
-        r = ops.select(b, use_p, ops.sub(b, _erf64(b, y), p), ops.sub(b, q, _erfc64(b, y)))
+        erf, erfc = _erf_erfc_pos(b, ops.abs_(b, y))
+        r = ops.select(b, use_p, ops.sub(b, erf, p), ops.sub(b, q, erfc))
         deriv = ops.mul(b, _c(b, 2.0 / _SQRT_PI, y), _exp_sq(b, y, -1.0))
         step = ops.div(b, r, deriv)
         y = ops.sub(b, y, ops.div(b, step, ops.add(b, _c(b, 1.0, y), ops.mul(b, y, step))))
