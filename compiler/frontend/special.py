@@ -103,7 +103,6 @@ def _sinc(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
     odd = ops.ne(b, ops.mod(b, n, _c(b, 2.0, x)), _c(b, 0.0, x))
     s = ops.select(b, odd, ops.neg(b, s), s)
     out = ops.div(b, s, ops.mul(b, xs, _c(b, math.pi, x)))
-    out = ops.select(b, ops.isinf(b, x), _c(b, 0.0, x), out)
     return ops.select(b, zero, _c(b, 1.0, x), out)
 
 
@@ -594,7 +593,8 @@ def scipy_name(fn: Any) -> str | None:
         _NAMES[id(module)] = cached
     name = cached[1].get(id(fn))
     if name is not None and getattr(module, name, None) is fn:
-        return name
+        own = getattr(fn, "__name__", None)          # jv, not its alias jn
+        return own if isinstance(own, str) and getattr(module, own, None) is fn else name
     owner = getattr(fn, "__module__", None) or ""
     if owner.startswith("scipy.special"):
         return getattr(fn, "__name__", "?")

@@ -432,8 +432,10 @@ def _digamma64(b: Builder, x: Value) -> Value:
     ts = ops.select(b, near, t, _c(b, 0.0, t))
     core = ops.select(b, near, _horner(b, ts, DIGAMMA_ROOT_TAYLOR), core)
     r = ops.sub(b, x, ops.round_(b, x))
-    t = ops.div(b, ops.sin(b, ops.mul(b, r, _c(b, math.pi, x))), ops.cos(b, ops.mul(b, r, _c(b, math.pi, x))))
-    refl = ops.sub(b, core, ops.div(b, _c(b, math.pi, x), t))
+    # pi cot(pi r), with cos(pi r) = sin(pi (1/2 - |r|)): exactly 0 at r = +-1/2
+    cos = ops.sin(b, ops.mul(b, ops.sub(b, _c(b, 0.5, x), ops.abs_(b, r)), _c(b, math.pi, x)))
+    sin = ops.sin(b, ops.mul(b, r, _c(b, math.pi, x)))
+    refl = ops.sub(b, core, ops.div(b, ops.mul(b, _c(b, math.pi, x), cos), sin))
     refl = ops.select(b, ops.eq(b, r, zero), _c(b, np.nan, x), refl)
     refl = ops.select(b, ops.eq(b, x, zero), ops.div(b, _c(b, -1.0, x), x), refl)   # -+inf at +-0
     out = ops.select(b, pos, core, refl)
