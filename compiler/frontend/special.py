@@ -39,7 +39,8 @@ _c = ops.full_like
 # ---- bit patterns ------------------------------------------------------------------------
 
 #: float dtype -> (int dtype of its bits, mantissa bits, exponent bias, min normal exponent)
-_BITS = {F64: (I64, 52, 1023, -1022), F32: (I32, 23, 127, -126)}
+_BITS: dict[np.dtype, tuple[np.dtype, int, int, int]] = {F64: (I64, 52, 1023, -1022),
+                                                     F32: (I32, 23, 127, -126)}
 
 
 def _layout(dtype: np.dtype, what: str) -> tuple[np.dtype, int, int, int]:

@@ -516,6 +516,14 @@ def _float_only(dtypes: tuple[np.dtype, ...], params: dict[str, Any]) -> np.dtyp
     return dtypes[0]
 
 
+_SAME_FLOAT = same_shape_rule(_float_only)
+
+
+def _float_shape_rule(in_types: tuple[TensorType, ...], params: dict[str, Any]) -> tuple[TensorType, ...]:
+    """One float operand, a result of its type."""
+    return _SAME_FLOAT(in_types, params)
+
+
 def _vectorized(fn: Callable[[float], float], doc: str) -> Callable[..., np.ndarray]:
     def ref(x: np.ndarray, **params: Any) -> np.ndarray:
         x = np.asarray(x)
@@ -528,7 +536,7 @@ def _vectorized(fn: Callable[[float], float], doc: str) -> Callable[..., np.ndar
 def _special(prim: Primitive, fn: Callable[[Builder, Value], Value], ref: Callable[[float], float],
              doc: str, d: Callable[..., Value]) -> Primitive:
     jvp, vjp = ad.from_partials(d)
-    return define(prim, shape_rule=same_shape_rule(_float_only), numpy_ref=_vectorized(ref, doc),
+    return define(prim, shape_rule=_float_shape_rule, numpy_ref=_vectorized(ref, doc),
                   decomposition=_in_float64(fn), vmap_rule=elementwise_rule, jvp_rule=jvp,
                   vjp_rule=vjp, doc=doc)
 
@@ -695,7 +703,7 @@ def _polygamma_vjp(b: Builder, op: Op, primals: list[Value], outs: list[Value], 
 
 
 polygamma = define(
-    ops.polygamma_p, shape_rule=same_shape_rule(_float_only),
+    ops.polygamma_p, shape_rule=_float_shape_rule,
     numpy_ref=_vectorized(_ref_polygamma, "polygamma(n, x): the n-th derivative of digamma"),
     decomposition=_polygamma_decomposition, vmap_rule=elementwise_rule, jvp_rule=_polygamma_jvp,
     vjp_rule=_polygamma_vjp, doc="polygamma(n, x): the n-th derivative of digamma")

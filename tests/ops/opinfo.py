@@ -2644,10 +2644,11 @@ prims("nextafter", _prim_bitcast)
 op("ldexp", lambda x, n: np.ldexp(x, n),
    lambda dt, rng: [SampleInput((make((3, 4), dt, rng), np.arange(-6, 6, dtype=np.int32).reshape(3, 4)))],
    tol=IEEE, more_dtypes=())
-op("sinc", lambda x: np.sinc(x), unary_samples(-4, 4, shapes=_ONE_SHAPE), tol=TRANSCENDENTAL,
-   more_dtypes=(), supports_grad2=False)
+op("sinc", lambda x: np.sinc(x), unary_samples(-4, 4, shapes=_ONE_SHAPE), dtypes=(F64,),
+   tol=TRANSCENDENTAL, more_dtypes=(), supports_grad2=False)
 op("i0", lambda x: np.i0(x), unary_samples(-8, 8, shapes=_ONE_SHAPE), dtypes=(F64,),
-   tol=TRANSCENDENTAL, more_dtypes=(), supports_vmap=False, supports_grad2=False)
+   tol=TRANSCENDENTAL, more_dtypes=(), supports_vmap=False, supports_jvp=False, supports_vjp=False,
+   supports_grad2=False)
 prims("i0", lambda dt, rng: [PrimSample("i0e", (make((7,), dt, rng, -30, 30),))])
 
 if _sp is not None:
