@@ -259,10 +259,6 @@ NUMPY_FUNCTIONS: dict[Any, Callable[..., Any]] = {
 
 # ---- scipy.special: compositions ---------------------------------------------------------
 
-def _where(b: Builder, cond: Value, x: Value, y: Value) -> Value:
-    return ops.select(b, cond, x, y)
-
-
 def _exp_neg_abs(b: Builder, x: Value) -> tuple[Value, Value]:
     """(x >= 0, exp(-|x|)), with -|x| written as a select so both branches differentiate."""
     pos = ops.ge(b, x, _c(b, 0.0, x))
@@ -393,15 +389,15 @@ _ndtr = _wide(_ndtr64)
 
 
 def _log_ndtr64(b: Builder, vs: list[Value], dtype: np.dtype) -> Value:
-    """log1p(-erfc(x / sqrt 2) / 2) for x >= -1; log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 below,
-    which neither underflows nor cancels."""
+    """log1p(-ndtr(-x)) for x >= -1; log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 below, which
+    neither underflows nor cancels."""
     (x,) = vs
     low = ops.lt(b, x, _c(b, -1.0, x))
     xl = ops.select(b, low, x, _c(b, -2.0, x))
     xh = ops.select(b, low, _c(b, 0.0, x), x)
     tail = ops.sub(b, ops.log(b, ops.mul(b, _c(b, 0.5, x), ops.erfcx(b, ops.mul(b, xl, _c(b, -_INV_SQRT2, x))))),
                    ops.mul(b, ops.mul(b, xl, xl), _c(b, 0.5, x)))
-    head = ops.log1p(b, ops.mul(b, _c(b, -0.5, x), ops.erfc(b, ops.mul(b, xh, _c(b, _INV_SQRT2, x)))))
+    head = ops.log1p(b, ops.neg(b, _ndtr64(b, [ops.neg(b, xh)], dtype)))
     return ops.select(b, low, tail, head)
 
 

@@ -45,7 +45,7 @@ from llvmlite import ir as ll
 from compiler.ir.builder import Builder
 from compiler.ir.core import Op, Value
 from compiler.ir.primitive import Primitive, define
-from compiler.ir.types import F16, F32, F64, I32, I64, TensorType, is_float
+from compiler.ir.types import F32, F64, I32, I64, TensorType, is_float
 from compiler.primitives import ad, ops
 from compiler.primitives.base import check, same_shape_rule
 from compiler.primitives.batching import elementwise_rule
