@@ -452,7 +452,7 @@ _SCIPY_UFUNC_RULES: dict[str, Callable[..., Value]] = {
     "rel_entr": _rel_entr(False), "kl_div": _rel_entr(True),
     "erf": _unary_prim(ops.erf), "erfc": _unary_prim(ops.erfc), "erfcx": _unary_prim(ops.erfcx),
     "erfinv": _unary_prim(ops.erfinv), "erfcinv": _unary_prim(ops.erfcinv),
-    "ndtr": _ndtr, "log_ndtr": _log_ndtr, "ndtri": _ndtri,
+    "ndtr": _ndtr, "log_ndtr": _log_ndtr, "ndtri": _wide(_ndtri),
     "gammaln": _unary_prim(ops.lgamma), "gamma": _unary_prim(ops.gamma), "loggamma": _loggamma,
     "digamma": _unary_prim(ops.digamma), "psi": _unary_prim(ops.digamma),
     "beta": _wide(_beta), "betaln": _wide(_betaln),
