@@ -349,28 +349,41 @@ def _lgamma64(b: Builder, x: Value) -> Value:
     return ops.select(b, pos, core, refl)
 
 
-def _gamma_pos(b: Builder, x: Value) -> Value:
-    """gamma(x) for x > 0: Stirling at z = x + m >= 10, divided by x (x + 1) ... (z - 1)."""
+def _gamma_pos(b: Builder, x: Value) -> tuple[Value, Value]:
+    """gamma(x) = root * root * rest for x > 0: Stirling at z = x + m >= 10, root =
+    z^((z-1/2)/2) e^(-z/2) (no overflow before the result does), rest = the series' factor
+    sqrt(2 pi) exp(S(z)) divided by x (x + 1) ... (z - 1)."""
     z, terms = _shift_up(b, x, 10, 10.0)
     r = ops.div(b, _c(b, 1.0, z), z)
     series = ops.exp(b, ops.mul(b, r, _horner(b, ops.mul(b, r, r), _STIRLING)))
     half = ops.mul(b, ops.sub(b, z, _c(b, 0.5, z)), _c(b, 0.5, z))
     root = ops.mul(b, ops.pow_(b, z, half), ops.exp(b, ops.mul(b, z, _c(b, -0.5, z))))
-    big = ops.mul(b, ops.mul(b, root, root), ops.mul(b, series, _c(b, math.sqrt(2 * math.pi), z)))
-    out = ops.div(b, big, _product(b, terms))
-    return ops.select(b, ops.gt(b, x, _c(b, 171.7, x)), _c(b, np.inf, x), out)
+    rest = ops.div(b, ops.mul(b, series, _c(b, math.sqrt(2 * math.pi), z)), _product(b, terms))
+    return root, rest
 
 
 def _gamma64(b: Builder, x: Value) -> Value:
     zero = _c(b, 0.0, x)
     pos = ops.gt(b, x, zero)
     y = ops.select(b, pos, x, ops.sub(b, _c(b, 1.0, x), x))
-    core = _gamma_pos(b, y)
+    y = ops.select(b, ops.gt(b, y, _c(b, 400.0, y)), _c(b, 400.0, y), y)   # inf or 0 beyond
+    root, rest = _gamma_pos(b, y)
+    core = ops.mul(b, ops.mul(b, root, root), rest)
+    core = ops.select(b, ops.gt(b, x, _c(b, 171.7, x)), _c(b, np.inf, x), core)
     r = ops.sub(b, x, ops.round_(b, x))                 # sin(pi x) = (-1)^n sin(pi r)
     n_odd = ops.ne(b, ops.mod(b, ops.round_(b, x), _c(b, 2.0, x)), zero)
     s = ops.sin(b, ops.mul(b, r, _c(b, math.pi, x)))
     s = ops.select(b, n_odd, ops.neg(b, s), s)
-    refl = ops.div(b, _c(b, math.pi, x), ops.mul(b, s, core))
+    # pi / (s gamma(1 - x)), divided in steps: gamma(1 - x) may overflow where the result
+    # is still a (subnormal) number
+    # 1 - x = y + lo exactly (2Sum): gamma(y + lo) = gamma(y) (1 + lo psi(y)), psi ~ log y - 1/2y
+    one = _c(b, 1.0, x)
+    bb = ops.sub(b, y, one)
+    lo = ops.add(b, ops.sub(b, one, ops.sub(b, y, bb)), ops.sub(b, ops.neg(b, x), bb))
+    lo = ops.select(b, pos, zero, lo)
+    psi = ops.sub(b, ops.log(b, y), ops.div(b, _c(b, 0.5, y), y))
+    rest = ops.mul(b, rest, ops.add(b, one, ops.mul(b, lo, psi)))
+    refl = ops.div(b, ops.div(b, ops.div(b, _c(b, math.pi, x), s), root), ops.mul(b, root, rest))
     integer = ops.eq(b, r, zero)
     refl = ops.select(b, integer, _c(b, np.nan, x), refl)
     at0 = ops.eq(b, x, zero)          # gamma(+-0) = +-inf
