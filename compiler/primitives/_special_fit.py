@@ -9,6 +9,8 @@
   w = -log((1 - p)(1 + p)) (w < 5) and in sqrt(w) (w >= 5), good to about 1e-7; two
   Halley steps on erf/erfc finish them.
 
+* DIGAMMA_ROOT, DIGAMMA_ROOT_TAYLOR: the positive root x0 of digamma (as hi + lo) and the
+  Taylor coefficients psi^(k)(x0) / k! up to degree 41 (|x - x0| <= 0.54 covers [1, 2]).
 * LGAMMA2_TAYLOR: the Taylor coefficients of lgamma(2 + t): 1 - euler, then
   (-1)^k (zeta(k) - 1) / k (exact formulas evaluated to 60 digits).
 
@@ -60,7 +62,7 @@ def lgamma2_taylor(n: int = 30) -> list[float]:
                                          for k in range(2, n + 1)]
 
 
-def digamma_root(n: int = 24) -> tuple[float, float, list[float]]:
+def digamma_root(n: int = 42) -> tuple[float, float, list[float]]:
     """The positive root x0 of digamma as hi + lo, and the Taylor coefficients of digamma
     there: psi^(k)(x0) / k!."""
     mp.mp.dps = 60

@@ -20,9 +20,10 @@ once. The algorithms (docs/special.md has the measured errors):
   series beyond 8. Negative x by the reflection with sin(pi x) on the reduced argument.
 * gamma: Stirling's formula as (z^((z-1/2)/2) e^(-z/2))^2 (no overflow before the result
   does), divided by the product of the upward recurrence; reflection below 0.
-* digamma, polygamma(n): the upward recurrence to z >= 8 + 2n, then the asymptotic series
-  with Bernoulli numbers; digamma's Taylor series within 1/4 of its positive root and its
-  reflection below 0 (polygamma: x > 0 only, nan below).
+* digamma: below 8 the Taylor series at its positive root on [1, 2], reached by the
+  recurrence in the direction where its terms do not cancel; the asymptotic series with
+  Bernoulli numbers from 8; the reflection below 0. polygamma(n): the upward recurrence to
+  z >= 8 + 2n (its terms have one sign), then the asymptotic series (x > 0 only, nan below).
 * i0e, i1e: the power series (all terms positive) for |x| <= 20 times exp(-|x|), the
   asymptotic expansion beyond.
 
@@ -128,6 +129,12 @@ DIGAMMA_ROOT_TAYLOR = (
     0.002305126326734928, -0.0015769367714301972, 0.0010788252019162967,
     -0.0007380709389960052, 0.000504953265834602, -0.0003454680251063077,
     0.00023635601564027053, -0.00016170622091974803, 0.0001106337276874741,
+    -7.569179582195066e-05, 5.178575795222081e-05, -3.5430070947659604e-05,
+    2.424006611860132e-05, -1.6584242271854135e-05, 1.134638458466385e-05,
+    -7.762817668462094e-06, 5.3110609208898636e-06, -3.6336507898010456e-06,
+    2.486022733129538e-06, -1.7008538854332607e-06, 1.1636675363548843e-06,
+    -7.96142543124197e-07, 5.446941930669446e-07, -3.7266161283438227e-07,
+    2.549626552021554e-07, -1.7443695117727745e-07, 1.1934394829830244e-07,
 )
 
 
@@ -434,16 +441,38 @@ def _polygamma_pos(b: Builder, x: Value, n: int) -> Value:
     return ops.add(b, _psi_series(b, z, n), ops.mul(b, _c(b, k, x), acc))
 
 
+def _digamma_pos(b: Builder, x: Value) -> Value:
+    """digamma(x) for x > 0: below 8, the Taylor series at the positive root x0 on u in [1, 2],
+    reached by psi(x) = psi(x + 1) - 1/x (x < 1: both terms negative) or downward by
+    psi(x) = psi(x - 1) + 1/(x - 1) (x - k exact; the terms positive); the asymptotic series
+    from 8 on."""
+    one = _c(b, 1.0, x)
+    mid = ops.lt(b, x, _c(b, 8.0, x))
+    xm = ops.select(b, mid, x, _c(b, 1.5, x))
+    below = ops.lt(b, xm, one)
+    xb = ops.select(b, below, xm, one)
+    u = ops.select(b, below, ops.add(b, xm, one), xm)
+    terms = []
+    for _ in range(6):
+        high = ops.ge(b, u, _c(b, 2.0, u))
+        u = ops.select(b, high, ops.sub(b, u, one), u)
+        terms.append(ops.select(b, high, ops.div(b, one, u), _c(b, 0.0, u)))
+    acc = terms[-1]
+    for t in reversed(terms[:-1]):
+        acc = ops.add(b, acc, t)
+    acc = ops.select(b, below, ops.neg(b, ops.div(b, one, xb)), acc)
+    t = ops.sub(b, ops.sub(b, u, _c(b, DIGAMMA_ROOT[0], u)), _c(b, DIGAMMA_ROOT[1], u))
+    small = ops.add(b, _horner(b, t, DIGAMMA_ROOT_TAYLOR), acc)
+    big = _psi_series(b, ops.select(b, mid, _c(b, 8.0, x), x), 0)
+    return ops.select(b, mid, small, big)
+
+
 def _digamma64(b: Builder, x: Value) -> Value:
     zero = _c(b, 0.0, x)
     pos = ops.gt(b, x, zero)
     y = ops.select(b, pos, x, ops.sub(b, _c(b, 1.0, x), x))
     y = ops.select(b, ops.isinf(b, y), _c(b, 1e300, x), y)
-    core = _polygamma_pos(b, y, 0)
-    t = ops.sub(b, ops.sub(b, y, _c(b, DIGAMMA_ROOT[0], y)), _c(b, DIGAMMA_ROOT[1], y))
-    near = ops.lt(b, ops.abs_(b, t), _c(b, 0.25, t))        # the positive root: no cancellation
-    ts = ops.select(b, near, t, _c(b, 0.0, t))
-    core = ops.select(b, near, _horner(b, ts, DIGAMMA_ROOT_TAYLOR), core)
+    core = _digamma_pos(b, y)
     r = ops.sub(b, x, ops.round_(b, x))
     # pi cot(pi r), with cos(pi r) = sin(pi (1/2 - |r|)): exactly 0 at r = +-1/2
     cos = ops.sin(b, ops.mul(b, ops.sub(b, _c(b, 0.5, x), ops.abs_(b, r)), _c(b, math.pi, x)))
