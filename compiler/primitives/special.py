@@ -18,8 +18,9 @@ once. The algorithms (docs/special.md has the measured errors):
 * lgamma, x > 0: the Taylor series of lgamma(2 + t) for |t| <= 1/2, reached by the exact
   recurrence over products (x in [1.5, 8): downward; x < 1.5: upward, with log1p); Stirling's
   series beyond 8. Negative x by the reflection with sin(pi x) on the reduced argument.
-* gamma: Stirling's formula as (z^((z-1/2)/2) e^(-z/2))^2 (no overflow before the result
-  does), divided by the product of the upward recurrence; reflection below 0.
+* gamma: below 10, exp of lgamma(2 + t)'s Taylor series times the exact recurrence's terms;
+  from 10, Stirling's formula as (x^((x-1/2)/2) e^(-x/2))^2 (no overflow before the result
+  does); reflection below 0, with 1 - x carried exactly.
 * digamma: below 8 the Taylor series at its positive root on [1, 2], reached by the
   recurrence in the direction where its terms do not cancel; the asymptotic series with
   Bernoulli numbers from 8; the reflection below 0. polygamma(n): the upward recurrence to
@@ -357,16 +358,32 @@ def _lgamma64(b: Builder, x: Value) -> Value:
 
 
 def _gamma_pos(b: Builder, x: Value) -> tuple[Value, Value]:
-    """gamma(x) = root * root * rest for x > 0: Stirling at z = x + m >= 10, root =
-    z^((z-1/2)/2) e^(-z/2) (no overflow before the result does), rest = the series' factor
-    sqrt(2 pi) exp(S(z)) divided by x (x + 1) ... (z - 1)."""
-    z, terms = _shift_up(b, x, 10, 10.0)
-    r = ops.div(b, _c(b, 1.0, z), z)
+    """gamma(x) = root * root * rest for x > 0 (the split keeps gamma(1 - x) of the reflection
+    from overflowing). Below 10: root = 1 and rest = exp(lgamma(2 + t)) (its Taylor series,
+    |t| <= 1/2) times the exact downward recurrence's terms, or divided by x (x + 1) upward
+    (as lgamma). From 10: Stirling's formula, root = x^((x-1/2)/2) e^(-x/2) and rest =
+    sqrt(2 pi) exp(S(x))."""
+    one = _c(b, 1.0, x)
+    mid = ops.lt(b, x, _c(b, 10.0, x))
+    z = ops.select(b, mid, x, _c(b, 2.0, x))
+    terms = []
+    for _ in range(8):
+        high = ops.ge(b, z, _c(b, 2.5, z))
+        z = ops.select(b, high, ops.sub(b, z, one), z)
+        terms.append(ops.select(b, high, z, one))
+    low = ops.lt(b, x, _c(b, 1.5, x))
+    below = ops.lt(b, x, _c(b, 0.5, x))
+    xl = ops.select(b, low, x, one)
+    t = ops.select(b, low, ops.select(b, below, xl, ops.sub(b, xl, one)), ops.sub(b, z, _c(b, 2.0, z)))
+    divisor = ops.select(b, low, ops.mul(b, xl, ops.select(b, below, ops.add(b, xl, one), one)), one)
+    small = ops.div(b, ops.mul(b, ops.exp(b, _horner(b, t, LGAMMA2_TAYLOR)), _product(b, terms)), divisor)
+    big = ops.select(b, mid, _c(b, 10.0, x), x)
+    r = ops.div(b, one, big)
     series = ops.exp(b, ops.mul(b, r, _horner(b, ops.mul(b, r, r), _STIRLING)))
-    half = ops.mul(b, ops.sub(b, z, _c(b, 0.5, z)), _c(b, 0.5, z))
-    root = ops.mul(b, ops.pow_(b, z, half), ops.exp(b, ops.mul(b, z, _c(b, -0.5, z))))
-    rest = ops.div(b, ops.mul(b, series, _c(b, math.sqrt(2 * math.pi), z)), _product(b, terms))
-    return root, rest
+    half = ops.mul(b, ops.sub(b, big, _c(b, 0.5, big)), _c(b, 0.5, big))
+    root = ops.mul(b, ops.pow_(b, big, half), ops.exp(b, ops.mul(b, big, _c(b, -0.5, big))))
+    rest = ops.mul(b, series, _c(b, math.sqrt(2 * math.pi), x))
+    return ops.select(b, mid, one, root), ops.select(b, mid, small, rest)
 
 
 def _gamma64(b: Builder, x: Value) -> Value:
