@@ -24,7 +24,8 @@ once. The algorithms (docs/special.md has the measured errors):
 * digamma: below 8 the Taylor series at its positive root on [1, 2], reached by the
   recurrence in the direction where its terms do not cancel; the asymptotic series with
   Bernoulli numbers from 8; the reflection below 0. polygamma(n): the upward recurrence to
-  z >= 8 + 2n (its terms have one sign), then the asymptotic series (x > 0 only, nan below).
+  z >= 8 + 2n (its terms have one sign), then the asymptotic series; below 0 the n-th
+  derivative of the reflection formula (a polynomial in cot(pi x)).
 * i0e, i1e: the power series (all terms positive) for |x| <= 20 times exp(-|x|), the
   asymptotic expansion beyond.
 
@@ -502,16 +503,43 @@ def _digamma64(b: Builder, x: Value) -> Value:
     return ops.select(b, ops.eq(b, x, _c(b, -np.inf, x)), _c(b, np.nan, x), out)
 
 
+def _cot_derivative(n: int) -> list[int]:
+    """Coefficients (low to high) of P_n with d^n/dy^n cot(y) = P_n(cot y): P_0 = c,
+    P_(k+1) = -(1 + c^2) P_k'."""
+    p = [0, 1]
+    for _ in range(n):
+        dp = [k * p[k] for k in range(1, len(p))] or [0]
+        out = [0] * (len(dp) + 2)
+        for k, v in enumerate(dp):
+            out[k] -= v
+            out[k + 2] -= v
+        p = out
+    return p
+
+
 def _polygamma64(n: int) -> Callable[[Builder, Value], Value]:
+    """polygamma(n, x): the recurrence and series for x > 0; below 0 the n-th derivative of
+    the reflection psi(1 - x) - psi(x) = pi cot(pi x):
+    psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi^(n+1) P_n(cot(pi x)); at 0, -1, ... +-inf."""
+    poly = [float(c) for c in _cot_derivative(n)]
+
     def f(b: Builder, x: Value) -> Value:
         zero = _c(b, 0.0, x)
         pos = ops.gt(b, x, zero)
-        y = ops.select(b, pos, x, _c(b, 1.0, x))
+        y = ops.select(b, pos, x, ops.sub(b, _c(b, 1.0, x), x))
         y = ops.select(b, ops.isinf(b, y), _c(b, 1e300, x), y)
-        out = _polygamma_pos(b, y, n)
-        out = ops.select(b, ops.eq(b, x, zero), _c(b, np.inf if n % 2 else np.nan, x), out)
+        core = _polygamma_pos(b, y, n)
+        r = ops.sub(b, x, ops.round_(b, x))
+        cos = ops.sin(b, ops.mul(b, ops.sub(b, _c(b, 0.5, x), ops.abs_(b, r)), _c(b, math.pi, x)))
+        sin = ops.sin(b, ops.mul(b, r, _c(b, math.pi, x)))
+        integer = ops.eq(b, r, zero)
+        cot = ops.div(b, cos, ops.select(b, integer, _c(b, 1.0, x), sin))
+        refl = ops.sub(b, ops.mul(b, _c(b, (-1.0) ** n, x), core),
+                       ops.mul(b, _c(b, math.pi ** (n + 1), x), _horner(b, cot, poly)))
+        refl = ops.select(b, integer, _c(b, np.inf if n % 2 else -np.inf, x), refl)
+        out = ops.select(b, pos, core, refl)
         out = ops.select(b, ops.eq(b, x, _c(b, np.inf, x)), zero, out)
-        return ops.select(b, ops.lt(b, x, zero), _c(b, np.nan, x), out)
+        return ops.select(b, ops.eq(b, x, _c(b, -np.inf, x)), _c(b, np.inf if n % 2 else -np.inf, x), out)
     return f
 
 
@@ -661,14 +689,21 @@ def _ref_lgamma(x: float) -> float:
 
 def _ref_polygamma(x: float, n: int = 0) -> float:
     """Shift to x + 40, the asymptotic series there, the recurrence terms summed with fsum."""
-    if math.isnan(x) or (n > 0 and x < 0):
+    if math.isnan(x) or (x == -math.inf and n == 0):
         return math.nan
+    if x == -math.inf:
+        return math.inf if n % 2 else -math.inf
     if x == math.inf:
         return math.inf if n == 0 else 0.0
     if x <= 0 and x == math.floor(x):
-        return (-1 / x if x == 0 else math.nan) if n == 0 else (math.inf if n % 2 else math.nan)
+        return (-1 / x if x == 0 else math.nan) if n == 0 else (math.inf if n % 2 else -math.inf)
     if n == 0 and x < 0:
         return _ref_polygamma(1 - x) - math.pi / math.tan(math.pi * x)
+    if x < 0:       # the upward recurrence from x: its terms alternate in sign
+        m = math.ceil(-x) + 1
+        sign = 1 if n % 2 == 1 else -1
+        return _ref_polygamma(x + m, n) + sign * math.fsum(
+            math.factorial(n) / (x + k) ** (n + 1) for k in range(m))
     z = x + 40
     if n == 0:
         terms = [math.log(z), -1 / (2 * z)] + [-_B2K[k] / ((2 * k + 2) * z ** (2 * k + 2)) for k in range(8)]

@@ -161,7 +161,8 @@ PRIMITIVES = {
                                                      1e5, 1e300, -0.5, -2.7], 8, {}),
     "gamma": (mp.gamma, [1e-300, 0.2, 1.0, 3.5, 10.0, 60.5, 170.5, -0.5, -5.3], 24, {}),
     "digamma": (mp.digamma, [1e-300, 0.2, 1.0, 1.46, 1.5, 3.0, 9.0, 1e10, -0.5, -4.3], 24, {}),
-    "polygamma": (lambda x: mp.polygamma(2, x), [1e-50, 0.3, 1.0, 4.5, 12.0, 100.0, 1e10], 8, {"n": 2}),
+    "polygamma": (lambda x: mp.polygamma(2, x), [1e-50, 0.3, 1.0, 4.5, 12.0, 100.0, 1e10, -0.3, -2.5,
+                                                  -7.9], 8, {"n": 2}),
     "i0e": (lambda x: mp.besseli(0, x) * mp.exp(-abs(x)), [-40.0, -3.0, 0.0, 1e-5, 7.5, 19.9, 20.1, 500.0],
             8, {}),
     "i1e": (lambda x: mp.besseli(1, x) * mp.exp(-abs(x)), [-40.0, -3.0, 0.0, 1e-5, 7.5, 19.9, 20.1, 500.0],
@@ -202,9 +203,10 @@ def test_decomposition_against_mpmath(name):
 _SMOOTH = {
     "erf": [-1.3, 0.2, 0.9], "erfc": [-1.0, 0.4, 2.5], "erfcx": [-0.8, 0.5, 4.0],
     "erfinv": [-0.7, 0.1, 0.95], "erfcinv": [0.05, 0.8, 1.6], "lgamma": [0.4, 2.3, 7.7, -0.5],
-    "gamma": [0.4, 2.3, 5.5, -1.5], "digamma": [0.4, 2.3, 7.7], "polygamma": [0.4, 2.3, 7.7],
+    "gamma": [0.4, 2.3, 5.5, -1.5], "digamma": [0.4, 2.3, 7.7], "polygamma": [0.4, 2.3, 7.7, -1.3],
     "i0e": [-3.0, 0.7, 25.0], "i1e": [-3.0, 0.7, 25.0],
 }
+
 
 
 @pytest.mark.parametrize("name", sorted(_SMOOTH))
