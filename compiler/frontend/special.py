@@ -558,7 +558,8 @@ def _polygamma(builder: Builder, fn: Any, n: Any, x: Any) -> Staged:
         raise Reject(CompileError, "scipy.special.polygamma: the order n must be >= 0")
     rule: Callable[..., Value] = (_unary_prim(ops.digamma) if order == 0 else
                                   lambda b, vs, dtype: ops.polygamma(b, vs[0], order))
-    return A.apply(builder, E(np.exp, None, rule=rule), (_float_array(builder, x),))
+    s = A.lift(builder, A.normalize_operand(builder, x))
+    return A.apply(builder, E(np.exp, None, rule=rule), (A.convert(builder, s, F64),))   # float64, as SciPy
 
 
 #: scipy.special.<name> -> handler(builder, the function object, *args, **kwargs)
