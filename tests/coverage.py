@@ -458,9 +458,9 @@ CASES: list[Case] = [
     Case("np.unique", EVERYDAY, lambda x: np.unique(x), int45, diff=False),
     Case("np.errstate", EVERYDAY, lambda x: _errstate(x), pos45),
     # -- scipy.special
-    *_special("erf erfc erfcx gammaln gamma digamma loggamma expit logit log_expit ndtr "
+    *_special("erf erfc erfcx gammaln gamma digamma loggamma expit log_expit ndtr "
               "log_ndtr i0e i1 i1e sinc entr", pos45),
-    *_special("erfinv ndtri", probs),
+    *_special("erfinv ndtri logit", probs),
     *_special("erfcinv", lambda r: (r.uniform(0.1, 1.9, (4, 5)),)),
     Case("scipy.special.polygamma", "scipy.special", lambda x: sp.polygamma(1, x), pos45,
          needs="scipy"),

@@ -28,6 +28,7 @@ from compiler.frontend import masked as M
 from compiler.frontend import reductions as R
 from compiler.frontend.closures import CAPTURED, closure_signature
 from compiler.frontend import ufunc_methods as UM
+from compiler.frontend import special as SPC
 from compiler.frontend.control import assigned_names
 from compiler.frontend.pytrees import flatten_static, unflatten
 from compiler.frontend.source import function_source
@@ -165,6 +166,11 @@ class CallMixin:
             return EXTERNAL[fn.__func__](self, fn.__self__, *args, **kwargs)
         if hashable(fn) and fn in NP.NUMPY_FUNCTIONS:
             return self._call_numpy(fn, args, kwargs)
+        special = SPC.scipy_name(fn)
+        if special is not None:                 # scipy.special.<name> (frontend/special.py)
+            if not _any_dynamic(args, kwargs):
+                return self.static(lambda: fn(*args, **kwargs), f"scipy.special.{special}")  # type: ignore[attr-defined]
+            return SPC.scipy_call(self.b, special, fn, args, kwargs)
         method = _ufunc_method(fn)
         if method is not None:
             return self._call_ufunc_method(fn, method, args, kwargs)

@@ -28,6 +28,7 @@ from compiler.frontend import spectral as SP
 from compiler.frontend import reductions as R
 from compiler.frontend import shapes as S
 from compiler.frontend import sorting as SO
+from compiler.frontend import special as SPC
 from compiler.frontend import ufuncs as U
 from compiler.frontend.values import Reject, Staged
 from compiler.ir.builder import Builder
@@ -355,6 +356,10 @@ NUMPY_FUNCTIONS.update({np.linalg.eigh: SP.eigh, np.linalg.eigvalsh: SP.eigvalsh
 # reductions with where= and initial= (they replace the handlers above)
 NUMPY_FUNCTIONS.update(EV.FUNCTIONS)
 _FUNCTIONS_BY_NAME.update({fn.__name__: h for fn, h in EV.FUNCTIONS.items()})
+
+# special functions: signbit, copysign, heaviside, sinc, nextafter, spacing, frexp, ldexp, modf,
+# float_power (frontend/special.py; docs/special.md)
+NUMPY_FUNCTIONS.update(SPC.NUMPY_FUNCTIONS)
 
 # np.* functions that always stage, even on static arguments: their results are
 # local arrays the function may update (y = np.zeros(3); y[i] = ...).

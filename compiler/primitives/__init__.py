@@ -32,6 +32,8 @@ from compiler.primitives.spectral import eigh, svd
 from compiler.primitives.shape import (broadcast_in_dim, concatenate, constant, diagonal, iota, pad,
                                        reshape, rev, size_of, slice_, transpose)
 from compiler.primitives.sorting import sort  # noqa: F401
+from compiler.primitives.special import (bitcast, digamma, erf, erfc, erfcinv, erfcx,  # noqa: F401
+                                         erfinv, gamma, i0e, i1e, lgamma, polygamma)
 
 if undefined():
     raise AssertionError(f"declared in ops.py but defined nowhere: {undefined()}")

@@ -469,3 +469,30 @@ def svd(b: Builder, a: Value, full_matrices: bool = False, compute_uv: bool = Tr
     the stack a [..., m, n]."""
     return tuple(b.emit(svd_p, [a], {"full_matrices": bool(full_matrices),
                                      "compute_uv": bool(compute_uv)}))
+
+
+# ---- special functions (compiler/primitives/special.py; docs/special.md) ----------------
+
+bitcast_p = declare("bitcast", ELEMENTWISE)
+
+
+def bitcast(b: Builder, x: Value, dtype: Any) -> Value:
+    """The bits of each element reinterpreted as `dtype` (of the same width): float64 <-> int64,
+    float32 <-> int32 (NumPy's ``x.view(dtype)``)."""
+    return b.emit1(bitcast_p, [x], {"dtype": np.dtype(dtype)})
+erf_p, erf = _unary("erf")
+erfc_p, erfc = _unary("erfc")
+erfcx_p, erfcx = _unary("erfcx")
+erfinv_p, erfinv = _unary("erfinv")
+erfcinv_p, erfcinv = _unary("erfcinv")
+lgamma_p, lgamma = _unary("lgamma")
+gamma_p, gamma = _unary("gamma")
+digamma_p, digamma = _unary("digamma")
+i0e_p, i0e = _unary("i0e")
+i1e_p, i1e = _unary("i1e")
+polygamma_p = declare("polygamma", ELEMENTWISE)
+
+
+def polygamma(b: Builder, x: Value, n: int) -> Value:
+    """The n-th derivative of digamma (n >= 1, static) at each element of x."""
+    return b.emit1(polygamma_p, [x], {"n": int(n)})

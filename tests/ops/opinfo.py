@@ -2608,3 +2608,70 @@ op("complex.eigvalsh", lambda a: np.linalg.eigvalsh(a), complex_unary(shapes=((3
    dtypes=COMPLEX, tol=_C_REDUCTION)
 op("complex.svdvals", lambda a: np.linalg.svdvals(a), complex_unary(shapes=((3, 2),)), dtypes=COMPLEX,
    tol=_C_REDUCTION)
+
+
+# ---- special functions (compiler/frontend/special.py, compiler/primitives/special.py;
+# docs/special.md): NumPy's bit-level functions, np.sinc and np.i0, and scipy.special's
+# transcendental functions (only where SciPy is installed: it is optional) ----------------------
+
+try:
+    import scipy.special as _sp
+except ImportError:
+    _sp = None
+
+#: primitives only scipy.special reaches: their OpInfos exist only where SciPy is installed
+SCIPY_ONLY_PRIMITIVES = {"erf", "erfc", "erfcx", "erfinv", "erfcinv", "lgamma", "gamma", "digamma",
+                         "polygamma", "i1e"}
+_ONE_SHAPE = [(7,)]
+
+
+def _ints_for(dtype: np.dtype) -> np.dtype:
+    return I64 if dtype == F64 else I32
+
+
+def _prim_bitcast(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    x = np.array([0.0, -0.0, 1.5, -3.0, np.inf, np.nan, 1e-310 if dtype == F64 else 1e-40], dtype)
+    yield PrimSample("bitcast", (x,), {"dtype": _ints_for(dtype)}, desc="float bits", grad=False)
+    yield PrimSample("bitcast", (x.view(_ints_for(dtype)),), {"dtype": dtype}, desc="int bits",
+                     grad=False)
+
+
+op("copysign", lambda x, y: np.copysign(x, y), few_binary_samples(-3, 3), tol=IEEE,
+   edge_values=FLOAT_EDGES, edge_arity=2, more_dtypes=())
+op("nextafter", lambda x, y: np.nextafter(x, y), few_binary_samples(-3, 3), tol=IEEE,
+   edge_values=FLOAT_EDGES, edge_arity=2, differentiable=False, more_dtypes=())
+prims("nextafter", _prim_bitcast)
+op("ldexp", lambda x, n: np.ldexp(x, n),
+   lambda dt, rng: [SampleInput((make((3, 4), dt, rng), np.arange(-6, 6, dtype=np.int32).reshape(3, 4)))],
+   tol=IEEE, more_dtypes=())
+op("sinc", lambda x: np.sinc(x), unary_samples(-4, 4, shapes=_ONE_SHAPE), dtypes=(F64,),
+   tol=TRANSCENDENTAL, more_dtypes=(), supports_grad2=False)
+op("i0", lambda x: np.i0(x), unary_samples(-8, 8, shapes=_ONE_SHAPE), dtypes=(F64,),
+   tol=TRANSCENDENTAL, more_dtypes=(), supports_vmap=False, supports_jvp=False, supports_vjp=False,
+   supports_grad2=False)
+prims("i0", lambda dt, rng: [PrimSample("i0e", (make((7,), dt, rng, -30, 30),))])
+
+if _sp is not None:
+    #: (name, prim, function, domain, params)
+    _SCIPY_UNARY = [
+        ("erf", "erf", lambda x: _sp.erf(x), (-3, 3), {}),
+        ("erfc", "erfc", lambda x: _sp.erfc(x), (-3, 6), {}),
+        ("erfcx", "erfcx", lambda x: _sp.erfcx(x), (-2, 10), {}),
+        ("erfinv", "erfinv", lambda x: _sp.erfinv(x), (-0.9, 0.9), {}),
+        ("erfcinv", "erfcinv", lambda x: _sp.erfcinv(x), (0.1, 1.9), {}),
+        ("gammaln", "lgamma", lambda x: _sp.gammaln(x), (0.2, 8), {}),
+        ("gamma", "gamma", lambda x: _sp.gamma(x), (0.2, 6), {}),
+        ("digamma", "digamma", lambda x: _sp.digamma(x), (0.2, 8), {}),
+        ("polygamma", "polygamma", lambda x: _sp.polygamma(1, x), (0.2, 8), {"n": 1}),
+        ("i1e", "i1e", lambda x: _sp.i1e(x), (-30, 30), {}),
+    ]
+    for _name, _prim, _fn, (_lo, _hi), _params in _SCIPY_UNARY:
+        # forward and native only: their vmap rule is the elementwise one, and
+        # tests/functions/test_special.py checks their jvp/vjp rules against finite differences
+        # on the interpreter (a compile per derivative here would cost a second each)
+        op(f"scipy.special.{_name}", _fn, unary_samples(_lo, _hi, shapes=_ONE_SHAPE), dtypes=(F64,),
+           tol=TRANSCENDENTAL, more_dtypes=(), supports_vmap=False, supports_jvp=False,
+           supports_vjp=False, supports_grad2=False)
+        prims(f"scipy.special.{_name}", (lambda p, lo, hi, params: lambda dt, rng: [
+            PrimSample(p, (make((7,), dt, rng, lo, hi),), dict(params), grad=False)])(
+                _prim, _lo, _hi, _params), dtypes=(F64,))
