@@ -272,7 +272,7 @@ CASES: list[Case] = [
     Case("np.tril", ARRAY_API, lambda x: np.tril(x, k=1), x45),
     Case("np.triu", ARRAY_API, lambda x: np.triu(x, k=-1), x45),
     Case("np.meshgrid", ARRAY_API, lambda x, y: np.meshgrid(x, y, indexing="ij"), vec_vec),
-    Case("np.astype", ARRAY_API, lambda x: np.astype(x, np.float32), x45),
+    Case("np.astype", ARRAY_API, lambda x: np.astype(x, np.float64) * np.astype(x > 0, x.dtype), x45),
     Case("np.finfo", ARRAY_API, lambda x: x + np.finfo(x.dtype).eps, x45),
     Case("np.iinfo", ARRAY_API, lambda x: np.minimum(x, np.iinfo(np.int32).max), int45, diff=False),
     Case("np.result_type", ARRAY_API, lambda x: x.astype(np.result_type(x, np.float32)), x45),
