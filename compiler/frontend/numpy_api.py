@@ -19,6 +19,7 @@ from compiler.errors import CompileError, DynamicShapeError, OutParameterError, 
     UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import factor as F
+from compiler.frontend import fft as FFT
 from compiler.frontend import indexing as I
 from compiler.frontend import linalg as L
 from compiler.frontend import eig as E
@@ -349,6 +350,9 @@ NUMPY_FUNCTIONS.update({np.linalg.eigh: SP.eigh, np.linalg.eigvalsh: SP.eigvalsh
                         np.linalg.lstsq: SP.lstsq, np.linalg.matrix_rank: SP.matrix_rank,
                         np.linalg.cond: SP.cond, np.linalg.vector_norm: L.vector_norm,
                         np.linalg.matrix_norm: L.matrix_norm})
+
+# np.fft (frontend/fft.py; docs/fft.md)
+NUMPY_FUNCTIONS.update(FFT.FUNCTIONS)
 
 # np.* functions that always stage, even on static arguments: their results are
 # local arrays the function may update (y = np.zeros(3); y[i] = ...).

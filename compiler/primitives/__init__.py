@@ -32,6 +32,7 @@ from compiler.primitives.spectral import eigh, svd
 from compiler.primitives.shape import (broadcast_in_dim, concatenate, constant, diagonal, iota, pad,
                                        reshape, rev, size_of, slice_, transpose)
 from compiler.primitives.sorting import sort  # noqa: F401
+from compiler.primitives.fft import fft  # noqa: F401
 
 if undefined():
     raise AssertionError(f"declared in ops.py but defined nowhere: {undefined()}")

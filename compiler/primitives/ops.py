@@ -459,3 +459,14 @@ def svd(b: Builder, a: Value, full_matrices: bool = False, compute_uv: bool = Tr
     the stack a [..., m, n]."""
     return tuple(b.emit(svd_p, [a], {"full_matrices": bool(full_matrices),
                                      "compute_uv": bool(compute_uv)}))
+
+
+# ---- the discrete Fourier transform (compiler/primitives/fft.py; docs/fft.md) ---------
+
+fft_p = declare("fft", OPAQUE)
+
+
+def fft(b: Builder, x: Value, inverse: bool = False) -> Value:
+    """The unscaled DFT of complex `x` along its last axis: exp(-2 pi i jk/n), or with
+    `inverse` exp(+2 pi i jk/n) (NumPy's ifft times n)."""
+    return b.emit1(fft_p, [x], {"inverse": bool(inverse)})

@@ -1,0 +1,284 @@
+"""The discrete Fourier transform: the ``fft`` primitive (docs/fft.md).
+
+``fft(x) {inverse}`` is the unscaled DFT of a complex stack ``[..., n]`` along its last
+axis, ``X[k] = sum_j x[j] exp(-2 pi i jk/n)``, or with ``inverse`` the same sum with
+``exp(+2 pi i jk/n)`` (NumPy's ``ifft`` times n). Every np.fft function is staged with it
+(compiler/frontend/fft.py: the scaling of ``norm``, ``n`` by cropping or zero padding,
+other axes by moving them last, real transforms by taking a half spectrum).
+
+    %y = fft(%x) {inverse=False} : c128[b, n]
+
+Transform rules: vmap moves the batch axis to the front (more rows); the op is linear, so
+jvp is the same transform of the tangent, and vjp the conjugate transpose, which for the
+unscaled DFT is the unscaled transform in the other direction.
+
+Code: a decomposition into real elementwise code on (re, im) pairs, for a static n:
+
+* mixed radix, decimation in frequency: n = r * m, the row seen as ``[..., r, m]``; a
+  radix-r butterfly across the r rows of length m (radix 4 and 2 with additions only,
+  odd radices up to GENERIC_MAX with the symmetric form: (r-1)^2/2 real products per
+  butterfly), the twiddles ``exp(-+2 pi i k j/n)`` multiplied in, then the length-m
+  transforms of the r rows recursively (the batch grows by r). Each pass is one
+  concatenate, so one loop nest over the whole batch that writes one buffer; the
+  index permutation (digit reversal) of the result is the composition of the passes'
+  transposes, read by the consumer of the result;
+* Bluestein (chirp z) for a length whose prime factors all exceed GENERIC_MAX: the
+  transform as a circular convolution with a chirp, through two power-of-two
+  transforms of length N >= 2m - 1 (the chirp's own transform is a constant).
+
+Twiddles and chirps are compile-time constants (computed in float64) up to CONST_MAX
+elements; longer tables are computed by the kernel once per call (cos and sin of
+exactly reduced angles in float64), broadcast over the rows.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from compiler.ir import dims
+from compiler.ir.builder import Builder
+from compiler.ir.core import Value
+from compiler.ir.primitive import define
+from compiler.ir.types import F64, I64, TensorType, is_complex
+from compiler.primitives import ad, batching, ops
+from compiler.primitives.base import check
+
+Types = tuple[TensorType, ...]
+Pair = tuple[Value, Value]
+
+GENERIC_MAX = 13          # odd prime radices up to this use a butterfly; larger ones Bluestein
+CONST_MAX = 1 << 14       # twiddle tables up to this many entries are constants
+
+
+# ---- shape rule, NumPy reference, transform rules --------------------------------------
+
+def _rule(in_types: Types, params: dict[str, Any]) -> Types:
+    (x,) = in_types
+    check(is_complex(x.dtype), f"fft: a complex operand is required, not {x.dtype}")
+    check(x.ndim >= 1, "fft: the operand must have at least one axis")
+    return (x,)
+
+
+def _ref(x: np.ndarray, inverse: bool) -> np.ndarray:
+    y = np.fft.ifft(x, axis=-1, norm="forward") if inverse else np.fft.fft(x, axis=-1)
+    return y.astype(x.dtype)
+
+
+def _batch(b: Builder, op: Any, args: list[Value], size: Any) -> list[Value]:
+    return batching.reemit(b, op, args)
+
+
+def _transpose(b: Builder, op: Any, primals: list[Value], ct: Value) -> list[Value | None]:
+    # the adjoint of the unscaled DFT matrix W is conj(W)^T = conj(W): the other direction
+    return [ad.same_op(b, op, [ct], inverse=not op.params["inverse"])]
+
+
+# ---- generated code -------------------------------------------------------------------
+
+class _Gen:
+    """Complex arithmetic on (re, im) pairs of real values of one dtype."""
+
+    def __init__(self, b: Builder, rdt: np.dtype) -> None:
+        self.b, self.rdt = b, rdt
+
+    def add(self, x: Pair, y: Pair) -> Pair:
+        return ops.add(self.b, x[0], y[0]), ops.add(self.b, x[1], y[1])
+
+    def sub(self, x: Pair, y: Pair) -> Pair:
+        return ops.sub(self.b, x[0], y[0]), ops.sub(self.b, x[1], y[1])
+
+    def mul(self, x: Pair, y: Pair) -> Pair:
+        b = self.b
+        return (ops.sub(b, ops.mul(b, x[0], y[0]), ops.mul(b, x[1], y[1])),
+                ops.add(b, ops.mul(b, x[0], y[1]), ops.mul(b, x[1], y[0])))
+
+    def scale(self, c: float, x: Pair) -> Pair:
+        k = ops.full_like(self.b, c, x[0])
+        return ops.mul(self.b, k, x[0]), ops.mul(self.b, k, x[1])
+
+    def times_i(self, sign: int, x: Pair) -> Pair:
+        """sign * i * x."""
+        if sign > 0:
+            return ops.neg(self.b, x[1]), x[0]
+        return x[1], ops.neg(self.b, x[0])
+
+    def map(self, fn: Any, x: Pair) -> Pair:
+        return fn(x[0]), fn(x[1])
+
+    def table(self, angle: np.ndarray | Value, shape: tuple) -> Pair:
+        """exp(i * angle) as real values of shape `shape` (a constant from a float64
+        ndarray, or cos and sin of a float64 Value computed by the kernel)."""
+        b = self.b
+        if isinstance(angle, np.ndarray):
+            return (ops.constant(b, np.cos(angle).astype(self.rdt)),
+                    ops.constant(b, np.sin(angle).astype(self.rdt)))
+        return (ops.convert(b, ops.cos(b, angle), self.rdt), ops.convert(b, ops.sin(b, angle), self.rdt))
+
+
+def _roots(r: int, sign: int) -> tuple[np.ndarray, np.ndarray]:
+    """exp(sign 2 pi i jk/r) as (real, imag) [k, j], exact where it is 0, +-1."""
+    jk = np.outer(np.arange(r), np.arange(r)) % r
+    w = np.exp(sign * 2j * np.pi * jk / r)
+    if r % 4 == 0:
+        quarter = (4 * jk) % r == 0
+        exact = np.array([1, 1j, -1, -1j])[(4 * jk // r) % 4] ** (1 if sign > 0 else -1)
+        w = np.where(quarter, exact, w)
+    if r % 2 == 0:
+        w = np.where(2 * jk == r, -1, w)
+    w = np.where(jk == 0, 1, w)
+    return w.real.copy(), w.imag.copy()
+
+
+def _radix(n: int) -> int | None:
+    for r in (4, 2):
+        if n % r == 0:
+            return r
+    for r in range(3, GENERIC_MAX + 1, 2):
+        if n % r == 0:
+            return r
+    return None
+
+
+def _pack(b: Builder, x: Pair) -> Value:
+    """(re, im) [..., n] as one real array [..., 2, n]."""
+    pre = tuple(x[0].type.shape[:-1])
+    n = x[0].type.shape[-1]
+    return ops.concatenate(b, [ops.reshape(b, v, pre + (1, n)) for v in x], len(pre))
+
+
+def _unpack(b: Builder, d: Value) -> Pair:
+    *pre_, _, n = d.type.shape
+    pre = tuple(pre_)
+    nd = len(pre)
+    return tuple(ops.reshape(b, ops.slice_(b, d, (0,) * nd + (p, 0), pre + (p + 1, n)), pre + (n,))
+                 for p in (0, 1))      # type: ignore[return-value]
+
+
+def dft(g: _Gen, d: Value, sign: int) -> Value:
+    """The unscaled DFT (exp(sign 2 pi i jk/n)) of the rows of d [..., 2, n] (real parts,
+    imaginary parts), n static; the result in the same layout.
+
+    A pass of radix r is one loop nest over [..., r, 2, m] that reads only index remaps of
+    its input buffer and constants: with x_j the j-th of the r rows of length m and sx_j
+    the same with real and imaginary parts swapped, the butterfly output is
+    y = sum_j Wr_j x_j + (-Wi_j, Wi_j) sx_j (its swap sy likewise), the pass's result
+    T y + (-Ti, Ti) sy with the twiddles T."""
+    b = g.b
+    *pre_, _, n = d.type.shape
+    assert isinstance(n, int)
+    if n == 1:
+        return d
+    r = _radix(n)
+    if r is None:
+        return _pack(b, _bluestein(g, _unpack(b, d), n, sign))
+    full = tuple(pre_)
+    rows_n: Any = 1
+    for dim_ in full:
+        rows_n = dims.mul(rows_n, dim_)
+    pre = (rows_n,)                                      # the rows as one axis: short loop nests
+    d = ops.reshape(b, d, pre + (2, n))
+    nd = 1
+    m = n // r
+    out = pre + (r, 1, m)
+    rows = ops.reshape(b, d, pre + (2, r, m))
+
+    def row(p: int, j: int) -> Value:
+        v = ops.slice_(b, rows, (0,) * nd + (p, j, 0), pre + (p + 1, j + 1, m))
+        return ops.broadcast_in_dim(b, ops.reshape(b, v, pre + (m,)), out, tuple(range(nd)) + (nd + 2,))
+
+    def const(value: np.ndarray, axes: tuple[int, ...]) -> Value:
+        return ops.broadcast_in_dim(b, ops.constant(b, value.astype(g.rdt)), out, axes)
+
+    wr, wi = _roots(r, sign)
+    acc: Pair | None = None
+    for j in range(r):
+        x = (row(0, j), row(1, j))
+        if np.any(wi[:, j] != 0):
+            x = g.mul(x, (const(wr[:, j], (nd,)), const(wi[:, j], (nd,))))
+        elif not np.all(wr[:, j] == 1):
+            c = const(wr[:, j], (nd,))
+            x = (ops.mul(b, c, x[0]), ops.mul(b, c, x[1]))
+        acc = x if acc is None else g.add(acc, x)
+    assert acc is not None
+    z = acc
+    if m > 1:
+        if r * m <= CONST_MAX:
+            k, j = np.meshgrid(np.arange(r), np.arange(m), indexing="ij")
+            ang = sign * 2 * np.pi * (k * j) / n
+            tw = (const(np.cos(ang), (nd, nd + 2)), const(np.sin(ang), (nd, nd + 2)))
+        else:
+            kj = ops.mul(b, ops.iota(b, I64, (r, m), 0), ops.iota(b, I64, (r, m), 1))
+            ang_v = ops.mul(b, ops.convert(b, kj, F64),
+                            ops.full(b, sign * 2 * np.pi / n, TensorType(F64, (r, m))))
+            tw = (ops.broadcast_in_dim(b, ops.convert(b, ops.cos(b, ang_v), g.rdt), out, (nd, nd + 2)),
+                  ops.broadcast_in_dim(b, ops.convert(b, ops.sin(b, ang_v), g.rdt), out, (nd, nd + 2)))
+        z = g.mul(z, tw)
+    z2 = ops.concatenate(b, list(z), nd + 1)            # one buffer [..., r, 2, m] per pass
+    zz = dft(g, z2, sign)                                 # [..., r, 2, m]: X[r k2 + k1]
+    perm = tuple(range(nd)) + (nd + 1, nd + 2, nd)
+    return ops.reshape(b, ops.transpose(b, zz, perm), full + (2, n))
+
+
+def _bluestein(g: _Gen, x: Pair, m: int, sign: int) -> Pair:
+    """sum_j x_j w^(jk) with jk = (k^2 + j^2 - (k-j)^2)/2: a chirp, a convolution with the
+    conjugate chirp (two power-of-two transforms of length N >= 2m-1), a chirp."""
+    b = g.b
+    pre = tuple(x[0].type.shape[:-1])
+    nd = len(pre)
+    big = 1 << (2 * m - 2).bit_length()
+    if m <= CONST_MAX:
+        k = np.arange(m, dtype=np.int64)
+        chirp_angle: Any = sign * np.pi * ((k * k) % (2 * m)) / m
+    else:
+        kv = ops.iota(b, I64, (m,), 0)
+        k2 = ops.mod(b, ops.mul(b, kv, kv), ops.full(b, 2 * m, TensorType(I64, (m,))))
+        chirp_angle = ops.mul(b, ops.convert(b, k2, F64), ops.full(b, sign * np.pi / m, TensorType(F64, (m,))))
+    chirp = g.table(chirp_angle, (m,))
+    wide = g.map(lambda v: ops.broadcast_in_dim(b, v, pre + (m,), (nd,)), chirp)
+    a = g.mul(x, wide)
+    zero = ops.scalar(b, 0.0, g.rdt)
+    a = g.map(lambda v: ops.pad(b, v, zero, (0,) * (nd + 1), (0,) * nd + (big - m,)), a)
+    spec_a = _unpack(b, dft(g, _pack(b, a), -1))
+    if big <= CONST_MAX:
+        kk = np.arange(big, dtype=np.int64)
+        kk = np.minimum(kk, big - kk)
+        c = np.where(kk < m, np.exp(-sign * 1j * np.pi * ((kk * kk) % (2 * m)) / m), 0)
+        spec = np.fft.fft(c) / big
+        kern: Pair = (ops.constant(b, spec.real.astype(g.rdt)), ops.constant(b, spec.imag.astype(g.rdt)))
+    else:
+        kv = ops.iota(b, I64, (big,), 0)
+        kk_v = ops.minimum(b, kv, ops.sub(b, ops.full(b, big, kv.type), kv))
+        k2 = ops.mod(b, ops.mul(b, kk_v, kk_v), ops.full(b, 2 * m, kv.type))
+        ang = ops.mul(b, ops.convert(b, k2, F64), ops.full(b, -sign * np.pi / m, TensorType(F64, (big,))))
+        inside = ops.lt(b, kk_v, ops.full(b, m, kv.type))
+        zeros = ops.full(b, 0.0, TensorType(g.rdt, (big,)))
+        c_re, c_im = g.table(ang, (big,))
+        c_pair = (ops.select(b, inside, c_re, zeros), ops.select(b, inside, c_im, zeros))
+        kern = g.scale(1.0 / big, _unpack(b, dft(g, _pack(b, c_pair), -1)))
+    kern = g.map(lambda v: ops.broadcast_in_dim(b, v, pre + (big,), (nd,)), kern)
+    conv = _unpack(b, dft(g, _pack(b, g.mul(spec_a, kern)), 1))
+    head = g.map(lambda v: ops.slice_(b, v, (0,) * (nd + 1), pre + (m,)), conv)
+    return g.mul(head, wide)
+
+
+def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
+    (x,) = args
+    n = x.type.shape[-1]
+    assert isinstance(n, int), "fft of a symbolic length: the frontend refuses it"
+    rdt = np.dtype(np.complex64).type(0).real.dtype if x.type.dtype == np.complex64 else F64
+    g = _Gen(b, np.dtype(rdt))
+    sign = 1 if op.params["inverse"] else -1
+    re, im = _unpack(b, dft(g, _pack(b, (ops.real(b, x), ops.imag(b, x))), sign))
+    return [ops.complex_(b, re, im)]
+
+
+fft = define(
+    ops.fft_p,
+    shape_rule=_rule,
+    numpy_ref=_ref,
+    vmap_rule=batching.to_front_rule(_batch),
+    **ad.linear(_transpose),
+    decomposition=_decompose,
+    doc="the unscaled discrete Fourier transform of complex rows (last axis)",
+)
