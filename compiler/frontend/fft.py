@@ -17,7 +17,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from compiler.errors import DynamicShapeError, ShapeMismatchError, UnsupportedError
+from compiler.errors import ArgumentValueError, CompileError, DynamicShapeError, ShapeMismatchError, \
+    UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import shapes as S
 from compiler.frontend.values import Reject, Staged
@@ -31,7 +32,7 @@ _SWAP = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "b
 
 def _norm(norm: Any) -> None:
     if norm not in _NORMS:
-        raise Reject(ValueError, f'Invalid norm value {norm}; should be "backward", "ortho" or '
+        raise Reject(ArgumentValueError, f'Invalid norm value {norm}; should be "backward", "ortho" or '
                      '"forward".')
 
 
@@ -55,7 +56,7 @@ def _complex_operand(b: Builder, a: Any) -> Staged:
 def _real_operand(b: Builder, a: Any, name: str) -> Staged:
     x = A.lift(b, A.normalize_operand(b, a))
     if x.dtype.kind == "c":
-        raise Reject(TypeError, f"np.fft.{name} takes real input, not {x.dtype}",
+        raise Reject(CompileError, f"np.fft.{name} takes real input, not {x.dtype}",
                      f"use np.fft.fft for complex input, or pass np.real(x) to np.fft.{name}")
     return A.convert(b, x, np.dtype(np.float32 if _single(x.dtype) else np.float64))
 
@@ -66,7 +67,7 @@ def _static_n(n: Any, what: str = "n") -> int:
                      "pass a Python int (or mark the argument static with static_argnums)")
     n = operator.index(n)
     if n < 1:
-        raise Reject(ValueError, f"Invalid number of FFT data points ({n}) specified.")
+        raise Reject(ArgumentValueError, f"Invalid number of FFT data points ({n}) specified.")
     return n
 
 
@@ -157,7 +158,7 @@ def irfft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, o
     m = _axis_len(x, ax, "irfft")
     n = 2 * (m - 1) if n is None else _static_n(n)
     if n < 1:
-        raise Reject(ValueError, f"Invalid number of data points ({n}) specified")
+        raise Reject(ArgumentValueError, f"Invalid number of data points ({n}) specified")
     v = _resize(b, x.value, ax, n // 2 + 1)
     shape = list(v.type.shape)
     tail = (n + 1) // 2 - 1                     # conj(X[k]) at n-k for 1 <= k < (n+1)//2
@@ -200,7 +201,7 @@ def _shape_axes(x: Staged, s: Any, axes: Any, name: str) -> tuple[list[Any], lis
     else:
         sizes = list(s) if isinstance(s, (tuple, list)) else [s]
         if len(sizes) != len(ax):
-            raise Reject(ValueError, "Shape and axes have different lengths.")
+            raise Reject(ArgumentValueError, "Shape and axes have different lengths.")
     return sizes, ax
 
 

@@ -48,7 +48,7 @@ Types = tuple[TensorType, ...]
 Pair = tuple[Value, Value]
 
 GENERIC_MAX = 13          # odd prime radices up to this use a butterfly; larger ones Bluestein
-CONST_MAX = 1 << 14       # twiddle tables up to this many entries are constants
+CONST_MAX = 1 << 18       # twiddle and chirp tables up to this many entries are constants
 
 
 # ---- shape rule, NumPy reference, transform rules --------------------------------------

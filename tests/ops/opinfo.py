@@ -2608,3 +2608,27 @@ op("complex.eigvalsh", lambda a: np.linalg.eigvalsh(a), complex_unary(shapes=((3
    dtypes=COMPLEX, tol=_C_REDUCTION)
 op("complex.svdvals", lambda a: np.linalg.svdvals(a), complex_unary(shapes=((3, 2),)), dtypes=COMPLEX,
    tol=_C_REDUCTION)
+
+
+# ---- np.fft (compiler/frontend/fft.py, compiler/primitives/fft.py; docs/fft.md) -------------------
+# Several transforms per sample (one kernel each); lengths, radices and Bluestein: tests/fft/.
+
+def _fft_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    x = cmake((3, 4), dtype, rng) if np.dtype(dtype).kind == "c" else make((3, 4), dtype, rng)
+    yield SampleInput((x,), desc=describe([x]))
+
+
+op("fft.complex", lambda x: (np.fft.fft(x), np.fft.ifft(x, n=5, axis=0, norm="ortho"), np.fft.fft2(x, norm="forward"),
+                             np.fft.irfft(x, n=5), np.fft.fftshift(x)),
+   _fft_samples, dtypes=COMPLEX, tol=_C_REDUCTION)
+op("fft.real", lambda x: (np.fft.rfft(x).real, np.fft.rfft(x).imag, np.fft.irfft(x, axis=0), np.fft.hfft(x, norm="ortho")),
+   _fft_samples, tol=Tol((2e-5, 2e-5), (1e-12, 1e-12), ulps=8), more_dtypes=(),
+   notes="real outputs: the derivative tests take real functions of real inputs")
+
+
+def _prim_fft(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    for shape, inverse in [((2, 6), False), ((5,), True)]:
+        yield PrimSample("fft", (cmake(shape, dtype, rng),), {"inverse": inverse})
+
+
+prims("fft.complex", _prim_fft, dtypes=COMPLEX)
