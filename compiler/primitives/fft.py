@@ -14,21 +14,22 @@ unscaled DFT is the unscaled transform in the other direction.
 
 Code: a decomposition into real elementwise code on (re, im) pairs, for a static n:
 
-* mixed radix, decimation in frequency: n = r * m, the row seen as ``[..., r, m]``; a
-  radix-r butterfly across the r rows of length m (radix 4 and 2 with additions only,
-  odd radices up to GENERIC_MAX with the symmetric form: (r-1)^2/2 real products per
-  butterfly), the twiddles ``exp(-+2 pi i k j/n)`` multiplied in, then the length-m
-  transforms of the r rows recursively (the batch grows by r). Each pass is one
-  concatenate, so one loop nest over the whole batch that writes one buffer; the
-  index permutation (digit reversal) of the result is the composition of the passes'
-  transposes, read by the consumer of the result;
+* mixed radix, decimation in frequency: n = r * m, the row seen as ``[r, m]``; the r
+  outputs of the radix-r butterflies across the r rows of length m (a product with the
+  constant r x r DFT matrix, its 0 and +-1 entries skipped: radix 4 and 2 with additions
+  only; odd radices up to GENERIC_MAX), the twiddles ``exp(-+2 pi i k j/n)`` multiplied
+  in, then the length-m transforms of the r rows recursively (the rows grow by r). A pass
+  is one concatenate of two operands (real and imaginary parts), each one loop nest over
+  the rows (all batch axes as one) that reads index remaps of the previous pass's buffer
+  and constants; the index permutation (digit reversal) of the result is the composition
+  of the passes' transposes, read by the consumer of the result;
 * Bluestein (chirp z) for a length whose prime factors all exceed GENERIC_MAX: the
   transform as a circular convolution with a chirp, through two power-of-two
   transforms of length N >= 2m - 1 (the chirp's own transform is a constant).
 
-Twiddles and chirps are compile-time constants (computed in float64) up to CONST_MAX
-elements; longer tables are computed by the kernel once per call (cos and sin of
-exactly reduced angles in float64), broadcast over the rows.
+Twiddles and chirps are computed in float64: constants up to CONST_MAX entries; longer
+tables are computed by the kernel once per call (cos and sin of exactly reduced angles),
+broadcast over the rows.
 """
 from __future__ import annotations
 
@@ -97,12 +98,6 @@ class _Gen:
         k = ops.full_like(self.b, c, x[0])
         return ops.mul(self.b, k, x[0]), ops.mul(self.b, k, x[1])
 
-    def times_i(self, sign: int, x: Pair) -> Pair:
-        """sign * i * x."""
-        if sign > 0:
-            return ops.neg(self.b, x[1]), x[0]
-        return x[1], ops.neg(self.b, x[0])
-
     def map(self, fn: Any, x: Pair) -> Pair:
         return fn(x[0]), fn(x[1])
 
@@ -159,11 +154,10 @@ def dft(g: _Gen, d: Value, sign: int) -> Value:
     """The unscaled DFT (exp(sign 2 pi i jk/n)) of the rows of d [..., 2, n] (real parts,
     imaginary parts), n static; the result in the same layout.
 
-    A pass of radix r is one loop nest over [..., r, 2, m] that reads only index remaps of
-    its input buffer and constants: with x_j the j-th of the r rows of length m and sx_j
-    the same with real and imaginary parts swapped, the butterfly output is
-    y = sum_j Wr_j x_j + (-Wi_j, Wi_j) sx_j (its swap sy likewise), the pass's result
-    T y + (-Ti, Ti) sy with the twiddles T."""
+    A pass of radix r (n = r m) is one concatenate [rows, r, 2, m] of two operands, the
+    real and the imaginary parts of y_k = T[k, :] * sum_j W[k, j] x_j, with x_j the j-th
+    of the r rows of length m; its r transforms of length m are rows of the next pass:
+    X[r k2 + k1] = Y_k1[k2]."""
     b = g.b
     *pre_, _, n = d.type.shape
     assert isinstance(n, int)
@@ -204,8 +198,8 @@ def dft(g: _Gen, d: Value, sign: int) -> Value:
     z = acc
     if m > 1:
         if r * m <= CONST_MAX:
-            k, j = np.meshgrid(np.arange(r), np.arange(m), indexing="ij")
-            ang = sign * 2 * np.pi * (k * j) / n
+            kj_c = np.outer(np.arange(r), np.arange(m))
+            ang = sign * 2 * np.pi * kj_c / n
             tw = (const(np.cos(ang), (nd, nd + 2)), const(np.sin(ang), (nd, nd + 2)))
         else:
             kj = ops.mul(b, ops.iota(b, I64, (r, m), 0), ops.iota(b, I64, (r, m), 1))
