@@ -53,6 +53,14 @@ def _complex_operand(b: Builder, a: Any) -> Staged:
     return A.convert(b, x, np.dtype(np.complex64 if _single(x.dtype) else np.complex128))
 
 
+def _transform_operand(b: Builder, a: Any) -> Staged:
+    """x as the transforms take it: complex, or float32/float64 (a zero imaginary part)."""
+    x = A.lift(b, A.normalize_operand(b, a))
+    if x.dtype.kind == "c":
+        return A.convert(b, x, np.dtype(np.complex64 if _single(x.dtype) else np.complex128))
+    return A.convert(b, x, np.dtype(np.float32 if _single(x.dtype) else np.float64))
+
+
 def _real_operand(b: Builder, a: Any, name: str) -> Staged:
     x = A.lift(b, A.normalize_operand(b, a))
     if x.dtype.kind == "c":
@@ -101,7 +109,8 @@ def _times(b: Builder, v: Value, c: float) -> Value:
 
 
 def _c2c(b: Builder, x: Staged, n: Any, axis: Any, norm: Any, inverse: bool, name: str) -> Staged:
-    """The complex transform of complex x along `axis`, length n, scaled per `norm`."""
+    """The complex transform of x (complex, or float32/float64 as the real part) along
+    `axis`, length n, scaled per `norm`."""
     _norm(norm)
     if x.ndim == 0:
         raise Reject(ShapeMismatchError, f"np.fft.{name}: a 0-d array has no axis to transform")
@@ -131,19 +140,18 @@ def _half(b: Builder, v: Value, axis: int, keep: int) -> Value:
 
 def fft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, out: Any = None) -> Staged:
     _no_out(out)
-    return _c2c(b, _complex_operand(b, a), n, axis, norm, False, "fft")
+    return _c2c(b, _transform_operand(b, a), n, axis, norm, False, "fft")
 
 
 def ifft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, out: Any = None) -> Staged:
     _no_out(out)
-    return _c2c(b, _complex_operand(b, a), n, axis, norm, True, "ifft")
+    return _c2c(b, _transform_operand(b, a), n, axis, norm, True, "ifft")
 
 
 def rfft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, out: Any = None) -> Staged:
     _no_out(out)
     x = _real_operand(b, a, "rfft")
-    z = A.convert(b, x, np.dtype(np.complex64 if x.dtype == np.float32 else np.complex128))
-    y = _c2c(b, z, n, axis, norm, False, "rfft")
+    y = _c2c(b, x, n, axis, norm, False, "rfft")      # the primitive takes the real rows
     ax = S.normalize_axis(axis, x.ndim)
     return Staged(_half(b, y.value, ax, y.shape[ax] // 2 + 1))
 
@@ -209,7 +217,7 @@ def _cnd(inverse: bool, name: str, default_axes: Any = None) -> Any:
     def handler(b: Builder, a: Any, s: Any = None, axes: Any = default_axes, norm: Any = None,
                 out: Any = None) -> Staged:
         _no_out(out)
-        x = _complex_operand(b, a)
+        x = _transform_operand(b, a)
         sizes, ax = _shape_axes(x, s, axes, name)
         for k in reversed(range(len(ax))):
             x = _c2c(b, x, sizes[k], ax[k], norm, inverse, name)

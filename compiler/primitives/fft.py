@@ -1,7 +1,7 @@
 """The discrete Fourier transform: the ``fft`` primitive (docs/fft.md).
 
-``fft(x) {inverse}`` is the unscaled DFT of a complex stack ``[..., n]`` along its last
-axis, ``X[k] = sum_j x[j] exp(-2 pi i jk/n)``, or with ``inverse`` the same sum with
+``fft(x) {inverse}`` is the unscaled DFT of a complex (or real: a complex result) stack
+``[..., n]`` along its last axis, ``X[k] = sum_j x[j] exp(-2 pi i jk/n)``, or with ``inverse`` the same sum with
 ``exp(+2 pi i jk/n)`` (NumPy's ``ifft`` times n). Every np.fft function is staged with it
 (compiler/frontend/fft.py: the scaling of ``norm``, ``n`` by cropping or zero padding,
 other axes by moving them last, real transforms by taking a half spectrum).
@@ -38,32 +38,39 @@ from typing import Any
 import numpy as np
 
 from compiler.ir import dims
-from compiler.ir.builder import Builder
+from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Value
 from compiler.ir.primitive import define
-from compiler.ir.types import F64, I64, TensorType, is_complex
+from compiler.ir.types import F32, F64, I64, TensorType, is_complex
 from compiler.primitives import ad, batching, ops
 from compiler.primitives.base import check
+from compiler.primitives.control import chunk_counts
 
 Types = tuple[TensorType, ...]
 Pair = tuple[Value, Value]
 
 GENERIC_MAX = 13          # odd prime radices up to this use a butterfly; larger ones Bluestein
 CONST_MAX = 1 << 18       # twiddle and chirp tables up to this many entries are constants
+WINDOW_BYTES = 1 << 18    # a large batch is transformed in windows of about this many bytes
 
 
 # ---- shape rule, NumPy reference, transform rules --------------------------------------
 
 def _rule(in_types: Types, params: dict[str, Any]) -> Types:
     (x,) = in_types
-    check(is_complex(x.dtype), f"fft: a complex operand is required, not {x.dtype}")
+    check(x.dtype in (F32, F64) or is_complex(x.dtype),
+          f"fft: a float32, float64 or complex operand is required, not {x.dtype}")
     check(x.ndim >= 1, "fft: the operand must have at least one axis")
-    return (x,)
+    return (TensorType(_complex_of(x.dtype), x.shape),)
+
+
+def _complex_of(dtype: Any) -> np.dtype:
+    return np.dtype(np.complex64 if dtype in (np.float32, np.complex64) else np.complex128)
 
 
 def _ref(x: np.ndarray, inverse: bool) -> np.ndarray:
     y = np.fft.ifft(x, axis=-1, norm="forward") if inverse else np.fft.fft(x, axis=-1)
-    return y.astype(x.dtype)
+    return y.astype(_complex_of(x.dtype))
 
 
 def _batch(b: Builder, op: Any, args: list[Value], size: Any) -> list[Value]:
@@ -72,7 +79,9 @@ def _batch(b: Builder, op: Any, args: list[Value], size: Any) -> list[Value]:
 
 def _transpose(b: Builder, op: Any, primals: list[Value], ct: Value) -> list[Value | None]:
     # the adjoint of the unscaled DFT matrix W is conj(W)^T = conj(W): the other direction
-    return [ad.same_op(b, op, [ct], inverse=not op.params["inverse"])]
+    # (of a real operand, its real part: the adjoint of the embedding of real into complex)
+    back = ad.same_op(b, op, [ct], inverse=not op.params["inverse"])
+    return [back if is_complex(primals[0].type.dtype) else ops.real(b, back)]
 
 
 # ---- generated code -------------------------------------------------------------------
@@ -260,11 +269,38 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     (x,) = args
     n = x.type.shape[-1]
     assert isinstance(n, int), "fft of a symbolic length: the frontend refuses it"
-    rdt = np.dtype(np.complex64).type(0).real.dtype if x.type.dtype == np.complex64 else F64
-    g = _Gen(b, np.dtype(rdt))
+    rdt = np.dtype(np.float32) if x.type.dtype in (np.complex64, np.float32) else F64
     sign = 1 if op.params["inverse"] else -1
-    re, im = _unpack(b, dft(g, _pack(b, (ops.real(b, x), ops.imag(b, x))), sign))
-    return [ops.complex_(b, re, im)]
+
+    def build(bb: Builder, rows: Value) -> list[Value]:
+        g = _Gen(bb, rdt)
+        parts = (ops.real(bb, rows), ops.imag(bb, rows)) if is_complex(rows.type.dtype) else \
+            (rows, ops.zeros_like(bb, rows))
+        re, im = _unpack(bb, dft(g, _pack(bb, parts), sign))
+        return [ops.complex_(bb, re, im)]
+    return _by_windows(b, x, build, max(1, WINDOW_BYTES // (2 * rdt.itemsize * n)))
+
+
+def _by_windows(b: Builder, x: Value, build: Any, chunk: int) -> list[Value]:
+    """``build(b, rows)`` on windows of `chunk` rows of the flattened batch (a ``chunked``
+    op), so that the passes' buffers stay in cache; on the whole batch when it is small."""
+    batch = tuple(x.type.shape[:-1])
+    size: Any = 1
+    for d in batch:
+        size = dims.mul(size, d)
+    if isinstance(size, int) and size <= 2 * chunk:
+        return list(build(b, x))
+    n = x.type.shape[-1]
+    flat = ops.reshape(b, x, (size, n))
+    _, tail = chunk_counts(size, chunk)
+    regions = []
+    for count in (chunk, tail):
+        block = new_block([flat.type.with_shape((count, n))])
+        with b.inside(block):
+            block.results = list(build(b, block.args[0]))
+        regions.append(block)
+    outs = b.emit(ops.chunked_p, [flat], {"size": size, "chunk": chunk, "batched": (True,)}, regions)
+    return [ops.reshape(b, o, batch + (n,)) for o in outs]
 
 
 fft = define(

@@ -2629,6 +2629,8 @@ op("fft.real", lambda x: (np.fft.rfft(x).real, np.fft.rfft(x).imag, np.fft.irfft
 def _prim_fft(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
     for shape, inverse in [((2, 6), False), ((5,), True)]:
         yield PrimSample("fft", (cmake(shape, dtype, rng),), {"inverse": inverse})
+    real = np.float32 if np.dtype(dtype) == np.complex64 else np.float64
+    yield PrimSample("fft", (make((3, 4), real, rng),), {"inverse": False}, desc="real rows")
 
 
 prims("fft.complex", _prim_fft, dtypes=COMPLEX)
