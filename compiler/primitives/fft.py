@@ -52,6 +52,8 @@ Pair = tuple[Value, Value]
 GENERIC_MAX = 13          # odd prime radices up to this use a butterfly; larger ones Bluestein
 CONST_MAX = 1 << 18       # twiddle and chirp tables up to this many entries are constants
 WINDOW_BYTES = 1 << 18    # a large batch is transformed in windows of about this many bytes
+FOUR_STEP_MIN = 1 << 14   # longer rows are transformed as a matrix of shorter ones
+FOUR_STEP_MIN_FACTOR = 16
 
 
 # ---- shape rule, NumPy reference, transform rules --------------------------------------
@@ -223,6 +225,17 @@ def dft(g: _Gen, d: Value, sign: int) -> Value:
     return ops.reshape(b, ops.transpose(b, zz, perm), full + (2, n))
 
 
+def _sub_dft(g: _Gen, x: Pair, sign: int) -> Pair:
+    """dft of a pair; a row longer than CONST_MAX as an fft op of its own (decomposed
+    again: four steps; shorter ones stay here, which compiles much faster)."""
+    b = g.b
+    length = x[0].type.shape[-1]
+    if isinstance(length, int) and length > CONST_MAX:
+        y = ops.fft(b, ops.complex_(b, x[0], x[1]), sign > 0)
+        return ops.real(b, y), ops.imag(b, y)
+    return _unpack(b, dft(g, _pack(b, x), sign))
+
+
 def _bluestein(g: _Gen, x: Pair, m: int, sign: int) -> Pair:
     """sum_j x_j w^(jk) with jk = (k^2 + j^2 - (k-j)^2)/2: a chirp, a convolution with the
     conjugate chirp (two power-of-two transforms of length N >= 2m-1), a chirp."""
@@ -242,7 +255,7 @@ def _bluestein(g: _Gen, x: Pair, m: int, sign: int) -> Pair:
     a = g.mul(x, wide)
     zero = ops.scalar(b, 0.0, g.rdt)
     a = g.map(lambda v: ops.pad(b, v, zero, (0,) * (nd + 1), (0,) * nd + (big - m,)), a)
-    spec_a = _unpack(b, dft(g, _pack(b, a), -1))
+    spec_a = _sub_dft(g, a, -1)
     if big <= CONST_MAX:
         kk = np.arange(big, dtype=np.int64)
         kk = np.minimum(kk, big - kk)
@@ -258,9 +271,9 @@ def _bluestein(g: _Gen, x: Pair, m: int, sign: int) -> Pair:
         zeros = ops.full(b, 0.0, TensorType(g.rdt, (big,)))
         c_re, c_im = g.table(ang, (big,))
         c_pair = (ops.select(b, inside, c_re, zeros), ops.select(b, inside, c_im, zeros))
-        kern = g.scale(1.0 / big, _unpack(b, dft(g, _pack(b, c_pair), -1)))
+        kern = g.scale(1.0 / big, _sub_dft(g, c_pair, -1))
     kern = g.map(lambda v: ops.broadcast_in_dim(b, v, pre + (big,), (nd,)), kern)
-    conv = _unpack(b, dft(g, _pack(b, g.mul(spec_a, kern)), 1))
+    conv = _sub_dft(g, g.mul(spec_a, kern), 1)
     head = g.map(lambda v: ops.slice_(b, v, (0,) * (nd + 1), pre + (m,)), conv)
     return g.mul(head, wide)
 
@@ -271,6 +284,9 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     assert isinstance(n, int), "fft of a symbolic length: the frontend refuses it"
     rdt = np.dtype(np.float32) if x.type.dtype in (np.complex64, np.float32) else F64
     sign = 1 if op.params["inverse"] else -1
+    split = _four_step_split(n)
+    if split is not None:
+        return [_four_step(b, x, split, op.params["inverse"])]
 
     def build(bb: Builder, rows: Value) -> list[Value]:
         g = _Gen(bb, rdt)
@@ -279,6 +295,45 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
         re, im = _unpack(bb, dft(g, _pack(bb, parts), sign))
         return [ops.complex_(bb, re, im)]
     return _by_windows(b, x, build, max(1, WINDOW_BYTES // (2 * rdt.itemsize * n)))
+
+
+def _four_step_split(n: int) -> tuple[int, int] | None:
+    """n = n1 * n2 with n1 <= n2 as close as possible, both at least FOUR_STEP_MIN_FACTOR,
+    for a row longer than FOUR_STEP_MIN; None otherwise."""
+    if n < FOUR_STEP_MIN:
+        return None
+    n1 = int(np.sqrt(n))
+    while n1 >= FOUR_STEP_MIN_FACTOR and n % n1:
+        n1 -= 1
+    if n1 < FOUR_STEP_MIN_FACTOR:
+        return None
+    return n1, n // n1
+
+
+def _four_step(b: Builder, x: Value, split: tuple[int, int], inverse: bool) -> Value:
+    """A long row as a matrix [n1, n2] (x[n2 j1 + j2]): transforms of length n1 down the
+    columns, twiddles exp(-+2 pi i j2 k1/n), transforms of length n2 along the rows, the
+    result read transposed (X[k1 + n1 k2]). Each step is a batch of short rows, which the
+    windows keep in cache (the long row would stream through memory at every pass)."""
+    n1, n2 = split
+    n = n1 * n2
+    batch = tuple(x.type.shape[:-1])
+    nb = len(batch)
+    swap = tuple(range(nb)) + (nb + 1, nb)
+    cols = ops.transpose(b, ops.reshape(b, x, batch + (n1, n2)), swap)           # [.., j2, j1]
+    a = ops.fft(b, cols, inverse)                                                # [.., j2, k1]
+    sign = 1 if inverse else -1
+    rdt = np.dtype(np.float32) if a.type.dtype == np.complex64 else F64
+    if n <= CONST_MAX:
+        ang = sign * 2 * np.pi * np.outer(np.arange(n2), np.arange(n1)) / n
+        tw = ops.constant(b, np.exp(1j * ang).astype(a.type.dtype))
+    else:
+        kj = ops.mul(b, ops.iota(b, I64, (n2, n1), 0), ops.iota(b, I64, (n2, n1), 1))
+        ang_v = ops.mul(b, ops.convert(b, kj, F64), ops.full(b, sign * 2 * np.pi / n, TensorType(F64, (n2, n1))))
+        tw = ops.complex_(b, ops.convert(b, ops.cos(b, ang_v), rdt), ops.convert(b, ops.sin(b, ang_v), rdt))
+    t = ops.mul(b, a, ops.broadcast_in_dim(b, tw, a.type.shape, (nb, nb + 1)))
+    c = ops.fft(b, ops.transpose(b, t, swap), inverse)                           # [.., k1, k2]
+    return ops.reshape(b, ops.transpose(b, c, swap), batch + (n,))
 
 
 def _by_windows(b: Builder, x: Value, build: Any, chunk: int) -> list[Value]:
@@ -294,10 +349,14 @@ def _by_windows(b: Builder, x: Value, build: Any, chunk: int) -> list[Value]:
     flat = ops.reshape(b, x, (size, n))
     _, tail = chunk_counts(size, chunk)
     regions = []
+    out_dtype = _complex_of(x.type.dtype)
     for count in (chunk, tail):
         block = new_block([flat.type.with_shape((count, n))])
         with b.inside(block):
-            block.results = list(build(b, block.args[0]))
+            if isinstance(count, int) and count == 0:     # no tail: no code for it
+                block.results = [ops.full(b, 0, TensorType(out_dtype, (0, n)))]
+            else:
+                block.results = list(build(b, block.args[0]))
         regions.append(block)
     outs = b.emit(ops.chunked_p, [flat], {"size": size, "chunk": chunk, "batched": (True,)}, regions)
     return [ops.reshape(b, o, batch + (n,)) for o in outs]
