@@ -108,7 +108,8 @@ def _times(b: Builder, v: Value, c: float) -> Value:
     return v if c == 1.0 else ops.mul(b, v, ops.full_like(b, c, v))
 
 
-def _c2c(b: Builder, x: Staged, n: Any, axis: Any, norm: Any, inverse: bool, name: str) -> Staged:
+def _c2c(b: Builder, x: Staged, n: Any, axis: Any, norm: Any, inverse: bool, name: str,
+         half: bool = False) -> Staged:
     """The complex transform of x (complex, or float32/float64 as the real part) along
     `axis`, length n, scaled per `norm`."""
     _norm(norm)
@@ -119,7 +120,7 @@ def _c2c(b: Builder, x: Staged, n: Any, axis: Any, norm: Any, inverse: bool, nam
     v = _resize(b, x.value, ax, n)
     last = x.ndim - 1
     v = _move(b, v, ax, last)
-    v = ops.fft(b, v, inverse)
+    v = ops.fft(b, v, inverse, n // 2 + 1 if half else None)
     v = _move(b, v, last, ax)
     return Staged(_times(b, v, _scale(norm, n, inverse)))
 
@@ -128,12 +129,6 @@ def _move(b: Builder, v: Value, src: int, dst: int) -> Value:
     perm = [i for i in range(v.type.ndim) if i != src]
     perm.insert(dst, src)
     return ops.transpose(b, v, perm)
-
-
-def _half(b: Builder, v: Value, axis: int, keep: int) -> Value:
-    limit = list(v.type.shape)
-    limit[axis] = keep
-    return ops.slice_(b, v, (0,) * v.type.ndim, limit)
 
 
 # ---- one-dimensional -------------------------------------------------------------------
@@ -151,9 +146,7 @@ def ifft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, ou
 def rfft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, out: Any = None) -> Staged:
     _no_out(out)
     x = _real_operand(b, a, "rfft")
-    y = _c2c(b, x, n, axis, norm, False, "rfft")      # the primitive takes the real rows
-    ax = S.normalize_axis(axis, x.ndim)
-    return Staged(_half(b, y.value, ax, y.shape[ax] // 2 + 1))
+    return _c2c(b, x, n, axis, norm, False, "rfft", half=True)   # real rows, n//2 + 1 terms
 
 
 def irfft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, out: Any = None) -> Staged:

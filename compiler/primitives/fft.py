@@ -1,12 +1,12 @@
 """The discrete Fourier transform: the ``fft`` primitive (docs/fft.md).
 
-``fft(x) {inverse}`` is the unscaled DFT of a complex (or real: a complex result) stack
-``[..., n]`` along its last axis, ``X[k] = sum_j x[j] exp(-2 pi i jk/n)``, or with ``inverse`` the same sum with
+``fft(x) {inverse, keep}`` is the unscaled DFT of a complex (or real: a complex result)
+stack ``[..., n]`` along its last axis, its first ``keep`` terms (rfft's n//2 + 1), ``X[k] = sum_j x[j] exp(-2 pi i jk/n)``, or with ``inverse`` the same sum with
 ``exp(+2 pi i jk/n)`` (NumPy's ``ifft`` times n). Every np.fft function is staged with it
 (compiler/frontend/fft.py: the scaling of ``norm``, ``n`` by cropping or zero padding,
 other axes by moving them last, real transforms by taking a half spectrum).
 
-    %y = fft(%x) {inverse=False} : c128[b, n]
+    %y = fft(%x) {inverse=False, keep=n} : c128[b, n]
 
 Transform rules: vmap moves the batch axis to the front (more rows); the op is linear, so
 jvp is the same transform of the tangent, and vjp the conjugate transpose, which for the
@@ -63,16 +63,20 @@ def _rule(in_types: Types, params: dict[str, Any]) -> Types:
     check(x.dtype in (F32, F64) or is_complex(x.dtype),
           f"fft: a float32, float64 or complex operand is required, not {x.dtype}")
     check(x.ndim >= 1, "fft: the operand must have at least one axis")
-    return (TensorType(_complex_of(x.dtype), x.shape),)
+    keep = params["keep"]
+    check(keep == x.shape[-1] or (isinstance(keep, int) and isinstance(x.shape[-1], int)
+                                  and 1 <= keep <= x.shape[-1]),
+          f"fft: keep={keep} terms of rows of {x.shape[-1]}")
+    return (TensorType(_complex_of(x.dtype), tuple(x.shape[:-1]) + (keep,)),)
 
 
 def _complex_of(dtype: Any) -> np.dtype:
     return np.dtype(np.complex64 if dtype in (np.float32, np.complex64) else np.complex128)
 
 
-def _ref(x: np.ndarray, inverse: bool) -> np.ndarray:
+def _ref(x: np.ndarray, inverse: bool, keep: int) -> np.ndarray:
     y = np.fft.ifft(x, axis=-1, norm="forward") if inverse else np.fft.fft(x, axis=-1)
-    return y.astype(_complex_of(x.dtype))
+    return y[..., :keep].astype(_complex_of(x.dtype))
 
 
 def _batch(b: Builder, op: Any, args: list[Value], size: Any) -> list[Value]:
@@ -82,7 +86,12 @@ def _batch(b: Builder, op: Any, args: list[Value], size: Any) -> list[Value]:
 def _transpose(b: Builder, op: Any, primals: list[Value], ct: Value) -> list[Value | None]:
     # the adjoint of the unscaled DFT matrix W is conj(W)^T = conj(W): the other direction
     # (of a real operand, its real part: the adjoint of the embedding of real into complex)
-    back = ad.same_op(b, op, [ct], inverse=not op.params["inverse"])
+    x = primals[0]
+    *batch, n = x.type.shape
+    nd = x.type.ndim
+    if op.params["keep"] != n:       # the kept terms: the others have a zero cotangent
+        ct = ops.pad(b, ct, ops.scalar(b, 0, ct.type.dtype), (0,) * nd, (0,) * (nd - 1) + (n - op.params["keep"],))
+    back = ad.same_op(b, op, [ct], inverse=not op.params["inverse"], keep=n)
     return [back if is_complex(primals[0].type.dtype) else ops.real(b, back)]
 
 
@@ -284,17 +293,21 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     assert isinstance(n, int), "fft of a symbolic length: the frontend refuses it"
     rdt = np.dtype(np.float32) if x.type.dtype in (np.complex64, np.float32) else F64
     sign = 1 if op.params["inverse"] else -1
+    keep = op.params["keep"]
     split = _four_step_split(n)
     if split is not None:
-        return [_four_step(b, x, split, op.params["inverse"])]
+        y = _four_step(b, x, split, op.params["inverse"])
+        return [y if keep == n else ops.slice_(b, y, (0,) * y.type.ndim, tuple(y.type.shape[:-1]) + (keep,))]
 
     def build(bb: Builder, rows: Value) -> list[Value]:
         g = _Gen(bb, rdt)
         parts = (ops.real(bb, rows), ops.imag(bb, rows)) if is_complex(rows.type.dtype) else \
             (rows, ops.zeros_like(bb, rows))
         re, im = _unpack(bb, dft(g, _pack(bb, parts), sign))
+        if keep != n:
+            re, im = (ops.slice_(bb, v, (0,) * v.type.ndim, tuple(v.type.shape[:-1]) + (keep,)) for v in (re, im))
         return [ops.complex_(bb, re, im)]
-    return _by_windows(b, x, build, max(1, WINDOW_BYTES // (2 * rdt.itemsize * n)))
+    return _by_windows(b, x, build, max(1, WINDOW_BYTES // (2 * rdt.itemsize * n)), keep)
 
 
 def _four_step_split(n: int) -> tuple[int, int] | None:
@@ -336,7 +349,7 @@ def _four_step(b: Builder, x: Value, split: tuple[int, int], inverse: bool) -> V
     return ops.reshape(b, ops.transpose(b, c, swap), batch + (n,))
 
 
-def _by_windows(b: Builder, x: Value, build: Any, chunk: int) -> list[Value]:
+def _by_windows(b: Builder, x: Value, build: Any, chunk: int, keep: int) -> list[Value]:
     """``build(b, rows)`` on windows of `chunk` rows of the flattened batch (a ``chunked``
     op), so that the passes' buffers stay in cache; on the whole batch when it is small."""
     batch = tuple(x.type.shape[:-1])
@@ -354,12 +367,12 @@ def _by_windows(b: Builder, x: Value, build: Any, chunk: int) -> list[Value]:
         block = new_block([flat.type.with_shape((count, n))])
         with b.inside(block):
             if isinstance(count, int) and count == 0:     # no tail: no code for it
-                block.results = [ops.full(b, 0, TensorType(out_dtype, (0, n)))]
+                block.results = [ops.full(b, 0, TensorType(out_dtype, (0, keep)))]
             else:
                 block.results = list(build(b, block.args[0]))
         regions.append(block)
     outs = b.emit(ops.chunked_p, [flat], {"size": size, "chunk": chunk, "batched": (True,)}, regions)
-    return [ops.reshape(b, o, batch + (n,)) for o in outs]
+    return [ops.reshape(b, o, batch + (keep,)) for o in outs]
 
 
 fft = define(

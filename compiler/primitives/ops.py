@@ -466,7 +466,9 @@ def svd(b: Builder, a: Value, full_matrices: bool = False, compute_uv: bool = Tr
 fft_p = declare("fft", OPAQUE)
 
 
-def fft(b: Builder, x: Value, inverse: bool = False) -> Value:
-    """The unscaled DFT of complex `x` along its last axis: exp(-2 pi i jk/n), or with
-    `inverse` exp(+2 pi i jk/n) (NumPy's ifft times n)."""
-    return b.emit1(fft_p, [x], {"inverse": bool(inverse)})
+def fft(b: Builder, x: Value, inverse: bool = False, keep: int | None = None) -> Value:
+    """The unscaled DFT of complex (or real) `x` along its last axis: exp(-2 pi i jk/n), or
+    with `inverse` exp(+2 pi i jk/n) (NumPy's ifft times n); only the first `keep` terms
+    (default: all n; rfft keeps n//2 + 1)."""
+    n = x.type.shape[-1]
+    return b.emit1(fft_p, [x], {"inverse": bool(inverse), "keep": n if keep is None else keep})

@@ -49,13 +49,11 @@ def test_large_prime_accuracy() -> None:
 def _every_function(x, r, c):
     """x: real (3, 8); r: real (8,); c: complex (3, 5)."""
     return (
-        np.fft.fft(x), np.fft.ifft(c), np.fft.fft(x, n=6), np.fft.fft(x, n=11, axis=0),
-        np.fft.ifft(c, norm="ortho"), np.fft.fft(c, norm="forward"),
-        np.fft.rfft(x), np.fft.rfft(r, n=5, norm="ortho"), np.fft.irfft(c), np.fft.irfft(c, n=9),
-        np.fft.irfft(c, n=4, axis=0, norm="forward"), np.fft.hfft(c), np.fft.ihfft(r, n=10, norm="forward"),
+        np.fft.fft(x), np.fft.ifft(c, norm="ortho"), np.fft.fft(x, n=6, axis=0, norm="forward"),
+        np.fft.rfft(x), np.fft.rfft(r, n=5, norm="ortho"), np.fft.irfft(c), np.fft.irfft(c, n=4, axis=0),
+        np.fft.hfft(c, norm="forward"), np.fft.ihfft(r),
         np.fft.fft2(x), np.fft.ifft2(c, s=(4, 6)), np.fft.fftn(x, axes=(0,)), np.fft.ifftn(c, norm="ortho"),
-        np.fft.rfft2(x), np.fft.irfft2(c), np.fft.rfftn(x, s=(2, 6), axes=(0, 1)),
-        np.fft.irfftn(c, s=(3, 7), axes=(0, 1)),
+        np.fft.rfft2(x), np.fft.irfft2(c), np.fft.rfftn(x, s=(2, 6), axes=(0, 1)), np.fft.irfftn(c, axes=(0, 1)),
         np.fft.fftfreq(8), np.fft.fftfreq(7, d=0.5), np.fft.rfftfreq(9, 0.25),
         np.fft.fftshift(x), np.fft.ifftshift(x, axes=1), np.fft.fftshift(c, axes=(0,)),
     )
