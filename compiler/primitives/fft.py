@@ -301,6 +301,8 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
 
     def build(bb: Builder, rows: Value) -> list[Value]:
         g = _Gen(bb, rdt)
+        if not is_complex(rows.type.dtype) and n % 2 == 0 and n >= 4 and keep == n // 2 + 1:
+            return [ops.complex_(bb, *_real_half(g, rows, sign))]
         parts = (ops.real(bb, rows), ops.imag(bb, rows)) if is_complex(rows.type.dtype) else \
             (rows, ops.zeros_like(bb, rows))
         re, im = _unpack(bb, dft(g, _pack(bb, parts), sign))
@@ -347,6 +349,33 @@ def _four_step(b: Builder, x: Value, split: tuple[int, int], inverse: bool) -> V
     t = ops.mul(b, a, ops.broadcast_in_dim(b, tw, a.type.shape, (nb, nb + 1)))
     c = ops.fft(b, ops.transpose(b, t, swap), inverse)                           # [.., k1, k2]
     return ops.reshape(b, ops.transpose(b, c, swap), batch + (n,))
+
+
+def _real_half(g: _Gen, rows: Value, sign: int) -> Pair:
+    """The n//2 + 1 first terms of the DFT of real rows [w, n], n even, through the
+    transform of length h = n/2 of z = x[0::2] + i x[1::2]: with Z[h] = Z[0],
+    X[k] = (Z[k] + conj(Z[h-k]))/2 + exp(sign 2 pi i k/n) (Z[k] - conj(Z[h-k]))/(2i)."""
+    b = g.b
+    *batch, n = rows.type.shape
+    assert isinstance(n, int)
+    w: Any = 1
+    for d in batch:
+        w = dims.mul(w, d)
+    rows = ops.reshape(b, rows, (w, n))
+    h = n // 2
+    evens = ops.slice_(b, rows, (0, 0), (w, n), (1, 2))
+    odds = ops.slice_(b, rows, (0, 1), (w, n), (1, 2))
+    z = _unpack(b, dft(g, _pack(b, (evens, odds)), sign))
+    ext = g.map(lambda v: ops.concatenate(b, [v, ops.slice_(b, v, (0, 0), (w, 1))], 1), z)   # Z[0..h-1], Z[0]
+    mr, mi = g.map(lambda v: ops.rev(b, v, [1]), ext)                                       # Z[h - k]
+    total = (ops.add(b, ext[0], mr), ops.sub(b, ext[1], mi))                                # Z + conj(Z[h-k])
+    diff = (ops.sub(b, ext[0], mr), ops.add(b, ext[1], mi))                                 # Z - conj(Z[h-k])
+    k = np.arange(h + 1)
+    tw = -0.5j * np.exp(sign * 2j * np.pi * k / n)
+    wv = g.map(lambda c: ops.broadcast_in_dim(b, ops.constant(b, c.astype(g.rdt)), (w, h + 1), (1,)),
+               (tw.real, tw.imag))
+    out = g.add(g.scale(0.5, total), g.mul(wv, diff))
+    return g.map(lambda v: ops.reshape(b, v, tuple(batch) + (h + 1,)), out)
 
 
 def _by_windows(b: Builder, x: Value, build: Any, chunk: int, keep: int) -> list[Value]:
