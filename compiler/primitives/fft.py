@@ -363,9 +363,8 @@ def _real_half(g: _Gen, rows: Value, sign: int) -> Pair:
         w = dims.mul(w, d)
     rows = ops.reshape(b, rows, (w, n))
     h = n // 2
-    evens = ops.slice_(b, rows, (0, 0), (w, n), (1, 2))
-    odds = ops.slice_(b, rows, (0, 1), (w, n), (1, 2))
-    z = _unpack(b, dft(g, _pack(b, (evens, odds)), sign))
+    packed = ops.transpose(b, ops.reshape(b, rows, (w, h, 2)), (0, 2, 1))      # [w, 2, h]: evens, odds
+    z = _unpack(b, dft(g, packed, sign))
     ext = g.map(lambda v: ops.concatenate(b, [v, ops.slice_(b, v, (0, 0), (w, 1))], 1), z)   # Z[0..h-1], Z[0]
     mr, mi = g.map(lambda v: ops.rev(b, v, [1]), ext)                                       # Z[h - k]
     total = (ops.add(b, ext[0], mr), ops.sub(b, ext[1], mi))                                # Z + conj(Z[h-k])
