@@ -410,5 +410,5 @@ fft = define(
     vmap_rule=batching.to_front_rule(_batch),
     **ad.linear(_transpose),
     decomposition=_decompose,
-    doc="the unscaled discrete Fourier transform of complex rows (last axis)",
+    doc="the unscaled discrete Fourier transform of complex or real rows (last axis), its first keep terms",
 )
