@@ -118,6 +118,11 @@ class AxisError(CompileError, ValueError, IndexError):
     """An axis out of range for the array (NumPy's AxisError), found at compile time."""
 
 
+class ArgumentValueError(CompileError, ValueError):
+    """A static argument whose value NumPy rejects with a ValueError (np.fft's n=0 or an
+    unknown norm), found at compile time."""
+
+
 class IntegerOverflowError(CompileError, OverflowError):
     """A Python int that does not fit the array's dtype (NumPy 2's OverflowError, NEP 50),
     found at compile time."""

@@ -110,7 +110,7 @@ def schedule(block: Block, force: Collection[Value] = ()) -> Schedule:
         depth = 1 + max((cheap_depth.get(v, 0) for v in op.operands), default=0)
         if depth > MAX_NESTING or any(r in mat for r in op.results):
             pass
-        elif op.prim.kind == INDEX and not _has_loop(op) and all(v in cheap or v in block.args for v in op.operands):
+        elif op.prim.kind == INDEX and not _has_loop(op) and all(v in cheap or v in mat for v in op.operands):
             cheap.update(op.results)
         elif op.prim.cheap and all(v in cheap or _complex_buffer(v, block) for v in op.operands):
             cheap.update(op.results)        # (the real or imaginary part of a complex argument)

@@ -19,6 +19,7 @@ from compiler.errors import CompileError, DynamicShapeError, OutParameterError, 
     UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import factor as F
+from compiler.frontend import fft as FFT
 from compiler.frontend import indexing as I
 from compiler.frontend import linalg as L
 from compiler.frontend import eig as E
@@ -360,6 +361,9 @@ _FUNCTIONS_BY_NAME.update({fn.__name__: h for fn, h in EV.FUNCTIONS.items()})
 # special functions: signbit, copysign, heaviside, sinc, nextafter, spacing, frexp, ldexp, modf,
 # float_power (frontend/special.py; docs/special.md)
 NUMPY_FUNCTIONS.update(SPC.NUMPY_FUNCTIONS)
+
+# np.fft (frontend/fft.py; docs/fft.md)
+NUMPY_FUNCTIONS.update(FFT.FUNCTIONS)
 
 # np.* functions that always stage, even on static arguments: their results are
 # local arrays the function may update (y = np.zeros(3); y[i] = ...).

@@ -35,6 +35,8 @@ from compiler.primitives.sorting import sort  # noqa: F401
 from compiler.primitives.special import (bitcast, digamma, erf, erfc, erfcinv, erfcx,  # noqa: F401
                                          erfinv, gamma, i0e, i1e, lgamma, polygamma)
 
+from compiler.primitives.fft import fft  # noqa: F401
+
 if undefined():
     raise AssertionError(f"declared in ops.py but defined nowhere: {undefined()}")
 

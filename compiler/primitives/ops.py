@@ -496,3 +496,16 @@ polygamma_p = declare("polygamma", ELEMENTWISE)
 def polygamma(b: Builder, x: Value, n: int) -> Value:
     """The n-th derivative of digamma (n >= 1, static) at each element of x."""
     return b.emit1(polygamma_p, [x], {"n": int(n)})
+
+
+# ---- the discrete Fourier transform (compiler/primitives/fft.py; docs/fft.md) ---------
+
+fft_p = declare("fft", OPAQUE)
+
+
+def fft(b: Builder, x: Value, inverse: bool = False, keep: int | None = None) -> Value:
+    """The unscaled DFT of complex (or real) `x` along its last axis: exp(-2 pi i jk/n), or
+    with `inverse` exp(+2 pi i jk/n) (NumPy's ifft times n); only the first `keep` terms
+    (default: all n; rfft keeps n//2 + 1)."""
+    n = x.type.shape[-1]
+    return b.emit1(fft_p, [x], {"inverse": bool(inverse), "keep": n if keep is None else keep})

@@ -150,8 +150,51 @@ def _lower_reshape(cg: Any, op: Any, idx: list[Any]) -> Any:
     axes = _unit_axes_only(x.shape, op.results[0].shape)
     if axes is not None:          # the row x[i] of a loop body: indices pass straight through
         return cg.read(x, [cg.index(0) if a is None else idx[a] for a in axes])
+    groups = _axis_groups(tuple(x.shape), tuple(op.results[0].shape))
+    if groups is not None:        # static groups: a split axis needs no division
+        src: list[Any] = []
+        shape = op.results[0].shape
+        for olds, news in groups:
+            flat = cg.linearize([idx[a] for a in news], [shape[a] for a in news])
+            src.extend([flat] if len(olds) == 1 else cg.delinearize(flat, [x.shape[a] for a in olds]))
+        return cg.read(x, src)
     flat = cg.linearize(idx, op.results[0].shape)
     return cg.read(x, cg.delinearize(flat, x.shape))
+
+
+def _axis_groups(old: tuple, new: tuple) -> list[tuple[list[int], list[int]]] | None:
+    """The axes of a static reshape in groups of equal size (old axes, new axes), each
+    splitting one old axis or merging into one new axis (reading through a split needs no
+    division); None when a group does neither or a size is symbolic."""
+    if not all(isinstance(d, int) and d > 0 for d in tuple(old) + tuple(new)):
+        return None
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(old) or j < len(new):
+        olds: list[int] = []
+        news: list[int] = []
+        po = pn = 1
+        while not (olds and news and po == pn):
+            if i < len(old) and (po < pn or not olds):
+                olds.append(i)
+                po *= old[i]
+                i += 1
+            elif j < len(new) and (pn < po or not news):
+                news.append(j)
+                pn *= new[j]
+                j += 1
+            else:
+                return None
+        while i < len(old) and old[i] == 1 and (j >= len(new) or new[j] != 1):
+            olds.append(i)
+            i += 1
+        while j < len(new) and new[j] == 1 and (i >= len(old) or old[i] != 1):
+            news.append(j)
+            j += 1
+        if len(olds) > 1 and len(news) > 1:
+            return None
+        groups.append((olds, news))
+    return groups
 
 
 def _unit_axes_only(old: Any, new: Any) -> list[int | None] | None:

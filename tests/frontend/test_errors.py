@@ -141,8 +141,8 @@ def unknown_c_function(x):
     return x * import_free()
 
 
-def fft_call(x):
-    return np.fft.fft(x)
+def fmod_call(x):
+    return np.fmod(x, 2.0)
 
 
 def save_io(x):
@@ -300,7 +300,7 @@ CASES = [
     (unknown_numpy, UnsupportedError, "np.busday_count", "np.busday_count(x, x)", (X,)),
     (misspelled, UnsupportedError, "np.cumsom", "np.cumsom", (X,)),
     (unknown_c_function, UnsupportedError, "getpid", "import_free()", (X,)),
-    (fft_call, UnsupportedError, "np.fft.fft", "np.fft.fft", (X,)),
+    (fmod_call, UnsupportedError, "np.fmod", "np.fmod", (X,)),
     (save_io, UnsupportedError, "I/O", "np.save", (X,)),
     (ambiguous_if, TruthValueError, "more than one element is ambiguous", "if x > 0", (X,)),
     (ambiguous_while, TruthValueError, "ambiguous", "while x > 0", (X,)),

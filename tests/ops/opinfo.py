@@ -1966,6 +1966,8 @@ prims("update.fancy_set", lambda dt, rng: [
     PrimSample("scatter", (make((5, 3), dt, rng), _i64([1, 3]), make((2, 3), dt, rng)), {"axis": 0, "mode": "set"}),
     PrimSample("scatter", (make((4, 5), dt, rng), _i64([0, 4]), make((4, 2), dt, rng)), {"axis": 1, "mode": "set"})],
    dtypes=(F64,))
+
+
 # ---- check (a passing condition: failing ones are in tests/shapes/test_checks.py)
 
 prims("symbolic.checked", lambda dt, rng: [
@@ -2675,3 +2677,28 @@ if _sp is not None:
         prims(f"scipy.special.{_name}", (lambda p, lo, hi, params: lambda dt, rng: [
             PrimSample(p, (make((7,), dt, rng, lo, hi),), dict(params), grad=False)])(
                 _prim, _lo, _hi, _params), dtypes=(F64,))
+
+
+# ---- np.fft (compiler/frontend/fft.py, compiler/primitives/fft.py; docs/fft.md) -------------------
+# Several transforms per sample (one kernel each); lengths, radices and Bluestein: tests/fft/.
+
+def _fft_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    x = cmake((3, 4), dtype, rng) if np.dtype(dtype).kind == "c" else make((3, 4), dtype, rng)
+    yield SampleInput((x,), desc=describe([x]))
+
+
+op("fft.complex", lambda x: (np.fft.fft(x), np.fft.ifft(x, n=5, axis=0, norm="ortho"), np.fft.irfft(x, n=5)),
+   _fft_samples, dtypes=COMPLEX, tol=_C_REDUCTION)
+op("fft.real", lambda x: (np.fft.rfft(x).real, np.fft.rfft(x).imag, np.fft.irfft(x, axis=0, norm="forward")),
+   _fft_samples, tol=Tol((2e-5, 2e-5), (1e-12, 1e-12), ulps=8), more_dtypes=(),
+   notes="real outputs: the derivative tests take real functions of real inputs")
+
+
+def _prim_fft(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    for shape, inverse in [((2, 6), False), ((5,), True)]:
+        yield PrimSample("fft", (cmake(shape, dtype, rng),), {"inverse": inverse, "keep": shape[-1]})
+    real = np.float32 if np.dtype(dtype) == np.complex64 else np.float64
+    yield PrimSample("fft", (make((3, 4), real, rng),), {"inverse": False, "keep": 3}, desc="real rows, 3 terms")
+
+
+prims("fft.complex", _prim_fft, dtypes=COMPLEX)

@@ -1,0 +1,414 @@
+"""The discrete Fourier transform: the ``fft`` primitive (docs/fft.md).
+
+``fft(x) {inverse, keep}`` is the unscaled DFT of a complex (or real: a complex result)
+stack ``[..., n]`` along its last axis, its first ``keep`` terms (rfft's n//2 + 1), ``X[k] = sum_j x[j] exp(-2 pi i jk/n)``, or with ``inverse`` the same sum with
+``exp(+2 pi i jk/n)`` (NumPy's ``ifft`` times n). Every np.fft function is staged with it
+(compiler/frontend/fft.py: the scaling of ``norm``, ``n`` by cropping or zero padding,
+other axes by moving them last, real transforms by taking a half spectrum).
+
+    %y = fft(%x) {inverse=False, keep=n} : c128[b, n]
+
+Transform rules: vmap moves the batch axis to the front (more rows); the op is linear, so
+jvp is the same transform of the tangent, and vjp the conjugate transpose, which for the
+unscaled DFT is the unscaled transform in the other direction.
+
+Code: a decomposition into real elementwise code on (re, im) pairs, for a static n:
+
+* mixed radix, decimation in frequency: n = r * m, the row seen as ``[r, m]``; the r
+  outputs of the radix-r butterflies across the r rows of length m (a product with the
+  constant r x r DFT matrix, its 0 and +-1 entries skipped: radix 4 and 2 with additions
+  only; odd radices up to GENERIC_MAX), the twiddles ``exp(-+2 pi i k j/n)`` multiplied
+  in, then the length-m transforms of the r rows recursively (the rows grow by r). A pass
+  is one concatenate of two operands (real and imaginary parts), each one loop nest over
+  the rows (all batch axes as one) that reads index remaps of the previous pass's buffer
+  and constants; the index permutation (digit reversal) of the result is the composition
+  of the passes' transposes, read by the consumer of the result;
+* Bluestein (chirp z) for a length whose prime factors all exceed GENERIC_MAX: the
+  transform as a circular convolution with a chirp, through two power-of-two
+  transforms of length N >= 2m - 1 (the chirp's own transform is a constant).
+
+Twiddles and chirps are computed in float64: constants up to CONST_MAX entries; longer
+tables are computed by the kernel once per call (cos and sin of exactly reduced angles),
+broadcast over the rows.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from compiler.ir import dims
+from compiler.ir.builder import Builder, new_block
+from compiler.ir.core import Value
+from compiler.ir.primitive import define
+from compiler.ir.types import F32, F64, I64, TensorType, is_complex
+from compiler.primitives import ad, batching, ops
+from compiler.primitives.base import check
+from compiler.primitives.control import chunk_counts
+
+Types = tuple[TensorType, ...]
+Pair = tuple[Value, Value]
+
+GENERIC_MAX = 13          # odd prime radices up to this use a butterfly; larger ones Bluestein
+CONST_MAX = 1 << 18       # twiddle and chirp tables up to this many entries are constants
+WINDOW_BYTES = 1 << 18    # a large batch is transformed in windows of about this many bytes
+FOUR_STEP_MIN = 1 << 14   # longer rows are transformed as a matrix of shorter ones
+FOUR_STEP_MIN_FACTOR = 16
+
+
+# ---- shape rule, NumPy reference, transform rules --------------------------------------
+
+def _rule(in_types: Types, params: dict[str, Any]) -> Types:
+    (x,) = in_types
+    check(x.dtype in (F32, F64) or is_complex(x.dtype),
+          f"fft: a float32, float64 or complex operand is required, not {x.dtype}")
+    check(x.ndim >= 1, "fft: the operand must have at least one axis")
+    keep = params["keep"]
+    check(keep == x.shape[-1] or (isinstance(keep, int) and isinstance(x.shape[-1], int)
+                                  and 1 <= keep <= x.shape[-1]),
+          f"fft: keep={keep} terms of rows of {x.shape[-1]}")
+    return (TensorType(_complex_of(x.dtype), tuple(x.shape[:-1]) + (keep,)),)
+
+
+def _complex_of(dtype: Any) -> np.dtype:
+    return np.dtype(np.complex64 if dtype in (np.float32, np.complex64) else np.complex128)
+
+
+def _ref(x: np.ndarray, inverse: bool, keep: int) -> np.ndarray:
+    y = np.fft.ifft(x, axis=-1, norm="forward") if inverse else np.fft.fft(x, axis=-1)
+    return y[..., :keep].astype(_complex_of(x.dtype))
+
+
+def _batch(b: Builder, op: Any, args: list[Value], size: Any) -> list[Value]:
+    return batching.reemit(b, op, args)
+
+
+def _transpose(b: Builder, op: Any, primals: list[Value], ct: Value) -> list[Value | None]:
+    # the adjoint of the unscaled DFT matrix W is conj(W)^T = conj(W): the other direction
+    # (of a real operand, its real part: the adjoint of the embedding of real into complex)
+    x = primals[0]
+    *batch, n = x.type.shape
+    nd = x.type.ndim
+    if op.params["keep"] != n:       # the kept terms: the others have a zero cotangent
+        ct = ops.pad(b, ct, ops.scalar(b, 0, ct.type.dtype), (0,) * nd, (0,) * (nd - 1) + (n - op.params["keep"],))
+    back = ad.same_op(b, op, [ct], inverse=not op.params["inverse"], keep=n)
+    return [back if is_complex(primals[0].type.dtype) else ops.real(b, back)]
+
+
+# ---- generated code -------------------------------------------------------------------
+
+class _Gen:
+    """Complex arithmetic on (re, im) pairs of real values of one dtype."""
+
+    def __init__(self, b: Builder, rdt: np.dtype) -> None:
+        self.b, self.rdt = b, rdt
+
+    def add(self, x: Pair, y: Pair) -> Pair:
+        return ops.add(self.b, x[0], y[0]), ops.add(self.b, x[1], y[1])
+
+    def sub(self, x: Pair, y: Pair) -> Pair:
+        return ops.sub(self.b, x[0], y[0]), ops.sub(self.b, x[1], y[1])
+
+    def mul(self, x: Pair, y: Pair) -> Pair:
+        b = self.b
+        return (ops.sub(b, ops.mul(b, x[0], y[0]), ops.mul(b, x[1], y[1])),
+                ops.add(b, ops.mul(b, x[0], y[1]), ops.mul(b, x[1], y[0])))
+
+    def scale(self, c: float, x: Pair) -> Pair:
+        k = ops.full_like(self.b, c, x[0])
+        return ops.mul(self.b, k, x[0]), ops.mul(self.b, k, x[1])
+
+    def map(self, fn: Any, x: Pair) -> Pair:
+        return fn(x[0]), fn(x[1])
+
+    def table(self, angle: np.ndarray | Value, shape: tuple) -> Pair:
+        """exp(i * angle) as real values of shape `shape` (a constant from a float64
+        ndarray, or cos and sin of a float64 Value computed by the kernel)."""
+        b = self.b
+        if isinstance(angle, np.ndarray):
+            return (ops.constant(b, np.cos(angle).astype(self.rdt)),
+                    ops.constant(b, np.sin(angle).astype(self.rdt)))
+        return (ops.convert(b, ops.cos(b, angle), self.rdt), ops.convert(b, ops.sin(b, angle), self.rdt))
+
+
+def _roots(r: int, sign: int) -> tuple[np.ndarray, np.ndarray]:
+    """exp(sign 2 pi i jk/r) as (real, imag) [k, j], exact where it is 0, +-1."""
+    jk = np.outer(np.arange(r), np.arange(r)) % r
+    w = np.exp(sign * 2j * np.pi * jk / r)
+    if r % 4 == 0:
+        quarter = (4 * jk) % r == 0
+        exact = np.array([1, 1j, -1, -1j])[(4 * jk // r) % 4] ** (1 if sign > 0 else -1)
+        w = np.where(quarter, exact, w)
+    if r % 2 == 0:
+        w = np.where(2 * jk == r, -1, w)
+    w = np.where(jk == 0, 1, w)
+    return w.real.copy(), w.imag.copy()
+
+
+def _radix(n: int) -> int | None:
+    for r in (4, 2):
+        if n % r == 0:
+            return r
+    for r in range(3, GENERIC_MAX + 1, 2):
+        if n % r == 0:
+            return r
+    return None
+
+
+def _pack(b: Builder, x: Pair) -> Value:
+    """(re, im) [..., n] as one real array [..., 2, n]."""
+    pre = tuple(x[0].type.shape[:-1])
+    n = x[0].type.shape[-1]
+    return ops.concatenate(b, [ops.reshape(b, v, pre + (1, n)) for v in x], len(pre))
+
+
+def _unpack(b: Builder, d: Value) -> Pair:
+    *pre_, _, n = d.type.shape
+    pre = tuple(pre_)
+    nd = len(pre)
+    return tuple(ops.reshape(b, ops.slice_(b, d, (0,) * nd + (p, 0), pre + (p + 1, n)), pre + (n,))
+                 for p in (0, 1))      # type: ignore[return-value]
+
+
+def dft(g: _Gen, d: Value, sign: int) -> Value:
+    """The unscaled DFT (exp(sign 2 pi i jk/n)) of the rows of d [..., 2, n] (real parts,
+    imaginary parts), n static; the result in the same layout.
+
+    A pass of radix r (n = r m) is one concatenate [rows, r, 2, m] of two operands, the
+    real and the imaginary parts of y_k = T[k, :] * sum_j W[k, j] x_j, with x_j the j-th
+    of the r rows of length m; its r transforms of length m are rows of the next pass:
+    X[r k2 + k1] = Y_k1[k2]."""
+    b = g.b
+    *pre_, _, n = d.type.shape
+    assert isinstance(n, int)
+    if n == 1:
+        return d
+    r = _radix(n)
+    if r is None:
+        return _pack(b, _bluestein(g, _unpack(b, d), n, sign))
+    full = tuple(pre_)
+    rows_n: Any = 1
+    for dim_ in full:
+        rows_n = dims.mul(rows_n, dim_)
+    pre = (rows_n,)                                      # the rows as one axis: short loop nests
+    d = ops.reshape(b, d, pre + (2, n))
+    nd = 1
+    m = n // r
+    out = pre + (r, 1, m)
+    rows = ops.reshape(b, d, pre + (2, r, m))
+
+    def row(p: int, j: int) -> Value:
+        v = ops.slice_(b, rows, (0,) * nd + (p, j, 0), pre + (p + 1, j + 1, m))
+        return ops.broadcast_in_dim(b, ops.reshape(b, v, pre + (m,)), out, tuple(range(nd)) + (nd + 2,))
+
+    def const(value: np.ndarray, axes: tuple[int, ...]) -> Value:
+        return ops.broadcast_in_dim(b, ops.constant(b, value.astype(g.rdt)), out, axes)
+
+    wr, wi = _roots(r, sign)
+    acc: Pair | None = None
+    for j in range(r):
+        x = (row(0, j), row(1, j))
+        if np.any(wi[:, j] != 0):
+            x = g.mul(x, (const(wr[:, j], (nd,)), const(wi[:, j], (nd,))))
+        elif not np.all(wr[:, j] == 1):
+            c = const(wr[:, j], (nd,))
+            x = (ops.mul(b, c, x[0]), ops.mul(b, c, x[1]))
+        acc = x if acc is None else g.add(acc, x)
+    assert acc is not None
+    z = acc
+    if m > 1:
+        if r * m <= CONST_MAX:
+            kj_c = np.outer(np.arange(r), np.arange(m))
+            ang = sign * 2 * np.pi * kj_c / n
+            tw = (const(np.cos(ang), (nd, nd + 2)), const(np.sin(ang), (nd, nd + 2)))
+        else:
+            kj = ops.mul(b, ops.iota(b, I64, (r, m), 0), ops.iota(b, I64, (r, m), 1))
+            ang_v = ops.mul(b, ops.convert(b, kj, F64),
+                            ops.full(b, sign * 2 * np.pi / n, TensorType(F64, (r, m))))
+            tw = (ops.broadcast_in_dim(b, ops.convert(b, ops.cos(b, ang_v), g.rdt), out, (nd, nd + 2)),
+                  ops.broadcast_in_dim(b, ops.convert(b, ops.sin(b, ang_v), g.rdt), out, (nd, nd + 2)))
+        z = g.mul(z, tw)
+    z2 = ops.concatenate(b, list(z), nd + 1)            # one buffer [..., r, 2, m] per pass
+    zz = dft(g, z2, sign)                                 # [..., r, 2, m]: X[r k2 + k1]
+    perm = tuple(range(nd)) + (nd + 1, nd + 2, nd)
+    return ops.reshape(b, ops.transpose(b, zz, perm), full + (2, n))
+
+
+def _sub_dft(g: _Gen, x: Pair, sign: int) -> Pair:
+    """dft of a pair; a row longer than CONST_MAX as an fft op of its own (decomposed
+    again: four steps; shorter ones stay here, which compiles much faster)."""
+    b = g.b
+    length = x[0].type.shape[-1]
+    if isinstance(length, int) and length > CONST_MAX:
+        y = ops.fft(b, ops.complex_(b, x[0], x[1]), sign > 0)
+        return ops.real(b, y), ops.imag(b, y)
+    return _unpack(b, dft(g, _pack(b, x), sign))
+
+
+def _bluestein(g: _Gen, x: Pair, m: int, sign: int) -> Pair:
+    """sum_j x_j w^(jk) with jk = (k^2 + j^2 - (k-j)^2)/2: a chirp, a convolution with the
+    conjugate chirp (two power-of-two transforms of length N >= 2m-1), a chirp."""
+    b = g.b
+    pre = tuple(x[0].type.shape[:-1])
+    nd = len(pre)
+    big = 1 << (2 * m - 2).bit_length()
+    if m <= CONST_MAX:
+        k = np.arange(m, dtype=np.int64)
+        chirp_angle: Any = sign * np.pi * ((k * k) % (2 * m)) / m
+    else:
+        kv = ops.iota(b, I64, (m,), 0)
+        k2 = ops.mod(b, ops.mul(b, kv, kv), ops.full(b, 2 * m, TensorType(I64, (m,))))
+        chirp_angle = ops.mul(b, ops.convert(b, k2, F64), ops.full(b, sign * np.pi / m, TensorType(F64, (m,))))
+    chirp = g.table(chirp_angle, (m,))
+    wide = g.map(lambda v: ops.broadcast_in_dim(b, v, pre + (m,), (nd,)), chirp)
+    a = g.mul(x, wide)
+    zero = ops.scalar(b, 0.0, g.rdt)
+    a = g.map(lambda v: ops.pad(b, v, zero, (0,) * (nd + 1), (0,) * nd + (big - m,)), a)
+    spec_a = _sub_dft(g, a, -1)
+    if big <= CONST_MAX:
+        kk = np.arange(big, dtype=np.int64)
+        kk = np.minimum(kk, big - kk)
+        c = np.where(kk < m, np.exp(-sign * 1j * np.pi * ((kk * kk) % (2 * m)) / m), 0)
+        spec = np.fft.fft(c) / big
+        kern: Pair = (ops.constant(b, spec.real.astype(g.rdt)), ops.constant(b, spec.imag.astype(g.rdt)))
+    else:
+        kv = ops.iota(b, I64, (big,), 0)
+        kk_v = ops.minimum(b, kv, ops.sub(b, ops.full(b, big, kv.type), kv))
+        k2 = ops.mod(b, ops.mul(b, kk_v, kk_v), ops.full(b, 2 * m, kv.type))
+        ang = ops.mul(b, ops.convert(b, k2, F64), ops.full(b, -sign * np.pi / m, TensorType(F64, (big,))))
+        inside = ops.lt(b, kk_v, ops.full(b, m, kv.type))
+        zeros = ops.full(b, 0.0, TensorType(g.rdt, (big,)))
+        c_re, c_im = g.table(ang, (big,))
+        c_pair = (ops.select(b, inside, c_re, zeros), ops.select(b, inside, c_im, zeros))
+        kern = g.scale(1.0 / big, _sub_dft(g, c_pair, -1))
+    kern = g.map(lambda v: ops.broadcast_in_dim(b, v, pre + (big,), (nd,)), kern)
+    conv = _sub_dft(g, g.mul(spec_a, kern), 1)
+    head = g.map(lambda v: ops.slice_(b, v, (0,) * (nd + 1), pre + (m,)), conv)
+    return g.mul(head, wide)
+
+
+def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
+    (x,) = args
+    n = x.type.shape[-1]
+    assert isinstance(n, int), "fft of a symbolic length: the frontend refuses it"
+    rdt = np.dtype(np.float32) if x.type.dtype in (np.complex64, np.float32) else F64
+    sign = 1 if op.params["inverse"] else -1
+    keep = op.params["keep"]
+    split = _four_step_split(n)
+    if split is not None:
+        y = _four_step(b, x, split, op.params["inverse"])
+        return [y if keep == n else ops.slice_(b, y, (0,) * y.type.ndim, tuple(y.type.shape[:-1]) + (keep,))]
+
+    def build(bb: Builder, rows: Value) -> list[Value]:
+        g = _Gen(bb, rdt)
+        if not is_complex(rows.type.dtype) and n % 2 == 0 and n >= 4 and keep == n // 2 + 1:
+            return [ops.complex_(bb, *_real_half(g, rows, sign))]
+        parts = (ops.real(bb, rows), ops.imag(bb, rows)) if is_complex(rows.type.dtype) else \
+            (rows, ops.zeros_like(bb, rows))
+        re, im = _unpack(bb, dft(g, _pack(bb, parts), sign))
+        if keep != n:
+            re, im = (ops.slice_(bb, v, (0,) * v.type.ndim, tuple(v.type.shape[:-1]) + (keep,)) for v in (re, im))
+        return [ops.complex_(bb, re, im)]
+    return _by_windows(b, x, build, max(1, WINDOW_BYTES // (2 * rdt.itemsize * n)), keep)
+
+
+def _four_step_split(n: int) -> tuple[int, int] | None:
+    """n = n1 * n2 with n1 <= n2 as close as possible, both at least FOUR_STEP_MIN_FACTOR,
+    for a row longer than FOUR_STEP_MIN; None otherwise."""
+    if n < FOUR_STEP_MIN:
+        return None
+    n1 = int(np.sqrt(n))
+    while n1 >= FOUR_STEP_MIN_FACTOR and n % n1:
+        n1 -= 1
+    if n1 < FOUR_STEP_MIN_FACTOR:
+        return None
+    return n1, n // n1
+
+
+def _four_step(b: Builder, x: Value, split: tuple[int, int], inverse: bool) -> Value:
+    """A long row as a matrix [n1, n2] (x[n2 j1 + j2]): transforms of length n1 down the
+    columns, twiddles exp(-+2 pi i j2 k1/n), transforms of length n2 along the rows, the
+    result read transposed (X[k1 + n1 k2]). Each step is a batch of short rows, which the
+    windows keep in cache (the long row would stream through memory at every pass)."""
+    n1, n2 = split
+    n = n1 * n2
+    batch = tuple(x.type.shape[:-1])
+    nb = len(batch)
+    swap = tuple(range(nb)) + (nb + 1, nb)
+    cols = ops.transpose(b, ops.reshape(b, x, batch + (n1, n2)), swap)           # [.., j2, j1]
+    a = ops.fft(b, cols, inverse)                                                # [.., j2, k1]
+    sign = 1 if inverse else -1
+    rdt = np.dtype(np.float32) if a.type.dtype == np.complex64 else F64
+    if n <= CONST_MAX:
+        ang = sign * 2 * np.pi * np.outer(np.arange(n2), np.arange(n1)) / n
+        tw = ops.constant(b, np.exp(1j * ang).astype(a.type.dtype))
+    else:
+        kj = ops.mul(b, ops.iota(b, I64, (n2, n1), 0), ops.iota(b, I64, (n2, n1), 1))
+        ang_v = ops.mul(b, ops.convert(b, kj, F64), ops.full(b, sign * 2 * np.pi / n, TensorType(F64, (n2, n1))))
+        tw = ops.complex_(b, ops.convert(b, ops.cos(b, ang_v), rdt), ops.convert(b, ops.sin(b, ang_v), rdt))
+    t = ops.mul(b, a, ops.broadcast_in_dim(b, tw, a.type.shape, (nb, nb + 1)))
+    c = ops.fft(b, ops.transpose(b, t, swap), inverse)                           # [.., k1, k2]
+    return ops.reshape(b, ops.transpose(b, c, swap), batch + (n,))
+
+
+def _real_half(g: _Gen, rows: Value, sign: int) -> Pair:
+    """The n//2 + 1 first terms of the DFT of real rows [w, n], n even, through the
+    transform of length h = n/2 of z = x[0::2] + i x[1::2]: with Z[h] = Z[0],
+    X[k] = (Z[k] + conj(Z[h-k]))/2 + exp(sign 2 pi i k/n) (Z[k] - conj(Z[h-k]))/(2i)."""
+    b = g.b
+    *batch, n = rows.type.shape
+    assert isinstance(n, int)
+    w: Any = 1
+    for d in batch:
+        w = dims.mul(w, d)
+    rows = ops.reshape(b, rows, (w, n))
+    h = n // 2
+    packed = ops.transpose(b, ops.reshape(b, rows, (w, h, 2)), (0, 2, 1))      # [w, 2, h]: evens, odds
+    z = _unpack(b, dft(g, packed, sign))
+    ext = g.map(lambda v: ops.concatenate(b, [v, ops.slice_(b, v, (0, 0), (w, 1))], 1), z)   # Z[0..h-1], Z[0]
+    mr, mi = g.map(lambda v: ops.rev(b, v, [1]), ext)                                       # Z[h - k]
+    total = (ops.add(b, ext[0], mr), ops.sub(b, ext[1], mi))                                # Z + conj(Z[h-k])
+    diff = (ops.sub(b, ext[0], mr), ops.add(b, ext[1], mi))                                 # Z - conj(Z[h-k])
+    k = np.arange(h + 1)
+    tw = -0.5j * np.exp(sign * 2j * np.pi * k / n)
+    wv = g.map(lambda c: ops.broadcast_in_dim(b, ops.constant(b, c.astype(g.rdt)), (w, h + 1), (1,)),
+               (tw.real, tw.imag))
+    out = g.add(g.scale(0.5, total), g.mul(wv, diff))
+    return g.map(lambda v: ops.reshape(b, v, tuple(batch) + (h + 1,)), out)
+
+
+def _by_windows(b: Builder, x: Value, build: Any, chunk: int, keep: int) -> list[Value]:
+    """``build(b, rows)`` on windows of `chunk` rows of the flattened batch (a ``chunked``
+    op), so that the passes' buffers stay in cache; on the whole batch when it is small."""
+    batch = tuple(x.type.shape[:-1])
+    size: Any = 1
+    for d in batch:
+        size = dims.mul(size, d)
+    if isinstance(size, int) and size <= 2 * chunk:
+        return list(build(b, x))
+    n = x.type.shape[-1]
+    flat = ops.reshape(b, x, (size, n))
+    _, tail = chunk_counts(size, chunk)
+    regions = []
+    out_dtype = _complex_of(x.type.dtype)
+    for count in (chunk, tail):
+        block = new_block([flat.type.with_shape((count, n))])
+        with b.inside(block):
+            if isinstance(count, int) and count == 0:     # no tail: no code for it
+                block.results = [ops.full(b, 0, TensorType(out_dtype, (0, keep)))]
+            else:
+                block.results = list(build(b, block.args[0]))
+        regions.append(block)
+    outs = b.emit(ops.chunked_p, [flat], {"size": size, "chunk": chunk, "batched": (True,)}, regions)
+    return [ops.reshape(b, o, batch + (keep,)) for o in outs]
+
+
+fft = define(
+    ops.fft_p,
+    shape_rule=_rule,
+    numpy_ref=_ref,
+    vmap_rule=batching.to_front_rule(_batch),
+    **ad.linear(_transpose),
+    decomposition=_decompose,
+    doc="the unscaled discrete Fourier transform of complex or real rows (last axis), its first keep terms",
+)
