@@ -46,7 +46,7 @@ from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Value
 from compiler.ir.primitive import define
 from compiler.ir.types import BOOL, I64, TensorType, is_complex, is_inexact
-from compiler.primitives import ops
+from compiler.primitives import factor_lapack, ops
 from compiler.primitives import matrices as M
 from compiler.primitives.base import check
 from compiler.primitives.control import chunk_counts
@@ -410,6 +410,9 @@ cholesky = define(
     shape_rule=_chol_rule,
     numpy_ref=_ref_cholesky,
     decomposition=_chol_decompose,
+    library_when=factor_lapack.cholesky_when,
+    lower=factor_lapack.lower_cholesky,
+    streams_operands=False,
     vmap_rule=M.batch_rule,
     jvp_rule=_chol_jvp,
     vjp_rule=_chol_vjp,
@@ -689,6 +692,9 @@ qr = define(
     shape_rule=_qr_rule,
     numpy_ref=_ref_qr,
     decomposition=_qr_decompose,
+    library_when=factor_lapack.qr_when,
+    lower=factor_lapack.lower_qr,
+    streams_operands=False,
     vmap_rule=M.batch_rule,
     jvp_rule=_qr_jvp,
     vjp_rule=_qr_vjp,

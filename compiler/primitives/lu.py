@@ -44,7 +44,7 @@ from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Op, Value
 from compiler.ir.primitive import define
 from compiler.ir.types import I64, TensorType, is_inexact
-from compiler.primitives import ad, ops
+from compiler.primitives import ad, factor_lapack, ops
 from compiler.primitives.base import check
 from compiler.primitives.matrices import assemble, batch_rule, batch_shape, entries, matmul, mH, mT
 
@@ -188,6 +188,15 @@ def permute_rows(b: Builder, x: Value, perm: Value, inverse: bool = False) -> Va
                 row.append(acc)
             rows.append(row)
         return assemble(b, rows)
+    if not inverse:         # a gather of rows: x flattened to [count * n, k], row perm[i] + t * n
+        count: Any = 1
+        for d in batch:
+            count = dims.mul(count, d)
+        flat = ops.reshape(b, x, (dims.mul(count, n), k))
+        p = ops.reshape(b, perm, (count, n))
+        nv = ops.broadcast_in_dim(b, ops.size_of(b, n, I64), (count, n), ())
+        at = ops.add(b, p, ops.mul(b, ops.iota(b, I64, (count, n), 0), nv))
+        return ops.reshape(b, ops.take(b, flat, at, 0), tuple(batch) + (n, k))
     shape = tuple(batch) + (n, n, k)          # [..., i, j, c]: perm[i] == j picks x[j]
     p = _bcast(b, perm, shape, tuple(range(nb)) + ((nb + 1,) if inverse else (nb,)))
     pos = ops.iota(b, I64, shape, nb if inverse else nb + 1)
@@ -596,6 +605,9 @@ lu_ = define(
     jvp_rule=_lu_jvp,
     vjp_rule=_lu_vjp,
     decomposition=_decompose_lu,
+    library_when=factor_lapack.lu_when,
+    lower=factor_lapack.lower_lu,
+    streams_operands=False,
     doc="LU factorization with partial pivoting of a stack of square matrices (LAPACK getrf)",
 )
 
@@ -607,6 +619,9 @@ triangular_solve_ = define(
     jvp_rule=_tri_jvp,
     vjp_rule=_tri_vjp,
     decomposition=_decompose_tri,
+    library_when=factor_lapack.trsm_when,
+    lower=factor_lapack.lower_triangular_solve,
+    streams_operands=False,
     doc="op(A) x = b for triangular A (lower/upper, 'N'/'T'/'C', unit diagonal), stacked",
 )
 
