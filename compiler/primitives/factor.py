@@ -31,8 +31,9 @@ Triangular solves inside the rules are private helpers here (`lower_solve`).
 Code (``decomposition``): for small static sizes (UNROLL, QR_UNROLL), unrolled over the entries (each a value
 shaped like the batch, so a stack of small matrices runs as fused elementwise code across the
 batch); otherwise a ``for`` loop over columns on the whole stack (dynamic_slice and
-dynamic_update_slice). A library call for large matrices plugs in as a decomposition that
-returns None (the op is then kept for the backend).
+dynamic_update_slice). Large matrices call LAPACK's potrf, geqrf and orgqr/ungqr
+(``library_when`` and ``lower`` from factor_lapack.py), this code staying the op's region:
+the fallback of a kernel without a provider.
 """
 from __future__ import annotations
 

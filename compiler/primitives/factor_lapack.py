@@ -255,14 +255,15 @@ def lower_qr(cg: Any, op: Op, outs: Sequence[Any]) -> None:
                 cg.store(q, bi + [i, j], cg.load(work, [j, i]))
         _batch(cg, shape, 2, one)
 
-    # two routines: the outer call tests geqrf's pointer, the inner one orgqr's (a library
-    # with geqrf has orgqr; without it the generated code runs all the same)
-    def outer(geqrf_call: Callable[[Sequence[Any]], None]) -> None:
-        cg.library_call(orgqr, lambda orgqr_call: both(geqrf_call, orgqr_call),
-                        fallback=lambda: cg.lower_fallback(op, outs))
-
-    cg.library_call(geqrf, outer, fallback=lambda: cg.lower_fallback(op, outs),
-                    when=_when(cg, [k], QR_MIN))
+    # two routines, one branch (the generated code is emitted once): orgqr's call is captured
+    # from a library_call with nothing on either side, and its pointer joins geqrf's test
+    calls: list[Callable[[Sequence[Any]], None]] = []
+    cg.library_call(orgqr, calls.append, fallback=lambda: None)
+    has_orgqr = cg.b.icmp_unsigned("!=", cg.b.load(cg.library_slots[orgqr]), ll.Constant(ll.IntType(8).as_pointer(), None))
+    when = _when(cg, [k], QR_MIN)
+    when = has_orgqr if when is None else cg.b.and_(when, has_orgqr)
+    cg.library_call(geqrf, lambda geqrf_call: both(geqrf_call, calls[0]),
+                    fallback=lambda: cg.lower_fallback(op, outs), when=when)
 
 
 __all__ = ["LU_MIN", "TRSM_MIN", "CHOLESKY_MIN", "QR_MIN", "lu_when", "lower_lu", "trsm_when",

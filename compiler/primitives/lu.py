@@ -30,8 +30,9 @@ batch-shaped value: a batch of matrices becomes elementwise code across the batc
 pivot choice compare/select chains; a large static stack in chunks of CHUNK matrices, so
 that the intermediates stay in cache); otherwise a ``for`` loop over the matrices of the
 stack and, inside, over the columns (getf2: pivot search, row swap, the rows below updated
-in place by a loop) or the rows of the solve. ``library_for`` is where a LAPACK call for
-large matrices plugs in: a decomposition that returns None keeps the op for the backend.
+in place by a loop) or the rows of the solve. For large matrices both primitives call
+LAPACK's getrf and BLAS's trsm (``library_when`` and ``lower`` from factor_lapack.py), this
+code staying the op's region: the fallback of a kernel without a provider.
 """
 from __future__ import annotations
 
@@ -52,10 +53,6 @@ Types = tuple[TensorType, ...]
 
 #: the largest static n whose factorization and solves are unrolled over the entries
 UNROLL_MAX = 8
-
-#: ``library_for(op) -> bool``: whether the backend calls a library for this op (then the
-#: decomposition keeps it). None until a provider registers one (LAPACK's getrf/trsm).
-library_for: Callable[[Op], bool] | None = None
 
 _TRANSPOSES = ("N", "T", "C")
 
@@ -295,8 +292,6 @@ def _static_small(n: Any) -> bool:
 
 def _decompose_lu(b: Builder, op: Op, args: list[Value]) -> list[Value] | None:
     (a,) = args
-    if library_for is not None and library_for(op):
-        return None
     n = a.type.shape[-1]
     if n == 0:                  # nothing to factor
         empty = ops.full(b, 0, TensorType(I64, batch_shape(a) + (0,)))
@@ -513,8 +508,6 @@ def _eliminate(b: Builder, m: Value, urow: Value, recip: Value, k: Value) -> lis
 
 def _decompose_tri(b: Builder, op: Op, args: list[Value]) -> list[Value] | None:
     a, rhs = args
-    if library_for is not None and library_for(op):
-        return None
     p = op.params
     n, k = a.type.shape[-1], rhs.type.shape[-1]
     if n == 0:
