@@ -192,7 +192,7 @@ def qr(a):
 def _factor_compiled(fn: Callable[..., Any], args: tuple[np.ndarray, ...], *, provider: bool) -> Callable[..., Any]:
     """`fn` compiled in this process with LAPACK at every size (the factorization thresholds
     at 1) and loaded with the provider, or loaded without one (the generated code)."""
-    names = ("LU_MIN", "TRSM_MIN", "CHOLESKY_MIN", "QR_MIN")
+    names = ("LU_MIN", "TRSM_MIN", "TRSM_MIN_RHS", "CHOLESKY_MIN", "QR_MIN")
     saved, saved_env = [getattr(factor_lapack, k) for k in names], os.environ.get("AOTX_BLAS")
     try:
         for k in names:

@@ -40,11 +40,13 @@ from compiler.ir.core import Op
 from compiler.ir.types import C64, C128, F32, F64, I64
 
 #: n at which lu calls getrf (n x n matrices)
-LU_MIN = 32
-#: n at which triangular_solve calls trsm (n x n triangle, any number of right-hand sides)
+LU_MIN = 128
+#: n at which triangular_solve calls trsm (n x n triangle), with at least TRSM_MIN_RHS
+#: right-hand sides: for a few columns trsm's packing costs more than the generated row loop
 TRSM_MIN = 32
+TRSM_MIN_RHS = 8
 #: n at which cholesky calls potrf
-CHOLESKY_MIN = 32
+CHOLESKY_MIN = 16
 #: min(m, n) at which qr calls geqrf and orgqr/ungqr
 QR_MIN = 32
 
@@ -79,6 +81,10 @@ def _when(cg: Any, sizes: Sequence[Any], least: int) -> Any:
     return when
 
 
+def _and(cg: Any, x: Any, y: Any) -> Any:
+    return y if x is None else x if y is None else cg.b.and_(x, y)
+
+
 def _buffer(cg: Any, v: Any) -> Any:
     """The buffer of operand `v`, computed into a temporary when fusion left it unmaterialized."""
     buf = cg.buffers.get(v)
@@ -90,6 +96,32 @@ def _buffer(cg: Any, v: Any) -> Any:
 
 def _i64(v: int) -> ll.Constant:
     return ll.Constant(I64T, v)
+
+
+#: the tile of a transposing copy (both sides then stay within a few cache lines)
+TILE = 16
+
+
+def _transpose_copy(cg: Any, rows: Any, cols: Any, move: Callable[[Any, Any], None]) -> None:
+    """``move(i, j)`` for every i < rows, j < cols, in TILE x TILE tiles: a copy that
+    transposes (``dst[j, i] = src[i, j]``) touches TILE rows of each side per tile instead of
+    one cache line per element."""
+    b = cg.b
+    tile = _i64(TILE)
+
+    def tiles(extent: Any) -> Any:
+        return b.sdiv(b.add(extent, _i64(TILE - 1)), tile)
+
+    def part(extent: Any, start: Any) -> Any:
+        rest = b.sub(extent, start)
+        return b.select(b.icmp_signed("<", rest, tile), rest, tile)
+    r, c = cg.dim(rows), cg.dim(cols)
+    with cg.loop(tiles(r), unroll=False) as ti:
+        with cg.loop(tiles(c), unroll=False) as tj:
+            i0, j0 = b.mul(ti, tile), b.mul(tj, tile)
+            with cg.loop(part(r, i0)) as ii:
+                with cg.loop(part(c, j0)) as jj:
+                    move(b.add(i0, ii), b.add(j0, jj))
 
 
 def _batch(cg: Any, shape: Sequence[Any], core: int, body: Callable[[list[Any], Any], None]) -> None:
@@ -122,11 +154,9 @@ def lower_lu(cg: Any, op: Op, outs: Sequence[Any]) -> None:
         b = cg.b
 
         def one(bi: list[Any], _: Any) -> None:
-            with cg.loop_nest([n, n]) as (i, j):         # column-major A = row-major A^T
-                cg.store(work, [j, i], cg.read(a, bi + [i, j]))
+            _transpose_copy(cg, n, n, lambda i, j: cg.store(work, [j, i], cg.read(a, bi + [i, j])))
             invoke([size, size, cg.pointer(work), size, cg.pointer(ipiv), info])
-            with cg.loop_nest([n, n]) as (i, j):
-                cg.store(lu, bi + [i, j], cg.load(work, [j, i]))
+            _transpose_copy(cg, n, n, lambda i, j: cg.store(lu, bi + [j, i], cg.load(work, [i, j])))
             with cg.loop_nest([n]) as (k,):
                 cg.store(piv, bi + [k], b.sub(cg.load(ipiv, [k]), _i64(1)))
                 cg.store(perm, bi + [k], k)
@@ -145,7 +175,8 @@ def lower_lu(cg: Any, op: Op, outs: Sequence[Any]) -> None:
 
 def trsm_when(op: Op) -> bool:
     a = op.operands[0].type
-    return _routine(a.dtype, "trsm") is not None and _big([a.shape[-1]], TRSM_MIN)
+    k = op.operands[1].type.shape[-1]
+    return _routine(a.dtype, "trsm") is not None and _big([a.shape[-1]], TRSM_MIN) and _big([k], TRSM_MIN_RHS)
 
 
 def lower_triangular_solve(cg: Any, op: Op, outs: Sequence[Any]) -> None:
@@ -174,7 +205,7 @@ def lower_triangular_solve(cg: Any, op: Op, outs: Sequence[Any]) -> None:
         _batch(cg, shape, 2, one)
 
     cg.library_call(routine, blas, fallback=lambda: cg.lower_fallback(op, outs),
-                    when=_when(cg, [n], TRSM_MIN), strings=4)
+                    when=_and(cg, _when(cg, [n], TRSM_MIN), _when(cg, [k], TRSM_MIN_RHS)), strings=4)
 
 
 # ---- cholesky: potrf -------------------------------------------------------------------------
@@ -244,15 +275,13 @@ def lower_qr(cg: Any, op: Op, outs: Sequence[Any]) -> None:
         zero = cg.const(dtype, 0.0)
 
         def one(bi: list[Any], _: Any) -> None:
-            with cg.loop_nest([m, n]) as (i, j):
-                cg.store(work, [j, i], cg.read(a, bi + [i, j]))
+            _transpose_copy(cg, m, n, lambda i, j: cg.store(work, [j, i], cg.read(a, bi + [i, j])))
             geqrf_call([mm, nn, cg.pointer(work), mm, cg.pointer(tau), cg.pointer(scratch), lw, info])
             with cg.loop_nest([rr, n]) as (i, j):
                 upper = b.icmp_signed("<=", i, j)
                 cg.store(r, bi + [i, j], b.select(upper, cg.load(work, [j, i]), zero))
             orgqr_call([mm, qq, kk, cg.pointer(work), mm, cg.pointer(tau), cg.pointer(scratch), lw, info])
-            with cg.loop_nest([m, qc]) as (i, j):
-                cg.store(q, bi + [i, j], cg.load(work, [j, i]))
+            _transpose_copy(cg, qc, m, lambda j, i: cg.store(q, bi + [i, j], cg.load(work, [j, i])))
         _batch(cg, shape, 2, one)
 
     # two routines, one branch (the generated code is emitted once): orgqr's call is captured
@@ -266,5 +295,5 @@ def lower_qr(cg: Any, op: Op, outs: Sequence[Any]) -> None:
                     fallback=lambda: cg.lower_fallback(op, outs), when=when)
 
 
-__all__ = ["LU_MIN", "TRSM_MIN", "CHOLESKY_MIN", "QR_MIN", "lu_when", "lower_lu", "trsm_when",
+__all__ = ["LU_MIN", "TRSM_MIN", "TRSM_MIN_RHS", "CHOLESKY_MIN", "QR_MIN", "lu_when", "lower_lu", "trsm_when",
            "lower_triangular_solve", "cholesky_when", "lower_cholesky", "qr_when", "lower_qr"]
