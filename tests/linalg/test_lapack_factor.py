@@ -133,7 +133,7 @@ def test_factorizations_both_sides_of_the_thresholds(dtype):
         assert counting.calls == want
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+@pytest.mark.parametrize("dtype", [np.float64])
 def test_factorizations_without_a_provider(dtype):
     kernels(dtype, True)                    # compiled (and cached) with the provider
     f, q, _ = kernels(dtype, False)
