@@ -26,8 +26,7 @@ import numpy as np  # noqa: E402
 from _timing import best  # noqa: E402  (benchmarks/ is the script's directory)
 from compiler import jit  # noqa: E402
 from compiler.errors import CompileError  # noqa: E402
-from compiler.primitives import gemm  # noqa: E402
-from compiler.primitives import spectral_lapack  # noqa: E402
+from compiler.primitives import factor_lapack, gemm, spectral_lapack  # noqa: E402
 from runtime import blas  # noqa: E402
 
 
@@ -219,11 +218,70 @@ def svd_thin(a):
     return np.linalg.svd(a, full_matrices=False)
 
 
+def qr(a):
+    return np.linalg.qr(a)
+
+
+def _factor_compiled(fn: Callable[..., Any], args: tuple[np.ndarray, ...], *, provider: bool) -> Callable[..., Any]:
+    """`fn` compiled in this process with LAPACK at every size (the factorization thresholds
+    at 1) and loaded with the provider, or loaded without one (the generated code)."""
+    names = ("LU_MIN", "TRSM_MIN", "TRSM_MIN_RHS", "CHOLESKY_MIN", "QR_MIN")
+    saved, saved_env = [getattr(factor_lapack, k) for k in names], os.environ.get("AOTX_BLAS")
+    try:
+        for k in names:
+            setattr(factor_lapack, k, 1 if provider else 1 << 40)
+        os.environ["AOTX_BLAS"] = "auto" if provider else "none"
+        blas.reset()
+        kernel = jit(fn, cache=False)
+        kernel(*args)
+        return kernel
+    finally:
+        for k, v in zip(names, saved):
+            setattr(factor_lapack, k, v)
+        if saved_env is None:
+            os.environ.pop("AOTX_BLAS", None)
+        else:
+            os.environ["AOTX_BLAS"] = saved_env
+        blas.reset()
+
+
+def factor_crossover(repeat: int, quick: bool) -> None:
+    print("crossover of the factorizations, float64 (generated code time / LAPACK time: >1 means "
+          f"LAPACK wins); aotx calls LAPACK from n = {factor_lapack.LU_MIN} (lu), "
+          f"{factor_lapack.TRSM_MIN} (trsm), {factor_lapack.CHOLESKY_MIN} (cholesky), "
+          f"{factor_lapack.QR_MIN} (qr)")
+    rng = np.random.default_rng(3)
+    sizes = (16, 24, 32, 64, 128) if quick else (8, 12, 16, 24, 32, 48, 64, 128, 256)
+    for name, fn, make in (
+            ("solve n x n, 1 rhs", solve, lambda n, t: (spd(rng, (t, n, n)), rng.standard_normal((t, n, 1)))),
+            ("cholesky n x n", cholesky, lambda n, t: (spd(rng, (t, n, n)),)),
+            ("qr n x n", qr, lambda n, t: (rng.standard_normal((t, n, n)),))):
+        print(f"  {name}")
+        for n in sizes:
+            for t in (1, 100):
+                args = make(n, t)
+                loops = _factor_compiled(fn, args, provider=False)
+                calls = _factor_compiled(fn, args, provider=True)
+                want, got = loops(*args), calls(*args)
+                for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+                    np.testing.assert_allclose(np.abs(w), np.abs(g), rtol=1e-7, atol=1e-7)
+                t_loops, t_lib = best(lambda: loops(*args), repeat), best(lambda: calls(*args), repeat)
+                print(f"    n={n:4}  batch {t:4}  generated {1e3 * t_loops:9.4f} ms  "
+                      f"LAPACK {1e3 * t_lib:9.4f} ms  ({t_loops / t_lib:5.2f}x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="smaller sizes only")
+    parser.add_argument("--factorizations", action="store_true",
+                        help="only the factorizations' crossover and the np.linalg table")
     args = parser.parse_args()
+    if args.factorizations:
+        print(f"BLAS provider: {blas.describe()}; OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}")
+        factor_crossover(args.repeat, args.quick)
+        decompositions(args.repeat)
+        return
     print(f"BLAS provider: {blas.describe()}; OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}")
     matmuls(args.repeat, args.quick)
     crossover(args.repeat, args.quick)

@@ -31,8 +31,9 @@ Triangular solves inside the rules are private helpers here (`lower_solve`).
 Code (``decomposition``): for small static sizes (UNROLL, QR_UNROLL), unrolled over the entries (each a value
 shaped like the batch, so a stack of small matrices runs as fused elementwise code across the
 batch); otherwise a ``for`` loop over columns on the whole stack (dynamic_slice and
-dynamic_update_slice). A library call for large matrices plugs in as a decomposition that
-returns None (the op is then kept for the backend).
+dynamic_update_slice). Large matrices call LAPACK's potrf, geqrf and orgqr/ungqr
+(``library_when`` and ``lower`` from factor_lapack.py), this code staying the op's region:
+the fallback of a kernel without a provider.
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Value
 from compiler.ir.primitive import define
 from compiler.ir.types import BOOL, I64, TensorType, is_complex, is_inexact
-from compiler.primitives import ops
+from compiler.primitives import factor_lapack, ops
 from compiler.primitives import matrices as M
 from compiler.primitives.base import check
 from compiler.primitives.control import chunk_counts
@@ -410,6 +411,9 @@ cholesky = define(
     shape_rule=_chol_rule,
     numpy_ref=_ref_cholesky,
     decomposition=_chol_decompose,
+    library_when=factor_lapack.cholesky_when,
+    lower=factor_lapack.lower_cholesky,
+    streams_operands=False,
     vmap_rule=M.batch_rule,
     jvp_rule=_chol_jvp,
     vjp_rule=_chol_vjp,
@@ -689,6 +693,9 @@ qr = define(
     shape_rule=_qr_rule,
     numpy_ref=_ref_qr,
     decomposition=_qr_decompose,
+    library_when=factor_lapack.qr_when,
+    lower=factor_lapack.lower_qr,
+    streams_operands=False,
     vmap_rule=M.batch_rule,
     jvp_rule=_qr_jvp,
     vjp_rule=_qr_vjp,

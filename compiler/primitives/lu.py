@@ -30,8 +30,9 @@ batch-shaped value: a batch of matrices becomes elementwise code across the batc
 pivot choice compare/select chains; a large static stack in chunks of CHUNK matrices, so
 that the intermediates stay in cache); otherwise a ``for`` loop over the matrices of the
 stack and, inside, over the columns (getf2: pivot search, row swap, the rows below updated
-in place by a loop) or the rows of the solve. ``library_for`` is where a LAPACK call for
-large matrices plugs in: a decomposition that returns None keeps the op for the backend.
+in place by a loop) or the rows of the solve. For large matrices both primitives call
+LAPACK's getrf and BLAS's trsm (``library_when`` and ``lower`` from factor_lapack.py), this
+code staying the op's region: the fallback of a kernel without a provider.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Op, Value
 from compiler.ir.primitive import define
 from compiler.ir.types import I64, TensorType, is_inexact
-from compiler.primitives import ad, ops
+from compiler.primitives import ad, factor_lapack, ops
 from compiler.primitives.base import check
 from compiler.primitives.matrices import assemble, batch_rule, batch_shape, entries, matmul, mH, mT
 
@@ -52,10 +53,6 @@ Types = tuple[TensorType, ...]
 
 #: the largest static n whose factorization and solves are unrolled over the entries
 UNROLL_MAX = 8
-
-#: ``library_for(op) -> bool``: whether the backend calls a library for this op (then the
-#: decomposition keeps it). None until a provider registers one (LAPACK's getrf/trsm).
-library_for: Callable[[Op], bool] | None = None
 
 _TRANSPOSES = ("N", "T", "C")
 
@@ -188,6 +185,15 @@ def permute_rows(b: Builder, x: Value, perm: Value, inverse: bool = False) -> Va
                 row.append(acc)
             rows.append(row)
         return assemble(b, rows)
+    if not inverse:         # a gather of rows: x flattened to [count * n, k], row perm[i] + t * n
+        count: Any = 1
+        for d in batch:
+            count = dims.mul(count, d)
+        flat = ops.reshape(b, x, (dims.mul(count, n), k))
+        p = ops.reshape(b, perm, (count, n))
+        nv = ops.broadcast_in_dim(b, ops.size_of(b, n, I64), (count, n), ())
+        at = ops.add(b, p, ops.mul(b, ops.iota(b, I64, (count, n), 0), nv))
+        return ops.reshape(b, ops.take(b, flat, at, 0), tuple(batch) + (n, k))
     shape = tuple(batch) + (n, n, k)          # [..., i, j, c]: perm[i] == j picks x[j]
     p = _bcast(b, perm, shape, tuple(range(nb)) + ((nb + 1,) if inverse else (nb,)))
     pos = ops.iota(b, I64, shape, nb if inverse else nb + 1)
@@ -286,8 +292,6 @@ def _static_small(n: Any) -> bool:
 
 def _decompose_lu(b: Builder, op: Op, args: list[Value]) -> list[Value] | None:
     (a,) = args
-    if library_for is not None and library_for(op):
-        return None
     n = a.type.shape[-1]
     if n == 0:                  # nothing to factor
         empty = ops.full(b, 0, TensorType(I64, batch_shape(a) + (0,)))
@@ -504,8 +508,6 @@ def _eliminate(b: Builder, m: Value, urow: Value, recip: Value, k: Value) -> lis
 
 def _decompose_tri(b: Builder, op: Op, args: list[Value]) -> list[Value] | None:
     a, rhs = args
-    if library_for is not None and library_for(op):
-        return None
     p = op.params
     n, k = a.type.shape[-1], rhs.type.shape[-1]
     if n == 0:
@@ -596,6 +598,9 @@ lu_ = define(
     jvp_rule=_lu_jvp,
     vjp_rule=_lu_vjp,
     decomposition=_decompose_lu,
+    library_when=factor_lapack.lu_when,
+    lower=factor_lapack.lower_lu,
+    streams_operands=False,
     doc="LU factorization with partial pivoting of a stack of square matrices (LAPACK getrf)",
 )
 
@@ -607,6 +612,9 @@ triangular_solve_ = define(
     jvp_rule=_tri_jvp,
     vjp_rule=_tri_vjp,
     decomposition=_decompose_tri,
+    library_when=factor_lapack.trsm_when,
+    lower=factor_lapack.lower_triangular_solve,
+    streams_operands=False,
     doc="op(A) x = b for triangular A (lower/upper, 'N'/'T'/'C', unit diagonal), stacked",
 )
 
