@@ -644,6 +644,12 @@ def render(cases: list[Case], seconds: float) -> str:
             counts.append(f"{ok} / {len(applicable)}")
         lines.append(f"| {fam} | {len(cs)} | " + " | ".join(counts) + " |")
     lines.append("")
+    dynamic = [c.name for c in cases if c.results.get("jit", "").startswith(f"{NO}: DynamicShapeError")]
+    if dynamic:
+        lines += [f"Of the functions that do not compile, {len(dynamic)} return arrays whose length depends "
+                  "on the values (" + ", ".join(f"`{n}`" for n in dynamic) + "): a compiled kernel's "
+                  "shapes depend on its input shapes only, so they raise `DynamicShapeError` by design, "
+                  "with `np.unique(x, size=k)` as the escape hatch (docs/sorting.md).", ""]
     for fam, cs in families.items():
         lines += [f"## {fam}", "", "| function | jit | vmap | grad | jvp | note |",
                   "|---|---|---|---|---|---|"]
