@@ -2435,6 +2435,26 @@ op("linalg.eigvals", _eigvals_sym, _eigvals_samples, tol=Tol((2e-4, 2e-4), (1e-1
 prims("linalg.eigvals", _eig_prims, dtypes=COMPLEX)
 
 
+def _geev_prims(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    # LAPACK's raw results (real: wr, wi, VR rows; complex: w, VR rows) of triangular stacks,
+    # whose eigenvalues are the diagonal in order and whose vectors LAPACK normalizes
+    a = np.triu(rng.standard_normal((2, 5, 5)) + 3 * np.eye(5))
+    if dtype.kind == "c":
+        a = a + 1j * np.triu(rng.standard_normal((2, 5, 5)))
+    for vectors in (False, True):
+        yield PrimSample("geev", (a.astype(dtype),), {"vectors": vectors}, grad=False)
+
+
+# geev is made by eig's decomposition only (n > 4 or symbolic), after the transforms: no vmap or
+# AD of its own; tests/linalg/test_eig_lapack.py covers both of its code paths through eig
+op("linalg.eigvals.geev", _eigvals_sym,
+   lambda dt, rng: [SampleInput((rng.standard_normal((5, 5)).astype(dt),), desc="5x5")],
+   dtypes=(F64,), tol=Tol((2e-4, 2e-4), (1e-11, 1e-11), ulps=8), supports_vmap=False,
+   supports_jvp=False, supports_vjp=False, more_dtypes=(),
+   notes="n > 4: LAPACK's geev through eig's decomposition")
+prims("linalg.eigvals.geev", _geev_prims, dtypes=(F64, np.dtype(np.complex128)))
+
+
 # ---- sorting (compiler/frontend/sorting.py, docs/sorting.md) -----------------------------------------
 # random floats are distinct, so the derivative (a permutation) is unique; NaN, -0.0, ties and
 # stability: tests/sorting/
