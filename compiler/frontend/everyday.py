@@ -696,17 +696,22 @@ def _convolve_full(b: Builder, a: Staged, v: Staged) -> Staged:
     return L.matmul(b, windows, S.flip(b, v, 0))
 
 
-def convolve(b: Builder, a: Any, v: Any, mode: str = "full") -> Staged:
-    """np.convolve of 1-D arrays, modes full, same and valid (the longer array slides)."""
+def _vectors(b: Builder, a: Any, v: Any, name: str) -> tuple[Staged, Staged, Any, Any]:
+    """The two 1-D operands of np.convolve/np.correlate (a 0-d one as a vector of one) and
+    their lengths."""
     av, vv = _arr(b, a), _arr(b, v)
     if av.ndim == 0:
         av = S.reshape(b, av, (1,))
     if vv.ndim == 0:
         vv = S.reshape(b, vv, (1,))
     if av.ndim != 1 or vv.ndim != 1:
-        raise Reject(CompileError, "object too deep for desired array: np.convolve takes 1-D "
-                     "arrays")
-    n, m = av.shape[0], vv.shape[0]
+        raise Reject(CompileError, f"object too deep for desired array: {name} takes 1-D arrays")
+    return av, vv, av.shape[0], vv.shape[0]
+
+
+def convolve(b: Builder, a: Any, v: Any, mode: str = "full") -> Staged:
+    """np.convolve of 1-D arrays, modes full, same and valid (the longer array slides)."""
+    av, vv, n, m = _vectors(b, a, v, "np.convolve")
     if isinstance(n, int) and n == 0 or isinstance(m, int) and m == 0:
         raise Reject(CompileError, "a cannot be empty" if n == 0 else "v cannot be empty")
     if mode not in ("full", "same", "valid"):
@@ -729,15 +734,7 @@ def convolve(b: Builder, a: Any, v: Any, mode: str = "full") -> Staged:
 
 def correlate(b: Builder, a: Any, v: Any, mode: str = "valid") -> Staged:
     """np.correlate: ``c[k] = sum(a[n + k] * conj(v[n]))``, modes valid, same and full."""
-    av, vv = _arr(b, a), _arr(b, v)
-    if av.ndim == 0:
-        av = S.reshape(b, av, (1,))
-    if vv.ndim == 0:
-        vv = S.reshape(b, vv, (1,))
-    if av.ndim != 1 or vv.ndim != 1:
-        raise Reject(CompileError, "object too deep for desired array: np.correlate takes 1-D "
-                     "arrays")
-    n, m = av.shape[0], vv.shape[0]
+    av, vv, n, m = _vectors(b, a, v, "np.correlate")
     if mode not in ("full", "same", "valid"):
         raise Reject(CompileError, f"mode must be one of 'valid', 'same', or 'full' (got {mode!r})")
     if not (isinstance(n, int) and isinstance(m, int)) and n != m:

@@ -38,6 +38,7 @@ from llvmlite import ir as ll
 from compiler.ir import dims
 from compiler.ir.core import Op
 from compiler.ir.types import C64, C128, F32, F64, I64
+from compiler.primitives import gemm
 
 #: n at which lu calls getrf (n x n matrices)
 LU_MIN = 128
@@ -72,13 +73,8 @@ def _big(sizes: Sequence[Any], least: int) -> bool:
 
 
 def _when(cg: Any, sizes: Sequence[Any], least: int) -> Any:
-    """The run-time test of the symbolic sizes (None when every size is static)."""
-    when = None
-    for d in sizes:
-        if not isinstance(d, int):
-            big = cg.b.icmp_signed(">=", cg.dim(d), ll.Constant(I64T, least))
-            when = big if when is None else cg.b.and_(when, big)
-    return when
+    """The run-time test that every symbolic size is at least `least` (gemm.at_least)."""
+    return gemm.at_least(cg, [(d, least) for d in sizes])
 
 
 def _and(cg: Any, x: Any, y: Any) -> Any:

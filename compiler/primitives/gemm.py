@@ -202,11 +202,7 @@ def lower(cg: Any, op: Any, out: Any, laxes: tuple, raxes: tuple,
     get_a = (lambda: a) if a is not None else _packed(cg, lhs, lb, lfree, lc)
     get_b = (lambda: b) if b is not None else (get_a if gram else _packed(cg, rhs, rb, rc, rfree))
     bshape = [lhs.type.shape[x] for x in lb]
-    when = None
-    for d, bound in ((m, least), (n, least), (k, least), (size, product)):
-        if not isinstance(d, int):
-            big = cg.b.icmp_signed(">=", cg.dim(d), ll.Constant(I64T, bound))
-            when = big if when is None else cg.b.and_(when, big)
+    when = at_least(cg, ((m, least), (n, least), (k, least), (size, product)))
 
     def library(invoke: Callable[[Sequence[Any]], None]) -> None:
         """Row-major C = A B as column-major C^T = B^T A^T: gemm(B, A), one call per batch
@@ -271,6 +267,17 @@ def _syrk(cg: Any, invoke: Callable[[Sequence[Any]], None], A: "Operand", out: A
             with cg.loop(cg.b.sub(cg.b.sub(n, r), cg.index(1))) as t:
                 c = cg.b.add(cg.b.add(r, t), cg.index(1))
                 cg.store(out, list(bi) + [r, c], cg.load(out, list(bi) + [c, r]))
+
+
+def at_least(cg: Any, bounds: Sequence[tuple[Dim, int]]) -> Any:
+    """The run-time test that each symbolic size is at least its bound, for the `when` of a
+    library call (None when every size is static: the choice was made when compiling)."""
+    when = None
+    for d, bound in bounds:
+        if not isinstance(d, int):
+            big = cg.b.icmp_signed(">=", cg.dim(d), ll.Constant(I64T, bound))
+            when = big if when is None else cg.b.and_(when, big)
+    return when
 
 
 def _offset(cg: Any, strides: Sequence[Dim], idx: Sequence[Any]) -> Any:

@@ -318,22 +318,34 @@ def _stirling_lgamma(b: Builder, z: Value) -> Value:
     return ops.add(b, main, ops.add(b, _c(b, _HALF_LOG_2PI, z), series))
 
 
-def _lgamma_pos(b: Builder, x: Value) -> Value:
-    """lgamma(x) for x > 0."""
+def _reduced(b: Builder, x: Value, limit: float, steps: int
+             ) -> tuple[Value, list[Value], Value, Value, Value, Value]:
+    """The argument reduction shared by lgamma and gamma for x > 0: `mid` (x < limit), the
+    factors of the exact downward recurrence from x to z in [1.5, 2.5) (`steps` of them, 1
+    where a step is not taken), `low` (x < 1.5), `below` (x < 0.5), xl (x where low, else 1)
+    and the argument u of the Taylor series of lgamma(2 + u): x (below 0.5), x - 1 (below
+    1.5) or z - 2."""
     one = _c(b, 1.0, x)
-    # x in [1.5, 8): down to [1.5, 2.5) exactly, lgamma = S2(u) + log(prod)
-    mid = ops.lt(b, x, _c(b, 8.0, x))
+    mid = ops.lt(b, x, _c(b, limit, x))
     z = ops.select(b, mid, x, _c(b, 2.0, x))
     terms = []
-    for _ in range(6):
+    for _ in range(steps):
         high = ops.ge(b, z, _c(b, 2.5, z))
         z = ops.select(b, high, ops.sub(b, z, one), z)
         terms.append(ops.select(b, high, z, one))
     low = ops.lt(b, x, _c(b, 1.5, x))
-    # x in (0, 1.5): lgamma(x) = S2(x - 1) - log(x) (x >= 0.5), S2(x) - log(x) - log1p(x) below
     below = ops.lt(b, x, _c(b, 0.5, x))
     xl = ops.select(b, low, x, one)
     u = ops.select(b, low, ops.select(b, below, xl, ops.sub(b, xl, one)), ops.sub(b, z, _c(b, 2.0, z)))
+    return mid, terms, low, below, xl, u
+
+
+def _lgamma_pos(b: Builder, x: Value) -> Value:
+    """lgamma(x) for x > 0."""
+    one = _c(b, 1.0, x)
+    # x in [1.5, 8): down to [1.5, 2.5) exactly, lgamma = S2(u) + log(prod)
+    # x in (0, 1.5): lgamma(x) = S2(x - 1) - log(x) (x >= 0.5), S2(x) - log(x) - log1p(x) below
+    mid, terms, low, below, xl, u = _reduced(b, x, 8.0, 6)
     s2 = _horner(b, u, LGAMMA2_TAYLOR)
     up = ops.sub(b, s2, ops.add(b, ops.log(b, xl), ops.select(b, below, ops.log1p(b, xl), _c(b, 0.0, x))))
     down = ops.add(b, s2, ops.log(b, _product(b, terms)))
@@ -365,17 +377,7 @@ def _gamma_pos(b: Builder, x: Value) -> tuple[Value, Value]:
     (as lgamma). From 10: Stirling's formula, root = x^((x-1/2)/2) e^(-x/2) and rest =
     sqrt(2 pi) exp(S(x))."""
     one = _c(b, 1.0, x)
-    mid = ops.lt(b, x, _c(b, 10.0, x))
-    z = ops.select(b, mid, x, _c(b, 2.0, x))
-    terms = []
-    for _ in range(8):
-        high = ops.ge(b, z, _c(b, 2.5, z))
-        z = ops.select(b, high, ops.sub(b, z, one), z)
-        terms.append(ops.select(b, high, z, one))
-    low = ops.lt(b, x, _c(b, 1.5, x))
-    below = ops.lt(b, x, _c(b, 0.5, x))
-    xl = ops.select(b, low, x, one)
-    t = ops.select(b, low, ops.select(b, below, xl, ops.sub(b, xl, one)), ops.sub(b, z, _c(b, 2.0, z)))
+    mid, terms, low, below, xl, t = _reduced(b, x, 10.0, 8)
     divisor = ops.select(b, low, ops.mul(b, xl, ops.select(b, below, ops.add(b, xl, one), one)), one)
     small = ops.div(b, ops.mul(b, ops.exp(b, _horner(b, t, LGAMMA2_TAYLOR)), _product(b, terms)), divisor)
     big = ops.select(b, mid, _c(b, 10.0, x), x)

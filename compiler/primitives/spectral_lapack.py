@@ -37,7 +37,7 @@ from compiler.ir.builder import Builder
 from compiler.ir.core import Op, Value
 from compiler.ir.dims import Dim
 from compiler.ir.types import C64, C128, F32, F64, I64
-from compiler.primitives import ops
+from compiler.primitives import gemm, ops
 
 #: eigh calls LAPACK from this n up (static n, or tested at run time for a symbolic one):
 #: the crossover measured with benchmarks/linalg.py (docs/linalg.md)
@@ -87,14 +87,9 @@ def check_converged(b: Builder, a: Value, values: Value, message: str, *, svd: b
 
 # ---- small LLVM helpers -----------------------------------------------------------------------
 
-def _when(cg: Any, sizes: Sequence[Dim], least: int) -> ll.Value | None:
-    """The run-time test of the symbolic sizes (None: all static, already decided)."""
-    when = None
-    for d in sizes:
-        if not isinstance(d, int):
-            big = cg.b.icmp_signed(">=", cg.dim(d), ll.Constant(I64T, least))
-            when = big if when is None else cg.b.and_(when, big)
-    return when
+def _when(cg: Any, sizes: Sequence[Any], least: int) -> Any:
+    """The run-time test that every symbolic size is at least `least` (gemm.at_least)."""
+    return gemm.at_least(cg, [(d, least) for d in sizes])
 
 
 def _real(dtype: np.dtype) -> np.dtype:
