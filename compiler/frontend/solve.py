@@ -1,5 +1,5 @@
 """np.linalg.solve, inv, det, slogdet, matrix_power, multi_dot, tensorinv and tensorsolve,
-through the ``lu`` and ``triangular_solve`` primitives (compiler/primitives/lu.py).
+through the ``lu_solve`` and ``lu`` primitives (compiler/primitives/lu.py).
 
 NumPy's rules are kept: stacks ``[..., n, n]`` broadcast their leading axes, solve's ``b``
 is a vector only when it is 1-d (NumPy 2), integer and bool operands compute in float64,
@@ -8,9 +8,11 @@ float16 is refused (NumPy's TypeError). Where NumPy raises LinAlgError("Singular
 factorization (an exact zero, as LAPACK's info > 0) and raises np.linalg.LinAlgError with
 the user's line; det and slogdet of a singular matrix give 0 and (0, -inf) as NumPy does.
 
-    x = np.linalg.solve(a, b)   ->   lu, piv, perm = lu(a); check(diag(lu) != 0)
-                                     y = triangular_solve(lu, b[perm], lower, unit diagonal)
-                                     x = triangular_solve(lu, y, upper)
+    x = np.linalg.solve(a, b)   ->   x, ok = lu_solve(a, b); check(ok)
+    x = np.linalg.inv(a)        ->   x, ok = lu_solve(a, eye); check(ok)
+
+``lu_solve`` is LAPACK's gesv for large matrices and, as generated code, an ``lu`` followed
+by two ``triangular_solve``s (ok: no zero on U's diagonal); det and slogdet use ``lu``.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from compiler.ir.builder import Builder
 from compiler.ir.core import Value
 from compiler.ir.types import F32, F64, I64, TensorType
 from compiler.primitives import ops
-from compiler.primitives.lu import lu, permute_rows, triangular_solve
+from compiler.primitives.lu import lu, lu_solve
 from compiler.primitives.matrices import eye
 
 _SLOGDET = getattr(getattr(np.linalg, "_linalg", None), "SlogdetResult", None)
@@ -74,19 +76,11 @@ def _stack(b: Builder, v: Value, batch: tuple) -> Value:
     return A.broadcast_value(b, v, tuple(batch) + tuple(v.type.shape[-2:]))
 
 
-def _check_pivots(b: Builder, packed: Value) -> None:
-    """LinAlgError("Singular matrix") unless every pivot of every factorization is nonzero."""
-    nb = packed.type.ndim - 2
-    diag = ops.diagonal(b, packed, nb, nb + 1)
-    ops.check(b, ops.ne(b, diag, ops.zeros_like(b, diag)), "LinAlgError", "Singular matrix")
-
-
 def _lu_solve(b: Builder, a: Value, rhs: Value) -> Value:
     """x with a @ x == rhs for stacks with the same leading axes, checking for singularity."""
-    packed, _, perm = lu(b, a)
-    _check_pivots(b, packed)
-    y = triangular_solve(b, packed, permute_rows(b, rhs, perm), lower=True, unit_diagonal=True)
-    return triangular_solve(b, packed, y, lower=False)
+    x, ok = lu_solve(b, a, rhs)
+    ops.check(b, ok, "LinAlgError", "Singular matrix")
+    return x
 
 
 # ---- the functions ---------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from compiler.primitives.factor import cholesky, qr
 from compiler.primitives.indexing import (dynamic_slice, dynamic_update_slice, scatter, take,
                                           update_slice)
 from compiler.primitives.linalg import dot_general
-from compiler.primitives.lu import lu_, triangular_solve_
+from compiler.primitives.lu import lu_, lu_solve_, triangular_solve_
 from compiler.primitives.random import philox, rng_key
 from compiler.primitives.reduce import (argmax, argmin, cumprod, cumsum, reduce_and, reduce_max,
                                         reduce_min, reduce_or, reduce_prod, reduce_sum)

@@ -1,5 +1,6 @@
 """LAPACK (and BLAS trsm) for the factorizations of large matrices: ``lu`` (xgetrf),
-``triangular_solve`` (xtrsm), ``cholesky`` (xpotrf) and ``qr`` (xgeqrf, then xorgqr/xungqr).
+``lu_solve`` (xgesv), ``triangular_solve`` (xtrsm), ``cholesky`` (xpotrf) and ``qr`` (xgeqrf,
+then xorgqr/xungqr).
 
 Each primitive keeps its decomposition (generated code, compiler/primitives/lu.py and
 factor.py) as the op's region: ``library_when(op)`` says whether the op is kept for a library
@@ -14,6 +15,9 @@ the region elsewhere (docs/linalg.md, "BLAS and LAPACK"). Results mean the same 
   permutation is the row interchanges applied in order to 0 .. n-1. A zero pivot is not an
   error here either (info > 0: getrf leaves the column unscaled, as the generated code does);
   the frontend's check of U's diagonal raises LinAlgError("Singular matrix") on both paths.
+* lu_solve: A and B transposed into column-major work buffers, gesv (getrf, then getrs),
+  X transposed back: NumPy's own call. info > 0 (an exact zero pivot) gives NaN and ok false,
+  as the generated code.
 * triangular_solve ``op(A) X = B``: row-major B [n, k] is column-major B^T [k, n], so trsm
   solves ``X^T op(A)^T = B^T`` from the right (side 'R') with the column-major view A^T of A:
   the triangle flips (uplo), the transposition flag stays. B is copied into the result, which
@@ -25,8 +29,8 @@ the region elsewhere (docs/linalg.md, "BLAS and LAPACK"). Results mean the same 
   columns, geqrf, R read off its upper triangle, then orgqr (ungqr) builds q's columns in
   place; LAPACK's reflections are the ones the generated code imitates (same signs).
 
-Thresholds (``LU_MIN``, ``TRSM_MIN``, ``CHOLESKY_MIN``, ``QR_MIN``) come from the crossover of
-benchmarks/linalg.py (docs/linalg.md, "BLAS and LAPACK").
+Thresholds (``LU_MIN``, ``GESV_MIN``, ``TRSM_MIN``, ``CHOLESKY_MIN``, ``QR_MIN``) come from the
+crossover of benchmarks/linalg.py (docs/linalg.md, "BLAS and LAPACK").
 """
 from __future__ import annotations
 
@@ -42,6 +46,8 @@ from compiler.primitives import gemm
 
 #: n at which lu calls getrf (n x n matrices)
 LU_MIN = 128
+#: n at which lu_solve calls gesv
+GESV_MIN = 128
 #: n at which triangular_solve calls trsm (n x n triangle), with at least TRSM_MIN_RHS
 #: right-hand sides: for a few columns trsm's packing costs more than the generated row loop
 TRSM_MIN = 32
@@ -49,7 +55,7 @@ TRSM_MIN_RHS = 8
 #: n at which cholesky calls potrf
 CHOLESKY_MIN = 16
 #: min(m, n) at which qr calls geqrf and orgqr/ungqr
-QR_MIN = 32
+QR_MIN = 12
 
 PREFIX = {F32: "s", F64: "d", C64: "c", C128: "z"}
 I64T = ll.IntType(64)
@@ -165,6 +171,45 @@ def lower_lu(cg: Any, op: Op, outs: Sequence[Any]) -> None:
 
     cg.library_call(routine, lapack, fallback=lambda: cg.lower_fallback(op, outs),
                     when=_when(cg, [n], LU_MIN))
+
+
+# ---- lu_solve: gesv -------------------------------------------------------------------------
+
+def lu_solve_when(op: Op) -> bool:
+    a = op.operands[0].type
+    return _routine(a.dtype, "gesv") is not None and _big([a.shape[-1]], GESV_MIN)
+
+
+def lower_lu_solve(cg: Any, op: Op, outs: Sequence[Any]) -> None:
+    """A and B transposed into column-major work buffers (as NumPy's own call does), gesv,
+    X transposed back; NaN and ok false where info > 0 (an exact zero pivot)."""
+    a, rhs = op.operands
+    x, ok = outs
+    dtype, shape = a.type.dtype, tuple(rhs.type.shape)
+    n, k = shape[-2], shape[-1]
+    routine = _routine(dtype, "gesv")
+    assert routine is not None
+
+    def lapack(invoke: Callable[[Sequence[Any]], None]) -> None:
+        work = cg.scratch_buffer(dtype, (n, n))
+        xw = cg.scratch_buffer(dtype, (k, n))               # column-major n x k, ld n
+        ipiv = cg.scratch_buffer(I64, (n,))
+        info = cg.alloca_scalar(I64)
+        size, cols = cg.dim(n), cg.dim(k)
+        b = cg.b
+        nan = cg.const(dtype, np.nan)
+
+        def one(bi: list[Any], _: Any) -> None:
+            _transpose_copy(cg, n, n, lambda i, j: cg.store(work, [j, i], cg.read(a, bi + [i, j])))
+            _transpose_copy(cg, n, k, lambda i, j: cg.store(xw, [j, i], cg.read(rhs, bi + [i, j])))
+            invoke([size, cols, cg.pointer(work), size, cg.pointer(ipiv), cg.pointer(xw), size, info])
+            good = b.icmp_signed("==", b.load(info), _i64(0))
+            cg.store(ok, bi, good)
+            _transpose_copy(cg, k, n, lambda j, i: cg.store(x, bi + [i, j], b.select(good, cg.load(xw, [j, i]), nan)))
+        _batch(cg, shape, 2, one)
+
+    cg.library_call(routine, lapack, fallback=lambda: cg.lower_fallback(op, outs),
+                    when=_when(cg, [n], GESV_MIN))
 
 
 # ---- triangular_solve: trsm ------------------------------------------------------------------
@@ -291,5 +336,6 @@ def lower_qr(cg: Any, op: Op, outs: Sequence[Any]) -> None:
                     fallback=lambda: cg.lower_fallback(op, outs), when=when)
 
 
-__all__ = ["LU_MIN", "TRSM_MIN", "TRSM_MIN_RHS", "CHOLESKY_MIN", "QR_MIN", "lu_when", "lower_lu", "trsm_when",
-           "lower_triangular_solve", "cholesky_when", "lower_cholesky", "qr_when", "lower_qr"]
+__all__ = ["LU_MIN", "GESV_MIN", "TRSM_MIN", "TRSM_MIN_RHS", "CHOLESKY_MIN", "QR_MIN", "lu_when", "lower_lu",
+           "lu_solve_when", "lower_lu_solve", "trsm_when", "lower_triangular_solve", "cholesky_when",
+           "lower_cholesky", "qr_when", "lower_qr"]

@@ -1,5 +1,5 @@
-"""LU factorization with partial pivoting and triangular solves: ``lu`` and
-``triangular_solve``, the primitives behind np.linalg.solve, inv, det and slogdet.
+"""LU factorization with partial pivoting and triangular solves: ``lu``, ``triangular_solve``
+and ``lu_solve``, the primitives behind np.linalg.solve, inv, det and slogdet.
 
 ``lu(a) -> (lu, pivots, perm)`` factors each matrix of a stack ``[..., n, n]`` as LAPACK's
 getrf does: ``a[perm] = L @ U`` with L unit lower triangular and U upper triangular, packed
@@ -14,6 +14,12 @@ each matrix of the stack, with A the lower (or upper) triangle of `a` (the other
 is never read: `a` may be a packed LU), ``op`` one of 'N', 'T' (transpose), 'C'
 (conjugate transpose), and a diagonal of ones when ``unit_diagonal``. ``b`` is ``[..., n,
 k]`` with the same stacked axes.
+
+``lu_solve(a, b) -> (x, ok)`` solves ``a @ x = b`` (LAPACK's gesv: lu, the permutation, the
+two triangular solves), ``ok`` ``bool[...]`` false where a pivot is exactly zero (x is NaN
+there); the frontend raises LinAlgError("Singular matrix") unless every flag is true. Its
+rules are the solve's own (jvp ``solve(a, db - da x)``, vjp ``b_bar = solve(a^H, x_bar)``,
+``a_bar = -b_bar x^H``); a small static system eliminates on ``[a | b]`` unrolled.
 
     %lu, %piv, %perm = lu(%a) : f64[8, 4, 4], i64[8, 4], i64[8, 4]
     %y = triangular_solve(%lu, %pb) {lower=True, transpose_a='N', unit_diagonal=True}
@@ -44,7 +50,7 @@ from compiler.ir import dims
 from compiler.ir.builder import Builder, new_block
 from compiler.ir.core import Op, Value
 from compiler.ir.primitive import define
-from compiler.ir.types import I64, TensorType, is_inexact
+from compiler.ir.types import BOOL, I64, TensorType, is_inexact
 from compiler.primitives import ad, factor_lapack, ops
 from compiler.primitives.base import check
 from compiler.primitives.matrices import assemble, batch_rule, batch_shape, entries, matmul, mH, mT
@@ -128,6 +134,28 @@ def _ref_tri(a: np.ndarray, rhs: np.ndarray, lower: bool, transpose_a: str,
     return x
 
 
+def _lu_solve_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    a, rhs = in_types
+    check(a.ndim >= 2 and a.shape[-1] == a.shape[-2], f"lu_solve: expected a stack of square matrices, got {a}")
+    check(rhs.ndim == a.ndim and tuple(rhs.shape[:-1]) == tuple(a.shape[:-1]),
+          f"lu_solve: right-hand side {rhs} does not match {a}")
+    check(a.dtype == rhs.dtype and is_inexact(a.dtype), f"lu_solve: dtypes {a.dtype}, {rhs.dtype}")
+    return (rhs, TensorType(BOOL, tuple(a.shape[:-2])))
+
+
+def _ref_lu_solve(a: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n, k = rhs.shape[-2:]
+    flat_a, flat_b = a.reshape(-1, n, n), rhs.reshape(-1, n, k)
+    x = np.full(flat_b.shape, np.nan, rhs.dtype)
+    ok = np.ones(len(flat_a), bool)
+    for t, (m, r) in enumerate(zip(flat_a, flat_b)):
+        try:
+            x[t] = np.linalg.solve(m, r)
+        except np.linalg.LinAlgError:
+            ok[t] = False
+    return x.reshape(rhs.shape), ok.reshape(a.shape[:-2])
+
+
 # ---- constructors ----------------------------------------------------------------------------
 
 def lu(b: Builder, a: Value) -> tuple[Value, Value, Value]:
@@ -141,6 +169,14 @@ def triangular_solve(b: Builder, a: Value, rhs: Value, lower: bool, transpose_a:
     """x with op(tri(a)) @ x == rhs for stacks a [..., n, n], rhs [..., n, k]."""
     return b.emit1(ops.triangular_solve_p, [a, rhs],
                    {"lower": lower, "transpose_a": transpose_a, "unit_diagonal": unit_diagonal})
+
+
+def lu_solve(b: Builder, a: Value, rhs: Value) -> tuple[Value, Value]:
+    """(x, ok): x with a @ x == rhs for stacks a [..., n, n], rhs [..., n, k] (LU with partial
+    pivoting), ok bool[...] false where a pivot is exactly zero (NumPy's "Singular matrix";
+    x is NaN there)."""
+    x, ok = b.emit(ops.lu_solve_p, [a, rhs])
+    return x, ok
 
 
 # ---- helpers on stacks -----------------------------------------------------------------------
@@ -278,6 +314,28 @@ def _tri_vjp(b: Builder, op: Op, primals: list[Value], outs: list[Value],
     return [abar, bbar]
 
 
+def _lu_solve_jvp(b: Builder, op: Op, primals: list[Value], tangents: list[Value | None]) -> list[Value | None]:
+    a, rhs = primals
+    da, db = tangents
+    if da is None and db is None:
+        return [None, None]
+    t = db
+    if da is not None:
+        x, _ = b.emit(op.prim, list(primals), op.params)       # CSE merges it with the primal
+        t = ad.add_any(b, t, ops.neg(b, matmul(b, da, x)))
+    assert t is not None
+    return [lu_solve(b, a, t)[0], None]
+
+
+def _lu_solve_vjp(b: Builder, op: Op, primals: list[Value], outs: list[Value],
+                  cts: list[Value | None]) -> list[Value | None]:
+    ct = cts[0]
+    if ct is None:
+        return [None, None]
+    bbar = lu_solve(b, mH(b, primals[0]), ct)[0]
+    return [ops.neg(b, matmul(b, bbar, mH(b, outs[0]))), bbar]
+
+
 # ---- decompositions: generated code ----------------------------------------------------------
 
 def _static(d: Any) -> int:
@@ -392,6 +450,58 @@ def _lu_unrolled(b: Builder, a: Value) -> list[Value]:
     return [assemble(b, m), _stack_vector(b, piv), _stack_vector(b, perm)]
 
 
+def _lu_solve_unrolled(b: Builder, a: Value, rhs: Value) -> list[Value]:
+    """Gaussian elimination with partial pivoting (the pivots of _lu_unrolled) on the
+    augmented entries [a | rhs], then back substitution by U's reciprocal pivots."""
+    n, k = _static(a.type.shape[-1]), _static(rhs.type.shape[-1])
+    batch = batch_shape(a)
+    m, r = entries(b, a), entries(b, rhs)
+    one = ops.full(b, 1, TensorType(a.type.dtype, batch))
+    zero = ops.zeros_like(b, one)
+    recips: list[Value] = []
+    ok: Value | None = None
+    for c in range(n):
+        best = _magnitude(b, m[c][c])
+        choice = ops.full(b, c, TensorType(I64, batch))
+        for i in range(c + 1, n):
+            mag = _magnitude(b, m[i][c])
+            better = ops.gt(b, mag, best)
+            best = ops.select(b, better, mag, best)
+            choice = ops.select(b, better, ops.full(b, i, TensorType(I64, batch)), choice)
+        if c + 1 < n:          # row c and the pivot row swap their columns c.. of [a | rhs]
+            rows = {i: m[i][c:] + r[i] for i in range(c, n)}
+            picks = {i: ops.eq(b, choice, ops.full(b, i, TensorType(I64, batch))) for i in range(c + 1, n)}
+            new_c = rows[c]
+            for i in range(c + 1, n):
+                new_c = [ops.select(b, picks[i], v, w) for v, w in zip(rows[i], new_c)]
+            for i in range(c + 1, n):
+                swapped = [ops.select(b, picks[i], v, w) for v, w in zip(rows[c], rows[i])]
+                m[i][c:], r[i] = swapped[:n - c], swapped[n - c:]
+            m[c][c:], r[c] = new_c[:n - c], new_c[n - c:]
+        pivot = m[c][c]
+        good = ops.ne(b, pivot, zero)
+        ok = good if ok is None else ops.and_(b, ok, good)
+        recip = ops.div(b, one, ops.select(b, good, pivot, one))
+        recips.append(recip)
+        for i in range(c + 1, n):
+            f = ops.mul(b, m[i][c], recip)
+            for j in range(c + 1, n):
+                m[i][j] = ops.sub(b, m[i][j], ops.mul(b, f, m[c][j]))
+            r[i] = [ops.sub(b, v, ops.mul(b, f, w)) for v, w in zip(r[i], r[c])]
+    assert ok is not None
+    x: list[list[Value]] = [[] for _ in range(n)]
+    nan = ops.full_like(b, np.nan, one)
+    for i in reversed(range(n)):
+        row = []
+        for j in range(k):
+            s = r[i][j]
+            for c in range(i + 1, n):
+                s = ops.sub(b, s, ops.mul(b, m[i][c], x[c][j]))
+            row.append(ops.mul(b, s, recips[i]))
+        x[i] = row
+    return [assemble(b, [[ops.select(b, ok, v, nan) for v in row] for row in x]), ok]
+
+
 def _stack_vector(b: Builder, xs: list[Value]) -> Value:
     batch = tuple(xs[0].type.shape)
     flat = [ops.reshape(b, v, batch + (1,)) for v in xs]
@@ -501,6 +611,26 @@ def _eliminate(b: Builder, m: Value, urow: Value, recip: Value, k: Value) -> lis
     body.results = [ops.dynamic_update_slice(bb, x, new, [r, zero]), u, rc, kk]
     start = ops.add(b, k, _i64(b, 1))
     return list(ops.for_loop(b, start, ops.size_of(b, n, I64), [m, urow, recip, k], body, 1, None))
+
+
+def _decompose_lu_solve(b: Builder, op: Op, args: list[Value]) -> list[Value]:
+    """For a small static system, elimination on [a | rhs] unrolled over the entries (neither
+    the packed LU nor the permutation is stored); otherwise lu, then the two triangular
+    solves. ok where U's diagonal has no zero; x is NaN elsewhere."""
+    a, rhs = args
+    n, k = a.type.shape[-1], rhs.type.shape[-1]
+    if n != 0 and _static_small(n) and isinstance(k, int) and 0 < k <= UNROLL_MAX:
+        batch_ok = TensorType(BOOL, ())
+        return _chunked(b, [a, rhs], [rhs.type.with_shape((n, k)), batch_ok],
+                        lambda bb, xs: _lu_solve_unrolled(bb, xs[0], xs[1]))
+    nb = a.type.ndim - 2
+    packed, _, perm = lu(b, a)
+    diag = ops.diagonal(b, packed, nb, nb + 1)
+    ok = ops.reduce(ops.reduce_and_p, b, ops.ne(b, diag, ops.zeros_like(b, diag)), [nb])
+    y = triangular_solve(b, packed, permute_rows(b, rhs, perm), lower=True, unit_diagonal=True)
+    x = triangular_solve(b, packed, y, lower=False)
+    spread = ops.broadcast_in_dim(b, ok, rhs.type.shape, list(range(nb)))
+    return [ops.select(b, spread, x, ops.full_like(b, np.nan, x)), ok]
 
 
 def _decompose_tri(b: Builder, op: Op, args: list[Value]) -> list[Value] | None:
@@ -615,4 +745,18 @@ triangular_solve_ = define(
     doc="op(A) x = b for triangular A (lower/upper, 'N'/'T'/'C', unit diagonal), stacked",
 )
 
-__all__ = ["lu", "triangular_solve", "permute_rows", "triangle", "unit_lower", "UNROLL_MAX"]
+lu_solve_ = define(
+    ops.lu_solve_p,
+    shape_rule=_lu_solve_rule,
+    numpy_ref=_ref_lu_solve,
+    vmap_rule=batch_rule,
+    jvp_rule=_lu_solve_jvp,
+    vjp_rule=_lu_solve_vjp,
+    decomposition=_decompose_lu_solve,
+    library_when=factor_lapack.lu_solve_when,
+    lower=factor_lapack.lower_lu_solve,
+    streams_operands=False,
+    doc="x with a @ x == b (LU, partial pivoting) and ok flags, stacked (LAPACK gesv)",
+)
+
+__all__ = ["lu", "lu_solve", "triangular_solve", "permute_rows", "triangle", "unit_lower", "UNROLL_MAX"]

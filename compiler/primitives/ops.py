@@ -337,6 +337,7 @@ def for_loop(b: Builder, start: Value, stop: Value, carried: Sequence[Value], bo
 
 lu_p = declare("lu", OPAQUE)
 triangular_solve_p = declare("triangular_solve", OPAQUE)
+lu_solve_p = declare("lu_solve", OPAQUE)
 
 
 # ---- constants of a given type: the one place that builds them ---------------------

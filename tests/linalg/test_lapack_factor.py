@@ -1,4 +1,4 @@
-"""The factorizations through LAPACK (getrf, trsm, potrf, geqrf + orgqr/ungqr) and through
+"""The factorizations through LAPACK (getrf, gesv, trsm, potrf, geqrf + orgqr/ungqr) and through
 their generated fallback: results against NumPy on both sides of the thresholds, with a
 provider and without one, and LinAlgError on both paths.
 
@@ -20,12 +20,15 @@ from runtime import blas
 
 pytestmark = pytest.mark.skipif(blas.provider() is None, reason="NumPy ships no BLAS here")
 
-SMALL, LARGE = 5, 130
-assert LARGE - 2 >= max(factor_lapack.LU_MIN, factor_lapack.TRSM_MIN, factor_lapack.CHOLESKY_MIN,
-                        factor_lapack.QR_MIN) > SMALL
+SMALL, MID, LARGE = 5, 40, 130
+assert LARGE - 2 >= max(factor_lapack.LU_MIN, factor_lapack.GESV_MIN, factor_lapack.TRSM_MIN,
+                        factor_lapack.CHOLESKY_MIN, factor_lapack.QR_MIN) > SMALL
+#: between trsm's threshold and gesv's, solve and inv run the generated LU, then trsm
+assert factor_lapack.TRSM_MIN <= MID < factor_lapack.GESV_MIN
+assert MID >= max(factor_lapack.CHOLESKY_MIN, factor_lapack.QR_MIN)
 
 #: (pointer arguments, hidden string lengths) of each routine's Fortran signature
-_SIGNATURES = {"getrf": (6, 0), "trsm": (11, 4), "potrf": (5, 1), "geqrf": (8, 0), "orgqr": (9, 0),
+_SIGNATURES = {"getrf": (6, 0), "gesv": (8, 0), "trsm": (11, 4), "potrf": (5, 1), "geqrf": (8, 0), "orgqr": (9, 0),
                "ungqr": (9, 0)}
 
 
@@ -51,7 +54,8 @@ class Counting:
 
 
 def family(a, b):
-    """The LU family and Cholesky: lu, trsm (both triangles, one and n right-hand sides), potrf."""
+    """The LU family and Cholesky: gesv (or lu and trsm, both triangles, 3 and n right-hand
+    sides), getrf (det), potrf."""
     return np.linalg.solve(a, b), np.linalg.inv(a), np.linalg.det(a), np.linalg.cholesky(a)
 
 
@@ -119,15 +123,20 @@ def test_factorizations_both_sides_of_the_thresholds(dtype):
     f, q, counting = kernels(dtype, True)
     rng = np.random.default_rng(11)
     p = "sdcz"[[np.float32, np.float64, np.complex64, np.complex128].index(dtype)]
-    for n in (SMALL, LARGE):
+    for n in (SMALL, MID, LARGE):
         a, b = spd(rng, 2, n, dtype), rhs(rng, 2, n, dtype)
         counting.calls.clear()
         check_family(f, q, a, b, dtype)
         if n == SMALL:
             assert counting.calls == {}            # generated code below the thresholds
             continue
-        # per op, one call per matrix; solve's 3 columns are below TRSM_MIN_RHS, inv's n are not
-        want = {f"{p}getrf": 2 * 3, f"{p}trsm": 2 * 2, f"{p}potrf": 2}
+        if n == MID:
+            # one call per matrix: potrf; inv's two solves by trsm (solve's 3 columns are
+            # below TRSM_MIN_RHS); the LU and det's are generated
+            want = {f"{p}trsm": 2 * 2, f"{p}potrf": 2}
+        else:
+            # one call per matrix: gesv for solve and inv, getrf for det
+            want = {f"{p}gesv": 2 * 2, f"{p}getrf": 2, f"{p}potrf": 2}
         if q is not None:
             want.update({f"{p}geqrf": 2 * 2, f"{p}{'ung' if p in 'cz' else 'org'}qr": 2 * 2})
         assert counting.calls == want
@@ -158,4 +167,4 @@ def test_linalg_errors_on_both_paths(provider):
         with pytest.raises(np.linalg.LinAlgError, match="Matrix is not positive definite"):
             f(indefinite, b)
     if counting is not None:
-        assert counting.calls["dgetrf"] > 0 and counting.calls["dpotrf"] > 0
+        assert counting.calls["dgesv"] > 0 and counting.calls["dpotrf"] > 0

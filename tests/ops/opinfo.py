@@ -2286,6 +2286,12 @@ def _lu_prims(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]
         for n, k in [(3, 2), (9, 1)]:
             yield PrimSample("triangular_solve", (_well_conditioned((2, n, n), dtype, rng), _rand((2, n, k), dtype, rng)),
                              {"lower": lower, "transpose_a": ta, "unit_diagonal": unit})
+    yield PrimSample("lu_solve", (_well_conditioned((2, 3, 3), dtype, rng), _rand((2, 3, 2), dtype, rng)),
+                     desc="unrolled")
+    yield PrimSample("lu_solve", (_well_conditioned((9, 9), dtype, rng), _rand((9, 3), dtype, rng)), desc="loop")
+    singular = _well_conditioned((3, 4, 4), dtype, rng)
+    singular[1, :, 2] = 0                        # an exact zero pivot: x NaN, ok false there
+    yield PrimSample("lu_solve", (singular, _rand((3, 4, 1), dtype, rng)), desc="singular", grad=False)
 
 
 prims("linalg.solve", _lu_prims)
