@@ -111,3 +111,18 @@ def test_interp_vmap_and_derivatives() -> None:
     h = 1e-7
     fd = w * (np.interp(x + h, xp, fp) - np.interp(x - h, xp, fp)) / (2 * h)
     np.testing.assert_allclose(gx, fd, rtol=1e-5, atol=1e-5)
+
+
+def test_vmap_over_the_sorted_array_and_the_needles() -> None:
+    a = np.sort(R.uniform(0, 1, (3, 40)), axis=1)
+    v = R.uniform(-0.1, 1.1, (3, 700))
+    v[1] = np.sort(v[1])
+    v[2, ::50] = np.nan
+
+    def right(a, v):
+        return np.searchsorted(a, v, side="right")
+
+    got = compiler.vmap(right, in_dims=(0, None))(a, v[0])        # the array batched
+    np.testing.assert_array_equal(got, [right(row, v[0]) for row in a])
+    got = compiler.vmap(lambda x, xp, fp: np.interp(x, xp, fp))(v, a, a ** 2)
+    np.testing.assert_allclose(got, [np.interp(*t) for t in zip(v, a, a ** 2)], rtol=1e-14)
