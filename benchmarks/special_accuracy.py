@@ -137,6 +137,12 @@ def _cases() -> dict[str, tuple[Callable[..., Any], Callable[[Any], Any], Any, C
                     lambda r, n: np.concatenate([r.uniform(-10, 10, n), both(_logu(r, -300, 1, n // 2))])),
         "np.i0": (lambda x: np.i0(x), lambda x: mp.besseli(0, x), np.i0,
                   lambda r, n: np.concatenate([r.uniform(-700, 700, n), both(_logu(r, -300, 2.8, n // 2))])),
+        "np.arcsinh": (lambda x: np.arcsinh(x), mp.asinh, np.arcsinh, lambda r, n: np.concatenate([
+            r.uniform(-10, 10, n), both(_logu(r, -300, 300, n // 2))])),
+        "np.arccosh": (lambda x: np.arccosh(x), mp.acosh, np.arccosh, lambda r, n: np.concatenate([
+            r.uniform(1, 10, n), 1 + _logu(r, -16, 0, n), _logu(r, 0, 300, n)])),
+        "np.arctanh": (lambda x: np.arctanh(x), mp.atanh, np.arctanh, lambda r, n: np.concatenate([
+            r.uniform(-1, 1, n), both(1 - _logu(r, -16, -0.3, n // 2)), both(_logu(r, -300, -0.3, n // 2))])),
     }
 
 

@@ -13,8 +13,7 @@ _INTRINSICS = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2"
                "log10": "llvm.log10", "sin": "llvm.sin", "cos": "llvm.cos", "tan": "llvm.tan",
                "sinh": "llvm.sinh", "cosh": "llvm.cosh", "tanh": "llvm.tanh", "arcsin": "llvm.asin",
                "arccos": "llvm.acos", "arctan": "llvm.atan", "pow": "llvm.pow", "arctan2": "llvm.atan2"}
-_LIBM = {"expm1": "expm1", "log1p": "log1p", "cbrt": "cbrt", "hypot": "hypot", "arcsinh": "asinh",
-         "arccosh": "acosh", "arctanh": "atanh"}
+_LIBM = {"expm1": "expm1", "log1p": "log1p", "cbrt": "cbrt", "hypot": "hypot"}
 
 
 def _vecmath_supported() -> frozenset[str]:

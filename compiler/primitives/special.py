@@ -198,10 +198,16 @@ def _erfcx_pos(b: Builder, a: Value) -> Value:
 
 def _erfc_pos(b: Builder, a: Value) -> Value:
     """erfc(a) for a >= 0."""
+    return _erfc_exp_pos(b, a)[0]
+
+
+def _erfc_exp_pos(b: Builder, a: Value) -> tuple[Value, Value]:
+    """(erfc(a), exp(-a^2)) for a >= 0; the second is exp(-27^2) beyond 27.3."""
     big = ops.gt(b, a, _c(b, 27.3, a))                  # erfc underflows; keep exp finite
     safe = ops.select(b, big, _c(b, 27.0, a), a)
-    out = ops.mul(b, _exp_sq(b, safe, -1.0), _erfcx_pos(b, safe))
-    return ops.select(b, big, _c(b, 0.0, a), out)
+    e = _exp_sq(b, safe, -1.0)
+    out = ops.mul(b, e, _erfcx_pos(b, safe))
+    return ops.select(b, big, _c(b, 0.0, a), out), e
 
 
 _ERF_TAYLOR = [2 / _SQRT_PI * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(22)]
@@ -210,14 +216,20 @@ _ERF_TAYLOR = [2 / _SQRT_PI * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for 
 def _erf_erfc_pos(b: Builder, a: Value) -> tuple[Value, Value]:
     """(erf(a), erfc(a)) for a >= 0, sharing their pieces: the Taylor series T of erf below
     3/4 and E = erfc(a); erf = T there and 1 - E beyond, erfc = 1 - T below 1/2 and E beyond."""
+    erf, erfc, _ = _erf_erfc_exp_pos(b, a)
+    return erf, erfc
+
+
+def _erf_erfc_exp_pos(b: Builder, a: Value) -> tuple[Value, Value, Value]:
+    """_erf_erfc_pos and exp(-a^2) (for a <= 27.3), the derivative's factor."""
     small = ops.lt(b, a, _c(b, 0.75, a))
     xs = ops.select(b, small, a, _c(b, 0.0, a))
     series = ops.mul(b, xs, _horner(b, ops.mul(b, xs, xs), _ERF_TAYLOR))
-    tail = _erfc_pos(b, a)
+    tail, e = _erfc_exp_pos(b, a)
     one = _c(b, 1.0, a)
     erf = ops.select(b, small, series, ops.sub(b, one, tail))
     erfc = ops.select(b, ops.lt(b, a, _c(b, 0.5, a)), ops.sub(b, one, series), tail)
-    return erf, erfc
+    return erf, erfc, e
 
 
 def _erf64(b: Builder, x: Value) -> Value:
@@ -253,9 +265,11 @@ def _inverse_erf(b: Builder, p: Value, q: Value) -> Value:
     y = ops.mul(b, start, p)
     use_p = ops.lt(b, p, _c(b, 0.5, p))
     for _ in range(2):
-        erf, erfc = _erf_erfc_pos(b, ops.abs_(b, y))
+        # exp(-y^2) is shared by erfc and the derivative (it was computed twice: twice the
+        # code of the four exps per step, and erfcinv/ndtri's compile time with it)
+        erf, erfc, e = _erf_erfc_exp_pos(b, ops.abs_(b, y))
         r = ops.select(b, use_p, ops.sub(b, erf, p), ops.sub(b, q, erfc))
-        deriv = ops.mul(b, _c(b, 2.0 / _SQRT_PI, y), _exp_sq(b, y, -1.0))
+        deriv = ops.mul(b, _c(b, 2.0 / _SQRT_PI, y), e)
         step = ops.div(b, r, deriv)
         y = ops.sub(b, y, ops.div(b, step, ops.add(b, _c(b, 1.0, y), ops.mul(b, y, step))))
     return y

@@ -28,6 +28,7 @@ TOL = {
     "log10": (1, 4), "log1p": (1, 2), "sin": (1, 2), "cos": (1, 2), "tan": (1, 4),
     "arcsin": (1, 4), "arccos": (1, 3), "arctan": (1, 3), "arctan2": (1, 3), "sinh": (1, 2),
     "cosh": (1, 3), "tanh": (2, 2), "pow": (2, 2), "hypot": (2, 2), "cbrt": (2, 2),
+    "arcsinh": (1, 2), "arccosh": (1, 2), "arctanh": (1, 2),
 }
 UNARY = sorted(n for n in TOL if n not in H.NARGS)
 BINARY = sorted(H.NARGS)
@@ -37,7 +38,7 @@ RANGE = {
     "log2": (0, 4), "log10": (0, 4), "log1p": (-1, 4), "sin": (-100, 100),
     "cos": (-100, 100), "tan": (-100, 100), "arcsin": (-1, 1), "arccos": (-1, 1),
     "arctan": (-8, 8), "sinh": (-720, 720), "cosh": (-720, 720), "tanh": (-25, 25),
-    "cbrt": (-10, 10),
+    "cbrt": (-10, 10), "arccosh": (1, 4), "arctanh": (-1, 1),
 }
 RANGE32 = {"exp": (-110, 95), "exp2": (-155, 130), "expm1": (-20, 95), "sinh": (-95, 95),
            "cosh": (-95, 95), "tanh": (-12, 12)}
@@ -70,7 +71,19 @@ def unary_points(name: str, dtype) -> np.ndarray:
              H.uniform(dtype, N // 2, lo, hi), _edges(dtype)]
     if name in ("sin", "cos", "tan"):
         parts.append(_pio2_multiples(dtype, 20_000))
+    if name in ("arccosh", "arctanh"):
+        parts.append(_near_one(dtype, 20_000))
     return np.concatenate(parts)
+
+
+def _near_one(dtype, n: int) -> np.ndarray:
+    """1 + k eps and 1 - k eps/2 (k < n/4, both signs) and 1 +- 2^-j: where arccosh and
+    arctanh are ill-conditioned and their arguments must be formed exactly."""
+    one, eps = np.ones((), dtype), np.finfo(dtype).eps
+    k = np.arange(1, n // 4, dtype=dtype)
+    steps = np.exp2(-np.arange(1, np.finfo(dtype).nmant + 1, dtype=dtype))
+    near = np.concatenate([one + k * eps, one - k * (eps / 2), one + steps, one - steps])
+    return np.concatenate([near, -near]).astype(dtype)
 
 
 def binary_points(name: str, dtype) -> tuple[np.ndarray, np.ndarray]:
@@ -204,9 +217,9 @@ def _function(asm: str, symbol: str) -> str:
     return asm[start:asm.find(".Lfunc_end", start)]
 
 
-@pytest.mark.parametrize("name", ["exp", "sin"])
+@pytest.mark.parametrize("name", ["exp", "sin", "arcsinh"])
 def test_float64_kernels_vectorize(name: str) -> None:
-    """exp is inlined into the loop; sin's loop calls its explicit vector variant. Either
+    """exp and arcsinh are inlined into the loop; sin's loop calls its explicit vector variant. Either
     way the arithmetic is packed double on the host's widest registers, without libm."""
     reg = {512: "zmm", 256: "ymm", 128: "xmm"}[target.host().vector_bits]
     asm = H.compile_kernel(name, F64).asm
@@ -214,8 +227,8 @@ def test_float64_kernels_vectorize(name: str) -> None:
     calls = re.findall(r"call\w*\s+(\S+)", loop)
     libm = [c for c in calls if not c.startswith("aotx_vm_")]
     assert not libm, f"calls outside vecmath in the loop: {libm}"
-    if name == "exp":
-        assert not calls, f"exp must be fully inlined, found calls {calls}"
+    if name != "sin":
+        assert not calls, f"{name} must be fully inlined, found calls {calls}"
         arithmetic = loop
     else:
         variants = sorted({c for c in calls if re.search(r"_v\d+$", c)})

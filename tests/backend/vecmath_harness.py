@@ -94,6 +94,7 @@ _REF = {
     "tanh": np.tanh, "sinh": np.sinh, "cosh": np.cosh, "arcsin": np.arcsin,
     "arccos": np.arccos, "arctan": np.arctan, "arctan2": np.arctan2, "pow": np.power,
     "hypot": np.hypot, "cbrt": np.cbrt,
+    "arcsinh": np.arcsinh, "arccosh": np.arccosh, "arctanh": np.arctanh,
 }
 
 
@@ -115,6 +116,8 @@ _MP = {
     "arctan": lambda x: mpmath.atan(x), "arctan2": lambda y, x: mpmath.atan2(y, x),
     "pow": lambda x, y: mpmath.power(x, y), "hypot": lambda x, y: mpmath.hypot(x, y),
     "cbrt": lambda x: mpmath.cbrt(x) if x >= 0 else -mpmath.cbrt(-x),
+    "arcsinh": lambda x: mpmath.asinh(x), "arccosh": lambda x: mpmath.acosh(x),
+    "arctanh": lambda x: mpmath.atanh(x),
 }
 
 

@@ -22,11 +22,12 @@ from typing import Callable
 
 import llvmlite.ir as ir
 
-from compiler.backend.vecmath import exp_log, hyperbolic, inverse_trig, power, trig
+from compiler.backend.vecmath import exp_log, hyperbolic, inverse_hyperbolic, inverse_trig, power, trig
 from compiler.backend.vecmath._define import inline_function
 
 _INLINE: dict[str, Callable] = {
-    **exp_log.KERNELS, **hyperbolic.KERNELS, **inverse_trig.KERNELS, **power.KERNELS}
+    **exp_log.KERNELS, **hyperbolic.KERNELS, **inverse_trig.KERNELS, **power.KERNELS,
+    **inverse_hyperbolic.KERNELS}
 _VECTOR: dict[str, Callable] = trig.KERNELS  # name -> define(module, name, ty, fast, fma)
 _NARGS = {"arctan2": 2, "pow": 2, "hypot": 2}
 
