@@ -299,6 +299,21 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
         y = _four_step(b, x, split, op.params["inverse"])
         return [y if keep == n else ops.slice_(b, y, (0,) * y.type.ndim, tuple(y.type.shape[:-1]) + (keep,))]
 
+    real_half = not is_complex(x.type.dtype) and n % 2 == 0 and n >= 4 and keep == n // 2 + 1
+    length = n // 2 if real_half else n
+    rows_n: Any = 1
+    for d in x.type.shape[:-1]:
+        rows_n = dims.mul(rows_n, d)
+    if _pass_radices(length) is not None and not (isinstance(rows_n, int) and rows_n < PASS_MIN_ROWS):
+        def by_passes(bb: Builder, rows: Value) -> list[Value]:
+            batch = tuple(rows.type.shape[:-1])
+            count: Any = 1
+            for d in batch:
+                count = dims.mul(count, d)
+            y = _rows_by_passes(_Gen(bb, rdt), ops.reshape(bb, rows, (count, n)), n, sign, keep)
+            return [ops.reshape(bb, y, batch + (keep,))]
+        return _by_windows(b, x, by_passes, max(1, PASS_WINDOW_BYTES // (2 * rdt.itemsize * length)), keep)
+
     def build(bb: Builder, rows: Value) -> list[Value]:
         g = _Gen(bb, rdt)
         if not is_complex(rows.type.dtype) and n % 2 == 0 and n >= 4 and keep == n // 2 + 1:
@@ -365,6 +380,15 @@ def _real_half(g: _Gen, rows: Value, sign: int) -> Pair:
     h = n // 2
     packed = ops.transpose(b, ops.reshape(b, rows, (w, h, 2)), (0, 2, 1))      # [w, 2, h]: evens, odds
     z = _unpack(b, dft(g, packed, sign))
+    out = _half_spectrum(g, z, n, sign)
+    return g.map(lambda v: ops.reshape(b, v, tuple(batch) + (h + 1,)), out)
+
+
+def _half_spectrum(g: _Gen, z: Pair, n: int, sign: int) -> Pair:
+    """X[k], k <= n/2, of real rows of even length n from the transform Z [w, n/2] of
+    z = x[0::2] + i x[1::2] (see _real_half)."""
+    b = g.b
+    w, h = z[0].type.shape
     ext = g.map(lambda v: ops.concatenate(b, [v, ops.slice_(b, v, (0, 0), (w, 1))], 1), z)   # Z[0..h-1], Z[0]
     mr, mi = g.map(lambda v: ops.rev(b, v, [1]), ext)                                       # Z[h - k]
     total = (ops.add(b, ext[0], mr), ops.sub(b, ext[1], mi))                                # Z + conj(Z[h-k])
@@ -373,8 +397,7 @@ def _real_half(g: _Gen, rows: Value, sign: int) -> Pair:
     tw = -0.5j * np.exp(sign * 2j * np.pi * k / n)
     wv = g.map(lambda c: ops.broadcast_in_dim(b, ops.constant(b, c.astype(g.rdt)), (w, h + 1), (1,)),
                (tw.real, tw.imag))
-    out = g.add(g.scale(0.5, total), g.mul(wv, diff))
-    return g.map(lambda v: ops.reshape(b, v, tuple(batch) + (h + 1,)), out)
+    return g.add(g.scale(0.5, total), g.mul(wv, diff))
 
 
 def _by_windows(b: Builder, x: Value, build: Any, chunk: int, keep: int) -> list[Value]:
@@ -401,6 +424,280 @@ def _by_windows(b: Builder, x: Value, build: Any, chunk: int, keep: int) -> list
         regions.append(block)
     outs = b.emit(ops.chunked_p, [flat], {"size": size, "chunk": chunk, "batched": (True,)}, regions)
     return [ops.reshape(b, o, batch + (keep,)) for o in outs]
+
+
+# ---- batch-innermost passes: the butterflies vectorized across rows ---------------------
+
+PASS_MIN_ROWS = 8         # a window of at least this many rows takes the pass path
+PASS_WINDOW_BYTES = 1 << 18
+
+
+def _pass_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    re, im, *tw = in_types
+    r = params["radix"]
+    check(re.ndim == 3 and re == im and re.dtype in (F32, F64), "fft_pass: re, im [p, n, w] of one real dtype")
+    p, n, w = re.shape
+    check(isinstance(n, int) and n % r == 0, f"fft_pass: radix {r} does not divide {n}")
+    m = n // r
+    check(len(tw) in (0, 2) and all(t.shape == (r, m) and t.dtype == re.dtype for t in tw),
+          "fft_pass: twiddles [radix, m] of the operand's dtype")
+    return (TensorType(re.dtype, (p, r, 2, m, w)),)
+
+
+def _pass_ref(re: np.ndarray, im: np.ndarray, *tw: np.ndarray, radix: int, sign: int) -> np.ndarray:
+    p, n, w = re.shape
+    m = n // radix
+    x = (re + 1j * im.astype(np.complex128)).reshape(p, radix, m, w)
+    jk = np.outer(np.arange(radix), np.arange(radix))
+    y = np.einsum("kj,pjmw->pkmw", np.exp(sign * 2j * np.pi * jk / radix), x)
+    if tw:
+        y = y * (tw[0] + 1j * tw[1].astype(np.complex128))[None, :, :, None]
+    return np.stack([y.real, y.imag], axis=2).astype(re.dtype)
+
+
+class _Scalars:
+    """Complex arithmetic on (re, im) pairs of LLVM scalars (None: an exact zero)."""
+
+    def __init__(self, cg: Any, dtype: np.dtype) -> None:
+        self.b, self.cg, self.dtype = cg.b, cg, dtype
+
+    def add(self, x: Any, y: Any) -> Any:
+        return self.b.fadd(x[0], y[0]), self.b.fadd(x[1], y[1])
+
+    def sub(self, x: Any, y: Any) -> Any:
+        return self.b.fsub(x[0], y[0]), self.b.fsub(x[1], y[1])
+
+    def rot(self, x: Any, s: int) -> Any:
+        """x * (s i)."""
+        if s > 0:
+            return self.b.fneg(x[1]), x[0]
+        return x[1], self.b.fneg(x[0])
+
+    def mul(self, x: Any, y: Any) -> Any:
+        b = self.b
+        f = ("contract",)
+        return (b.fsub(b.fmul(x[0], y[0], flags=f), b.fmul(x[1], y[1], flags=f), flags=f),
+                b.fadd(b.fmul(x[0], y[1], flags=f), b.fmul(x[1], y[0], flags=f), flags=f))
+
+    def mulc(self, x: Any, c: complex) -> Any:
+        """x times the constant c (its zero, +-1 parts skipped)."""
+        if c == 1:
+            return x
+        if c == -1:
+            return self.b.fneg(x[0]), self.b.fneg(x[1])
+        if c.real == 0 and abs(c.imag) == 1:
+            return self.rot(x, 1 if c.imag > 0 else -1)
+        k = (self.cg.const(self.dtype, c.real), self.cg.const(self.dtype, c.imag))
+        if c.imag == 0:
+            return self.b.fmul(x[0], k[0]), self.b.fmul(x[1], k[0])
+        return self.mul(x, k)
+
+
+def _butterfly(z: _Scalars, xs: list[Any], sign: int) -> list[Any]:
+    """The DFT of length r = len(xs) of the pairs xs (exp(sign 2 pi i jk/r)): split radix-2
+    steps down to 4, 2 or an odd length (a product with the constant matrix)."""
+    r = len(xs)
+    if r == 1:
+        return xs
+    if r == 2:
+        return [z.add(xs[0], xs[1]), z.sub(xs[0], xs[1])]
+    if r == 4:
+        a, c = z.add(xs[0], xs[2]), z.sub(xs[0], xs[2])
+        bb, d = z.add(xs[1], xs[3]), z.rot(z.sub(xs[1], xs[3]), sign)
+        return [z.add(a, bb), z.add(c, d), z.sub(a, bb), z.sub(c, d)]
+    if r % 2 == 0:
+        h = r // 2
+        ev, od = _butterfly(z, xs[0::2], sign), _butterfly(z, xs[1::2], sign)
+        w = [np.exp(sign * 2j * np.pi * k / r) for k in range(h)]
+        w = [complex(round(v.real), round(v.imag)) if abs(v.real) < 1e-15 or abs(v.imag) < 1e-15 else v
+             for v in w]
+        od = [z.mulc(o, complex(c)) for o, c in zip(od, w)]
+        return [z.add(e, o) for e, o in zip(ev, od)] + [z.sub(e, o) for e, o in zip(ev, od)]
+    wr, wi = _roots(r, sign)
+    out = []
+    for k in range(r):
+        acc = xs[0]
+        for j in range(1, r):
+            acc = z.add(acc, z.mulc(xs[j], complex(wr[k, j], wi[k, j])))
+        out.append(acc)
+    return out
+
+
+def _lower_pass(cg: Any, op: Any, outs: list[Any]) -> None:
+    re, im, *tw = op.operands
+    r, sign = op.params["radix"], op.params["sign"]
+    p, n, w = re.type.shape
+    m = n // r
+    z = _Scalars(cg, re.type.dtype)
+    b = cg.b
+    with cg.loop(cg.dim(p), vectorize=False) as i:
+        with cg.loop(cg.index(m), vectorize=False) as k2:
+            tws = [(cg.read(tw[0], [cg.index(k), k2]), cg.read(tw[1], [cg.index(k), k2]))
+                   for k in range(1, r)] if tw else []
+            with cg.loop(cg.dim(w)) as c:
+                xs = []
+                for j in range(r):
+                    at = [i, b.add(cg.index(j * m), k2), c]
+                    xs.append((cg.read(re, at), cg.read(im, at)))
+                ys = _butterfly(z, xs, sign)
+                for k, y in enumerate(ys):
+                    if k and tws:
+                        y = z.mul(y, tws[k - 1])
+                    for part in (0, 1):
+                        cg.store(outs[0], [i, cg.index(k), cg.index(part), k2, c], y[part])
+
+
+fft_pass = define(
+    ops.fft_pass_p,
+    shape_rule=_pass_rule,
+    numpy_ref=_pass_ref,
+    lower=_lower_pass,
+    streams_operands=False,
+    doc="one radix pass of the fft's decomposition on batch-innermost rows (made by fft's decomposition)",
+)
+
+
+def _unpack_rule(in_types: Types, params: dict[str, Any]) -> Types:
+    re, im = in_types
+    check(re.ndim == 2 and re == im and re.dtype in (F32, F64), "fft_unpack: re, im [n, w] of one real dtype")
+    n, w = re.shape
+    check(n == int(np.prod(params["radices"])), "fft_unpack: the radices' product is the length")
+    check(params["keep"] == (n + 1 if params["real"] else params["keep"]) and 1 <= params["keep"] <= n + params["real"],
+          "fft_unpack: keep")
+    return (TensorType(re.dtype, (w, params["keep"])),) * 2
+
+
+def _unpack_tables(radices: tuple[int, ...], sign: int, keep: int, real: bool
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row of Z[k], row of Z[n - k], exp(sign 2 pi i k/2n)) for k < keep."""
+    n = int(np.prod(radices))
+    pos = _digit_positions(list(radices))
+    k = np.arange(keep)
+    return pos[k % n], pos[(n - k) % n], np.exp(sign * 1j * np.pi * k / n)
+
+
+def _unpack_ref(re: np.ndarray, im: np.ndarray, radices: tuple, sign: int, keep: int, real: bool
+                ) -> np.ndarray:
+    at, mirror, w = _unpack_tables(radices, sign, keep, real)
+    z = re.astype(np.float64) + 1j * im
+    y = z[at]
+    if real:
+        zm = np.conj(z[mirror])
+        y = 0.5 * (y + zm) - 0.5j * w[:, None] * (y - zm)
+    return y.real.T.astype(re.dtype), y.imag.T.astype(re.dtype)
+
+
+def _lower_unpack(cg: Any, op: Any, outs: list[Any]) -> None:
+    re, im = op.operands
+    n, w = re.type.shape
+    keep, real = op.params["keep"], op.params["real"]
+    at, mirror, tw = _unpack_tables(op.params["radices"], op.params["sign"], keep, real)
+    dt = re.type.dtype
+    b = cg.b
+    z = _Scalars(cg, dt)
+    half = cg.const(dt, 0.5)
+    twr, twi = (0.5 * tw.imag).astype(dt), (-0.5 * tw.real).astype(dt)     # -0.5i exp(...)
+    with cg.loop(cg.index(keep), vectorize=False) as k:
+        row = cg.read_constant(at, [k])
+        if real:
+            back = cg.read_constant(mirror, [k])
+            t = (cg.read_constant(twr, [k]), cg.read_constant(twi, [k]))
+        with cg.loop(cg.dim(w)) as c:
+            y = (cg.read(re, [row, c]), cg.read(im, [row, c]))
+            if real:
+                m = (cg.read(re, [back, c]), b.fneg(cg.read(im, [back, c])))     # conj(Z[n - k])
+                s_, d_ = z.add(y, m), z.sub(y, m)
+                y = z.add((b.fmul(half, s_[0]), b.fmul(half, s_[1])), z.mul(t, d_))
+            for out, part in zip(outs, y):
+                cg.store(out, [c, k], part)
+
+
+fft_unpack = define(
+    ops.fft_unpack_p,
+    shape_rule=_unpack_rule,
+    numpy_ref=_unpack_ref,
+    lower=_lower_unpack,
+    streams_operands=False,
+    doc="the fft passes' digit-reversed result as complex rows (made by fft's decomposition)",
+)
+
+
+def _pass_radices(n: int) -> list[int] | None:
+    """The radices of the passes for length n (8s, then a 4 or 2, then odd ones up to
+    GENERIC_MAX); None when a larger prime factor needs Bluestein."""
+    out = []
+    while n % 8 == 0:
+        out.append(8)
+        n //= 8
+    for r in (4, 2):
+        while n % r == 0:
+            out.append(r)
+            n //= r
+    for r in range(3, GENERIC_MAX + 1, 2):
+        while n % r == 0:
+            out.append(r)
+            n //= r
+    return out if n == 1 else None
+
+
+def _passes(b: Builder, re: Value, im: Value, sign: int, rdt: np.dtype) -> tuple[Value, Value, tuple[int, ...]]:
+    """The DFT of the columns of re, im [n, w] (rows batch-innermost): a pass per radix,
+    each one loop nest writing one buffer; the result [n, 1, w] in digit-reversed order and
+    the radices (fft_unpack reads it in natural order)."""
+    n, w = re.type.shape
+    assert isinstance(n, int)
+    radices = _pass_radices(n)
+    assert radices is not None
+    p, length = 1, n
+    cur_re, cur_im = (ops.reshape(b, v, (1, n, w)) for v in (re, im))
+    out: Value | None = None
+    for r in radices:
+        m = length // r
+        tw = None
+        if m > 1:
+            ang = sign * 2 * np.pi * np.outer(np.arange(r), np.arange(m)) / length
+            tw = (ops.constant(b, np.cos(ang).astype(rdt)), ops.constant(b, np.sin(ang).astype(rdt)))
+        out = ops.fft_pass(b, cur_re, cur_im, r, sign, tw)            # [p, r, 2, m, w]
+        p, length = p * r, m
+        flat = ops.reshape(b, out, (p, 2, m, w))
+        cur_re, cur_im = (ops.reshape(b, ops.slice_(b, flat, (0, q, 0, 0), (p, q + 1, m, w)), (p, m, w))
+                          for q in (0, 1))
+    # index p = k1_1 (n/r1) + k1_2 (n/(r1 r2)) + ...; the frequency k = k1_1 + r1 k1_2 + ...
+    return ops.reshape(b, cur_re, (n, w)), ops.reshape(b, cur_im, (n, w)), tuple(radices)
+
+
+def _digit_positions(radices: list[int]) -> np.ndarray:
+    """pos[k]: the row of the passes' result [n, ...] that holds frequency k."""
+    n = int(np.prod(radices))
+    k = np.arange(n)
+    pos = np.zeros(n, dtype=np.int64)
+    stride = n
+    for r in radices:
+        stride //= r
+        pos += (k % r) * stride
+        k //= r
+    return pos
+
+
+def _rows_by_passes(g: _Gen, rows: Value, n: int, sign: int, keep: int) -> Value:
+    """The DFT of rows [w, n] (complex, or real: rfft's half spectrum through the half-length
+    complex transform) with the rows innermost: transposed in the first pass's reads, back in
+    the consumer's."""
+    b = g.b
+    w = rows.type.shape[0]
+    if not is_complex(rows.type.dtype) and keep == n // 2 + 1:
+        h = n // 2
+        pairs = ops.reshape(b, rows, (w, h, 2))
+        re, im = (ops.transpose(b, ops.reshape(b, ops.slice_(b, pairs, (0, 0, q), (w, h, q + 1)), (w, h)), (1, 0))
+                  for q in (0, 1))
+        zr, zi, radices = _passes(b, re, im, sign, g.rdt)           # Z [h, w], digit-reversed
+        return ops.complex_(b, *ops.fft_unpack(b, zr, zi, radices, sign, h + 1, True))
+    if is_complex(rows.type.dtype):
+        re, im = ops.real(b, rows), ops.imag(b, rows)
+    else:
+        re, im = rows, ops.zeros_like(b, rows)
+    yr, yi, radices = _passes(b, ops.transpose(b, re, (1, 0)), ops.transpose(b, im, (1, 0)), sign, g.rdt)
+    return ops.complex_(b, *ops.fft_unpack(b, yr, yi, radices, sign, keep, False))
 
 
 fft = define(
