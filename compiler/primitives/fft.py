@@ -296,7 +296,9 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     keep = op.params["keep"]
     split = _four_step_split(n)
     if split is not None:
-        y = _four_step(b, x, split, op.params["inverse"])
+        y = _four_step_slabs(b, x, split, op.params["inverse"]) if FOUR_STEP_SLABS else None
+        if y is None:
+            y = _four_step(b, x, split, op.params["inverse"])
         return [y if keep == n else ops.slice_(b, y, (0,) * y.type.ndim, tuple(y.type.shape[:-1]) + (keep,))]
 
     real_half = not is_complex(x.type.dtype) and n % 2 == 0 and n >= 4 and keep == n // 2 + 1
@@ -310,7 +312,7 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
             count: Any = 1
             for d in batch:
                 count = dims.mul(count, d)
-            y = _rows_by_passes(_Gen(bb, rdt), ops.reshape(bb, rows, (count, n)), n, sign, keep)
+            y = _rows_by_passes(_Gen(bb, rdt), ops.reshape(bb, rows, (count, n)), n, sign, keep, real_half)
             return [ops.reshape(bb, y, batch + (keep,))]
         return _by_windows(b, x, by_passes, max(1, PASS_WINDOW_BYTES // (2 * rdt.itemsize * length)), keep)
 
@@ -340,6 +342,100 @@ def _four_step_split(n: int) -> tuple[int, int] | None:
     return n1, n // n1
 
 
+def _twiddle_split(n2: int, n1: int) -> int | None:
+    """The divisor s of n2 nearest sqrt(n2) when the two tables [n2/s, n1] and [s, n1] of
+    the four steps' twiddles fit in CONST_MAX entries; None otherwise."""
+    divisors = [s for s in range(2, n2) if n2 % s == 0]
+    if not divisors:
+        return None
+    step = min(divisors, key=lambda s: n2 // s + s)
+    return step if n1 * (n2 // step + step) <= CONST_MAX else None
+
+
+SLAB = 16                 # columns per window of the four steps' slab path
+
+
+def _four_step_slabs(b: Builder, x: Value, split: tuple[int, int], inverse: bool) -> Value | None:
+    """The four steps with both transforms batch-innermost, a slab of SLAB columns at a time
+    (a ``chunked`` op over the slab numbers, reading the whole operand at the slab's offset):
+    the columns of x [n1, n2] (j1 down, j2 across), then the twiddles and the rows of the
+    result (k1 down) read from the first step's slabs, each slab's columns written to one
+    buffer; the last read transposes back. Only two temporaries of the size of x. None when
+    the split does not suit (a factor needs Bluestein, is not a multiple of SLAB, or the
+    twiddle tables are too long)."""
+    n1, n2 = split
+    w = SLAB
+    if n1 % w or n2 % w or _pass_radices(n1) is None or _pass_radices(n2) is None \
+            or _twiddle_split(n2, n1) is None:
+        return None
+    n = n1 * n2
+    batch = tuple(x.type.shape[:-1])
+    count: Any = 1
+    for d in batch:
+        count = dims.mul(count, d)
+    if not isinstance(count, int):
+        return None
+    sign = 1 if inverse else -1
+    rdt = np.dtype(np.float32) if x.type.dtype in (np.complex64, np.float32) else F64
+    cdt = _complex_of(x.type.dtype)
+    if not is_complex(x.type.dtype):
+        x = ops.complex_(b, x, ops.zeros_like(b, x))
+    x3 = ops.reshape(b, x, (count, n1, n2))
+
+    def columns(bb: Builder, bi: Value, jb: Value, src: Value) -> Value:      # [n1, w]: x[bi, :, jb w + c]
+        start = ops.mul(bb, jb, ops.scalar(bb, w, I64))
+        v = ops.dynamic_slice(bb, src, [bi, ops.scalar(bb, 0, I64), start], (1, n1, w))
+        return ops.reshape(bb, v, (n1, w))
+
+    y1 = _slab_op(b, count, n2 // w, x3, columns, sign, rdt)                 # [B n2/w, n1 (k1), w]
+    y4 = ops.reshape(b, y1, (count, n2 // w, n1, w))
+    step = _twiddle_split(n2, n1)
+    assert step is not None
+    k1 = np.arange(n1)
+    tables = [np.exp(1j * sign * 2 * np.pi * (np.outer(js, k1) % n) / n).astype(cdt)
+              for js in (np.arange(n2 // step) * step, np.arange(step))]
+
+    def rows(bb: Builder, bi: Value, kb: Value, src: Value) -> Value:         # [n2, w]: y[j2, kb w + kd] tw
+        hi_c, lo_c = (ops.constant(bb, t) for t in tables)
+        zero = ops.scalar(bb, 0, I64)
+        start = ops.mul(bb, kb, ops.scalar(bb, w, I64))
+        v = ops.dynamic_slice(bb, src, [bi, zero, start, zero], (1, n2 // w, w, w))   # [1, jb, kd, c]
+        v = ops.reshape(bb, ops.transpose(bb, ops.reshape(bb, v, (n2 // w, w, w)), (0, 2, 1)), (n2, w))
+        hi = ops.dynamic_slice(bb, hi_c, [zero, start], (n2 // step, w))
+        lo = ops.dynamic_slice(bb, lo_c, [zero, start], (step, w))
+        tw = ops.mul(bb, ops.broadcast_in_dim(bb, hi, (n2 // step, step, w), (0, 2)),
+                     ops.broadcast_in_dim(bb, lo, (n2 // step, step, w), (1, 2)))
+        return ops.mul(bb, v, ops.reshape(bb, tw, (n2, w)))
+
+    z = _slab_op(b, count, n1 // w, y4, rows, sign, rdt)                      # [B n1/w, n2 (k2), w]
+    z = ops.transpose(b, ops.reshape(b, z, (count, n1 // w, n2, w)), (0, 2, 1, 3))   # [B, k2, k1/w, w]
+    return ops.reshape(b, z, batch + (n,))
+
+
+def _slab_op(b: Builder, count: int, per: int, src: Value, read: Any, sign: int, rdt: np.dtype) -> Value:
+    """[count per, n, w]: for each slab (bi, j) of count x per, the DFT down the columns of
+    read(b, bi, j, src) [n, w] (complex): one ``chunked`` op over the slab numbers with src
+    whole in every region, batch-innermost passes."""
+    total = count * per
+    ids = [ops.reshape(b, ops.iota(b, I64, (count, per), d), (total,)) for d in (0, 1)]
+    regions = []
+    for size in (1, 0):
+        block = new_block([TensorType(I64, (size,)), TensorType(I64, (size,)), src.type])
+        with b.inside(block):
+            if size:
+                bi, j = (ops.reshape(b, a, ()) for a in block.args[:2])
+                v = read(b, bi, j, block.args[2])
+                n, w = v.type.shape
+                re, im, radices = _passes(b, ops.real(b, v), ops.imag(b, v), sign, rdt)
+                block.results = [ops.fft_unpack(b, re, im, radices, sign, n, False, columns=True)]
+            else:
+                block.results = [ops.full(b, 0, TensorType(_complex_of(rdt), (0,) + tuple(regions[0].results[0].type.shape[1:])))]
+        regions.append(block)
+    (out,) = b.emit(ops.chunked_p, [*ids, src], {"size": total, "chunk": 1, "batched": (True, True, False)},
+                    regions)
+    return out
+
+
 def _four_step(b: Builder, x: Value, split: tuple[int, int], inverse: bool) -> Value:
     """A long row as a matrix [n1, n2] (x[n2 j1 + j2]): transforms of length n1 down the
     columns, twiddles exp(-+2 pi i j2 k1/n), transforms of length n2 along the rows, the
@@ -353,17 +449,37 @@ def _four_step(b: Builder, x: Value, split: tuple[int, int], inverse: bool) -> V
     cols = ops.transpose(b, ops.reshape(b, x, batch + (n1, n2)), swap)           # [.., j2, j1]
     a = ops.fft(b, cols, inverse)                                                # [.., j2, k1]
     sign = 1 if inverse else -1
-    rdt = np.dtype(np.float32) if a.type.dtype == np.complex64 else F64
+    tw = _four_step_twiddles(b, n1, n2, sign, a.type.dtype)
+    t = ops.mul(b, a, ops.broadcast_in_dim(b, tw, a.type.shape, (nb, nb + 1)))
+    c = ops.fft(b, ops.transpose(b, t, swap), inverse)                           # [.., k1, k2]
+    return ops.reshape(b, ops.transpose(b, c, swap), batch + (n,))
+
+
+def _four_step_twiddles(b: Builder, n1: int, n2: int, sign: int, dtype: np.dtype) -> Value:
+    """exp(sign 2 pi i j2 k1/n) [n2, n1] (complex `dtype`)."""
+    n = n1 * n2
+    rdt = np.dtype(np.float32) if dtype == np.complex64 else F64
     if n <= CONST_MAX:
         ang = sign * 2 * np.pi * np.outer(np.arange(n2), np.arange(n1)) / n
-        tw = ops.constant(b, np.exp(1j * ang).astype(a.type.dtype))
+        tw = ops.constant(b, np.exp(1j * ang).astype(dtype))
+    elif _twiddle_split(n2, n1) is not None:
+        # w^(j2 k1) = w^(s q k1) w^(r k1) for j2 = s q + r: two constant tables, one product
+        step = _twiddle_split(n2, n1)
+        assert step is not None
+        k1 = np.arange(n1)
+
+        def table(js: np.ndarray, axis: int) -> Value:
+            ang = sign * 2 * np.pi * (np.outer(js, k1) % n) / n
+            v = ops.constant(b, np.exp(1j * ang).astype(dtype))
+            return ops.broadcast_in_dim(b, v, (n2 // step, step, n1), (axis, 2))
+
+        hi, lo = table(np.arange(n2 // step) * step, 0), table(np.arange(step), 1)
+        tw = ops.reshape(b, ops.mul(b, hi, lo), (n2, n1))
     else:
         kj = ops.mul(b, ops.iota(b, I64, (n2, n1), 0), ops.iota(b, I64, (n2, n1), 1))
         ang_v = ops.mul(b, ops.convert(b, kj, F64), ops.full(b, sign * 2 * np.pi / n, TensorType(F64, (n2, n1))))
         tw = ops.complex_(b, ops.convert(b, ops.cos(b, ang_v), rdt), ops.convert(b, ops.sin(b, ang_v), rdt))
-    t = ops.mul(b, a, ops.broadcast_in_dim(b, tw, a.type.shape, (nb, nb + 1)))
-    c = ops.fft(b, ops.transpose(b, t, swap), inverse)                           # [.., k1, k2]
-    return ops.reshape(b, ops.transpose(b, c, swap), batch + (n,))
+    return tw
 
 
 def _real_half(g: _Gen, rows: Value, sign: int) -> Pair:
@@ -429,7 +545,10 @@ def _by_windows(b: Builder, x: Value, build: Any, chunk: int, keep: int) -> list
 # ---- batch-innermost passes: the butterflies vectorized across rows ---------------------
 
 PASS_MIN_ROWS = 8         # a window of at least this many rows takes the pass path
-PASS_WINDOW_BYTES = 1 << 18
+PASS_WINDOW_BYTES = 1 << 17
+UNPACK_ROWS_INNER = 1
+PASS_RADIX = 8
+FOUR_STEP_SLABS = 1
 
 
 def _pass_rule(in_types: Types, params: dict[str, Any]) -> Types:
@@ -564,7 +683,8 @@ def _unpack_rule(in_types: Types, params: dict[str, Any]) -> Types:
     check(n == int(np.prod(params["radices"])), "fft_unpack: the radices' product is the length")
     check(params["keep"] == (n + 1 if params["real"] else params["keep"]) and 1 <= params["keep"] <= n + params["real"],
           "fft_unpack: keep")
-    return (TensorType(re.dtype, (w, params["keep"])),) * 2
+    shape = (1, params["keep"], w) if params["columns"] else (w, params["keep"])
+    return (TensorType(_complex_of(re.dtype), shape),)
 
 
 def _unpack_tables(radices: tuple[int, ...], sign: int, keep: int, real: bool
@@ -576,40 +696,58 @@ def _unpack_tables(radices: tuple[int, ...], sign: int, keep: int, real: bool
     return pos[k % n], pos[(n - k) % n], np.exp(sign * 1j * np.pi * k / n)
 
 
-def _unpack_ref(re: np.ndarray, im: np.ndarray, radices: tuple, sign: int, keep: int, real: bool
-                ) -> np.ndarray:
+def _unpack_ref(re: np.ndarray, im: np.ndarray, radices: tuple, sign: int, keep: int, real: bool,
+                columns: bool) -> np.ndarray:
     at, mirror, w = _unpack_tables(radices, sign, keep, real)
     z = re.astype(np.float64) + 1j * im
     y = z[at]
     if real:
         zm = np.conj(z[mirror])
         y = 0.5 * (y + zm) - 0.5j * w[:, None] * (y - zm)
-    return y.real.T.astype(re.dtype), y.imag.T.astype(re.dtype)
+    return (y[None] if columns else y.T).astype(_complex_of(re.dtype))
+
+
+def _unpack_complex(b: Builder, op: Any, args: list[Any]) -> list[Any]:
+    """Real operands, a complex result that stays complex: written by the op's own stores
+    (the complex pass packs its parts back into it, no copy)."""
+    y = ops.fft_unpack(b, args[0], args[1], op.params["radices"], op.params["sign"], op.params["keep"],
+                       op.params["real"], op.params["columns"])
+    return [(ops.real(b, y), ops.imag(b, y))]
 
 
 def _lower_unpack(cg: Any, op: Any, outs: list[Any]) -> None:
     re, im = op.operands
     n, w = re.type.shape
-    keep, real = op.params["keep"], op.params["real"]
+    keep, real, columns = op.params["keep"], op.params["real"], op.params["columns"]
     at, mirror, tw = _unpack_tables(op.params["radices"], op.params["sign"], keep, real)
     dt = re.type.dtype
     b = cg.b
     z = _Scalars(cg, dt)
     half = cg.const(dt, 0.5)
     twr, twi = (0.5 * tw.imag).astype(dt), (-0.5 * tw.real).astype(dt)     # -0.5i exp(...)
-    with cg.loop(cg.index(keep), vectorize=False) as k:
-        row = cg.read_constant(at, [k])
+    def element(k: Any, c: Any, row: Any, back: Any, t: Any) -> None:
+        y = (cg.read(re, [row, c]), cg.read(im, [row, c]))
         if real:
-            back = cg.read_constant(mirror, [k])
-            t = (cg.read_constant(twr, [k]), cg.read_constant(twi, [k]))
-        with cg.loop(cg.dim(w)) as c:
-            y = (cg.read(re, [row, c]), cg.read(im, [row, c]))
-            if real:
-                m = (cg.read(re, [back, c]), b.fneg(cg.read(im, [back, c])))     # conj(Z[n - k])
-                s_, d_ = z.add(y, m), z.sub(y, m)
-                y = z.add((b.fmul(half, s_[0]), b.fmul(half, s_[1])), z.mul(t, d_))
-            for out, part in zip(outs, y):
-                cg.store(out, [c, k], part)
+            m = (cg.read(re, [back, c]), b.fneg(cg.read(im, [back, c])))     # conj(Z[n - k])
+            s_, d_ = z.add(y, m), z.sub(y, m)
+            y = z.add((b.fmul(half, s_[0]), b.fmul(half, s_[1])), z.mul(t, d_))
+        cg.store(outs[0], [cg.index(0), k, c] if columns else [c, k], cg.complex_value(outs[0].dtype, *y))
+
+    def tables(k: Any) -> tuple[Any, Any, Any]:
+        row = cg.read_constant(at, [k])
+        if not real:
+            return row, None, None
+        return row, cg.read_constant(mirror, [k]), (cg.read_constant(twr, [k]), cg.read_constant(twi, [k]))
+
+    if UNPACK_ROWS_INNER or columns:
+        with cg.loop(cg.index(keep), vectorize=False) as k:
+            row, back, t = tables(k)
+            with cg.loop(cg.dim(w)) as c:
+                element(k, c, row, back, t)
+    else:
+        with cg.loop(cg.dim(w), vectorize=False) as c:
+            with cg.loop(cg.index(keep)) as k:
+                element(k, c, *tables(k))
 
 
 fft_unpack = define(
@@ -617,6 +755,7 @@ fft_unpack = define(
     shape_rule=_unpack_rule,
     numpy_ref=_unpack_ref,
     lower=_lower_unpack,
+    complex_rule=_unpack_complex,
     streams_operands=False,
     doc="the fft passes' digit-reversed result as complex rows (made by fft's decomposition)",
 )
@@ -626,9 +765,9 @@ def _pass_radices(n: int) -> list[int] | None:
     """The radices of the passes for length n (8s, then a 4 or 2, then odd ones up to
     GENERIC_MAX); None when a larger prime factor needs Bluestein."""
     out = []
-    while n % 8 == 0:
-        out.append(8)
-        n //= 8
+    while n % PASS_RADIX == 0:
+        out.append(PASS_RADIX)
+        n //= PASS_RADIX
     for r in (4, 2):
         while n % r == 0:
             out.append(r)
@@ -679,25 +818,25 @@ def _digit_positions(radices: list[int]) -> np.ndarray:
     return pos
 
 
-def _rows_by_passes(g: _Gen, rows: Value, n: int, sign: int, keep: int) -> Value:
+def _rows_by_passes(g: _Gen, rows: Value, n: int, sign: int, keep: int, real_half: bool) -> Value:
     """The DFT of rows [w, n] (complex, or real: rfft's half spectrum through the half-length
     complex transform) with the rows innermost: transposed in the first pass's reads, back in
     the consumer's."""
     b = g.b
     w = rows.type.shape[0]
-    if not is_complex(rows.type.dtype) and keep == n // 2 + 1:
+    if real_half:
         h = n // 2
         pairs = ops.reshape(b, rows, (w, h, 2))
         re, im = (ops.transpose(b, ops.reshape(b, ops.slice_(b, pairs, (0, 0, q), (w, h, q + 1)), (w, h)), (1, 0))
                   for q in (0, 1))
         zr, zi, radices = _passes(b, re, im, sign, g.rdt)           # Z [h, w], digit-reversed
-        return ops.complex_(b, *ops.fft_unpack(b, zr, zi, radices, sign, h + 1, True))
+        return ops.fft_unpack(b, zr, zi, radices, sign, h + 1, True)
     if is_complex(rows.type.dtype):
         re, im = ops.real(b, rows), ops.imag(b, rows)
     else:
         re, im = rows, ops.zeros_like(b, rows)
     yr, yi, radices = _passes(b, ops.transpose(b, re, (1, 0)), ops.transpose(b, im, (1, 0)), sign, g.rdt)
-    return ops.complex_(b, *ops.fft_unpack(b, yr, yi, radices, sign, keep, False))
+    return ops.fft_unpack(b, yr, yi, radices, sign, keep, False)
 
 
 fft = define(

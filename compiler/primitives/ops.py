@@ -526,11 +526,11 @@ fft_unpack_p = declare("fft_unpack", OPAQUE)
 
 
 def fft_unpack(b: Builder, re: Value, im: Value, radices: Sequence[int], sign: int, keep: int,
-               real: bool) -> tuple[Value, Value]:
+               real: bool, columns: bool = False) -> Value:
     """The passes' result `re`, `im` [n, w] (digit-reversed rows, radices in pass order) as
-    the real and imaginary parts of rows [w, keep]: the transform's first `keep` terms, or
-    with `real` the n + 1 first terms of the transform of the real rows of length 2n packed
-    as re + i im."""
-    yr, yi = b.emit(fft_unpack_p, [re, im], {"radices": tuple(int(r) for r in radices), "sign": int(sign),
-                                           "keep": int(keep), "real": bool(real)})
-    return yr, yi
+    complex rows [w, keep] (with `columns`: a slab [1, keep, w]): the transform's first `keep` terms,
+    or with `real` the n + 1 first terms of the transform of the real rows of length 2n
+    packed as re + i im."""
+    return b.emit1(fft_unpack_p, [re, im], {"radices": tuple(int(r) for r in radices), "sign": int(sign),
+                                           "keep": int(keep), "real": bool(real),
+                                           "columns": bool(columns)})
