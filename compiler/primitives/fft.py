@@ -352,20 +352,20 @@ def _twiddle_split(n2: int, n1: int) -> int | None:
     return step if n1 * (n2 // step + step) <= CONST_MAX else None
 
 
-SLAB = 16                 # columns per window of the four steps' slab path
+SLABS = (32, 16, 8)       # columns per slab of the four steps (the first that divides both factors)
 
 
 def _four_step_slabs(b: Builder, x: Value, split: tuple[int, int], inverse: bool) -> Value | None:
-    """The four steps with both transforms batch-innermost, a slab of SLAB columns at a time
+    """The four steps with both transforms batch-innermost, a slab of 32 (16, 8) columns at a time
     (a ``chunked`` op over the slab numbers, reading the whole operand at the slab's offset):
     the columns of x [n1, n2] (j1 down, j2 across), then the twiddles and the rows of the
     result (k1 down) read from the first step's slabs, each slab's columns written to one
     buffer; the last read transposes back. Only two temporaries of the size of x. None when
-    the split does not suit (a factor needs Bluestein, is not a multiple of SLAB, or the
+    the split does not suit (a factor needs Bluestein, is not a multiple of 8, or the
     twiddle tables are too long)."""
     n1, n2 = split
-    w = SLAB
-    if n1 % w or n2 % w or _pass_radices(n1) is None or _pass_radices(n2) is None \
+    w = next((s for s in SLABS if n1 % s == 0 and n2 % s == 0), 0)
+    if not w or _pass_radices(n1) is None or _pass_radices(n2) is None \
             or _twiddle_split(n2, n1) is None:
         return None
     n = n1 * n2
