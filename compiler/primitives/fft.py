@@ -54,6 +54,10 @@ CONST_MAX = 1 << 18       # twiddle and chirp tables up to this many entries are
 WINDOW_BYTES = 1 << 18    # a large batch is transformed in windows of about this many bytes
 FOUR_STEP_MIN = 1 << 14   # longer rows are transformed as a matrix of shorter ones
 FOUR_STEP_MIN_FACTOR = 16
+PASS_MIN_ROWS = 8         # a batch of at least this many rows takes the batch-innermost passes
+PASS_WINDOW_BYTES = 1 << 17   # ... in windows of rows of about this many bytes (half for complex rows)
+PASS_RADIX = 8            # their radix (then one 4 or 2, then odd ones)
+SLABS = (32, 16, 8)       # columns per slab of the four steps (the first that divides both factors)
 
 
 # ---- shape rule, NumPy reference, transform rules --------------------------------------
@@ -296,7 +300,7 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     keep = op.params["keep"]
     split = _four_step_split(n)
     if split is not None:
-        y = _four_step_slabs(b, x, split, op.params["inverse"]) if FOUR_STEP_SLABS else None
+        y = _four_step_slabs(b, x, split, op.params["inverse"])
         if y is None:
             y = _four_step(b, x, split, op.params["inverse"])
         return [y if keep == n else ops.slice_(b, y, (0,) * y.type.ndim, tuple(y.type.shape[:-1]) + (keep,))]
@@ -314,7 +318,10 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
                 count = dims.mul(count, d)
             y = _rows_by_passes(_Gen(bb, rdt), ops.reshape(bb, rows, (count, n)), n, sign, keep, real_half)
             return [ops.reshape(bb, y, batch + (keep,))]
-        return _by_windows(b, x, by_passes, max(1, PASS_WINDOW_BYTES // (2 * rdt.itemsize * length)), keep)
+        # complex rows (read and written at a stride of the row's bytes, often a multiple of
+        # 4 KB: the window's rows share cache sets) take windows of half the bytes
+        window = PASS_WINDOW_BYTES // (2 if is_complex(x.type.dtype) else 1)
+        return _by_windows(b, x, by_passes, max(1, window // (2 * rdt.itemsize * length)), keep)
 
     def build(bb: Builder, rows: Value) -> list[Value]:
         g = _Gen(bb, rdt)
@@ -352,7 +359,6 @@ def _twiddle_split(n2: int, n1: int) -> int | None:
     return step if n1 * (n2 // step + step) <= CONST_MAX else None
 
 
-SLABS = (32, 16, 8)       # columns per slab of the four steps (the first that divides both factors)
 
 
 def _four_step_slabs(b: Builder, x: Value, split: tuple[int, int], inverse: bool) -> Value | None:
@@ -418,7 +424,7 @@ def _slab_op(b: Builder, count: int, per: int, src: Value, read: Any, sign: int,
     whole in every region, batch-innermost passes."""
     total = count * per
     ids = [ops.reshape(b, ops.iota(b, I64, (count, per), d), (total,)) for d in (0, 1)]
-    regions = []
+    regions: list[Any] = []
     for size in (1, 0):
         block = new_block([TensorType(I64, (size,)), TensorType(I64, (size,)), src.type])
         with b.inside(block):
@@ -505,6 +511,7 @@ def _half_spectrum(g: _Gen, z: Pair, n: int, sign: int) -> Pair:
     z = x[0::2] + i x[1::2] (see _real_half)."""
     b = g.b
     w, h = z[0].type.shape
+    assert isinstance(h, int)
     ext = g.map(lambda v: ops.concatenate(b, [v, ops.slice_(b, v, (0, 0), (w, 1))], 1), z)   # Z[0..h-1], Z[0]
     mr, mi = g.map(lambda v: ops.rev(b, v, [1]), ext)                                       # Z[h - k]
     total = (ops.add(b, ext[0], mr), ops.sub(b, ext[1], mi))                                # Z + conj(Z[h-k])
@@ -544,11 +551,6 @@ def _by_windows(b: Builder, x: Value, build: Any, chunk: int, keep: int) -> list
 
 # ---- batch-innermost passes: the butterflies vectorized across rows ---------------------
 
-PASS_MIN_ROWS = 8         # a window of at least this many rows takes the pass path
-PASS_WINDOW_BYTES = 1 << 17
-UNPACK_ROWS_INNER = 1
-PASS_RADIX = 8
-FOUR_STEP_SLABS = 1
 
 
 def _pass_rule(in_types: Types, params: dict[str, Any]) -> Types:
@@ -739,15 +741,11 @@ def _lower_unpack(cg: Any, op: Any, outs: list[Any]) -> None:
             return row, None, None
         return row, cg.read_constant(mirror, [k]), (cg.read_constant(twr, [k]), cg.read_constant(twi, [k]))
 
-    if UNPACK_ROWS_INNER or columns:
-        with cg.loop(cg.index(keep), vectorize=False) as k:
-            row, back, t = tables(k)
-            with cg.loop(cg.dim(w)) as c:
-                element(k, c, row, back, t)
-    else:
-        with cg.loop(cg.dim(w), vectorize=False) as c:
-            with cg.loop(cg.index(keep)) as k:
-                element(k, c, *tables(k))
+    # the rows innermost: contiguous loads, the tables read once per term
+    with cg.loop(cg.index(keep), vectorize=False) as k:
+        row, back, t = tables(k)
+        with cg.loop(cg.dim(w)) as c:
+            element(k, c, row, back, t)
 
 
 fft_unpack = define(
