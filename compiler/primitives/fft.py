@@ -54,6 +54,7 @@ CONST_MAX = 1 << 18       # twiddle and chirp tables up to this many entries are
 WINDOW_BYTES = 1 << 18    # a large batch is transformed in windows of about this many bytes
 FOUR_STEP_MIN = 1 << 14   # longer rows are transformed as a matrix of shorter ones
 FOUR_STEP_MIN_FACTOR = 16
+SMALL_FOUR_STEP_MIN = 1 << 10   # fewer than PASS_MIN_ROWS rows: four steps in slabs from this length
 PASS_MIN_ROWS = 8         # a batch of at least this many rows takes the batch-innermost passes
 PASS_WINDOW_BYTES = 1 << 17   # ... in windows of rows of about this many bytes (half for complex rows)
 PASS_RADIX = 8            # their radix (then one 4 or 2, then odd ones)
@@ -298,18 +299,26 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     rdt = np.dtype(np.float32) if x.type.dtype in (np.complex64, np.float32) else F64
     sign = 1 if op.params["inverse"] else -1
     keep = op.params["keep"]
+    rows_n: Any = 1
+    for d in x.type.shape[:-1]:
+        rows_n = dims.mul(rows_n, d)
     split = _four_step_split(n)
+    y: Value | None = None
     if split is not None:
         y = _four_step_slabs(b, x, split, op.params["inverse"])
         if y is None:
             y = _four_step(b, x, split, op.params["inverse"])
+    elif isinstance(rows_n, int) and rows_n < PASS_MIN_ROWS and is_complex(x.type.dtype):
+        # a few complex rows: the slabs of the four steps are the batch the passes vectorize
+        # across (measured faster for slabs of 32 only; real rows keep the half-length trick)
+        small = _four_step_split(n, SMALL_FOUR_STEP_MIN)
+        if small is not None:
+            y = _four_step_slabs(b, x, small, op.params["inverse"], slabs=SLABS[:1])
+    if y is not None:
         return [y if keep == n else ops.slice_(b, y, (0,) * y.type.ndim, tuple(y.type.shape[:-1]) + (keep,))]
 
     real_half = not is_complex(x.type.dtype) and n % 2 == 0 and n >= 4 and keep == n // 2 + 1
     length = n // 2 if real_half else n
-    rows_n: Any = 1
-    for d in x.type.shape[:-1]:
-        rows_n = dims.mul(rows_n, d)
     if _pass_radices(length) is not None and not (isinstance(rows_n, int) and rows_n < PASS_MIN_ROWS):
         def by_passes(bb: Builder, rows: Value) -> list[Value]:
             batch = tuple(rows.type.shape[:-1])
@@ -336,10 +345,10 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     return _by_windows(b, x, build, max(1, WINDOW_BYTES // (2 * rdt.itemsize * n)), keep)
 
 
-def _four_step_split(n: int) -> tuple[int, int] | None:
+def _four_step_split(n: int, minimum: int = FOUR_STEP_MIN) -> tuple[int, int] | None:
     """n = n1 * n2 with n1 <= n2 as close as possible, both at least FOUR_STEP_MIN_FACTOR,
-    for a row longer than FOUR_STEP_MIN; None otherwise."""
-    if n < FOUR_STEP_MIN:
+    for a row of at least `minimum`; None otherwise."""
+    if n < minimum:
         return None
     n1 = int(np.sqrt(n))
     while n1 >= FOUR_STEP_MIN_FACTOR and n % n1:
@@ -361,7 +370,8 @@ def _twiddle_split(n2: int, n1: int) -> int | None:
 
 
 
-def _four_step_slabs(b: Builder, x: Value, split: tuple[int, int], inverse: bool) -> Value | None:
+def _four_step_slabs(b: Builder, x: Value, split: tuple[int, int], inverse: bool,
+                     slabs: tuple[int, ...] = SLABS) -> Value | None:
     """The four steps with both transforms batch-innermost, a slab of 32 (16, 8) columns at a time
     (a ``chunked`` op over the slab numbers, reading the whole operand at the slab's offset):
     the columns of x [n1, n2] (j1 down, j2 across), then the twiddles and the rows of the
@@ -370,7 +380,7 @@ def _four_step_slabs(b: Builder, x: Value, split: tuple[int, int], inverse: bool
     the split does not suit (a factor needs Bluestein, is not a multiple of 8, or the
     twiddle tables are too long)."""
     n1, n2 = split
-    w = next((s for s in SLABS if n1 % s == 0 and n2 % s == 0), 0)
+    w = next((s for s in slabs if n1 % s == 0 and n2 % s == 0), 0)
     if not w or _pass_radices(n1) is None or _pass_radices(n2) is None \
             or _twiddle_split(n2, n1) is None:
         return None

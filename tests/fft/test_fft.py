@@ -133,7 +133,8 @@ def test_windows_of_rows() -> None:
 
 
 def _rows_and_long_function(rows, rows_c, long_c):
-    return np.fft.rfft(rows), np.fft.fft(rows_c), np.fft.ifft(rows_c, n=48), np.fft.ifft(long_c)
+    return np.fft.rfft(rows), np.fft.fft(rows_c), np.fft.ifft(rows_c, n=48), np.fft.ifft(long_c), \
+        np.fft.fft(long_c[:, :1024])
 
 
 _rows_and_long = jit(_rows_and_long_function)
@@ -142,8 +143,9 @@ _rows_and_long = jit(_rows_and_long_function)
 @pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-14), (np.float32, 1e-6)])
 def test_batch_innermost_passes(dtype, tol) -> None:
     # 24 rows (a window of rows: passes vectorized across rows) of odd radices (rfft of 90 through
-    # 45 = 3 * 3 * 5, fft of 45, ifft of 48 = 8 * 3 * 2) and two rows of 2^14 (the four steps in
-    # slabs of 32 columns), against NumPy in float64
+    # 45 = 3 * 3 * 5, fft of 45, ifft of 48 = 8 * 3 * 2), two rows of 2^14 (the four steps in
+    # slabs of 32 columns) and two of 1024 (fewer than 8 rows: four steps too), against NumPy
+    # in float64
     rng = np.random.default_rng(5)
     rows = rng.standard_normal((24, 90))
     rows_c = rng.standard_normal((24, 45)) + 1j * rng.standard_normal((24, 45))
