@@ -23,6 +23,15 @@ Code: a decomposition into real elementwise code on (re, im) pairs, for a static
   the rows (all batch axes as one) that reads index remaps of the previous pass's buffer
   and constants; the index permutation (digit reversal) of the result is the composition
   of the passes' transposes, read by the consumer of the result;
+* batch-innermost passes for a batch of PASS_MIN_ROWS rows or more: a window of rows
+  transposed so that the rows are innermost, one ``fft_pass`` op per radix (a loop nest whose
+  inner loop runs across the rows: radix-8 codelets vectorized whatever the sub-row length),
+  then ``fft_unpack`` (the natural order through a table of positions, rfft's half spectrum,
+  the complex rows written directly);
+* four steps for a long row (and a few complex rows from SMALL_FOUR_STEP_MIN): the row as a
+  matrix, its columns in slabs (a ``chunked`` op over the slab numbers reading the whole
+  operand at each slab's offset), the twiddles multiplied in as the second step reads its
+  slabs of the first step's result;
 * Bluestein (chirp z) for a length whose prime factors all exceed GENERIC_MAX: the
   transform as a circular convolution with a chirp, through two power-of-two
   transforms of length N >= 2m - 1 (the chirp's own transform is a constant).
@@ -368,8 +377,6 @@ def _twiddle_split(n2: int, n1: int) -> int | None:
     return step if n1 * (n2 // step + step) <= CONST_MAX else None
 
 
-
-
 def _four_step_slabs(b: Builder, x: Value, split: tuple[int, int], inverse: bool,
                      slabs: tuple[int, ...] = SLABS) -> Value | None:
     """The four steps with both transforms batch-innermost, a slab of 32 (16, 8) columns at a time
@@ -445,7 +452,8 @@ def _slab_op(b: Builder, count: int, per: int, src: Value, read: Any, sign: int,
                 re, im, radices = _passes(b, ops.real(b, v), ops.imag(b, v), sign, rdt)
                 block.results = [ops.fft_unpack(b, re, im, radices, sign, n, False, columns=True)]
             else:
-                block.results = [ops.full(b, 0, TensorType(_complex_of(rdt), (0,) + tuple(regions[0].results[0].type.shape[1:])))]
+                shape = (0,) + tuple(regions[0].results[0].type.shape[1:])
+                block.results = [ops.full(b, 0, TensorType(_complex_of(rdt), shape))]
         regions.append(block)
     (out,) = b.emit(ops.chunked_p, [*ids, src], {"size": total, "chunk": 1, "batched": (True, True, False)},
                     regions)
@@ -562,7 +570,6 @@ def _by_windows(b: Builder, x: Value, build: Any, chunk: int, keep: int) -> list
 # ---- batch-innermost passes: the butterflies vectorized across rows ---------------------
 
 
-
 def _pass_rule(in_types: Types, params: dict[str, Any]) -> Types:
     re, im, *tw = in_types
     r = params["radix"]
@@ -587,7 +594,7 @@ def _pass_ref(re: np.ndarray, im: np.ndarray, *tw: np.ndarray, radix: int, sign:
 
 
 class _Scalars:
-    """Complex arithmetic on (re, im) pairs of LLVM scalars (None: an exact zero)."""
+    """Complex arithmetic on (re, im) pairs of LLVM scalars, for the passes' codelets."""
 
     def __init__(self, cg: Any, dtype: np.dtype) -> None:
         self.b, self.cg, self.dtype = cg.b, cg, dtype
@@ -640,6 +647,7 @@ def _butterfly(z: _Scalars, xs: list[Any], sign: int) -> list[Any]:
         h = r // 2
         ev, od = _butterfly(z, xs[0::2], sign), _butterfly(z, xs[1::2], sign)
         w = [np.exp(sign * 2j * np.pi * k / r) for k in range(h)]
+        # the quarter turns exactly (0, +-1, +-i: additions only, see _Scalars.mulc)
         w = [complex(round(v.real), round(v.imag)) if abs(v.real) < 1e-15 or abs(v.imag) < 1e-15 else v
              for v in w]
         od = [z.mulc(o, complex(c)) for o, c in zip(od, w)]
