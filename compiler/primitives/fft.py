@@ -313,6 +313,14 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
         rows_n = dims.mul(rows_n, d)
     split = _four_step_split(n)
     y: Value | None = None
+    real_rows = not is_complex(x.type.dtype) and n % 2 == 0 and keep == n // 2 + 1
+    if real_rows and isinstance(rows_n, int) and (rows_n < PASS_MIN_ROWS or split is not None):
+        # real rows, few or long: the complex transform of half the length in slabs, untangled
+        half = _four_step_split(n // 2, SMALL_FOUR_STEP_MIN)
+        if half is not None:
+            y = _real_rows_in_slabs(b, x, rows_n, half, sign, rdt)
+            if y is not None:
+                return [y]
     if split is not None:
         y = _four_step_slabs(b, x, split, op.params["inverse"])
         if y is None:
@@ -433,6 +441,23 @@ def _four_step_slabs(b: Builder, x: Value, split: tuple[int, int], inverse: bool
     z = _slab_op(b, count, n1 // w, y4, rows, sign, rdt)                      # [B n1/w, n2 (k2), w]
     z = ops.transpose(b, ops.reshape(b, z, (count, n1 // w, n2, w)), (0, 2, 1, 3))   # [B, k2, k1/w, w]
     return ops.reshape(b, z, batch + (n,))
+
+
+def _real_rows_in_slabs(b: Builder, x: Value, count: int, split: tuple[int, int], sign: int,
+                        rdt: np.dtype) -> Value | None:
+    """rfft of a few real rows x [..., n] through the four steps in slabs of 32 of the
+    transform of length n/2 of x[0::2] + i x[1::2] (see _real_half); None when they do not suit."""
+    batch = tuple(x.type.shape[:-1])
+    n = x.type.shape[-1]
+    assert isinstance(n, int)
+    h = n // 2
+    pairs = ops.reshape(b, x, (count, h, 2))
+    re, im = (ops.reshape(b, ops.slice_(b, pairs, (0, 0, q), (count, h, q + 1)), (count, h)) for q in (0, 1))
+    z = _four_step_slabs(b, ops.complex_(b, re, im), split, sign > 0, slabs=SLABS[:1])
+    if z is None:
+        return None
+    out = _half_spectrum(_Gen(b, rdt), (ops.real(b, z), ops.imag(b, z)), n, sign)
+    return ops.reshape(b, ops.complex_(b, *out), batch + (h + 1,))
 
 
 def _slab_op(b: Builder, count: int, per: int, src: Value, read: Any, sign: int, rdt: np.dtype) -> Value:
