@@ -510,3 +510,28 @@ def fft(b: Builder, x: Value, inverse: bool = False, keep: int | None = None) ->
     (default: all n; rfft keeps n//2 + 1)."""
     n = x.type.shape[-1]
     return b.emit1(fft_p, [x], {"inverse": bool(inverse), "keep": n if keep is None else keep})
+
+
+fft_pass_p = declare("fft_pass", OPAQUE)
+
+
+def fft_pass(b: Builder, re: Value, im: Value, radix: int, sign: int,
+             twiddles: tuple[Value, Value] | None = None) -> Value:
+    """One radix-`radix` pass of the fft's decomposition on batch-innermost rows: `re`, `im`
+    [p, n, w] (n = radix m) -> [p, radix, 2, m, w], output k1 of the butterflies across the
+    radix rows [p, j, m, w] (exp(sign 2 pi i j k1/radix)), times `twiddles` [radix, m]."""
+    return b.emit1(fft_pass_p, [re, im, *(twiddles or ())], {"radix": int(radix), "sign": int(sign)})
+
+
+fft_unpack_p = declare("fft_unpack", OPAQUE)
+
+
+def fft_unpack(b: Builder, re: Value, im: Value, radices: Sequence[int], sign: int, keep: int,
+               real: bool, columns: bool = False) -> Value:
+    """The passes' result `re`, `im` [n, w] (digit-reversed rows, radices in pass order) as
+    complex rows [w, keep] (with `columns`: a slab [1, keep, w]): the transform's first `keep` terms,
+    or with `real` the n + 1 first terms of the transform of the real rows of length 2n
+    packed as re + i im."""
+    return b.emit1(fft_unpack_p, [re, im], {"radices": tuple(int(r) for r in radices), "sign": int(sign),
+                                           "keep": int(keep), "real": bool(real),
+                                           "columns": bool(columns)})

@@ -129,3 +129,37 @@ def test_windows_of_rows() -> None:
     got_r, got_c = jit(lambda a, b: (np.fft.rfft(a), np.fft.ifft(b)))(x, z)
     assert _rel(got_r, np.fft.rfft(x)) <= 1e-14
     assert _rel(got_c, np.fft.ifft(z)) <= 1e-14
+
+
+
+
+def _rows_and_long_function(rows, rows_c, long_c):
+    return np.fft.rfft(rows), np.fft.fft(rows_c), np.fft.ifft(rows_c, n=48), np.fft.ifft(long_c), \
+        np.fft.fft(long_c[:, :1024]), np.fft.rfft(long_c.real)
+
+
+def _rows_and_short_function(rows, rows_c, long_c):
+    return np.fft.rfft(rows), np.fft.ifft(rows_c, n=48), np.fft.fft(long_c[:, :1024])
+
+
+_rows_and_long = jit(_rows_and_long_function)
+_rows_and_short = jit(_rows_and_short_function)
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-14), (np.float32, 1e-6)])
+def test_batch_innermost_passes(dtype, tol) -> None:
+    # 24 rows (a window of rows: passes vectorized across rows) of odd radices (rfft of 90 through
+    # 45 = 3 * 3 * 5, fft of 45, ifft of 48 = 8 * 3 * 2), two rows of 2^14 (the four steps in
+    # slabs of 32 columns; rfft: of the half-length complex transform) and two of 1024 (fewer
+    # than 8 rows: four steps too), against NumPy in float64; float32: a few of them
+    rng = np.random.default_rng(5)
+    rows = rng.standard_normal((24, 90))
+    rows_c = rng.standard_normal((24, 45)) + 1j * rng.standard_normal((24, 45))
+    long_c = rng.standard_normal((2, 1 << 14)) + 1j * rng.standard_normal((2, 1 << 14))
+    cdt = np.complex128 if dtype == np.float64 else np.complex64
+    kernel, fn = (_rows_and_long, _rows_and_long_function) if dtype == np.float64 else \
+        (_rows_and_short, _rows_and_short_function)
+    got = kernel(rows.astype(dtype), rows_c.astype(cdt), long_c.astype(cdt))
+    for i, (g, w) in enumerate(zip(got, fn(rows, rows_c, long_c))):
+        assert g.dtype == cdt and g.shape == w.shape, i
+        assert _rel(g, w) <= tol, (i, _rel(g, w))

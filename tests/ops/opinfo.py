@@ -2728,3 +2728,33 @@ def _prim_fft(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]
 
 
 prims("fft.complex", _prim_fft, dtypes=COMPLEX)
+
+
+# fft_pass and fft_unpack are made by fft's decomposition only (a window of at least 8 rows
+# of a length with factors up to 13, and the four steps' slabs), after the transforms: no
+# vmap or AD of their own; the surface sample goes through them, tests/fft/ covers the rest
+def _fft_rows_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    yield SampleInput((cmake((9, 24), dtype, rng),), desc="9 rows of 24")
+
+
+def _prim_fft_passes(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    for radix, n, sign in [(8, 16, -1), (4, 4, 1), (3, 6, -1), (2, 2, 1)]:
+        m = n // radix
+        args = [make((2, n, 3), dtype, rng), make((2, n, 3), dtype, rng)]
+        if m > 1:
+            ang = sign * 2 * np.pi * np.outer(np.arange(radix), np.arange(m)) / n
+            args += [np.cos(ang).astype(dtype), np.sin(ang).astype(dtype)]
+        yield PrimSample("fft_pass", tuple(args), {"radix": radix, "sign": sign}, desc=f"radix {radix} of {n}",
+                         grad=False)
+    for radices, keep, real, columns in [((4, 2), 8, False, False), ((2, 3), 7, True, False),
+                                         ((4,), 3, False, True)]:
+        n = int(np.prod(radices))
+        args = (make((n, 3), dtype, rng), make((n, 3), dtype, rng))
+        yield PrimSample("fft_unpack", args, {"radices": radices, "sign": -1, "keep": keep, "real": real,
+                                             "columns": columns}, desc=f"{radices} keep {keep}", grad=False)
+
+
+op("fft.rows", lambda x: np.fft.fft(x), _fft_rows_samples, dtypes=(np.dtype(np.complex128),),
+   tol=_C_REDUCTION, supports_vmap=False, supports_jvp=False, supports_vjp=False, more_dtypes=(),
+   notes="a window of rows: batch-innermost passes (fft_pass, fft_unpack)")
+prims("fft.rows", _prim_fft_passes, dtypes=(F64, F32))

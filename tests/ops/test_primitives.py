@@ -53,8 +53,9 @@ STATEFUL = {"rng_key"}
 #: made by transform rules only, never by the frontend (size_of: the vmap rule of take)
 TRANSFORM_MADE = {"chunked", "size_of"}
 #: made by another primitive's decomposition only (the decompose stage runs after the
-#: transforms): geev, from eig of n > 4 (tests/linalg/test_eig_lapack.py)
-DECOMPOSITION_MADE = {"geev"}
+#: transforms): geev, from eig of n > 4 (tests/linalg/test_eig_lapack.py); fft_pass and
+#: fft_unpack, from fft of a window of rows or a long row (tests/fft/)
+DECOMPOSITION_MADE = {"geev", "fft_pass", "fft_unpack"}
 
 
 def _param(op: OpInfo, dtype: np.dtype, sample: PrimSample, *extra: Any) -> pytest.param:
