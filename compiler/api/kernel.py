@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from compiler import cache, config, pipeline
+from compiler.backend import pyentry
 from compiler.backend import target as targets
 from compiler.function import trampoline
 from compiler.function.trampoline import raise_pending
@@ -135,6 +136,14 @@ class Specialization:
             plan = self._plan = _FastPlan(self)
         return plan(arrays) if plan.ok else self.call(arrays)
 
+    def entry(self) -> Callable[..., Any] | None:
+        """The native entry of this specialization (compiler/backend/pyentry.py), made on
+        first use; None when it has none (symbolic dims, updates, a random key, pytrees)."""
+        entry = self.__dict__.get("_entry", False)
+        if entry is False:
+            entry = self._entry = _native_entry(self)
+        return entry
+
     def lowered(self) -> Lowered:
         a = self._ensure_artifacts()
         assert isinstance(self.program, pipeline.Program)
@@ -189,6 +198,64 @@ class _FastPlan:
         if self.single:
             return _scalarize(outs[0])
         return pytrees.unflatten(self.spec.program.out_tree, [_scalarize(o) for o in outs])
+
+
+def _native_entry(spec: Specialization) -> Callable[..., Any] | None:
+    """The fast call path of a fully static specialization whose arguments are each one array
+    or one Python float: a native entry that checks the arguments, allocates the outputs with
+    NumPy and calls the kernel, and calls the kernel's checked path (``Kernel._call``) for
+    anything else. The entry holds the kernel only weakly, the loaded code strongly."""
+    native = spec.native
+    if not isinstance(native, NativeKernel):
+        return None
+    plan = spec.__dict__.get("_plan") or _FastPlan(spec)
+    a_args, a_kwargs = spec.abstract
+    if not plan.ok or plan.updates or a_kwargs or len(a_args) != len(native.inputs) \
+            or any(n < 0 for s in native.outputs for n in s.dims):   # type: ignore[operator]
+        return None
+    inputs: list[pyentry.Input] = []
+    for arg, s in zip(a_args, native.inputs):
+        if isinstance(arg, Weak) and arg.type.dtype == np.float64 and s.dtype == np.float64 \
+                and not s.dims:
+            inputs.append((pyentry.KIND_FLOAT, s.dtype, ()))
+        elif isinstance(arg, TensorType) and tuple(arg.shape) == tuple(s.dims):
+            inputs.append((pyentry.KIND_ARRAY, s.dtype, tuple(int(d) for d in s.dims)))
+        else:
+            return None
+    outputs = [(s.dtype, tuple(int(d) for d in s.dims)) for s in native.outputs]
+    tree = spec.program.out_tree
+    name, errors, ref = native.name, native.errors, weakref.ref(spec.kernel)
+
+    def fallback(*args: Any) -> Any:
+        kernel = ref()
+        if kernel is None:
+            raise ReferenceError(f"{name}: the kernel of this entry is gone")
+        return kernel._call(args, {})
+
+    def on_error(status: int, *args: Any) -> Any:
+        if status == 2:                      # a host callback raised: its exception
+            raise_pending()
+        raise kernel_error(name, status, errors, {})
+
+    def wrap(*outs: np.ndarray) -> Any:
+        return pytrees.unflatten(tree, [_scalarize(o) for o in outs])
+    return pyentry.make_entry(native.address, inputs, outputs, fallback=fallback, on_error=on_error,
+                              wrap=None if plan.single else wrap, keepalive=native._keepalive)
+
+
+def _entry_key(args: tuple) -> Any:
+    """The key of the fast paths: (dtype, shape) per array argument, float per Python float;
+    None unless every argument is one of those."""
+    key: list[Any] = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append((a.dtype, a.shape))
+        elif t is float:
+            key.append(float)
+        else:
+            return None
+    return tuple(key)
 
 
 def _windowed(a_args: tuple, a_kwargs: dict, dynamic: list[Any]) -> Any:
@@ -298,6 +365,9 @@ class Kernel:
         self.static_argnums = _static_argnums(self._signature, static_argnums, self.__name__)
         self._specializations: dict[Any, Specialization] = {}
         self._fast: dict[Any, Specialization] = {}   # (dtype, shape) per array argument -> spec
+        # the native entry of the specialization called last through the fast path (when it
+        # has one): __call__ goes straight to it, and it falls back to _call
+        self._entry: Callable[..., Any] | None = None
         self._lock = threading.Lock()                  # guards _compiling
         self._compiling: dict[Any, threading.RLock] = {}   # key -> held while it compiles
         self.signature = signature
@@ -392,36 +462,49 @@ class Kernel:
             raise _boundary(e)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        entry = self._entry
         try:
-            if self._fixed is not None:
-                if kwargs:
-                    args = tuple(self._bind(args, kwargs).args)
-                return self._fixed.call(args)
-            fast_key = None
-            if not kwargs and not self.static_argnums and all(type(a) is np.ndarray for a in args):
-                fast_key = tuple((a.dtype, a.shape) for a in args)
-                spec = self._fast.get(fast_key)
-                if spec is not None and not (spec.program.updates and _shared(args)):
-                    return spec.call_fast(args)
-            key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs)
-            spec = self._specializations.get(key)
-            if spec is None:
-                spec = self._specialization(key, lambda: Specialization(self, a_args, a_kwargs))
-            if spec.program.updates and self._tracer is None and _shared(dynamic):
-                # it writes into its arguments, and one array is passed twice: the two names
-                # are one array, as in NumPy (a specialization of its own)
-                key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs, aliases=True)
-                windowed = _windowed(a_args, a_kwargs, dynamic) if _shared(dynamic) else None
-                if windowed is not None:         # overlapping views: of one window of memory
-                    key, a_args, a_kwargs, dynamic = windowed
-                spec = self._specializations.get(key) or self._specialization(
-                    key, lambda: Specialization(self, a_args, a_kwargs))
-                return spec.call(dynamic)
-            if fast_key is not None and len(dynamic) == len(args):
-                self._fast[fast_key] = spec
-            return spec.call(dynamic)
+            if entry is not None and not kwargs:
+                return entry(*args)      # the native fast path; it calls _call for anything else
+            return self._call(args, kwargs)
         except (CompileError, InternalCompilerError) as e:
             raise _boundary(e)   # the message points at your code; see below
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
+        """The call without the fast path's entry: the specialization for these arguments
+        (compiled on first use), called through its checked path."""
+        if self._fixed is not None:
+            if kwargs:
+                args = tuple(self._bind(args, kwargs).args)
+            return self._fixed.call(args)
+        fast_key = None
+        if not kwargs and not self.static_argnums:
+            fast_key = _entry_key(args)
+        if fast_key is not None:
+            spec = self._fast.get(fast_key)
+            if spec is not None and not (spec.program.updates and _shared(args)):
+                # called again with these types: the native entry from now on
+                self._entry = spec.entry()
+                if float in fast_key:
+                    return spec.call(args)
+                return spec.call_fast(args)
+        key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs)
+        spec = self._specializations.get(key)
+        if spec is None:
+            spec = self._specialization(key, lambda: Specialization(self, a_args, a_kwargs))
+        if spec.program.updates and self._tracer is None and _shared(dynamic):
+            # it writes into its arguments, and one array is passed twice: the two names
+            # are one array, as in NumPy (a specialization of its own)
+            key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs, aliases=True)
+            windowed = _windowed(a_args, a_kwargs, dynamic) if _shared(dynamic) else None
+            if windowed is not None:         # overlapping views: of one window of memory
+                key, a_args, a_kwargs, dynamic = windowed
+            spec = self._specializations.get(key) or self._specialization(
+                key, lambda: Specialization(self, a_args, a_kwargs))
+            return spec.call(dynamic)
+        if fast_key is not None and len(dynamic) == len(args):
+            self._fast[fast_key] = spec
+        return spec.call(dynamic)
 
     # ---- inspection ---------------------------------------------------------------------
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:

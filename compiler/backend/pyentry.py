@@ -1,0 +1,444 @@
+"""A CPython entry point for a loaded kernel: the fast call path (docs/performance.md,
+"Call overhead").
+
+Calling a kernel through ctypes costs microseconds: every argument becomes a ctypes object,
+the pointer arrays are built in Python, the outputs are allocated by a Python call to
+``np.empty``. This module compiles once per process, with llvmlite, one native function
+``entry(self, args, nargs)`` with CPython's ``METH_FASTCALL`` convention that does the whole
+call for one specialization described by a table of 64-bit words:
+
+* each argument must be exactly what the specialization was compiled for: an exact
+  ``np.ndarray`` with the same dtype object, rank and shape, C-contiguous (or, for a weakly
+  typed scalar, an exact Python ``float``);
+* the outputs are allocated by NumPy's own allocator (``PyArray_NewFromDescr``, what
+  ``np.empty`` calls), so they are ordinary arrays with NumPy's huge-page hints;
+* the kernel is called directly, with the GIL released when the arrays are large
+  (``RELEASE_GIL_BYTES``);
+* the result is the single output (a NumPy scalar for a 0-d one, as ``arr[()]``), or what
+  ``wrap(*outputs)`` returns for several.
+
+Anything else (another type, a copy to make, a conversion, an argument count) calls
+``fallback(*args)``: the checked Python path, which raises the same errors as ever or
+installs the entry of another specialization. A failed kernel status calls
+``on_error(status, *args)``, which raises the kernel's exception. The entry is a builtin
+function object whose ``self`` is a tuple holding the table, these callables and the
+loaded code, so the code lives as long as the entry.
+
+The entry reads ``PyArrayObject`` and ``PyFloatObject`` fields at fixed offsets: the offsets
+are checked against live objects before the first entry is made, and on any mismatch (another
+Python or NumPy ABI) :func:`make_entry` returns None and kernels keep the Python path.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from typing import Any, Callable, Sequence
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from compiler.backend.target import _initialize
+
+#: at least this many bytes of arguments and results: the call releases the GIL while the kernel
+#: runs (other Python threads run meanwhile); below it, releasing and taking the GIL back would
+#: cost more than the kernel
+RELEASE_GIL_BYTES = 1 << 15
+
+#: the table's fixed header, in int64 words (then per argument: kind, dtype, ndim, dims; per
+#: output: dtype, ndim, dims)
+_KERNEL, _N_IN, _N_OUT, _MODE, _NDARRAY, _FLOAT, _NEW, _RETURN = range(8)
+_HEADER = 8
+MODE_RELEASE_GIL, MODE_SINGLE, MODE_SCALAR = 1, 2, 4
+KIND_ARRAY, KIND_FLOAT = 0, 1
+
+# PyObject, PyArrayObject_fields and PyFloatObject offsets on 64-bit CPython (checked by _layout_ok)
+_OB_TYPE, _DATA, _ND, _DIMS, _DESCR, _FLAGS, _FVAL, _TUPLE_ITEMS = 8, 16, 24, 32, 56, 64, 16, 24
+_C_CONTIGUOUS = 0x0001
+# indices of NumPy's C-API table (stable across NumPy versions: its ABI)
+_API_RETURN, _API_NEW_FROM_DESCR = 76, 94
+
+_PYTHON_API = ("Py_IncRef", "Py_DecRef", "PyLong_AsVoidPtr", "PyLong_FromLongLong",
+               "PyObject_Vectorcall", "PyEval_SaveThread", "PyEval_RestoreThread")
+
+_IR = r"""
+declare void @Py_IncRef(ptr)
+declare void @Py_DecRef(ptr)
+declare ptr @PyLong_AsVoidPtr(ptr)
+declare ptr @PyLong_FromLongLong(i64)
+declare ptr @PyObject_Vectorcall(ptr, ptr, i64, ptr)
+declare ptr @PyEval_SaveThread()
+declare void @PyEval_RestoreThread(ptr)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+
+define internal void @decref_n(ptr %objs, i64 %n) {
+entry:
+  br label %head
+head:
+  %i = phi i64 [0, %entry], [%i.next, %body]
+  %more = icmp slt i64 %i, %n
+  br i1 %more, label %body, label %done
+body:
+  %p = getelementptr ptr, ptr %objs, i64 %i
+  %o = load ptr, ptr %p
+  call void @Py_DecRef(ptr %o)
+  %i.next = add i64 %i, 1
+  br label %head
+done:
+  ret void
+}
+
+define internal i64 @word(ptr %d, i64 %i) alwaysinline {
+  %p = getelementptr i64, ptr %d, i64 %i
+  %v = load i64, ptr %p
+  ret i64 %v
+}
+
+define internal ptr @item(ptr %tuple, i64 %i) alwaysinline {
+  %k = add i64 %i, 3
+  %p = getelementptr ptr, ptr %tuple, i64 %k
+  %v = load ptr, ptr %p
+  ret ptr %v
+}
+
+define ptr @aotx_pyentry(ptr %self, ptr %args, i64 %nargs) {
+entry:
+  %item0 = call ptr @item(ptr %self, i64 0)
+  %d = call ptr @PyLong_AsVoidPtr(ptr %item0)
+  %nin = call i64 @word(ptr %d, i64 1)
+  %nout = call i64 @word(ptr %d, i64 2)
+  %mode = call i64 @word(ptr %d, i64 3)
+  %nin1 = add i64 %nin, 1
+  %nout1 = add i64 %nout, 1
+  %inp = alloca ptr, i64 %nin1
+  %fl = alloca double, i64 %nin1
+  %outp = alloca ptr, i64 %nout1
+  %outo = alloca ptr, i64 %nout1
+  %vec = alloca ptr, i64 %nin1
+  %syms = alloca i64, i64 2
+  store i64 0, ptr %syms
+  %okn = icmp eq i64 %nargs, %nin
+  br i1 %okn, label %in.head, label %slow
+
+in.head:
+  %i = phi i64 [0, %entry], [%i.next, %in.next]
+  %p = phi i64 [8, %entry], [%p.next, %in.next]
+  %more = icmp slt i64 %i, %nin
+  br i1 %more, label %in.body, label %out.start
+
+in.body:
+  %argp = getelementptr ptr, ptr %args, i64 %i
+  %o = load ptr, ptr %argp
+  %typep = getelementptr i8, ptr %o, i64 8
+  %type = load ptr, ptr %typep
+  %type.i = ptrtoint ptr %type to i64
+  %inslot = getelementptr ptr, ptr %inp, i64 %i
+  %kind = call i64 @word(ptr %d, i64 %p)
+  %isfloat = icmp eq i64 %kind, 1
+  br i1 %isfloat, label %in.float, label %in.array
+
+in.float:
+  %ft = call i64 @word(ptr %d, i64 5)
+  %fok = icmp eq i64 %type.i, %ft
+  br i1 %fok, label %in.float.ok, label %slow
+
+in.float.ok:
+  %fvp = getelementptr i8, ptr %o, i64 16
+  %fv = load double, ptr %fvp
+  %slot = getelementptr double, ptr %fl, i64 %i
+  store double %fv, ptr %slot
+  store ptr %slot, ptr %inslot
+  %p.f = add i64 %p, 1
+  br label %in.next
+
+in.array:
+  %at = call i64 @word(ptr %d, i64 4)
+  %tok = icmp eq i64 %type.i, %at
+  br i1 %tok, label %in.a1, label %slow
+
+in.a1:
+  %descrp = getelementptr i8, ptr %o, i64 56
+  %descr = load i64, ptr %descrp
+  %p1 = add i64 %p, 1
+  %wd = call i64 @word(ptr %d, i64 %p1)
+  %dok = icmp eq i64 %descr, %wd
+  %flagsp = getelementptr i8, ptr %o, i64 64
+  %flags = load i32, ptr %flagsp
+  %cf = and i32 %flags, 1
+  %cok = icmp ne i32 %cf, 0
+  %ndp = getelementptr i8, ptr %o, i64 24
+  %nd32 = load i32, ptr %ndp
+  %nd = sext i32 %nd32 to i64
+  %p2 = add i64 %p, 2
+  %wnd = call i64 @word(ptr %d, i64 %p2)
+  %ndok = icmp eq i64 %nd, %wnd
+  %ok1 = and i1 %dok, %cok
+  %ok2 = and i1 %ok1, %ndok
+  %dimsp = getelementptr i8, ptr %o, i64 32
+  %dims = load ptr, ptr %dimsp
+  %p3 = add i64 %p, 3
+  br i1 %ok2, label %dims.head, label %slow
+
+dims.head:
+  %k = phi i64 [0, %in.a1], [%k.next, %dims.body]
+  %kmore = icmp slt i64 %k, %nd
+  br i1 %kmore, label %dims.body, label %in.a2
+
+dims.body:
+  %dkp = getelementptr i64, ptr %dims, i64 %k
+  %dk = load i64, ptr %dkp
+  %wki = add i64 %p3, %k
+  %wk = call i64 @word(ptr %d, i64 %wki)
+  %kok = icmp eq i64 %dk, %wk
+  %k.next = add i64 %k, 1
+  br i1 %kok, label %dims.head, label %slow
+
+in.a2:
+  %datap = getelementptr i8, ptr %o, i64 16
+  %data = load ptr, ptr %datap
+  store ptr %data, ptr %inslot
+  %p.a = add i64 %p3, %nd
+  br label %in.next
+
+in.next:
+  %p.next = phi i64 [%p.f, %in.float.ok], [%p.a, %in.a2]
+  %i.next = add i64 %i, 1
+  br label %in.head
+
+out.start:
+  %arrtype.i = call i64 @word(ptr %d, i64 4)
+  %arrtype = inttoptr i64 %arrtype.i to ptr
+  %newfn.i = call i64 @word(ptr %d, i64 6)
+  %newfn = inttoptr i64 %newfn.i to ptr
+  br label %out.head
+
+out.head:
+  %j = phi i64 [0, %out.start], [%j.next, %out.ok]
+  %q = phi i64 [%p, %out.start], [%q.next, %out.ok]
+  %jmore = icmp slt i64 %j, %nout
+  br i1 %jmore, label %out.body, label %call
+
+out.body:
+  %od.i = call i64 @word(ptr %d, i64 %q)
+  %od = inttoptr i64 %od.i to ptr
+  call void @Py_IncRef(ptr %od)
+  %q1 = add i64 %q, 1
+  %ond = call i64 @word(ptr %d, i64 %q1)
+  %ond32 = trunc i64 %ond to i32
+  %q2 = add i64 %q, 2
+  %odims = getelementptr i64, ptr %d, i64 %q2
+  %a = call ptr %newfn(ptr %arrtype, ptr %od, i32 %ond32, ptr %odims, ptr null, ptr null, i32 0, ptr null)
+  %anull = icmp eq ptr %a, null
+  br i1 %anull, label %out.fail, label %out.ok
+
+out.ok:
+  %outoslot = getelementptr ptr, ptr %outo, i64 %j
+  store ptr %a, ptr %outoslot
+  %adatap = getelementptr i8, ptr %a, i64 16
+  %adata = load ptr, ptr %adatap
+  %outpslot = getelementptr ptr, ptr %outp, i64 %j
+  store ptr %adata, ptr %outpslot
+  %q.next = add i64 %q2, %ond
+  %j.next = add i64 %j, 1
+  br label %out.head
+
+out.fail:
+  call void @decref_n(ptr %outo, i64 %j)
+  ret ptr null
+
+call:
+  %fn.i = call i64 @word(ptr %d, i64 0)
+  %fn = inttoptr i64 %fn.i to ptr
+  %rel = and i64 %mode, 1
+  %release = icmp ne i64 %rel, 0
+  br i1 %release, label %call.nogil, label %call.gil
+
+call.nogil:
+  %ts = call ptr @PyEval_SaveThread()
+  %st1 = call i32 %fn(ptr %inp, ptr %outp, ptr %syms)
+  call void @PyEval_RestoreThread(ptr %ts)
+  br label %called
+
+call.gil:
+  %st2 = call i32 %fn(ptr %inp, ptr %outp, ptr %syms)
+  br label %called
+
+called:
+  %st = phi i32 [%st1, %call.nogil], [%st2, %call.gil]
+  %bad = icmp ne i32 %st, 0
+  br i1 %bad, label %error, label %result
+
+error:
+  call void @decref_n(ptr %outo, i64 %nout)
+  %st64 = sext i32 %st to i64
+  %so = call ptr @PyLong_FromLongLong(i64 %st64)
+  %sonull = icmp eq ptr %so, null
+  br i1 %sonull, label %error.null, label %error.call
+
+error.null:
+  ret ptr null
+
+error.call:
+  store ptr %so, ptr %vec
+  %vec1 = getelementptr ptr, ptr %vec, i64 1
+  %nbytes = mul i64 %nin, 8
+  call void @llvm.memcpy.p0.p0.i64(ptr %vec1, ptr %args, i64 %nbytes, i1 false)
+  %onerr = call ptr @item(ptr %self, i64 2)
+  %re = call ptr @PyObject_Vectorcall(ptr %onerr, ptr %vec, i64 %nin1, ptr null)
+  call void @Py_DecRef(ptr %so)
+  ret ptr %re
+
+result:
+  %sg = and i64 %mode, 2
+  %single = icmp ne i64 %sg, 0
+  br i1 %single, label %ret.single, label %ret.wrap
+
+ret.single:
+  %o0 = load ptr, ptr %outo
+  %sc = and i64 %mode, 4
+  %scalar = icmp ne i64 %sc, 0
+  br i1 %scalar, label %ret.scalar, label %ret.array
+
+ret.array:
+  ret ptr %o0
+
+ret.scalar:
+  %retfn.i = call i64 @word(ptr %d, i64 7)
+  %retfn = inttoptr i64 %retfn.i to ptr
+  %r0 = call ptr %retfn(ptr %o0)
+  ret ptr %r0
+
+ret.wrap:
+  %wrap = call ptr @item(ptr %self, i64 3)
+  %rw = call ptr @PyObject_Vectorcall(ptr %wrap, ptr %outo, i64 %nout, ptr null)
+  call void @decref_n(ptr %outo, i64 %nout)
+  ret ptr %rw
+
+slow:
+  %fb = call ptr @item(ptr %self, i64 1)
+  %rs = call ptr @PyObject_Vectorcall(ptr %fb, ptr %args, i64 %nargs, ptr null)
+  ret ptr %rs
+}
+"""
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
+                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+
+
+_METH_FASTCALL = 0x0080
+
+
+class _Entry:
+    """The compiled entry, its method record and NumPy's C-API functions (one per process)."""
+
+    def __init__(self) -> None:
+        _initialize()
+        for name in _PYTHON_API:
+            llvm.add_symbol(name, _address(getattr(ctypes.pythonapi, name)))
+        module = llvm.parse_assembly(_IR)
+        module.verify()
+        target = llvm.Target.from_default_triple().create_target_machine(opt=2, codemodel="jitdefault")
+        self.engine = llvm.create_mcjit_compiler(module, target)
+        self.engine.finalize_object()
+        self.address = self.engine.get_function_address("aotx_pyentry")
+        self.method = _MethodDef(b"aotx_kernel_entry", self.address, _METH_FASTCALL, None)
+        new = ctypes.pythonapi.PyCFunction_NewEx
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
+        self.new = new
+        capsule = np._core._multiarray_umath._ARRAY_API     # type: ignore[attr-defined]
+        get = ctypes.pythonapi.PyCapsule_GetPointer
+        get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        table = get(capsule, None)
+        self.api_return = ctypes.c_void_p.from_address(table + 8 * _API_RETURN).value or 0
+        self.api_new = ctypes.c_void_p.from_address(table + 8 * _API_NEW_FROM_DESCR).value or 0
+
+    def function(self, self_tuple: tuple) -> Callable[..., Any]:
+        fn: Callable[..., Any] = self.new(ctypes.addressof(self.method), self_tuple, None)
+        return fn
+
+
+def _address(fn: Any) -> int:
+    return ctypes.cast(fn, ctypes.c_void_p).value or 0
+
+
+def _word(address: int) -> int:
+    return ctypes.c_int64.from_address(address).value
+
+
+def _layout_ok() -> bool:
+    """Do the offsets the entry reads hold what they should on this Python and NumPy?"""
+    if ctypes.sizeof(ctypes.c_void_p) != 8:
+        return False
+    a = np.zeros((3, 5))
+    b = a[:, ::2]
+    x = 1.25
+    t = (a, x)
+    try:
+        dims = ctypes.c_void_p.from_address(id(a) + _DIMS).value or 0
+        return (_word(id(a) + _OB_TYPE) == id(np.ndarray) and _word(id(a) + _DATA) == a.ctypes.data
+                and ctypes.c_int32.from_address(id(a) + _ND).value == 2
+                and _word(dims) == 3 and _word(dims + 8) == 5
+                and _word(id(a) + _DESCR) == id(a.dtype)
+                and ctypes.c_int32.from_address(id(a) + _FLAGS).value & _C_CONTIGUOUS == 1
+                and ctypes.c_int32.from_address(id(b) + _FLAGS).value & _C_CONTIGUOUS == 0
+                and ctypes.c_double.from_address(id(x) + _FVAL).value == x
+                and _word(id(t) + _TUPLE_ITEMS) == id(a) and _word(id(t) + _TUPLE_ITEMS + 8) == id(x)
+                and _word(id(x) + _OB_TYPE) == id(float))
+    except (AttributeError, ValueError, TypeError):
+        return False
+
+
+_LOCK = threading.Lock()
+
+
+@functools.cache
+def _entry() -> _Entry | None:
+    with _LOCK:                          # made once, even when two threads ask at once
+        if not _layout_ok() or not hasattr(np, "_core"):
+            return None
+        return _Entry()
+
+
+Input = tuple[int, np.dtype, tuple[int, ...]]        # kind, dtype, static dims
+
+
+def make_entry(kernel: int, inputs: Sequence[Input], outputs: Sequence[tuple[np.dtype, tuple[int, ...]]],
+               *, fallback: Callable[..., Any], on_error: Callable[..., Any],
+               wrap: Callable[..., Any] | None, keepalive: Any) -> Callable[..., Any] | None:
+    """A callable ``entry(*args)`` that calls kernel address `kernel` (all dims static) when the
+    arguments are exactly `inputs` (KIND_ARRAY: an ndarray of that dtype and shape,
+    C-contiguous; KIND_FLOAT: a Python float, passed as a float64 0-d input), with new output
+    arrays of `outputs`; ``fallback(*args)`` otherwise. A non-zero status returns
+    ``on_error(status, *args)``. With one output and `wrap` None it returns that output (a
+    0-d one as a NumPy scalar), else ``wrap(*outputs)``. None when this process's CPython or
+    NumPy is not laid out as the entry expects."""
+    entry = _entry()
+    if entry is None or not entry.api_new or not entry.api_return:
+        return None
+    nbytes = 0
+    words = [kernel, len(inputs), len(outputs), 0, id(np.ndarray), id(float), entry.api_new,
+             entry.api_return]
+    dtypes = []
+    for kind, dtype, dims in inputs:
+        if kind == KIND_FLOAT:
+            words.append(KIND_FLOAT)
+            continue
+        dtype = np.dtype(dtype)
+        dtypes.append(dtype)
+        words += [KIND_ARRAY, id(dtype), len(dims), *dims]
+        nbytes += dtype.itemsize * int(np.prod(dims, dtype=np.int64))
+    for dtype, dims in outputs:
+        dtype = np.dtype(dtype)
+        dtypes.append(dtype)
+        words += [id(dtype), len(dims), *dims]
+        nbytes += dtype.itemsize * int(np.prod(dims, dtype=np.int64))
+    mode = MODE_RELEASE_GIL if nbytes >= RELEASE_GIL_BYTES else 0
+    if wrap is None:
+        if len(outputs) != 1:
+            raise ValueError("make_entry: wrap is needed unless there is one output")
+        mode |= MODE_SINGLE | (MODE_SCALAR if not outputs[0][1] else 0)
+    words[_MODE] = mode
+    table = (ctypes.c_int64 * len(words))(*words)
+    return entry.function((ctypes.addressof(table), fallback, on_error, wrap, (table, dtypes, keepalive)))

@@ -1,0 +1,220 @@
+"""The native fast call path (compiler/backend/pyentry.py, docs/performance.md "Call overhead").
+
+Once a kernel has been called twice with the same argument types, calls go through a native
+entry that checks the arguments and allocates the outputs itself, and falls back to the
+checked Python path for anything else. These tests check that what users see does not depend
+on it: results against NumPy, and every error against the one a kernel without the entry
+raises (a fresh kernel of the same function, called once). Nothing here measures time.
+"""
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+
+import numpy as np
+import pytest
+
+from compiler import grad, jit, vmap
+from compiler.backend import pyentry
+
+
+def _add(a, b):
+    return a + b
+
+
+def _axpy(a, b, s):
+    return a * s + b
+
+
+def _stats(x):
+    return {"sum": np.sum(x), "scaled": (x * 2.0, x - 1.0)}
+
+
+def _pick(x, i):
+    return x[i]
+
+
+def _loss(w):
+    return np.sum(np.tanh(w) ** 2)
+
+
+add = jit(_add, cache=False)
+axpy = jit(_axpy, cache=False)
+stats = jit(_stats, cache=False)
+pick = jit(_pick, cache=False, boundscheck=True)
+batched = vmap(jit(lambda x, y: np.dot(x, y), cache=False))
+dloss = grad(jit(_loss, cache=False))
+
+R = np.random.default_rng(7)
+A64, B64 = R.standard_normal(4), R.standard_normal(4)
+A32, B32 = A64.astype(np.float32), B64.astype(np.float32)
+
+
+def _warm(kernel, *args):
+    """Call twice: from the second call on, the kernel has its native entry (when it can)."""
+    kernel(*args)
+    kernel(*args)
+
+
+def _error(fn, *args, **kwargs) -> tuple[type, str]:
+    with pytest.raises(Exception) as info:
+        fn(*args, **kwargs)
+    return info.type, str(info.value)
+
+
+def test_the_entry_is_installed_and_gives_numpys_results():
+    _warm(add, A64, B64)
+    assert add._entry is not None, "a static two-array kernel has a native entry"
+    for _ in range(3):
+        out = add(A64, B64)
+        assert type(out) is np.ndarray and out.dtype == np.float64 and out.flags.c_contiguous
+        np.testing.assert_array_equal(out, A64 + B64)
+    assert add(A64, B64) is not add(A64, B64), "every call returns a new array"
+
+
+def test_types_and_shapes_changing_between_calls():
+    """Alternating specializations: the entry of the last one is replaced, never misused."""
+    c64, c32 = R.standard_normal((2, 3)), R.standard_normal((2, 3)).astype(np.float32)
+    cases = [(A64, B64), (A32, B32), (c64, c64[::-1].copy()), (A32, B64), (c32, c32),
+             (np.arange(4), np.arange(4, dtype=np.int32)), (A64, B64)]
+    for _ in range(2):
+        for a, b in cases:
+            for _ in range(2):
+                out = add(a, b)
+                expected = a + b
+                assert out.dtype == expected.dtype and out.shape == expected.shape
+                np.testing.assert_array_equal(out, expected)
+
+
+def test_arguments_the_entry_does_not_take_go_through_the_checked_path(tmp_path):
+    _warm(add, A64, B64)
+    strided = np.arange(8.0)[::2]                       # copied: not contiguous
+    swapped = A64.astype(">f8")                         # another byte order
+    readonly = A64.copy()
+    readonly.flags.writeable = False
+    mm = np.memmap(tmp_path / "m.dat", dtype=np.float64, mode="w+", shape=(4,))   # accepted
+    mm[:] = A64
+    for a, b in [(strided, B64), (swapped, B64), (readonly, B64), (mm, B64), (A64, 1.5),
+                 (A64, np.float64(2.0)), ([1.0, 2.0, 3.0, 4.0], B64)]:
+        np.testing.assert_array_equal(add(a, b), np.asarray(a) + b)
+    np.testing.assert_array_equal(add(a=A64, b=B64), A64 + B64)       # keywords
+    np.testing.assert_array_equal(add(A64, b=B64), A64 + B64)
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    ((A64,), {}),
+    ((A64, B64, B64), {}),
+    ((A64, None), {}),
+    ((A64, np.matrix(B64)), {}),
+    ((A64, np.ma.masked_array(B64)), {}),
+    ((A64, np.array(["a", "b", "c", "d"])), {}),
+    ((A64, np.ones(4, dtype=object)), {}),
+    ((A64,), {"c": B64}),
+], ids=["too few", "too many", "None", "matrix", "masked", "strings", "objects", "keyword"])
+def test_errors_are_those_of_the_checked_path(args, kwargs):
+    fresh = jit(_add, cache=False)
+    expected = _error(fresh, *args, **kwargs)
+    _warm(add, A64, B64)
+    assert add._entry is not None
+    assert _error(add, *args, **kwargs) == expected
+
+
+def test_a_failed_check_in_the_kernel_raises_its_error():
+    x, i, bad = np.arange(5.0), np.array([1, 3]), np.array([1, 7])
+    fresh = jit(_pick, cache=False, boundscheck=True)
+    expected = _error(fresh, x, bad)
+    assert expected[0] is IndexError
+    _warm(pick, x, i)
+    assert pick._entry is not None
+    np.testing.assert_array_equal(pick(x, i), x[i])
+    assert _error(pick, x, bad) == expected
+    np.testing.assert_array_equal(pick(x, i), x[i])      # and the entry still works
+
+
+def test_python_float_arguments():
+    _warm(axpy, A64, B64, 2.0)
+    assert axpy._entry is not None
+    for s in (2.0, -0.5, float("inf"), 1e300):
+        np.testing.assert_array_equal(axpy(A64, B64, s), A64 * s + B64)
+    # float32 arrays with a weak Python float stay float32 (NEP 50), as in NumPy
+    for _ in range(3):
+        out = axpy(A32, B32, 0.25)
+        assert out.dtype == np.float32
+        np.testing.assert_array_equal(out, A32 * np.float32(0.25) + B32)
+    # a NumPy scalar, an int (static) and a bool are other specializations
+    for s in (np.float64(3.0), 3, True, np.float32(2.0)):
+        for _ in range(2):
+            out = axpy(A64, B64, s)
+            expected = A64 * s + B64
+            assert out.dtype == expected.dtype
+            np.testing.assert_array_equal(out, expected)
+
+
+def test_scalar_and_pytree_results():
+    x = R.standard_normal(6)
+    for _ in range(3):
+        out = stats(x)
+        assert set(out) == {"sum", "scaled"} and isinstance(out["scaled"], tuple)
+        assert type(out["sum"]) is np.float64
+        assert out["sum"] == pytest.approx(np.sum(x), rel=1e-14)
+        np.testing.assert_array_equal(out["scaled"][0], x * 2.0)
+        np.testing.assert_array_equal(out["scaled"][1], x - 1.0)
+    total = jit(lambda v: np.sum(v * v), cache=False)
+    for _ in range(3):
+        s = total(x)
+        assert type(s) is np.float64 and s == pytest.approx(np.dot(x, x), rel=1e-14)
+
+
+def test_vmap_and_grad_kernels():
+    xs, ys = R.standard_normal((5, 3)), R.standard_normal((5, 3))
+    w = R.standard_normal(4)
+    for _ in range(3):
+        np.testing.assert_allclose(batched(xs, ys), np.einsum("ij,ij->i", xs, ys), rtol=1e-14)
+        np.testing.assert_allclose(dloss(w), 2 * np.tanh(w) * (1 - np.tanh(w) ** 2), rtol=1e-13)
+    assert batched._entry is not None and dloss._entry is not None
+
+
+def test_large_arrays_release_the_gil_and_threads_agree():
+    n = pyentry.RELEASE_GIL_BYTES // 8 + 1
+    big = [R.standard_normal(n) for _ in range(2)]
+    results: dict[int, bool] = {}
+
+    def work(k: int) -> None:
+        ok = True
+        for _ in range(20):
+            a, b = (A64, B64) if k % 2 else big
+            ok &= bool(np.array_equal(add(a, b), a + b))
+        results[k] = ok
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {k: True for k in range(4)}
+
+
+def test_the_entry_does_not_keep_a_dead_kernel_alive():
+    kernel = jit(lambda a, b: a * b - a, cache=False)
+    _warm(kernel, A64, B64)
+    assert kernel._entry is not None
+    code = weakref.ref(next(iter(kernel._specializations.values())).native._keepalive)
+    ref = weakref.ref(kernel)
+    del kernel
+    gc.collect()
+    assert ref() is None and code() is None
+
+
+def test_signature_and_updating_kernels_keep_their_paths():
+    sig = jit(_add, signature="f64[n], f64[n]", cache=False)
+    for _ in range(3):
+        np.testing.assert_array_equal(sig(A64, B64), A64 + B64)
+
+    def bump(x, y):
+        x += y
+        return x.sum()
+    inplace = jit(bump, cache=False)
+    x = np.zeros(4)
+    for k in range(1, 4):
+        assert inplace(x, B64) == pytest.approx(np.sum(B64) * k, rel=1e-14)
+        np.testing.assert_allclose(x, B64 * k, rtol=1e-14)
