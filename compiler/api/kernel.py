@@ -40,8 +40,8 @@ from compiler.ir.printer import format_function
 from compiler.ir import types
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
-from runtime.abi import ERROR_BASE, kernel_error, parse_spec
-from runtime.loader import KERNEL_CFUNC, NativeKernel, check_array_class, write_back
+from runtime.abi import ERROR_BASE, is_symbol, kernel_error, parse_spec
+from runtime.loader import KERNEL_CFUNC, NativeKernel, bind_symbols, check_array_class, write_back
 
 
 @dataclass
@@ -201,46 +201,46 @@ class _FastPlan:
 
 
 def _native_entry(spec: Specialization) -> Callable[..., Any] | None:
-    """The fast call path of a fully static specialization whose arguments are each one array
-    or one Python float: a native entry that checks the arguments, allocates the outputs with
-    NumPy and calls the kernel, and calls the kernel's checked path (``Kernel._call``) for
-    anything else. The entry holds the kernel only weakly, the loaded code strongly."""
+    """The fast call path of a specialization whose arguments are each one array or one Python
+    float, and whose dims are sizes or symbols (not expressions): a native entry that checks the
+    arguments, binds the symbols, allocates the outputs with NumPy and calls the kernel, and
+    calls the kernel's checked path (``Kernel._call``) for anything else. The entry holds the
+    kernel only weakly, the loaded code strongly."""
     native = spec.native
-    if not isinstance(native, NativeKernel):
+    if not isinstance(native, NativeKernel) or native.random or native.updates:
         return None
-    plan = spec.__dict__.get("_plan") or _FastPlan(spec)
     a_args, a_kwargs = spec.abstract
-    if not plan.ok or plan.updates or a_kwargs or len(a_args) != len(native.inputs) \
-            or any(n < 0 for s in native.outputs for n in s.dims):   # type: ignore[operator]
+    dims_ok = all(isinstance(d, int) and d >= 0 or is_symbol(d)
+                  for s in native.inputs + native.outputs for d in s.dims)
+    if a_kwargs or len(a_args) != len(native.inputs) or not dims_ok:
         return None
     inputs: list[pyentry.Input] = []
     for arg, s in zip(a_args, native.inputs):
         if isinstance(arg, Weak) and arg.type.dtype == np.float64 and s.dtype == np.float64 \
                 and not s.dims:
             inputs.append((pyentry.KIND_FLOAT, s.dtype, ()))
-        elif isinstance(arg, TensorType) and tuple(arg.shape) == tuple(s.dims):
-            inputs.append((pyentry.KIND_ARRAY, s.dtype, tuple(int(d) for d in s.dims)))
+        elif isinstance(arg, TensorType) and len(arg.shape) == len(s.dims):
+            inputs.append((pyentry.KIND_ARRAY, s.dtype, tuple(s.dims)))
         else:
             return None
-    outputs = [(s.dtype, tuple(int(d) for d in s.dims)) for s in native.outputs]
+    outputs = [(s.dtype, tuple(s.dims)) for s in native.outputs]
     tree = spec.program.out_tree
-    name, errors, ref = native.name, native.errors, weakref.ref(spec.kernel)
-
-    def fallback(*args: Any) -> Any:
-        kernel = ref()
-        if kernel is None:
-            raise ReferenceError(f"{name}: the kernel of this entry is gone")
-        return kernel._call(args, {})
+    single = tree == pytrees.flatten(0)[1] and len(outputs) == 1
+    name, errors = native.name, native.errors
+    names, specs = [s.name for s in native.inputs], list(native.inputs)
 
     def on_error(status: int, *args: Any) -> Any:
         if status == 2:                      # a host callback raised: its exception
             raise_pending()
-        raise kernel_error(name, status, errors, {})
+        env = bind_symbols(names, [np.asarray(a) for a in args], specs) if native.symbols else {}
+        raise kernel_error(name, status, errors, env)
 
     def wrap(*outs: np.ndarray) -> Any:
         return pytrees.unflatten(tree, [_scalarize(o) for o in outs])
-    return pyentry.make_entry(native.address, inputs, outputs, fallback=fallback, on_error=on_error,
-                              wrap=None if plan.single else wrap, keepalive=native._keepalive)
+    return pyentry.make_entry(native.address, inputs, outputs, fallback=spec.kernel._dispatch,
+                              on_error=on_error,
+                              wrap=None if single else wrap, keepalive=native._keepalive,
+                              symbols=native.symbols)
 
 
 def _entry_key(args: tuple) -> Any:
@@ -333,8 +333,33 @@ def _symbol_name(name: str) -> str:
     return f"aotx_{clean}"
 
 
+class _Dispatch:
+    """The checked call of a Kernel: the specialization for the arguments (compiled on first
+    use), called through its Python path. It holds the Kernel weakly (the Kernel holds it)."""
+
+    __slots__ = ("kernel",)
+
+    def __init__(self, kernel: "Kernel") -> None:
+        self.kernel = weakref.ref(kernel)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        kernel = self.kernel()
+        if kernel is None:
+            raise ReferenceError("the kernel of this call is gone")
+        try:
+            return kernel._call(args, kwargs)
+        except (CompileError, InternalCompilerError) as e:
+            raise _boundary(e)   # the message points at your code; see below
+
+
 class Kernel:
     """A compiled function: call it with NumPy arrays, get NumPy arrays."""
+
+    # Calling a Kernel calls its `__call__` *instance slot* (a C-level member, no Python frame):
+    # the native entry of the specialization it last called twice (compiler/backend/pyentry.py),
+    # which calls the `_Dispatch` for any other arguments, or that `_Dispatch` itself.
+    __slots__ = ("__call__", "__dict__", "__weakref__")
+    __call__: Callable[..., Any]
 
     def __init__(self, fn: Callable[..., Any], *, signature: str | None = None,
                  static_argnums: int | Sequence[int] = (), fastmath: bool = False,
@@ -368,6 +393,9 @@ class Kernel:
         # the native entry of the specialization called last through the fast path (when it
         # has one): __call__ goes straight to it, and it falls back to _call
         self._entry: Callable[..., Any] | None = None
+        self._dispatch = _Dispatch(self)
+        self.__call__ = self._dispatch
+        self._fixed_called = False
         self._lock = threading.Lock()                  # guards _compiling
         self._compiling: dict[Any, threading.RLock] = {}   # key -> held while it compiles
         self.signature = signature
@@ -461,14 +489,10 @@ class Kernel:
         except (CompileError, InternalCompilerError) as e:
             raise _boundary(e)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        entry = self._entry
-        try:
-            if entry is not None and not kwargs:
-                return entry(*args)      # the native fast path; it calls _call for anything else
-            return self._call(args, kwargs)
-        except (CompileError, InternalCompilerError) as e:
-            raise _boundary(e)   # the message points at your code; see below
+    def _install(self, entry: Callable[..., Any] | None) -> None:
+        """Calls go to this native entry from now on (to the checked path for None)."""
+        self._entry = entry
+        self.__call__ = self._dispatch if entry is None else entry
 
     def _call(self, args: tuple, kwargs: dict) -> Any:
         """The call without the fast path's entry: the specialization for these arguments
@@ -476,6 +500,9 @@ class Kernel:
         if self._fixed is not None:
             if kwargs:
                 args = tuple(self._bind(args, kwargs).args)
+            elif self._fixed_called:                 # called again: the native entry from now on
+                self._install(self._fixed.entry())
+            self._fixed_called = True
             return self._fixed.call(args)
         fast_key = None
         if not kwargs and not self.static_argnums:
@@ -484,7 +511,7 @@ class Kernel:
             spec = self._fast.get(fast_key)
             if spec is not None and not (spec.program.updates and _shared(args)):
                 # called again with these types: the native entry from now on
-                self._entry = spec.entry()
+                self._install(spec.entry())
                 if float in fast_key:
                     return spec.call(args)
                 return spec.call_fast(args)

@@ -4,7 +4,8 @@
 Calling a kernel through ctypes costs microseconds: every argument becomes a ctypes object,
 the pointer arrays are built in Python, the outputs are allocated by a Python call to
 ``np.empty``. This module compiles once per process, with llvmlite, one native function
-``entry(self, args, nargs)`` with CPython's ``METH_FASTCALL`` convention that does the whole
+``entry(self, args, nargs, kwnames)`` with CPython's ``METH_FASTCALL | METH_KEYWORDS``
+convention that does the whole
 call for one specialization described by a table of 64-bit words:
 
 * each argument must be exactly what the specialization was compiled for: an exact
@@ -17,8 +18,8 @@ call for one specialization described by a table of 64-bit words:
 * the result is the single output (a NumPy scalar for a 0-d one, as ``arr[()]``), or what
   ``wrap(*outputs)`` returns for several.
 
-Anything else (another type, a copy to make, a conversion, an argument count) calls
-``fallback(*args)``: the checked Python path, which raises the same errors as ever or
+Anything else (another type, a copy to make, a conversion, an argument count, keywords) calls
+``fallback(*args, **kwargs)``: the checked Python path, which raises the same errors as ever or
 installs the entry of another specialization. A failed kernel status calls
 ``on_error(status, *args)``, which raises the kernel's exception. The entry is a builtin
 function object whose ``self`` is a tuple holding the table, these callables and the
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import threading
 from typing import Any, Callable, Sequence
 
@@ -46,9 +48,9 @@ from compiler.backend.target import _initialize
 RELEASE_GIL_BYTES = 1 << 15
 
 #: the table's fixed header, in int64 words (then per argument: kind, dtype, ndim, dims; per
-#: output: dtype, ndim, dims)
-_KERNEL, _N_IN, _N_OUT, _MODE, _NDARRAY, _FLOAT, _NEW, _RETURN = range(8)
-_HEADER = 8
+#: output: dtype, ndim, dims; a dim >= 0 is a size, -(k + 1) the kernel's symbol k)
+_KERNEL, _N_IN, _N_OUT, _MODE, _NDARRAY, _FLOAT, _NEW, _RETURN, _N_SYMBOLS = range(9)
+_HEADER = 9
 MODE_RELEASE_GIL, MODE_SINGLE, MODE_SCALAR = 1, 2, 4
 KIND_ARRAY, KIND_FLOAT = 0, 1
 
@@ -70,6 +72,7 @@ declare ptr @PyObject_Vectorcall(ptr, ptr, i64, ptr)
 declare ptr @PyEval_SaveThread()
 declare void @PyEval_RestoreThread(ptr)
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 
 define internal void @decref_n(ptr %objs, i64 %n) {
 entry:
@@ -101,7 +104,7 @@ define internal ptr @item(ptr %tuple, i64 %i) alwaysinline {
   ret ptr %v
 }
 
-define ptr @aotx_pyentry(ptr %self, ptr %args, i64 %nargs) {
+define ptr @aotx_pyentry(ptr %self, ptr %args, i64 %nargs, ptr %kwnames) {
 entry:
   %item0 = call ptr @item(ptr %self, i64 0)
   %d = call ptr @PyLong_AsVoidPtr(ptr %item0)
@@ -115,14 +118,20 @@ entry:
   %outp = alloca ptr, i64 %nout1
   %outo = alloca ptr, i64 %nout1
   %vec = alloca ptr, i64 %nin1
-  %syms = alloca i64, i64 2
-  store i64 0, ptr %syms
+  %nsym = call i64 @word(ptr %d, i64 8)
+  %nsym1 = add i64 %nsym, 1
+  %syms = alloca i64, i64 %nsym1
+  %odimbuf = alloca i64, i64 64
+  %symbytes = mul i64 %nsym1, 8
+  call void @llvm.memset.p0.i64(ptr %syms, i8 -1, i64 %symbytes, i1 false)
   %okn = icmp eq i64 %nargs, %nin
-  br i1 %okn, label %in.head, label %slow
+  %nokw = icmp eq ptr %kwnames, null
+  %okcall = and i1 %okn, %nokw
+  br i1 %okcall, label %in.head, label %slow
 
 in.head:
   %i = phi i64 [0, %entry], [%i.next, %in.next]
-  %p = phi i64 [8, %entry], [%p.next, %in.next]
+  %p = phi i64 [9, %entry], [%p.next, %in.next]
   %more = icmp slt i64 %i, %nin
   br i1 %more, label %in.body, label %out.start
 
@@ -180,7 +189,7 @@ in.a1:
   br i1 %ok2, label %dims.head, label %slow
 
 dims.head:
-  %k = phi i64 [0, %in.a1], [%k.next, %dims.body]
+  %k = phi i64 [0, %in.a1], [%k.next, %dims.fixed], [%k.next, %dims.symbol]
   %kmore = icmp slt i64 %k, %nd
   br i1 %kmore, label %dims.body, label %in.a2
 
@@ -189,9 +198,23 @@ dims.body:
   %dk = load i64, ptr %dkp
   %wki = add i64 %p3, %k
   %wk = call i64 @word(ptr %d, i64 %wki)
-  %kok = icmp eq i64 %dk, %wk
   %k.next = add i64 %k, 1
+  %fixed = icmp sge i64 %wk, 0
+  br i1 %fixed, label %dims.fixed, label %dims.symbol
+
+dims.fixed:
+  %kok = icmp eq i64 %dk, %wk
   br i1 %kok, label %dims.head, label %slow
+
+dims.symbol:
+  %sidx = sub i64 -1, %wk
+  %sp = getelementptr i64, ptr %syms, i64 %sidx
+  %sv = load i64, ptr %sp
+  %unbound = icmp slt i64 %sv, 0
+  %same = icmp eq i64 %sv, %dk
+  %sok = or i1 %unbound, %same
+  store i64 %dk, ptr %sp
+  br i1 %sok, label %dims.head, label %slow
 
 in.a2:
   %datap = getelementptr i8, ptr %o, i64 16
@@ -226,8 +249,29 @@ out.body:
   %ond = call i64 @word(ptr %d, i64 %q1)
   %ond32 = trunc i64 %ond to i32
   %q2 = add i64 %q, 2
-  %odims = getelementptr i64, ptr %d, i64 %q2
-  %a = call ptr %newfn(ptr %arrtype, ptr %od, i32 %ond32, ptr %odims, ptr null, ptr null, i32 0, ptr null)
+  br label %odim.head
+
+odim.head:
+  %m = phi i64 [0, %out.body], [%m.next, %odim.body]
+  %mmore = icmp slt i64 %m, %ond
+  br i1 %mmore, label %odim.body, label %out.new
+
+odim.body:
+  %wmi = add i64 %q2, %m
+  %wm = call i64 @word(ptr %d, i64 %wmi)
+  %ofixed = icmp sge i64 %wm, 0
+  %osidx = sub i64 -1, %wm
+  %osidx.c = select i1 %ofixed, i64 0, i64 %osidx
+  %osp = getelementptr i64, ptr %syms, i64 %osidx.c
+  %osv = load i64, ptr %osp
+  %ov = select i1 %ofixed, i64 %wm, i64 %osv
+  %obp = getelementptr i64, ptr %odimbuf, i64 %m
+  store i64 %ov, ptr %obp
+  %m.next = add i64 %m, 1
+  br label %odim.head
+
+out.new:
+  %a = call ptr %newfn(ptr %arrtype, ptr %od, i32 %ond32, ptr %odimbuf, ptr null, ptr null, i32 0, ptr null)
   %anull = icmp eq ptr %a, null
   br i1 %anull, label %out.fail, label %out.ok
 
@@ -316,7 +360,7 @@ ret.wrap:
 
 slow:
   %fb = call ptr @item(ptr %self, i64 1)
-  %rs = call ptr @PyObject_Vectorcall(ptr %fb, ptr %args, i64 %nargs, ptr null)
+  %rs = call ptr @PyObject_Vectorcall(ptr %fb, ptr %args, i64 %nargs, ptr %kwnames)
   ret ptr %rs
 }
 """
@@ -327,7 +371,7 @@ class _MethodDef(ctypes.Structure):
                 ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
 
 
-_METH_FASTCALL = 0x0080
+_METH_FASTCALL, _METH_KEYWORDS = 0x0080, 0x0002
 
 
 class _Entry:
@@ -343,7 +387,7 @@ class _Entry:
         self.engine = llvm.create_mcjit_compiler(module, target)
         self.engine.finalize_object()
         self.address = self.engine.get_function_address("aotx_pyentry")
-        self.method = _MethodDef(b"aotx_kernel_entry", self.address, _METH_FASTCALL, None)
+        self.method = _MethodDef(b"aotx_kernel_entry", self.address, _METH_FASTCALL | _METH_KEYWORDS, None)
         new = ctypes.pythonapi.PyCFunction_NewEx
         new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
         self.new = new
@@ -401,25 +445,42 @@ def _entry() -> _Entry | None:
         return _Entry()
 
 
-Input = tuple[int, np.dtype, tuple[int, ...]]        # kind, dtype, static dims
+Dims = tuple["int | str", ...]
+Input = tuple[int, np.dtype, Dims]        # kind, dtype, dims (ints, or names of `symbols`)
 
 
-def make_entry(kernel: int, inputs: Sequence[Input], outputs: Sequence[tuple[np.dtype, tuple[int, ...]]],
+def make_entry(kernel: int, inputs: Sequence[Input], outputs: Sequence[tuple[np.dtype, Dims]],
                *, fallback: Callable[..., Any], on_error: Callable[..., Any],
-               wrap: Callable[..., Any] | None, keepalive: Any) -> Callable[..., Any] | None:
-    """A callable ``entry(*args)`` that calls kernel address `kernel` (all dims static) when the
-    arguments are exactly `inputs` (KIND_ARRAY: an ndarray of that dtype and shape,
-    C-contiguous; KIND_FLOAT: a Python float, passed as a float64 0-d input), with new output
-    arrays of `outputs`; ``fallback(*args)`` otherwise. A non-zero status returns
+               wrap: Callable[..., Any] | None, keepalive: Any,
+               symbols: Sequence[str] = ()) -> Callable[..., Any] | None:
+    """A callable ``entry(*args)`` that calls kernel address `kernel` when the arguments are
+    exactly `inputs` (KIND_ARRAY: an ndarray of that dtype and shape, C-contiguous; KIND_FLOAT:
+    a Python float, passed as a float64 0-d input), with new output arrays of `outputs`;
+    ``fallback(*args)`` otherwise. A dim may name one of `symbols` (the kernel's symbolic dims,
+    in the order it takes them): the first argument dim that names it gives its value, the
+    others must agree, and output dims take it. A non-zero status returns
     ``on_error(status, *args)``. With one output and `wrap` None it returns that output (a
     0-d one as a NumPy scalar), else ``wrap(*outputs)``. None when this process's CPython or
-    NumPy is not laid out as the entry expects."""
+    NumPy is not laid out as the entry expects, or a symbol is given by no argument dim."""
+    bound = {d for kind, _, dims in inputs if kind == KIND_ARRAY for d in dims if isinstance(d, str)}
+    if set(symbols) != bound or any(isinstance(d, str) and d not in bound
+                                    for _, dims in outputs for d in dims):
+        return None
     entry = _entry()
     if entry is None or not entry.api_new or not entry.api_return:
         return None
+    index = {name: k for k, name in enumerate(symbols)}
+
+    def encode(dims: Dims) -> list[int]:
+        return [-(index[d] + 1) if isinstance(d, str) else int(d) for d in dims]
+
+    def size(dtype: np.dtype, dims: Dims) -> int:     # symbolic: release the GIL
+        static = [d for d in dims if isinstance(d, int)]
+        return dtype.itemsize * math.prod(static) if len(static) == len(dims) else RELEASE_GIL_BYTES
+
     nbytes = 0
     words = [kernel, len(inputs), len(outputs), 0, id(np.ndarray), id(float), entry.api_new,
-             entry.api_return]
+             entry.api_return, len(symbols)]
     dtypes = []
     for kind, dtype, dims in inputs:
         if kind == KIND_FLOAT:
@@ -427,13 +488,13 @@ def make_entry(kernel: int, inputs: Sequence[Input], outputs: Sequence[tuple[np.
             continue
         dtype = np.dtype(dtype)
         dtypes.append(dtype)
-        words += [KIND_ARRAY, id(dtype), len(dims), *dims]
-        nbytes += dtype.itemsize * int(np.prod(dims, dtype=np.int64))
+        words += [KIND_ARRAY, id(dtype), len(dims), *encode(dims)]
+        nbytes += size(dtype, dims)
     for dtype, dims in outputs:
         dtype = np.dtype(dtype)
         dtypes.append(dtype)
-        words += [id(dtype), len(dims), *dims]
-        nbytes += dtype.itemsize * int(np.prod(dims, dtype=np.int64))
+        words += [id(dtype), len(dims), *encode(dims)]
+        nbytes += size(dtype, dims)
     mode = MODE_RELEASE_GIL if nbytes >= RELEASE_GIL_BYTES else 0
     if wrap is None:
         if len(outputs) != 1:

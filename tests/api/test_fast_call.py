@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import traceback
 import weakref
 
 import numpy as np
@@ -218,3 +219,75 @@ def test_signature_and_updating_kernels_keep_their_paths():
     for k in range(1, 4):
         assert inplace(x, B64) == pytest.approx(np.sum(B64) * k, rel=1e-14)
         np.testing.assert_allclose(x, B64 * k, rtol=1e-14)
+
+
+def _first(x):
+    return x[0] * 2.0
+
+
+def _tail(x):
+    return x[5]
+
+
+first = jit(_first, cache=False)
+sig_add = jit(_add, signature="f64[n], f64[n]", cache=False)
+sig_tail = jit(_tail, signature="f64[n]", cache=False)
+
+
+def _compiler_frames(error: BaseException) -> list[str]:
+    return [f.filename for f in traceback.extract_tb(error.__traceback__) if "/compiler/" in f.filename]
+
+
+def test_a_compile_error_after_the_entry_is_installed():
+    """New argument types that do not compile: the same error, with one frame of the compiler."""
+    _warm(first, A64)
+    assert first._entry is not None
+    np.testing.assert_array_equal(first(A64), A64[0] * 2.0)
+    fresh = jit(_first, cache=False)
+    with pytest.raises(Exception) as expected:
+        fresh(np.float64(1.0).reshape(()))
+    with pytest.raises(Exception) as got:
+        first(np.float64(1.0).reshape(()))
+    assert (got.type, str(got.value)) == (expected.type, str(expected.value))
+    assert len(_compiler_frames(got.value)) <= 1
+    np.testing.assert_array_equal(first(A64), A64[0] * 2.0)
+
+
+def test_keywords_after_the_entry_is_installed():
+    _warm(add, A64, B64)
+    for _ in range(2):
+        np.testing.assert_array_equal(add(A64, b=B64), A64 + B64)
+        np.testing.assert_array_equal(add(b=A64, a=B64), B64 + A64)
+    fresh = jit(_add, cache=False)
+    assert _error(add, A64, B64, b=B64) == _error(fresh, A64, B64, b=B64)
+
+
+def test_signature_kernels_bind_symbols_in_the_entry():
+    _warm(sig_add, A64, B64)
+    assert sig_add._entry is not None
+    for n in (0, 1, 4, 1000, 5000):
+        a, b = R.standard_normal(n), R.standard_normal(n)
+        for _ in range(2):
+            np.testing.assert_array_equal(sig_add(a, b), a + b)
+    # conversions and errors: as the checked path of a kernel without the entry
+    fresh = jit(_add, signature="f64[n], f64[n]", cache=False)
+    for args in [(A64, B64[:3]), (A64, np.ones((4, 1))), (A64, A32), (np.arange(4), B64),
+                 (A64[::-1], B64), (A64, 1.5), (A64,), (A64, B64.astype(complex))]:
+        try:
+            expected = fresh(*args)
+        except Exception as e:
+            assert _error(sig_add, *args) == (type(e), str(e))
+        else:
+            out = sig_add(*args)
+            assert out.dtype == expected.dtype
+            np.testing.assert_array_equal(out, expected)
+
+
+def test_a_failed_check_names_the_symbol_values():
+    fresh = jit(_tail, signature="f64[n]", cache=False)
+    expected = _error(fresh, np.ones(3))
+    assert expected[0] is IndexError and "size 3" in expected[1]
+    _warm(sig_tail, np.arange(8.0))
+    assert sig_tail._entry is not None
+    assert sig_tail(np.arange(8.0)) == 5.0
+    assert _error(sig_tail, np.ones(3)) == expected
