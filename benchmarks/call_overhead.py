@@ -10,7 +10,9 @@ checks, output allocation, the native call and the result. Cases:
 * ``jit into out``: a kernel that writes into a given output (``out[...] = a + b``);
 * ``vmap`` (a batch of 4 dot products of length 3) and ``grad`` (of ``sum(tanh(w)**2)``);
 * ``checked path``: the same kernel through its Python path (what ``runtime.load`` of a built
-  library runs, with the pointer arrays built per call);
+  library runs without the compiler imported, with the pointer arrays built per call);
+* ``runtime.load f(a, b)``: the signature kernel built by ``aotx build`` and loaded (skipped
+  when the build fails, e.g. without a C compiler);
 * ``numba f(a, b)`` (``@njit``), when numba is installed.
 
 Each case is timed in rounds that interleave the cases (the machine may be shared); the table
@@ -24,7 +26,11 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -85,6 +91,10 @@ def cases() -> dict[str, Callable[[], Any]]:
         np.testing.assert_allclose(out[name](), want, rtol=1e-13)
     out["jit into out"]()
     np.testing.assert_allclose(c, a + b, rtol=1e-15)
+    lib = _built_library()
+    if lib is not None:
+        np.testing.assert_allclose(lib.add(a, b), a + b)
+        out["runtime.load f(a, b)"] = lambda: lib.add(a, b)
     try:
         import numba
     except ImportError:
@@ -94,6 +104,29 @@ def cases() -> dict[str, Callable[[], Any]]:
         np.testing.assert_allclose(nf(a, b), a + b)
         out["numba f(a, b)"] = lambda: nf(a, b)
     return out
+
+
+LIBRARY = """
+from compiler import jit
+
+
+@jit(signature="f64[n], f64[n]")
+def add(a, b):
+    return a + b
+"""
+
+
+def _built_library() -> Any:
+    """`aotx build` of a one-kernel module, loaded with runtime.load (None if it cannot build)."""
+    import runtime
+    tmp = Path(tempfile.mkdtemp(prefix="aotx-call-overhead-"))
+    (tmp / "calllib.py").write_text(LIBRARY)
+    proc = subprocess.run([sys.executable, "-m", "compiler", "build", str(tmp / "calllib.py"), "-o",
+                           str(tmp / "out")], capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"runtime.load: the build failed, skipped ({proc.stderr.strip().splitlines()[-1:]})")
+        return None
+    return runtime.load(tmp / "out" / "calllib")
 
 
 def measure(calls: dict[str, Callable[[], Any]], rounds: int, number: int) -> dict[str, list[float]]:

@@ -41,6 +41,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from compiler.backend.target import _initialize
+from runtime import loader
 
 #: at least this many bytes of arguments and results: the call releases the GIL while the kernel
 #: runs (other Python threads run meanwhile); below it, releasing and taking the GIL back would
@@ -503,3 +504,6 @@ def make_entry(kernel: int, inputs: Sequence[Input], outputs: Sequence[tuple[np.
     words[_MODE] = mode
     table = (ctypes.c_int64 * len(words))(*words)
     return entry.function((ctypes.addressof(table), fallback, on_error, wrap, (table, dtypes, keepalive)))
+
+
+loader.entry_maker = make_entry          # runtime.load's kernels get entries too (runtime/loader.py)

@@ -9,6 +9,8 @@ raises (a fresh kernel of the same function, called once). Nothing here measures
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import threading
 import traceback
 import weakref
@@ -16,8 +18,11 @@ import weakref
 import numpy as np
 import pytest
 
+import runtime
 from compiler import grad, jit, vmap
 from compiler.backend import pyentry
+from runtime import loader
+from tests.runtime.subproc import env_for
 
 
 def _add(a, b):
@@ -291,3 +296,58 @@ def test_a_failed_check_names_the_symbol_values():
     assert sig_tail._entry is not None
     assert sig_tail(np.arange(8.0)) == 5.0
     assert _error(sig_tail, np.ones(3)) == expected
+
+
+LIBRARY_SOURCE = '''
+import numpy as np
+from compiler import jit
+
+
+@jit(signature="f64[n], f64[n]")
+def axpy(x, w):
+    return x * w + 1.0
+
+
+@jit(signature="f64[n, 3]")
+def parts(a):
+    return a.sum(axis=1), a[:, 0] * 2.0
+'''
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A two-kernel library built by `aotx build`."""
+    tmp = tmp_path_factory.mktemp("fastcall-build")
+    (tmp / "fastlib.py").write_text(LIBRARY_SOURCE)
+    proc = subprocess.run([sys.executable, "-m", "compiler", "build", str(tmp / "fastlib.py"), "-o",
+                           str(tmp / "out")], capture_output=True, text=True,
+                          env=env_for(tmp / "cache"), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return tmp / "out" / "fastlib"
+
+
+def test_runtime_load_kernels_get_the_entry(built, monkeypatch):
+    fresh, lib = runtime.load(built), runtime.load(built)
+    x, w = R.standard_normal(6), R.standard_normal(6)
+    a = R.standard_normal((5, 3))
+    for _ in range(3):
+        np.testing.assert_allclose(lib.axpy(x, w), x * w + 1.0, rtol=1e-15)
+        s, first = lib.parts(a)
+        np.testing.assert_allclose(s, a.sum(axis=1), rtol=1e-14)
+        np.testing.assert_array_equal(first, a[:, 0] * 2.0)
+    assert lib.axpy._entry is not None and lib.parts._entry is not None
+    for args in [(x, w[:3]), (x, A32[:1]), (x.reshape(2, 3), w), (x[::2], w[:3]), (x,),
+                 (np.arange(6), w), (x, 1.5), (x, None)]:
+        try:
+            expected = fresh.axpy(*args)
+        except Exception as e:
+            assert _error(lib.axpy, *args) == (type(e), str(e))
+        else:
+            np.testing.assert_array_equal(lib.axpy(*args), expected)
+    np.testing.assert_allclose(lib.axpy(x=x, w=w), x * w + 1.0, rtol=1e-15)
+    # without the compiler's entry maker: the Python path, same results
+    monkeypatch.setattr(loader, "entry_maker", None)
+    plain = runtime.load(built)
+    for _ in range(3):
+        np.testing.assert_allclose(plain.axpy(x, w), x * w + 1.0, rtol=1e-15)
+    assert plain.axpy._entry is None
