@@ -16,7 +16,9 @@ checks, output allocation, the native call and the result. Cases:
 * ``numba f(a, b)`` (``@njit``), when numba is installed.
 
 Each case is timed in rounds that interleave the cases (the machine may be shared); the table
-gives the median and the minimum over the rounds of the mean time per call, in microseconds.
+gives, in microseconds per call, the median and minimum over the rounds of the CPU time
+(``time.process_time``: steadier than wall time on a loaded machine) and the minimum wall time,
+and the ratio of the CPU median to NumPy's ``a + b``.
 
     python -m benchmarks.call_overhead [--rounds 9] [--number 20000] [--json FILE]
 """
@@ -129,19 +131,24 @@ def _built_library() -> Any:
     return runtime.load(tmp / "out" / "calllib")
 
 
-def measure(calls: dict[str, Callable[[], Any]], rounds: int, number: int) -> dict[str, list[float]]:
-    """Seconds per call of each case, one figure per round; the cases interleave."""
-    times: dict[str, list[float]] = {name: [] for name in calls}
+def measure(calls: dict[str, Callable[[], Any]], rounds: int,
+            number: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Seconds per call of each case, one figure per round, in wall time and in CPU time (on a
+    shared machine the CPU time of this single-threaded loop is the steadier one); the cases
+    interleave."""
+    wall: dict[str, list[float]] = {name: [] for name in calls}
+    cpu: dict[str, list[float]] = {name: [] for name in calls}
     for fn in calls.values():            # warm up: every fast path installed
         for _ in range(100):
             fn()
     for _ in range(rounds):
         for name, fn in calls.items():
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             for _ in range(number):
                 fn()
-            times[name].append((time.perf_counter() - start) / number)
-    return times
+            cpu[name].append((time.process_time() - start_cpu) / number)
+            wall[name].append((time.perf_counter() - start) / number)
+    return wall, cpu
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
@@ -150,16 +157,18 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser.add_argument("--number", type=int, default=20000, help="calls per round")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args(argv)
-    times = measure(cases(), args.rounds, args.number)
+    wall, cpu = measure(cases(), args.rounds, args.number)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    ref = statistics.median(times["numpy a + b"])
+    ref = statistics.median(cpu["numpy a + b"])
     print(f"call overhead, 4-element float64 arrays; load average {load:.2f}")
-    print(f"{'case':28s} {'median us':>10s} {'min us':>8s} {'/ numpy a+b':>12s}")
+    print(f"{'case':28s} {'CPU median us':>14s} {'CPU min us':>11s} {'wall min us':>12s} "
+          f"{'/ numpy a+b':>12s}")
     result = {}
-    for name, ts in times.items():
-        med, low = statistics.median(ts), min(ts)
-        result[name] = {"median_us": med * 1e6, "min_us": low * 1e6, "ratio": med / ref}
-        print(f"{name:28s} {med * 1e6:10.3f} {low * 1e6:8.3f} {med / ref:12.2f}")
+    for name in wall:
+        med, low, wlow = statistics.median(cpu[name]), min(cpu[name]), min(wall[name])
+        result[name] = {"cpu_median_us": med * 1e6, "cpu_min_us": low * 1e6, "wall_min_us": wlow * 1e6,
+                        "ratio": med / ref}
+        print(f"{name:28s} {med * 1e6:14.3f} {low * 1e6:11.3f} {wlow * 1e6:12.3f} {med / ref:12.2f}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"load": load, "cases": result}, fh, indent=1)
