@@ -96,13 +96,13 @@ class LibraryKernel:
 
 def _native_entry(kernel: LibraryKernel) -> Any:
     """The native entry of a library kernel (``loader.entry_maker``), or None: every argument
-    an array, dims sizes or symbols, no random key and no updated arguments."""
+    an array, dims sizes or symbols, no random key."""
     native, make = kernel.native, loader.entry_maker
-    if make is None or native.random or native.updates or not all(
+    if make is None or native.random or not all(
             isinstance(d, int) and d >= 0 or is_symbol(d)
             for s in native.inputs + native.outputs for d in s.dims):
         return None
-    result = kernel._result
+    result, n_results = kernel._result, len(native.outputs) - len(native.updates)
     names, specs = [s.name for s in native.inputs], list(native.inputs)
     ref = weakref.ref(kernel)
 
@@ -120,8 +120,9 @@ def _native_entry(kernel: LibraryKernel) -> Any:
         return trees.unflatten(result, [o[()] if o.ndim == 0 else o for o in outs])
     return make(native.address, [(0, s.dtype, tuple(s.dims)) for s in native.inputs],
                 [(s.dtype, tuple(s.dims)) for s in native.outputs], fallback=fallback,
-                on_error=on_error, wrap=None if result == trees.LEAF and len(native.outputs) == 1
-                else wrap, keepalive=native._keepalive, symbols=native.symbols)
+                on_error=on_error, wrap=None if result == trees.LEAF and n_results == 1
+                or result is None and n_results == 0 else wrap,
+                keepalive=native._keepalive, symbols=native.symbols, updates=native.updates)
 
 
 def _routines(value: Any) -> list[str]:

@@ -207,7 +207,7 @@ def _native_entry(spec: Specialization) -> Callable[..., Any] | None:
     calls the kernel's checked path (``Kernel._call``) for anything else. The entry holds the
     kernel only weakly, the loaded code strongly."""
     native = spec.native
-    if not isinstance(native, NativeKernel) or native.random or native.updates:
+    if not isinstance(native, NativeKernel) or native.random:
         return None
     a_args, a_kwargs = spec.abstract
     dims_ok = all(isinstance(d, int) and d >= 0 or is_symbol(d)
@@ -225,7 +225,9 @@ def _native_entry(spec: Specialization) -> Callable[..., Any] | None:
             return None
     outputs = [(s.dtype, tuple(s.dims)) for s in native.outputs]
     tree = spec.program.out_tree
-    single = tree == pytrees.flatten(0)[1] and len(outputs) == 1
+    n_results = len(outputs) - len(native.updates)
+    single = tree == pytrees.flatten(0)[1] and n_results == 1 or \
+        n_results == 0 and pytrees.unflatten(tree, []) is None
     name, errors = native.name, native.errors
     names, specs = [s.name for s in native.inputs], list(native.inputs)
 
@@ -240,7 +242,7 @@ def _native_entry(spec: Specialization) -> Callable[..., Any] | None:
     return pyentry.make_entry(native.address, inputs, outputs, fallback=spec.kernel._dispatch,
                               on_error=on_error,
                               wrap=None if single else wrap, keepalive=native._keepalive,
-                              symbols=native.symbols)
+                              symbols=native.symbols, updates=native.updates)
 
 
 def _entry_key(args: tuple) -> Any:

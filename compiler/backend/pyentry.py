@@ -48,12 +48,13 @@ from runtime import loader
 #: cost more than the kernel
 RELEASE_GIL_BYTES = 1 << 15
 
-#: the table's fixed header, in int64 words (then per argument: kind, dtype, ndim, dims; per
-#: output: dtype, ndim, dims; a dim >= 0 is a size, -(k + 1) the kernel's symbol k)
-_KERNEL, _N_IN, _N_OUT, _MODE, _NDARRAY, _FLOAT, _NEW, _RETURN, _N_SYMBOLS = range(9)
-_HEADER = 9
-MODE_RELEASE_GIL, MODE_SINGLE, MODE_SCALAR = 1, 2, 4
-KIND_ARRAY, KIND_FLOAT = 0, 1
+#: the table's fixed header, in int64 words (then per argument: kind, and for an array dtype,
+#: itemsize, ndim, dims; per output: dtype, ndim, dims; a dim >= 0 is a size, -(k + 1) the
+#: kernel's symbol k; per updated argument: its index and its new value's output index)
+_KERNEL, _N_IN, _N_OUT, _MODE, _NDARRAY, _FLOAT, _NEW, _RETURN, _N_SYMBOLS, _N_UPDATES = range(10)
+_HEADER = 10
+MODE_RELEASE_GIL, MODE_SINGLE, MODE_SCALAR, MODE_NONE = 1, 2, 4, 8
+KIND_ARRAY, KIND_FLOAT, KIND_UPDATED = 0, 1, 2
 
 # PyObject, PyArrayObject_fields and PyFloatObject offsets on 64-bit CPython (checked by _layout_ok)
 _OB_TYPE, _DATA, _ND, _DIMS, _DESCR, _FLAGS, _FVAL, _TUPLE_ITEMS = 8, 16, 24, 32, 56, 64, 16, 24
@@ -74,6 +75,7 @@ declare ptr @PyEval_SaveThread()
 declare void @PyEval_RestoreThread(ptr)
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+declare void @llvm.memmove.p0.p0.i64(ptr, ptr, i64, i1)
 
 define internal void @decref_n(ptr %objs, i64 %n) {
 entry:
@@ -120,6 +122,8 @@ entry:
   %outo = alloca ptr, i64 %nout1
   %vec = alloca ptr, i64 %nin1
   %nsym = call i64 @word(ptr %d, i64 8)
+  %nupd = call i64 @word(ptr %d, i64 9)
+  %inbytes = alloca i64, i64 %nin1
   %nsym1 = add i64 %nsym, 1
   %syms = alloca i64, i64 %nsym1
   %odimbuf = alloca i64, i64 64
@@ -132,7 +136,7 @@ entry:
 
 in.head:
   %i = phi i64 [0, %entry], [%i.next, %in.next]
-  %p = phi i64 [9, %entry], [%p.next, %in.next]
+  %p = phi i64 [10, %entry], [%p.next, %in.next]
   %more = icmp slt i64 %i, %nin
   br i1 %more, label %in.body, label %out.start
 
@@ -158,6 +162,8 @@ in.float.ok:
   %slot = getelementptr double, ptr %fl, i64 %i
   store double %fv, ptr %slot
   store ptr %slot, ptr %inslot
+  %fbytes = getelementptr i64, ptr %inbytes, i64 %i
+  store i64 0, ptr %fbytes
   %p.f = add i64 %p, 1
   br label %in.next
 
@@ -176,21 +182,30 @@ in.a1:
   %flags = load i32, ptr %flagsp
   %cf = and i32 %flags, 1
   %cok = icmp ne i32 %cf, 0
+  %wf = and i32 %flags, 1024
+  %writeable = icmp ne i32 %wf, 0
+  %updated = icmp eq i64 %kind, 2
+  %wrong = icmp ugt i1 %updated, %writeable
+  %wok = xor i1 %wrong, true
+  %p2 = add i64 %p, 2
+  %itemsize = call i64 @word(ptr %d, i64 %p2)
   %ndp = getelementptr i8, ptr %o, i64 24
   %nd32 = load i32, ptr %ndp
   %nd = sext i32 %nd32 to i64
-  %p2 = add i64 %p, 2
-  %wnd = call i64 @word(ptr %d, i64 %p2)
+  %pn = add i64 %p, 3
+  %wnd = call i64 @word(ptr %d, i64 %pn)
   %ndok = icmp eq i64 %nd, %wnd
-  %ok1 = and i1 %dok, %cok
+  %ok0 = and i1 %dok, %cok
+  %ok1 = and i1 %ok0, %wok
   %ok2 = and i1 %ok1, %ndok
   %dimsp = getelementptr i8, ptr %o, i64 32
   %dims = load ptr, ptr %dimsp
-  %p3 = add i64 %p, 3
+  %p3 = add i64 %p, 4
   br i1 %ok2, label %dims.head, label %slow
 
 dims.head:
   %k = phi i64 [0, %in.a1], [%k.next, %dims.fixed], [%k.next, %dims.symbol]
+  %size = phi i64 [%itemsize, %in.a1], [%size.next, %dims.fixed], [%size.next, %dims.symbol]
   %kmore = icmp slt i64 %k, %nd
   br i1 %kmore, label %dims.body, label %in.a2
 
@@ -200,6 +215,7 @@ dims.body:
   %wki = add i64 %p3, %k
   %wk = call i64 @word(ptr %d, i64 %wki)
   %k.next = add i64 %k, 1
+  %size.next = mul i64 %size, %dk
   %fixed = icmp sge i64 %wk, 0
   br i1 %fixed, label %dims.fixed, label %dims.symbol
 
@@ -221,6 +237,8 @@ in.a2:
   %datap = getelementptr i8, ptr %o, i64 16
   %data = load ptr, ptr %datap
   store ptr %data, ptr %inslot
+  %abytes = getelementptr i64, ptr %inbytes, i64 %i
+  store i64 %size, ptr %abytes
   %p.a = add i64 %p3, %nd
   br label %in.next
 
@@ -230,6 +248,50 @@ in.next:
   br label %in.head
 
 out.start:
+  %hasupd = icmp sgt i64 %nupd, 0
+  br i1 %hasupd, label %ov.outer, label %out.start2
+
+ov.outer:
+  %oa = phi i64 [0, %out.start], [%oa.next, %ov.inner.done]
+  %oamore = icmp slt i64 %oa, %nin
+  br i1 %oamore, label %ov.outer.body, label %out.start2
+
+ov.outer.body:
+  %oap = getelementptr ptr, ptr %inp, i64 %oa
+  %oaptr = load ptr, ptr %oap
+  %oas = ptrtoint ptr %oaptr to i64
+  %oabp = getelementptr i64, ptr %inbytes, i64 %oa
+  %oab = load i64, ptr %oabp
+  %oae = add i64 %oas, %oab
+  %oa.next = add i64 %oa, 1
+  br label %ov.inner
+
+ov.inner:
+  %ob = phi i64 [%oa.next, %ov.outer.body], [%ob.next, %ov.inner.body]
+  %obmore = icmp slt i64 %ob, %nin
+  br i1 %obmore, label %ov.inner.body, label %ov.inner.done
+
+ov.inner.body:
+  %obpp = getelementptr ptr, ptr %inp, i64 %ob
+  %obptr = load ptr, ptr %obpp
+  %obs = ptrtoint ptr %obptr to i64
+  %obbp = getelementptr i64, ptr %inbytes, i64 %ob
+  %obb = load i64, ptr %obbp
+  %obe = add i64 %obs, %obb
+  %ne1 = icmp sgt i64 %oab, 0
+  %ne2 = icmp sgt i64 %obb, 0
+  %lt1 = icmp ult i64 %oas, %obe
+  %lt2 = icmp ult i64 %obs, %oae
+  %x1 = and i1 %ne1, %ne2
+  %x2 = and i1 %lt1, %lt2
+  %overlap = and i1 %x1, %x2
+  %ob.next = add i64 %ob, 1
+  br i1 %overlap, label %slow, label %ov.inner
+
+ov.inner.done:
+  br label %ov.outer
+
+out.start2:
   %arrtype.i = call i64 @word(ptr %d, i64 4)
   %arrtype = inttoptr i64 %arrtype.i to ptr
   %newfn.i = call i64 @word(ptr %d, i64 6)
@@ -237,8 +299,8 @@ out.start:
   br label %out.head
 
 out.head:
-  %j = phi i64 [0, %out.start], [%j.next, %out.ok]
-  %q = phi i64 [%p, %out.start], [%q.next, %out.ok]
+  %j = phi i64 [0, %out.start2], [%j.next, %out.ok]
+  %q = phi i64 [%p, %out.start2], [%q.next, %out.ok]
   %jmore = icmp slt i64 %j, %nout
   br i1 %jmore, label %out.body, label %call
 
@@ -311,7 +373,28 @@ call.gil:
 called:
   %st = phi i32 [%st1, %call.nogil], [%st2, %call.gil]
   %bad = icmp ne i32 %st, 0
-  br i1 %bad, label %error, label %result
+  br i1 %bad, label %error, label %upd.head
+
+upd.head:
+  %u = phi i64 [0, %called], [%u.next, %upd.body]
+  %r = phi i64 [%q, %called], [%r.next, %upd.body]
+  %umore = icmp slt i64 %u, %nupd
+  br i1 %umore, label %upd.body, label %result
+
+upd.body:
+  %uin = call i64 @word(ptr %d, i64 %r)
+  %r1 = add i64 %r, 1
+  %uout = call i64 @word(ptr %d, i64 %r1)
+  %uinp = getelementptr ptr, ptr %inp, i64 %uin
+  %udst = load ptr, ptr %uinp
+  %uoutp = getelementptr ptr, ptr %outp, i64 %uout
+  %usrc = load ptr, ptr %uoutp
+  %ubp = getelementptr i64, ptr %inbytes, i64 %uin
+  %ub = load i64, ptr %ubp
+  call void @llvm.memmove.p0.p0.i64(ptr %udst, ptr %usrc, i64 %ub, i1 false)
+  %r.next = add i64 %r, 2
+  %u.next = add i64 %u, 1
+  br label %upd.head
 
 error:
   call void @decref_n(ptr %outo, i64 %nout)
@@ -334,6 +417,19 @@ error.call:
   ret ptr %re
 
 result:
+  %nres = sub i64 %nout, %nupd
+  %resend = getelementptr ptr, ptr %outo, i64 %nres
+  call void @decref_n(ptr %resend, i64 %nupd)
+  %nn = and i64 %mode, 8
+  %isnone = icmp ne i64 %nn, 0
+  br i1 %isnone, label %ret.none, label %result.some
+
+ret.none:
+  %none = call ptr @item(ptr %self, i64 3)
+  call void @Py_IncRef(ptr %none)
+  ret ptr %none
+
+result.some:
   %sg = and i64 %mode, 2
   %single = icmp ne i64 %sg, 0
   br i1 %single, label %ret.single, label %ret.wrap
@@ -355,8 +451,8 @@ ret.scalar:
 
 ret.wrap:
   %wrap = call ptr @item(ptr %self, i64 3)
-  %rw = call ptr @PyObject_Vectorcall(ptr %wrap, ptr %outo, i64 %nout, ptr null)
-  call void @decref_n(ptr %outo, i64 %nout)
+  %rw = call ptr @PyObject_Vectorcall(ptr %wrap, ptr %outo, i64 %nres, ptr null)
+  call void @decref_n(ptr %outo, i64 %nres)
   ret ptr %rw
 
 slow:
@@ -453,17 +549,24 @@ Input = tuple[int, np.dtype, Dims]        # kind, dtype, dims (ints, or names of
 def make_entry(kernel: int, inputs: Sequence[Input], outputs: Sequence[tuple[np.dtype, Dims]],
                *, fallback: Callable[..., Any], on_error: Callable[..., Any],
                wrap: Callable[..., Any] | None, keepalive: Any,
-               symbols: Sequence[str] = ()) -> Callable[..., Any] | None:
+               symbols: Sequence[str] = (),
+               updates: Sequence[int] = ()) -> Callable[..., Any] | None:
     """A callable ``entry(*args)`` that calls kernel address `kernel` when the arguments are
     exactly `inputs` (KIND_ARRAY: an ndarray of that dtype and shape, C-contiguous; KIND_FLOAT:
     a Python float, passed as a float64 0-d input), with new output arrays of `outputs`;
     ``fallback(*args)`` otherwise. A dim may name one of `symbols` (the kernel's symbolic dims,
     in the order it takes them): the first argument dim that names it gives its value, the
     others must agree, and output dims take it. A non-zero status returns
-    ``on_error(status, *args)``. With one output and `wrap` None it returns that output (a
-    0-d one as a NumPy scalar), else ``wrap(*outputs)``. None when this process's CPython or
+    ``on_error(status, *args)``. `updates` lists the arguments the kernel writes into: the
+    last ``len(updates)`` outputs are their new values, copied into them after a successful
+    call (such an argument must be writeable, and no two array arguments may share memory,
+    else the fallback); the other outputs are the results. With one result and `wrap` None it
+    returns that result (a 0-d one as a NumPy scalar), with no result and `wrap` None it
+    returns None, else ``wrap(*results)``. None when this process's CPython or
     NumPy is not laid out as the entry expects, or a symbol is given by no argument dim."""
-    bound = {d for kind, _, dims in inputs if kind == KIND_ARRAY for d in dims if isinstance(d, str)}
+    bound = {d for kind, _, dims in inputs if kind != KIND_FLOAT for d in dims if isinstance(d, str)}
+    if any(inputs[i][0] == KIND_FLOAT for i in updates) or len(updates) > len(outputs):
+        return None
     if set(symbols) != bound or any(isinstance(d, str) and d not in bound
                                     for _, dims in outputs for d in dims):
         return None
@@ -481,25 +584,31 @@ def make_entry(kernel: int, inputs: Sequence[Input], outputs: Sequence[tuple[np.
 
     nbytes = 0
     words = [kernel, len(inputs), len(outputs), 0, id(np.ndarray), id(float), entry.api_new,
-             entry.api_return, len(symbols)]
+             entry.api_return, len(symbols), len(updates)]
     dtypes = []
-    for kind, dtype, dims in inputs:
+    for i, (kind, dtype, dims) in enumerate(inputs):
         if kind == KIND_FLOAT:
             words.append(KIND_FLOAT)
             continue
         dtype = np.dtype(dtype)
         dtypes.append(dtype)
-        words += [KIND_ARRAY, id(dtype), len(dims), *encode(dims)]
+        kind = KIND_UPDATED if i in updates else KIND_ARRAY
+        words += [kind, id(dtype), dtype.itemsize, len(dims), *encode(dims)]
         nbytes += size(dtype, dims)
     for dtype, dims in outputs:
         dtype = np.dtype(dtype)
         dtypes.append(dtype)
         words += [id(dtype), len(dims), *encode(dims)]
         nbytes += size(dtype, dims)
+    first = len(outputs) - len(updates)
+    for k, i in enumerate(updates):
+        words += [i, first + k]
     mode = MODE_RELEASE_GIL if nbytes >= RELEASE_GIL_BYTES else 0
-    if wrap is None:
-        if len(outputs) != 1:
-            raise ValueError("make_entry: wrap is needed unless there is one output")
+    if wrap is None and first == 0:
+        mode |= MODE_NONE                 # a function without results returns None
+    elif wrap is None:
+        if first != 1:
+            raise ValueError("make_entry: wrap is needed unless there is one result or none")
         mode |= MODE_SINGLE | (MODE_SCALAR if not outputs[0][1] else 0)
     words[_MODE] = mode
     table = (ctypes.c_int64 * len(words))(*words)

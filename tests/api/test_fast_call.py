@@ -211,19 +211,74 @@ def test_the_entry_does_not_keep_a_dead_kernel_alive():
     assert ref() is None and code() is None
 
 
-def test_signature_and_updating_kernels_keep_their_paths():
+def _bump(x, y):
+    x += y
+    return x.sum()
+
+
+def _into(a, b, out):
+    out[...] = a + b
+
+
+def _inc_then_read(x, y):
+    x += 1.0
+    return y.sum()
+
+
+bump = jit(_bump, cache=False)
+inc_then_read = jit(_inc_then_read, cache=False)
+into = jit(_into, cache=False)
+
+
+def test_kernels_that_write_into_their_arguments():
+    x = np.zeros(4)
+    for k in range(1, 4):
+        assert bump(x, B64) == pytest.approx(np.sum(B64) * k, rel=1e-14)
+        np.testing.assert_allclose(x, B64 * k, rtol=1e-14)
+    assert bump._entry is not None
+    c = np.zeros(4)
+    for _ in range(3):
+        assert into(A64, B64, c) is None
+        np.testing.assert_array_equal(c, A64 + B64)
+    assert into._entry is not None
+
+
+def test_writes_into_arguments_the_entry_does_not_take():
+    """Shared memory, read-only, another dtype, strided: as NumPy, or the checked path's error."""
+    _warm(inc_then_read, np.zeros(4), B64)
+    assert inc_then_read._entry is not None
+    x = A64.copy()
+    assert inc_then_read(x, x) == pytest.approx(np.sum(A64 + 1.0), rel=1e-14)   # y is x
+    w = np.arange(6.0)
+    assert inc_then_read(w[:4], w[2:]) == pytest.approx(2 + 3 + 1 + 4 + 1 + 5, rel=1e-14)
+    _warm(into, A64, B64, np.zeros(4))
+    c = A64.copy()
+    into(c, B64, c)                                     # the same array read and written
+    np.testing.assert_array_equal(c, A64 + B64)
+    z = np.arange(8.0)
+    expected = z.copy()
+    expected[2:6] = z[:4] + B64
+    into(z[:4], B64, z[2:6])                            # overlapping views of one array
+    np.testing.assert_array_equal(z, expected)
+    s = np.zeros(8)
+    into(A64, B64, s[::2])                              # a strided output is written in place
+    np.testing.assert_array_equal(s[::2], A64 + B64)
+    assert not s[1::2].any()
+    readonly = np.zeros(4)
+    readonly.flags.writeable = False
+    fresh = jit(_into, cache=False)
+    assert _error(into, A64, B64, readonly) == _error(fresh, A64, B64, readonly)
+    assert not readonly.any()
+    c32, expected32 = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    expected32[...] = A64 + B64                         # NumPy casts on assignment
+    into(A64, B64, c32)
+    np.testing.assert_array_equal(c32, expected32)
+
+
+def test_signature_kernels_keep_working():
     sig = jit(_add, signature="f64[n], f64[n]", cache=False)
     for _ in range(3):
         np.testing.assert_array_equal(sig(A64, B64), A64 + B64)
-
-    def bump(x, y):
-        x += y
-        return x.sum()
-    inplace = jit(bump, cache=False)
-    x = np.zeros(4)
-    for k in range(1, 4):
-        assert inplace(x, B64) == pytest.approx(np.sum(B64) * k, rel=1e-14)
-        np.testing.assert_allclose(x, B64 * k, rtol=1e-14)
 
 
 def _first(x):
