@@ -487,13 +487,13 @@ class _Entry:
         self.engine.finalize_object()
         self.address = self.engine.get_function_address("aotx_pyentry")
         self.method = _MethodDef(b"aotx_kernel_entry", self.address, _METH_FASTCALL | _METH_KEYWORDS, None)
-        new = ctypes.pythonapi.PyCFunction_NewEx
-        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
-        self.new = new
+        # function objects of our own: ctypes.pythonapi's are shared with any other user
+        self.new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)(
+            ("PyCFunction_NewEx", ctypes.pythonapi))
+        get = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+            ("PyCapsule_GetPointer", ctypes.pythonapi))
         capsule = np._core._multiarray_umath._ARRAY_API     # type: ignore[attr-defined]
-        get = ctypes.pythonapi.PyCapsule_GetPointer
-        get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-        table = get(capsule, None)
+        table = get(capsule, None) or 0
         self.api_return = ctypes.c_void_p.from_address(table + 8 * _API_RETURN).value or 0
         self.api_new = ctypes.c_void_p.from_address(table + 8 * _API_NEW_FROM_DESCR).value or 0
 
