@@ -32,7 +32,6 @@ Python or NumPy ABI) :func:`make_entry` returns None and kernels keep the Python
 from __future__ import annotations
 
 import ctypes
-import functools
 import math
 import threading
 from typing import Any, Callable, Sequence
@@ -534,14 +533,19 @@ def _layout_ok() -> bool:
 
 
 _LOCK = threading.Lock()
+_MADE: list[_Entry | None] = []
 
 
-@functools.cache
 def _entry() -> _Entry | None:
-    with _LOCK:                          # made once, even when two threads ask at once
-        if not _layout_ok() or not hasattr(np, "_core"):
-            return None
-        return _Entry()
+    """The process's entry, made once even when several threads ask at once (every function
+    object made from it points into its method record and its code: a second one dropped
+    would leave them dangling)."""
+    if _MADE:
+        return _MADE[0]
+    with _LOCK:
+        if not _MADE:
+            _MADE.append(_Entry() if _layout_ok() and hasattr(np, "_core") else None)
+        return _MADE[0]
 
 
 Dims = tuple["int | str", ...]
@@ -614,7 +618,8 @@ def make_entry(kernel: int, inputs: Sequence[Input], outputs: Sequence[tuple[np.
         mode |= MODE_SINGLE | (MODE_SCALAR if not outputs[0][1] else 0)
     words[_MODE] = mode
     table = (ctypes.c_int64 * len(words))(*words)
-    return entry.function((ctypes.addressof(table), fallback, on_error, wrap, (table, dtypes, keepalive)))
+    return entry.function((ctypes.addressof(table), fallback, on_error, wrap,
+                           (table, dtypes, keepalive, entry)))
 
 
 loader.entry_maker = make_entry          # runtime.load's kernels get entries too (runtime/loader.py)

@@ -406,3 +406,48 @@ def test_runtime_load_kernels_get_the_entry(built, monkeypatch):
     for _ in range(3):
         np.testing.assert_allclose(plain.axpy(x, w), x * w + 1.0, rtol=1e-15)
     assert plain.axpy._entry is None
+
+
+FIRST_ENTRIES_IN_THREADS = '''
+import threading
+import numpy as np
+from compiler import jit
+
+
+def add(a, b):
+    return a + b
+
+
+kernels = [jit(add, cache=False) for _ in range(4)]
+x = np.arange(4.0)
+for k in kernels:                        # compiled, not yet called twice: no entry made
+    k(x, x)
+barrier = threading.Barrier(len(kernels))
+bad = []
+
+
+def work(k):
+    barrier.wait()                       # every thread makes the process's entry at once
+    for _ in range(2000):
+        if not np.array_equal(k(x, x), x + x):
+            bad.append(1)
+
+
+threads = [threading.Thread(target=work, args=(k,)) for k in kernels]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("ok" if not bad and all(k._entry is not None for k in kernels) else "bad")
+'''
+
+
+def test_threads_making_the_first_entry_at_once(tmp_path):
+    """In a fresh process: the entry is made once, and every thread's kernel uses it (a second
+    one made and dropped left its function objects pointing into freed code: a crash)."""
+    script = tmp_path / "first_entries.py"
+    script.write_text(FIRST_ENTRIES_IN_THREADS)
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              env=env_for(None, AOTX_DISABLE_CACHE="1"), timeout=300)
+        assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr[-2000:]
