@@ -9,21 +9,50 @@ from __future__ import annotations
 import ctypes
 import functools
 import inspect
+import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+import numpy as np
 
-from runtime import blas, workspace
+from runtime import blas, loader, workspace
 from runtime import manifest as mf
 from runtime import trees
-from runtime.abi import ArgSpec, ErrorSite
-from runtime.loader import NativeKernel
+from runtime.abi import ArgSpec, ErrorSite, is_symbol, kernel_error
+from runtime.loader import NativeKernel, bind_symbols
+
+
+class _Checked:
+    """The Python path of a library kernel (it holds the kernel weakly; the kernel holds it):
+    from the second call on it installs the kernel's native entry, when there is one."""
+
+    __slots__ = ("kernel",)
+
+    def __init__(self, kernel: "LibraryKernel") -> None:
+        self.kernel = weakref.ref(kernel)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        k = self.kernel()
+        if k is None:
+            raise ReferenceError("the kernel of this call is gone")
+        k._calls += 1
+        if k._calls == 2:                         # called again: the native entry from now on
+            k._entry = _native_entry(k)
+            if k._entry is not None:
+                k.__call__ = k._entry
+        return k._checked(*args, **kwargs)
 
 
 class LibraryKernel:
     """One kernel of a built library: validates arguments exactly as ``Kernel`` does
     (dtype by safe casting, rank, sizes, symbolic dims agreeing, contiguity by copying),
     allocates the outputs and returns them in the function's result structure."""
+
+    # calling it calls the `__call__` instance slot (no Python frame): `_Checked`, then the
+    # native entry when the compiler has installed ``loader.entry_maker`` (it falls back to
+    # `_checked` for arguments it does not take)
+    __slots__ = ("__call__", "__dict__", "__weakref__")
+    __call__: Callable[..., Any]
 
     def __init__(self, info: dict[str, Any], address: int, library: "Library") -> None:
         ins = [ArgSpec.from_json(a) for a in info["inputs"]]
@@ -42,13 +71,17 @@ class LibraryKernel:
         self.__signature__ = inspect.Signature(
             [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in ins])
         self.__doc__ = f"{self.__name__}({self.signature}) from {library.path.name}"
+        self._entry: Any = None          # the native entry (_native_entry), from the second call
+        self._calls = 0
+        self._dispatch = _Checked(self)
+        self.__call__ = self._dispatch
 
     @property
     def address(self) -> int:
         """Address of the C entry point (see docs/abi.md)."""
         return self.native.address
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def _checked(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             try:
                 args = tuple(self.__signature__.bind(*args, **kwargs).args)
@@ -59,6 +92,37 @@ class LibraryKernel:
 
     def __repr__(self) -> str:
         return f"<aotx kernel {self.__name__}({self.signature})>"
+
+
+def _native_entry(kernel: LibraryKernel) -> Any:
+    """The native entry of a library kernel (``loader.entry_maker``), or None: every argument
+    an array, dims sizes or symbols, no random key."""
+    native, make = kernel.native, loader.entry_maker
+    if make is None or native.random or not all(
+            isinstance(d, int) and d >= 0 or is_symbol(d)
+            for s in native.inputs + native.outputs for d in s.dims):
+        return None
+    result, n_results = kernel._result, len(native.outputs) - len(native.updates)
+    names, specs = [s.name for s in native.inputs], list(native.inputs)
+    ref = weakref.ref(kernel)
+
+    def fallback(*args: Any, **kwargs: Any) -> Any:
+        k = ref()
+        if k is None:
+            raise ReferenceError(f"{native.name}: the kernel of this entry is gone")
+        return k._checked(*args, **kwargs)
+
+    def on_error(status: int, *args: Any) -> Any:
+        env = bind_symbols(names, [np.asarray(a) for a in args], specs) if native.symbols else {}
+        raise kernel_error(native.name, status, native.errors, env)
+
+    def wrap(*outs: np.ndarray) -> Any:
+        return trees.unflatten(result, [o[()] if o.ndim == 0 else o for o in outs])
+    return make(native.address, [(0, s.dtype, tuple(s.dims)) for s in native.inputs],
+                [(s.dtype, tuple(s.dims)) for s in native.outputs], fallback=fallback,
+                on_error=on_error, wrap=None if result == trees.LEAF and n_results == 1
+                or result is None and n_results == 0 else wrap,
+                keepalive=native._keepalive, symbols=native.symbols, updates=native.updates)
 
 
 def _routines(value: Any) -> list[str]:

@@ -12,7 +12,7 @@ kernel's dtype that shares no memory with another argument.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -235,3 +235,10 @@ def write_back(outs: list[np.ndarray], args: Sequence[Any], updates: Sequence[in
         np.copyto(args[i], outs[n + k].reshape(args[i].shape), casting="no"
                   if args[i].dtype == outs[n + k].dtype else "equiv")
     return outs[:n]
+
+
+#: a maker of native entries (``compiler.backend.pyentry.make_entry``, installed here when the
+#: compiler is imported: this package never imports it): with it, a kernel of ``runtime.load``
+#: called twice with the same argument types is called through a native entry as a jit kernel
+#: is (docs/performance.md, "Call overhead"); without it, through its Python path
+entry_maker: Callable[..., Any] | None = None

@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from compiler import cache, config, pipeline
+from compiler.backend import pyentry
 from compiler.backend import target as targets
 from compiler.function import trampoline
 from compiler.function.trampoline import raise_pending
@@ -39,8 +40,8 @@ from compiler.ir.printer import format_function
 from compiler.ir import types
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
-from runtime.abi import ERROR_BASE, kernel_error, parse_spec
-from runtime.loader import KERNEL_CFUNC, NativeKernel, check_array_class, write_back
+from runtime.abi import ERROR_BASE, is_symbol, kernel_error, parse_spec
+from runtime.loader import KERNEL_CFUNC, NativeKernel, bind_symbols, check_array_class, write_back
 
 
 @dataclass
@@ -135,6 +136,14 @@ class Specialization:
             plan = self._plan = _FastPlan(self)
         return plan(arrays) if plan.ok else self.call(arrays)
 
+    def entry(self) -> Callable[..., Any] | None:
+        """The native entry of this specialization (compiler/backend/pyentry.py), made on
+        first use; None when it has none (symbolic dims, updates, a random key, pytrees)."""
+        entry = self.__dict__.get("_entry", False)
+        if entry is False:
+            entry = self._entry = _native_entry(self)
+        return entry
+
     def lowered(self) -> Lowered:
         a = self._ensure_artifacts()
         assert isinstance(self.program, pipeline.Program)
@@ -189,6 +198,66 @@ class _FastPlan:
         if self.single:
             return _scalarize(outs[0])
         return pytrees.unflatten(self.spec.program.out_tree, [_scalarize(o) for o in outs])
+
+
+def _native_entry(spec: Specialization) -> Callable[..., Any] | None:
+    """The fast call path of a specialization whose arguments are each one array or one Python
+    float, and whose dims are sizes or symbols (not expressions): a native entry that checks the
+    arguments, binds the symbols, allocates the outputs with NumPy and calls the kernel, and
+    calls the kernel's checked path (``Kernel._call``) for anything else. The entry holds the
+    kernel only weakly, the loaded code strongly."""
+    native = spec.native
+    if not isinstance(native, NativeKernel) or native.random:
+        return None
+    a_args, a_kwargs = spec.abstract
+    dims_ok = all(isinstance(d, int) and d >= 0 or is_symbol(d)
+                  for s in native.inputs + native.outputs for d in s.dims)
+    if a_kwargs or len(a_args) != len(native.inputs) or not dims_ok:
+        return None
+    inputs: list[pyentry.Input] = []
+    for arg, s in zip(a_args, native.inputs):
+        if isinstance(arg, Weak) and arg.type.dtype == np.float64 and s.dtype == np.float64 \
+                and not s.dims:
+            inputs.append((pyentry.KIND_FLOAT, s.dtype, ()))
+        elif isinstance(arg, TensorType) and len(arg.shape) == len(s.dims):
+            inputs.append((pyentry.KIND_ARRAY, s.dtype, tuple(s.dims)))
+        else:
+            return None
+    outputs = [(s.dtype, tuple(s.dims)) for s in native.outputs]
+    tree = spec.program.out_tree
+    n_results = len(outputs) - len(native.updates)
+    single = tree == pytrees.flatten(0)[1] and n_results == 1 or \
+        n_results == 0 and pytrees.unflatten(tree, []) is None
+    name, errors = native.name, native.errors
+    names, specs = [s.name for s in native.inputs], list(native.inputs)
+
+    def on_error(status: int, *args: Any) -> Any:
+        if status == 2:                      # a host callback raised: its exception
+            raise_pending()
+        env = bind_symbols(names, [np.asarray(a) for a in args], specs) if native.symbols else {}
+        raise kernel_error(name, status, errors, env)
+
+    def wrap(*outs: np.ndarray) -> Any:
+        return pytrees.unflatten(tree, [_scalarize(o) for o in outs])
+    return pyentry.make_entry(native.address, inputs, outputs, fallback=spec.kernel._dispatch,
+                              on_error=on_error,
+                              wrap=None if single else wrap, keepalive=native._keepalive,
+                              symbols=native.symbols, updates=native.updates)
+
+
+def _entry_key(args: tuple) -> Any:
+    """The key of the fast paths: (dtype, shape) per array argument, float per Python float;
+    None unless every argument is one of those."""
+    key: list[Any] = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append((a.dtype, a.shape))
+        elif t is float:
+            key.append(float)
+        else:
+            return None
+    return tuple(key)
 
 
 def _windowed(a_args: tuple, a_kwargs: dict, dynamic: list[Any]) -> Any:
@@ -266,8 +335,33 @@ def _symbol_name(name: str) -> str:
     return f"aotx_{clean}"
 
 
+class _Dispatch:
+    """The checked call of a Kernel: the specialization for the arguments (compiled on first
+    use), called through its Python path. It holds the Kernel weakly (the Kernel holds it)."""
+
+    __slots__ = ("kernel",)
+
+    def __init__(self, kernel: "Kernel") -> None:
+        self.kernel = weakref.ref(kernel)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        kernel = self.kernel()
+        if kernel is None:
+            raise ReferenceError("the kernel of this call is gone")
+        try:
+            return kernel._call(args, kwargs)
+        except (CompileError, InternalCompilerError) as e:
+            raise _boundary(e)   # the message points at your code; see below
+
+
 class Kernel:
     """A compiled function: call it with NumPy arrays, get NumPy arrays."""
+
+    # Calling a Kernel calls its `__call__` *instance slot* (a C-level member, no Python frame):
+    # the native entry of the specialization it last called twice (compiler/backend/pyentry.py),
+    # which calls the `_Dispatch` for any other arguments, or that `_Dispatch` itself.
+    __slots__ = ("__call__", "__dict__", "__weakref__")
+    __call__: Callable[..., Any]
 
     def __init__(self, fn: Callable[..., Any], *, signature: str | None = None,
                  static_argnums: int | Sequence[int] = (), fastmath: bool = False,
@@ -298,6 +392,12 @@ class Kernel:
         self.static_argnums = _static_argnums(self._signature, static_argnums, self.__name__)
         self._specializations: dict[Any, Specialization] = {}
         self._fast: dict[Any, Specialization] = {}   # (dtype, shape) per array argument -> spec
+        # the native entry of the specialization called last through the fast path (when it
+        # has one): __call__ goes straight to it, and it falls back to _call
+        self._entry: Callable[..., Any] | None = None
+        self._dispatch = _Dispatch(self)
+        self.__call__ = self._dispatch
+        self._fixed_called = False
         self._lock = threading.Lock()                  # guards _compiling
         self._compiling: dict[Any, threading.RLock] = {}   # key -> held while it compiles
         self.signature = signature
@@ -391,37 +491,49 @@ class Kernel:
         except (CompileError, InternalCompilerError) as e:
             raise _boundary(e)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            if self._fixed is not None:
-                if kwargs:
-                    args = tuple(self._bind(args, kwargs).args)
-                return self._fixed.call(args)
-            fast_key = None
-            if not kwargs and not self.static_argnums and all(type(a) is np.ndarray for a in args):
-                fast_key = tuple((a.dtype, a.shape) for a in args)
-                spec = self._fast.get(fast_key)
-                if spec is not None and not (spec.program.updates and _shared(args)):
-                    return spec.call_fast(args)
-            key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs)
-            spec = self._specializations.get(key)
-            if spec is None:
-                spec = self._specialization(key, lambda: Specialization(self, a_args, a_kwargs))
-            if spec.program.updates and self._tracer is None and _shared(dynamic):
-                # it writes into its arguments, and one array is passed twice: the two names
-                # are one array, as in NumPy (a specialization of its own)
-                key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs, aliases=True)
-                windowed = _windowed(a_args, a_kwargs, dynamic) if _shared(dynamic) else None
-                if windowed is not None:         # overlapping views: of one window of memory
-                    key, a_args, a_kwargs, dynamic = windowed
-                spec = self._specializations.get(key) or self._specialization(
-                    key, lambda: Specialization(self, a_args, a_kwargs))
-                return spec.call(dynamic)
-            if fast_key is not None and len(dynamic) == len(args):
-                self._fast[fast_key] = spec
+    def _install(self, entry: Callable[..., Any] | None) -> None:
+        """Calls go to this native entry from now on (to the checked path for None)."""
+        self._entry = entry
+        self.__call__ = self._dispatch if entry is None else entry
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
+        """The call without the fast path's entry: the specialization for these arguments
+        (compiled on first use), called through its checked path."""
+        if self._fixed is not None:
+            if kwargs:
+                args = tuple(self._bind(args, kwargs).args)
+            elif self._fixed_called:                 # called again: the native entry from now on
+                self._install(self._fixed.entry())
+            self._fixed_called = True
+            return self._fixed.call(args)
+        fast_key = None
+        if not kwargs and not self.static_argnums:
+            fast_key = _entry_key(args)
+        if fast_key is not None:
+            spec = self._fast.get(fast_key)
+            if spec is not None and not (spec.program.updates and _shared(args)):
+                # called again with these types: the native entry from now on
+                self._install(spec.entry())
+                if float in fast_key:
+                    return spec.call(args)
+                return spec.call_fast(args)
+        key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs)
+        spec = self._specializations.get(key)
+        if spec is None:
+            spec = self._specialization(key, lambda: Specialization(self, a_args, a_kwargs))
+        if spec.program.updates and self._tracer is None and _shared(dynamic):
+            # it writes into its arguments, and one array is passed twice: the two names
+            # are one array, as in NumPy (a specialization of its own)
+            key, a_args, a_kwargs, dynamic = self._abstract(args, kwargs, aliases=True)
+            windowed = _windowed(a_args, a_kwargs, dynamic) if _shared(dynamic) else None
+            if windowed is not None:         # overlapping views: of one window of memory
+                key, a_args, a_kwargs, dynamic = windowed
+            spec = self._specializations.get(key) or self._specialization(
+                key, lambda: Specialization(self, a_args, a_kwargs))
             return spec.call(dynamic)
-        except (CompileError, InternalCompilerError) as e:
-            raise _boundary(e)   # the message points at your code; see below
+        if fast_key is not None and len(dynamic) == len(args):
+            self._fast[fast_key] = spec
+        return spec.call(dynamic)
 
     # ---- inspection ---------------------------------------------------------------------
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
