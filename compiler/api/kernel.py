@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from compiler import cache, config, pipeline
+from compiler.api import pickling
 from compiler.backend import target as targets
 from compiler.function import trampoline
 from compiler.function.trampoline import raise_pending
@@ -490,6 +491,18 @@ class Kernel:
         """What the on-disk cache key covers of this kernel (compiler/cache.py)."""
         return (self.__name__, bool(self.fastmath), bool(self.parallel), list(self.static_argnums),
                 self.boundscheck, self.fn, self._tracer)
+
+    # ---- pickling by value (compiler/api/pickling.py) -------------------------------------
+    def __reduce__(self) -> tuple:
+        """Pickled by value: the compiled variants' object code and manifests, and the function
+        with its transforms to compile new variants (docs/aot.md)."""
+        return pickling.reduce_kernel(self, Kernel, Specialization)
+
+    def __copy__(self) -> "Kernel":
+        return self                      # a compiled function, as copy.copy(function)
+
+    def __deepcopy__(self, memo: dict) -> "Kernel":
+        return self
 
     def __repr__(self) -> str:
         sig = f", signature={self.signature!r}" if self.signature else ""
