@@ -40,6 +40,7 @@ from compiler.ir.printer import format_function
 from compiler.ir import types
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
+from runtime import interop
 from runtime.abi import ERROR_BASE, kernel_error, parse_spec
 from runtime.loader import KERNEL_CFUNC, NativeKernel, check_array_class, write_back
 
@@ -557,6 +558,8 @@ def _abstract_leafwise(name: str, value: Any, dynamic: list[Any],
     leaves, tree = pytrees.flatten(value)
     out: list[Any] = []
     for i, leaf in enumerate(leaves):
+        if interop.is_foreign(leaf):     # torch, JAX, ...: an ndarray over its memory
+            leaf = interop.to_numpy(_leaf_path(name, value, i), leaf)
         kind = _leaf_kind(leaf, lambda: _leaf_path(name, value, i))
         if kind == "array":
             arr = _native_order(np.asarray(leaf))
