@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from compiler import cache, config, pipeline
-from compiler.api import pickling
+from compiler.api import callbacks, pickling
 from compiler.backend import target as targets
 from compiler.function import trampoline
 from compiler.function.trampoline import raise_pending
@@ -447,14 +447,22 @@ class Kernel:
         except (CompileError, InternalCompilerError) as e:
             raise _boundary(e)
 
-    def address(self, signature: str | None = None) -> int:
-        """Address of the C entry point ``int32_t f(void**, void**, const int64_t*)``."""
-        return self._for_signature(signature).native.address
-
-    def ctypes(self, signature: str | None = None) -> Any:
-        """The C entry point as a ctypes function (see docs/abi.md). It keeps the native code
-        alive: it stays callable after the Kernel is gone."""
+    def address(self, signature: str | None = None, prototype: str | None = None) -> int:
+        """Address of the C entry point ``int32_t f(void**, void**, const int64_t*)``, or with
+        `prototype` (``"double (double)"``) of a function of that C prototype calling it
+        (compiler/api/callbacks.py; docs/interop.md)."""
         spec = self._for_signature(signature)
+        if prototype is not None:
+            return callbacks.adapter(self.__name__, spec, prototype).address
+        return spec.native.address
+
+    def ctypes(self, signature: str | None = None, prototype: str | None = None) -> Any:
+        """The C entry point as a ctypes function (see docs/abi.md), or with `prototype` a
+        function of that C prototype (a ``scipy.LowLevelCallable``; docs/interop.md). It keeps
+        the native code alive: it stays callable after the Kernel is gone."""
+        spec = self._for_signature(signature)
+        if prototype is not None:
+            return callbacks.cfunc(self.__name__, spec, prototype)
         entry = KERNEL_CFUNC(spec.native.address)
         setattr(entry, "_aotx_code", spec)      # a ctypes function object takes attributes
         return entry
