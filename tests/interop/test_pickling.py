@@ -14,6 +14,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import weakref
 
 import numpy as np
 import pytest
@@ -206,3 +207,24 @@ def _example(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@jit(static_argnums=1)
+def power(x, k):
+    return x ** k
+
+
+def test_static_arguments_and_another_place(monkeypatch):
+    power(X, 3)
+    data = pickle.dumps(power)
+    restored = pickle.loads(data)
+    before = _llvm_runs()
+    np.testing.assert_allclose(restored(X, 3), X ** 3, rtol=1e-15)
+    assert _llvm_runs() == before
+    # code compiled for another aotx, LLVM or CPU is not loaded: compiled again here
+    monkeypatch.setattr(pickling, "_environment", lambda: ["0.0", "0.0", ["other-cpu"]])
+    monkeypatch.setattr(pickling, "_RESTORED", weakref.WeakValueDictionary())   # another process
+    elsewhere = pickle.loads(data)
+    assert elsewhere is not restored and not elsewhere._specializations
+    np.testing.assert_allclose(elsewhere(X, 3), X ** 3, rtol=1e-15)
+    assert _llvm_runs() == before + 1
