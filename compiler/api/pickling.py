@@ -223,6 +223,9 @@ def restore_kernel(kernel_class: type, spec_class: Any, state: dict[str, Any]) -
             kernel = _new_kernel(kernel_class, state)
             _RESTORED[state["token"]] = kernel
     _add_variants(kernel, spec_class, state)
+    if kernel.signature is not None and kernel._fixed is None \
+            and not isinstance(kernel._tracer, _NotCompilable):
+        kernel._fixed = kernel._compile_signature(kernel.signature)     # as jit(signature=) does
     return kernel
 
 

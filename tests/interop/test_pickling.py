@@ -216,7 +216,7 @@ def power(x, k):
 
 def test_static_arguments_and_another_place(monkeypatch):
     power(X, 3)
-    data = pickle.dumps(power)
+    data, data_scaled = pickle.dumps(power), pickle.dumps(scaled)
     restored = pickle.loads(data)
     before = _llvm_runs()
     np.testing.assert_allclose(restored(X, 3), X ** 3, rtol=1e-15)
@@ -228,3 +228,7 @@ def test_static_arguments_and_another_place(monkeypatch):
     assert elsewhere is not restored and not elsewhere._specializations
     np.testing.assert_allclose(elsewhere(X, 3), X ** 3, rtol=1e-15)
     assert _llvm_runs() == before + 1
+    moved = pickle.loads(data_scaled)             # a signature= kernel: compiled again at once
+    assert moved._fixed is not None and _llvm_runs() == before + 2
+    np.testing.assert_allclose(moved(X[:3], 2.0), X[:3] * 2.0 + np.cos(X[:3]), rtol=1e-15)
+    assert _llvm_runs() == before + 2
