@@ -183,8 +183,8 @@ def _relocate(fn: Any, sources: dict[str, Any]) -> None:
         if linecache.getlines(file) != lines:       # not on this machine, or another version
             linecache.cache[file] = (sum(map(len, lines)), None, list(lines), file)
     places = sources.get("places", {})
-    functions = [fn] + [g for g in getattr(fn, "__globals__", {}).values()
-                        if isinstance(g, types.FunctionType)]
+    functions = [g for g in [fn, *getattr(fn, "__globals__", {}).values()]
+                 if isinstance(g, types.FunctionType)]
     for f in functions:
         code = f.__code__
         file = places.get(f"{code.co_name}:{code.co_firstlineno}")

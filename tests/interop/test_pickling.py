@@ -232,3 +232,14 @@ def test_static_arguments_and_another_place(monkeypatch):
     assert moved._fixed is not None and _llvm_runs() == before + 2
     np.testing.assert_allclose(moved(X[:3], 2.0), X[:3] * 2.0 + np.cos(X[:3]), rtol=1e-15)
     assert _llvm_runs() == before + 2
+
+
+def test_a_restored_kernel_pickles_again_and_numpy_functions_travel(monkeypatch):
+    sine = jit(np.sin)
+    sine(X)
+    first = pickle.loads(pickle.dumps(sine))
+    monkeypatch.setattr(pickling, "_RESTORED", weakref.WeakValueDictionary())   # another process
+    second = pickle.loads(pickle.dumps(first))
+    before = _llvm_runs()
+    np.testing.assert_allclose(second(X), np.sin(X), rtol=1e-15)
+    assert second is not first and _llvm_runs() == before
