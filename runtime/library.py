@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from runtime import blas, loader, workspace
+from runtime import blas, loader, pickling, workspace
 from runtime import manifest as mf
 from runtime import trees
 from runtime.abi import ArgSpec, ErrorSite, is_symbol, kernel_error
@@ -89,6 +89,10 @@ class LibraryKernel:
                 raise TypeError(f"{self.__name__}(): {e}") from None
         outs = self.native(*args)
         return trees.unflatten(self._result, [o[()] if o.ndim == 0 else o for o in outs])
+
+    def __reduce__(self) -> tuple:
+        """Pickled by value with its library (runtime/pickling.py)."""
+        return getattr, (self.native._keepalive, self.__name__)
 
     def __repr__(self) -> str:
         return f"<aotx kernel {self.__name__}({self.signature})>"
@@ -186,6 +190,10 @@ class Library:
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self.kernels))
+
+    def __reduce__(self) -> tuple:
+        """Pickled by value: its bytes and manifest, not its path (runtime/pickling.py)."""
+        return pickling.reduce_library(self.path, self.manifest, load)
 
     def __repr__(self) -> str:
         return f"<aotx library {self.path} kernels: {', '.join(self.kernels)}>"

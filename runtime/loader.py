@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from runtime import rng
+from runtime import interop, rng
 from runtime.abi import ArgSpec, ErrorSite, evaluate_dim, is_symbol, kernel_error
 
 KERNEL_CFUNC = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p),
@@ -56,6 +56,8 @@ def as_array(name: str, value: Any) -> np.ndarray:
         return value
     if value is None:
         raise TypeError(f"argument '{name}': expected an array, got None")
+    if interop.is_foreign(value):            # torch, JAX, ...: DLPack first (runtime/interop.py)
+        return interop.to_numpy(name, value)
     try:
         return np.asarray(value)
     except (ValueError, TypeError, OverflowError) as e:

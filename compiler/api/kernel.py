@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from compiler import cache, config, pipeline
+from compiler.api import callbacks, pickling
 from compiler.backend import pyentry
 from compiler.backend import target as targets
 from compiler.function import trampoline
@@ -40,6 +41,7 @@ from compiler.ir.printer import format_function
 from compiler.ir import types
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
+from runtime import interop
 from runtime.abi import ERROR_BASE, is_symbol, kernel_error, parse_spec
 from runtime.loader import KERNEL_CFUNC, NativeKernel, bind_symbols, check_array_class, write_back
 
@@ -557,14 +559,22 @@ class Kernel:
         except (CompileError, InternalCompilerError) as e:
             raise _boundary(e)
 
-    def address(self, signature: str | None = None) -> int:
-        """Address of the C entry point ``int32_t f(void**, void**, const int64_t*)``."""
-        return self._for_signature(signature).native.address
-
-    def ctypes(self, signature: str | None = None) -> Any:
-        """The C entry point as a ctypes function (see docs/abi.md). It keeps the native code
-        alive: it stays callable after the Kernel is gone."""
+    def address(self, signature: str | None = None, prototype: str | None = None) -> int:
+        """Address of the C entry point ``int32_t f(void**, void**, const int64_t*)``, or with
+        `prototype` (``"double (double)"``) of a function of that C prototype calling it
+        (compiler/api/callbacks.py; docs/interop.md)."""
         spec = self._for_signature(signature)
+        if prototype is not None:
+            return callbacks.adapter(self.__name__, spec, prototype).address
+        return spec.native.address
+
+    def ctypes(self, signature: str | None = None, prototype: str | None = None) -> Any:
+        """The C entry point as a ctypes function (see docs/abi.md), or with `prototype` a
+        function of that C prototype (a ``scipy.LowLevelCallable``; docs/interop.md). It keeps
+        the native code alive: it stays callable after the Kernel is gone."""
+        spec = self._for_signature(signature)
+        if prototype is not None:
+            return callbacks.cfunc(self.__name__, spec, prototype)
         entry = KERNEL_CFUNC(spec.native.address)
         setattr(entry, "_aotx_code", spec)      # a ctypes function object takes attributes
         return entry
@@ -602,6 +612,18 @@ class Kernel:
         """What the on-disk cache key covers of this kernel (compiler/cache.py)."""
         return (self.__name__, bool(self.fastmath), bool(self.parallel), list(self.static_argnums),
                 self.boundscheck, self.fn, self._tracer)
+
+    # ---- pickling by value (compiler/api/pickling.py) -------------------------------------
+    def __reduce__(self) -> tuple:
+        """Pickled by value: the compiled variants' object code and manifests, and the function
+        with its transforms to compile new variants (docs/aot.md)."""
+        return pickling.reduce_kernel(self, Kernel, Specialization)
+
+    def __copy__(self) -> "Kernel":
+        return self                      # a compiled function, as copy.copy(function)
+
+    def __deepcopy__(self, memo: dict) -> "Kernel":
+        return self
 
     def __repr__(self) -> str:
         sig = f", signature={self.signature!r}" if self.signature else ""
@@ -656,6 +678,8 @@ def _abstract_leafwise(name: str, value: Any, dynamic: list[Any],
     leaves, tree = pytrees.flatten(value)
     out: list[Any] = []
     for i, leaf in enumerate(leaves):
+        if interop.is_foreign(leaf):     # torch, JAX, ...: an ndarray over its memory
+            leaf = interop.to_numpy(_leaf_path(name, value, i), leaf)
         kind = _leaf_kind(leaf, lambda: _leaf_path(name, value, i))
         if kind == "array":
             arr = _native_order(np.asarray(leaf))

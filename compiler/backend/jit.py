@@ -52,6 +52,7 @@ class LoadedObject:
             llvm.parse_assembly(""), target.machine(jit=True))
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
+        self.library = tuple(library)      # what the kernel may call (pickled with it: api/pickling.py)
         self.library_filled = blas.fill(
             library, lambda r: self._engine.get_global_value_address(blas.slot_symbol(symbol, r)))
         release = workspace.configure(self._engine.get_function_address, symbol) if symbol else None
