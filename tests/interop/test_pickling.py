@@ -224,6 +224,7 @@ def test_static_arguments_and_another_place(monkeypatch):
     # code compiled for another aotx, LLVM or CPU is not loaded: compiled again here
     monkeypatch.setattr(pickling, "_environment", lambda: ["0.0", "0.0", ["other-cpu"]])
     monkeypatch.setattr(pickling, "_RESTORED", weakref.WeakValueDictionary())   # another process
+    monkeypatch.setenv("AOTX_DISABLE_CACHE", "1")     # whose on-disk cache does not hold it
     elsewhere = pickle.loads(data)
     assert elsewhere is not restored and not elsewhere._specializations
     np.testing.assert_allclose(elsewhere(X, 3), X ** 3, rtol=1e-15)
@@ -239,6 +240,7 @@ def test_a_restored_kernel_pickles_again_and_numpy_functions_travel(monkeypatch)
     sine(X)
     first = pickle.loads(pickle.dumps(sine))
     monkeypatch.setattr(pickling, "_RESTORED", weakref.WeakValueDictionary())   # another process
+    monkeypatch.setenv("AOTX_DISABLE_CACHE", "1")     # whose on-disk cache does not hold it
     second = pickle.loads(pickle.dumps(first))
     before = _llvm_runs()
     np.testing.assert_allclose(second(X), np.sin(X), rtol=1e-15)
