@@ -56,6 +56,9 @@ class Codegen:
         self.math_calls = 0          # vector-math calls emitted so far (see loop())
         self._loop_ids = 0
         self.scalar_loops = False    # loops left scalar and not unrolled (see scalar_code)
+        self.rolled_depth: int | None = None   # loop depth of rolled_code's region, else None
+        self._loop_depth = 0         # loops open around the builder's position
+        self._nest_heights: list[int] = [0]   # per open loop: the height of its tallest inner nest
 
     # ---- scalars -------------------------------------------------------------------
     def index(self, value: int) -> ll.Constant:
@@ -290,10 +293,18 @@ class Codegen:
         b.position_at_end(body)
         self._cache.append({})
         calls_before = self.math_calls
+        self._loop_depth += 1
+        self._nest_heights.append(0)
         try:
             yield i
         finally:
             self._cache.pop()
+            self._loop_depth -= 1
+            height = 1 + self._nest_heights.pop()
+            self._nest_heights[-1] = max(self._nest_heights[-1], height)
+        # rolled_code: a loop of a nest at most two deep (an elementwise group over a stack,
+        # not the three loops of a matrix product)
+        rolled = self.rolled_depth is not None and self._loop_depth - self.rolled_depth + height <= 2
         nxt = b.add(i, self.index(1), flags=("nsw", "nuw"))
         i.add_incoming(nxt, b.block)
         back = b.branch(header)
@@ -302,6 +313,8 @@ class Codegen:
             + ("" if vectorize else "v")
         if self.scalar_loops:
             hints = "uv"
+        elif rolled and "u" not in hints:
+            hints += "u"
         if hints:
             self._loop_hints(back, hints)
         b.position_at_end(exit_)
@@ -325,6 +338,18 @@ class Codegen:
             yield
         finally:
             self.scalar_loops = saved
+
+    @contextlib.contextmanager
+    def rolled_code(self) -> Iterator[None]:
+        """The loops of nests at most two deep emitted inside (elementwise groups over a stack)
+        are vectorized but not unrolled: for the many short loops of a large loop body
+        (backend/loops.py), whose unrolled copies would multiply the code LLVM optimizes and
+        emits. Deeper nests (a matrix product's three loops) are left to LLVM's unroller."""
+        saved, self.rolled_depth = self.rolled_depth, self._loop_depth
+        try:
+            yield
+        finally:
+            self.rolled_depth = saved
 
     @contextlib.contextmanager
     def loop_nest(self, shape: Sequence[dims.Dim]) -> Iterator[list[ll.Value]]:

@@ -7,9 +7,10 @@ place, the rest is computed into temporaries and copied back.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
-from compiler.ir.core import Op
+from compiler.ir.core import Block, Op
 from compiler.backend.carries import enter_loop, exit_loop, lower_carried_body
 
 
@@ -23,6 +24,18 @@ def trip_count(cg: Any, lo: Any, hi: Any, step: int) -> Any:
     return b.select(b.icmp_signed(">", span, cg.index(0)), span, cg.index(0))
 
 
+#: a loop body of at least this many ops is emitted with its inner loops rolled (not unrolled by
+#: LLVM): a large body is many short loops (the unrolled code of a chunk of a batch of small
+#: matrices: one loop per entry and step, compiler/primitives/lu.py), whose unrolled copies
+#: doubled the time LLVM takes to optimize and emit it and made no faster code
+ROLLED_BODY_OPS = 64
+
+
+def rolled_if_large(cg: Any, body: Block) -> Any:
+    """`cg.rolled_code()` for a body of ROLLED_BODY_OPS ops or more, else nothing."""
+    return cg.rolled_code() if len(body.ops) >= ROLLED_BODY_OPS else contextlib.nullcontext()
+
+
 def lower_for(cg: Any, op: Op) -> None:
     start, stop, *init = op.operands
     (body,) = op.regions
@@ -33,7 +46,7 @@ def lower_for(cg: Any, op: Op) -> None:
     n = trip_count(cg, lo, hi, step)
     index = cg.allocate(body.args[0])
     b = cg.b
-    with cg.loop(n, unroll=False) as k:
+    with cg.loop(n, unroll=False) as k, rolled_if_large(cg, body):
         cg.store(index, [], b.add(lo, b.mul(k, cg.index(step))))
         lower_carried_body(cg, body, carried, [index])
     exit_loop(cg, op, carried)

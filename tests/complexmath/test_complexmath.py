@@ -355,21 +355,20 @@ _AD_NAMES = ("exp", "log", "sqrt", "tanh", "arcsin", "arctan", "log1p", "recipro
 
 
 @functools.lru_cache(maxsize=None)
-def _derivative_kernels():
-    """jvp and vjp kernels of one function of 2k arguments: name k of _AD_NAMES applied to
-    arguments 2k, 2k+1 (so that each function's cotangents stay separate)."""
+def _derivative_kernels(name: str):
+    """jvp and vjp kernels of the decomposition of `name`, a function of (re, im). One kernel
+    per function: one kernel of all of them took 1.6 times as long to compile as these together
+    (30.7 against 19.5 s of CPU; its loop body, every function's derivative with the vector math
+    inlined, is one long block), and the cases now share the work out between test workers."""
     from compiler.ir.builder import Builder, new_block
     from compiler.ir.core import Function, SourceLoc
     from compiler.ir.types import parse_type
     from tests.ops import internal as I
-    block = new_block([parse_type("f64[n]")] * (2 * len(_AD_NAMES)))
+    block = new_block([parse_type("f64[n]")] * 2)
     b = Builder(block, SourceLoc(__file__, 1))
-    results = []
-    for k, name in enumerate(_AD_NAMES):
-        results += list(H.UNARY[name](b, block.args[2 * k], block.args[2 * k + 1]))
-    block.results = results
-    fn = Function("d_all", block)
-    active = [True] * len(block.args)
+    block.results = list(H.UNARY[name](b, block.args[0], block.args[1]))
+    fn = Function(f"d_{name}", block)
+    active = [True, True]
     return (I.compile_function(I.jvp_function(fn, active)),
             I.compile_function(I.vjp_function(fn, active)))
 
@@ -395,22 +394,18 @@ def test_derivatives_through_the_decomposition(name):
     including points on the axes, at 0 and where the special-case branches are not taken.
     (Where a decomposition replaces f by a constant, e.g. tanh = +-1 for |x| >= 22, its
     derivative is 0 instead of the tiny f', and close to there f' loses relative accuracy.)"""
-    jvp, vjp = _derivative_kernels()
-    zs = [_ad_points(nm) for nm in _AD_NAMES]
-    n = zs[0].size
-    parts = [p for z in zs for p in (z.real.copy(), z.imag.copy())]
-    ones, zeros = np.ones(n), np.zeros(n)
-    m = len(_AD_NAMES)
-    k = _AD_NAMES.index(name)
-    z = zs[k]
+    jvp, vjp = _derivative_kernels(name)
+    z = _ad_points(name)
+    parts = (z.real.copy(), z.imag.copy())
+    ones, zeros = np.ones(z.size), np.zeros(z.size)
     with np.errstate(all="ignore"):
         want = _DERIVATIVE[name](z)
-    tx = jvp(*parts, *([ones, zeros] * m))
-    ty = jvp(*parts, *([zeros, ones] * m))
-    g = vjp(*parts, *([ones, zeros] * m))                 # gradient of Re f
-    dx = tx[2 * m + 2 * k] + 1j * tx[2 * m + 2 * k + 1]
-    dy = (ty[2 * m + 2 * k] + 1j * ty[2 * m + 2 * k + 1]) / 1j
-    gr = g[2 * m + 2 * k] - 1j * g[2 * m + 2 * k + 1]
+    tx = jvp(*parts, ones, zeros)
+    ty = jvp(*parts, zeros, ones)
+    g = vjp(*parts, ones, zeros)                          # gradient of Re f
+    dx = tx[2] + 1j * tx[3]
+    dy = (ty[2] + 1j * ty[3]) / 1j
+    gr = g[2] - 1j * g[3]
     scale = np.maximum(np.abs(want), 1e-30)
     for what, got in (("d/dx", dx), ("d/dy / i", dy), ("conj grad Re f", gr)):
         err = np.abs(got - want) / scale
