@@ -58,6 +58,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="where to write the results (default: benchmarks/results.json)")
     p.add_argument("--plot", metavar="FILE.png", help="draw the ratios with matplotlib (pip install aotx[bench])")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    p.add_argument("--from-json", metavar="FILE", help="print the table (and --plot) of an earlier run's JSON")
     p.add_argument("--worker", choices=MODES, help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -79,6 +80,8 @@ def worker(args: argparse.Namespace) -> None:
     cfg = harness.Config(tiny=args.tiny, repeat=args.repeat, threads=args.worker,
                          peers=tuple(["aotx", *args.peers.split(",")]), min_sample=0.0 if args.tiny else 2e-3)
     for name in ("numba", "torch", "jax"):                   # import the peers while the variables hold
+        if name not in cfg.peers and not (name == "torch" and "torch.compile" in cfg.peers):
+            continue
         try:
             __import__(name)
         except ImportError:
@@ -158,13 +161,18 @@ def table(results: dict[str, Any]) -> str:
             if "error" in w:
                 t.rows.append([name, f"workload failed: {w['error'][:80]}", *[""] * (len(peers) + 2)])
             for c in w["cases"]:
-                r = c["ratio"]
+                r, cpu = c["ratio"], harness.ratio(c, "cpu_median")[0] if mode == "1" else None
                 cells = [harness.fmt_time(c["peers"][p]["median"]) if c["peers"].get(p, {}).get("status") == "ok"
                          else marks.get(c["peers"].get(p, {}).get("status", "skipped"), "-") for p in peers]
-                t.rows.append([name, c["name"], f"{r:.2f}" if r is not None else "-", c["best_peer"] or "-", *cells])
+                t.rows.append([name, c["name"], f"{r:.2f}" if r is not None else "-",
+                               *([f"{cpu:.2f}" if cpu is not None else "-"] if mode == "1" else []),
+                               c["best_peer"] or "-", *cells])
         title = "one thread, pinned to one core" if mode == "1" else "default threading"
-        lines += [f"{title}: median time per call; ratio = aotx / fastest peer (< 1: aotx ahead)", "",
-                  t.text(["workload", "case", "ratio", "best peer", *peers]), ""]
+        lines += [f"{title}: median wall time per call; ratio = aotx / fastest peer (< 1: aotx ahead)"
+                  + ("; cpu ratio: the same on CPU time (process_time, steadier on a loaded machine)"
+                     if mode == "1" else ""), "",
+                  t.text(["workload", "case", "ratio", *(["cpu ratio"] if mode == "1" else []), "best peer",
+                          *peers]), ""]
     if results["scaling"]:
         lines.append("W7 speed-up, default threading over one thread (time 1 thread / time default):")
         for row in results["scaling"]:
@@ -215,6 +223,10 @@ def main(argv: list[str]) -> None:
     if args.worker:
         worker(args)
         return
+    if args.from_json:
+        with open(args.from_json) as f:
+            report(json.load(f), None, args.plot)
+        return
     start, host = time.perf_counter(), harness.machine()
     modes = {mode: run_mode(mode, args, argv) for mode in args.modes}
     host["load_end"] = list(os.getloadavg())
@@ -222,14 +234,18 @@ def main(argv: list[str]) -> None:
                "config": {"tiny": args.tiny, "repeat": args.repeat, "peers": args.peers.split(","),
                           "workloads": args.names, "threads": args.modes},
                "seconds": time.perf_counter() - start, "modes": modes, "scaling": scaling(modes)}
-    text = table(results)
-    print("\n" + text)
-    with open(args.json, "w") as f:
-        json.dump(results, f, indent=1)
-    print(f"\nresults written to {args.json}")
-    if args.plot:
-        plot(results, args.plot)
-        print(f"ratios drawn in {args.plot}")
+    report(results, args.json, args.plot)
+
+
+def report(results: dict[str, Any], json_path: str | None, plot_path: str | None) -> None:
+    print("\n" + table(results))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(results, f, indent=1)
+        print(f"\nresults written to {json_path}")
+    if plot_path:
+        plot(results, plot_path)
+        print(f"ratios drawn in {plot_path}")
 
 
 if __name__ == "__main__":

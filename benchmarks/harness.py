@@ -42,7 +42,8 @@ class Config:
 
     @property
     def samples(self) -> int:
-        """At least 7 samples; 2 with --tiny, which checks the suite and measures nothing."""
+        """At least 7 samples; 2 with --tiny (1 of a compile or a process), which checks the suite
+        and measures nothing."""
         return 2 if self.tiny else max(7, self.repeat)
 
     def size(self, full: Any, tiny: Any) -> Any:
@@ -154,7 +155,7 @@ def run_case(case: Case, cfg: Config) -> dict[str, Any]:
         else:
             if not cfg.tiny:
                 thunk()                               # warm-up (.pyc files, disk caches)
-            wall = [thunk() for _ in range(cfg.samples)]
+            wall = [thunk() for _ in range(1 if cfg.tiny else cfg.samples)]
             cpu = []
         out["peers"][peer] = {"status": "ok", "validated": case.kind == "call" and peer != case.reference,
                               "median": statistics.median(wall), "min": min(wall),
@@ -168,15 +169,16 @@ def _first_line(e: BaseException) -> str:
     return lines[0][:200] if lines else ""
 
 
-def ratio(result: dict[str, Any]) -> tuple[float | None, str | None]:
-    """aotx's median over the fastest other peer's median (< 1: aotx is ahead)."""
+def ratio(result: dict[str, Any], key: str = "median") -> tuple[float | None, str | None]:
+    """aotx's median (or `key`: "cpu_median") over the fastest other peer's (< 1: aotx is ahead)."""
     peers = result["peers"]
     mine = peers.get("aotx", {})
-    others = {p: r["median"] for p, r in peers.items() if not p.startswith("aotx") and r.get("status") == "ok"}
-    if mine.get("status") != "ok" or not others:
+    others = {p: r[key] for p, r in peers.items()
+              if not p.startswith("aotx") and r.get("status") == "ok" and r.get(key)}
+    if mine.get("status") != "ok" or not mine.get(key) or not others:
         return None, None
     best = min(others, key=lambda p: others[p])
-    return mine["median"] / others[best], best
+    return mine[key] / others[best], best
 
 
 def machine() -> dict[str, Any]:
@@ -205,7 +207,9 @@ def machine() -> dict[str, Any]:
 def machine_line(m: dict[str, Any]) -> str:
     vers = ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v)
     return (f"{m['cpu']}, {m['cores']} cores, features {' '.join(m['features']) or 'none of avx2/avx512'}; "
-            f"load average {m['load'][0]:.2f} {m['load'][1]:.2f} {m['load'][2]:.2f}; Python {m['python']}, {vers}")
+            f"load average {' '.join(f'{x:.2f}' for x in m['load'])} at the start"
+            + (f", {' '.join(f'{x:.2f}' for x in m['load_end'])} at the end" if m.get("load_end") else "")
+            + f"; Python {m['python']}, {vers}")
 
 
 def fmt_time(seconds: float | None) -> str:
