@@ -106,11 +106,14 @@ def worker(args: argparse.Namespace) -> None:
             print(f"{name}: {entry['error']}", flush=True)
         entry["seconds"] = time.perf_counter() - start
         out[name] = entry
-    with open(args.out, "w") as f:
-        json.dump(out, f)
+        with open(args.out + ".tmp", "w") as f:               # after each workload: a stopped run keeps them
+            json.dump(out, f)
+        os.replace(args.out + ".tmp", args.out)
 
 
-def run_mode(mode: str, args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
+def run_mode(mode: str, args: argparse.Namespace, argv: list[str], partial: str) -> dict[str, Any]:
+    """One threading mode in a worker process; its results so far stay in `partial` (one
+    workload per line: mode, name, entry), so that a run stopped early keeps what it measured."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([ROOT, *filter(None, [env.get("PYTHONPATH")])])
     if not args.tiny:                  # --tiny measures nothing: its second mode may reuse the first's kernels
@@ -124,10 +127,25 @@ def run_mode(mode: str, args: argparse.Namespace, argv: list[str]) -> dict[str, 
         env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "results.json")
-        subprocess.run([sys.executable, "-m", "benchmarks", *argv, "--worker", mode, "--out", out],
-                       cwd=ROOT, env=env, check=True)
-        with open(out) as f:
-            return json.load(f)
+        proc = subprocess.Popen([sys.executable, "-m", "benchmarks", *argv, "--worker", mode, "--out", out],
+                                cwd=ROOT, env=env)
+        seen: set[str] = set()
+        got: dict[str, Any] = {}
+        while True:
+            done = proc.poll() is not None
+            if os.path.exists(out):
+                with open(out) as f:
+                    got = json.load(f)
+                with open(partial, "a") as f:
+                    for name in got.keys() - seen:
+                        f.write(json.dumps([mode, name, got[name]]) + "\n")
+                seen |= got.keys()
+            if done:
+                break
+            time.sleep(1.0)
+        if proc.returncode:
+            raise subprocess.CalledProcessError(proc.returncode, proc.args)
+        return got
 
 
 def scaling(modes: dict[str, Any]) -> list[dict[str, Any]]:
@@ -224,17 +242,34 @@ def main(argv: list[str]) -> None:
         worker(args)
         return
     if args.from_json:
-        with open(args.from_json) as f:
-            report(json.load(f), None, args.plot)
+        report(load(args.from_json), None, args.plot)
         return
     start, host = time.perf_counter(), harness.machine()
-    modes = {mode: run_mode(mode, args, argv) for mode in args.modes}
-    host["load_end"] = list(os.getloadavg())
+    modes: dict[str, Any] = {}
     results = {"command": " ".join(["python -m benchmarks", *argv]), "machine": host,
                "config": {"tiny": args.tiny, "repeat": args.repeat, "peers": args.peers.split(","),
-                          "workloads": args.names, "threads": args.modes},
-               "seconds": time.perf_counter() - start, "modes": modes, "scaling": scaling(modes)}
+                          "workloads": args.names, "threads": args.modes}, "modes": modes}
+    for mode in args.modes:
+        modes[mode] = run_mode(mode, args, argv, args.json + ".partial")
+    host["load_end"] = list(os.getloadavg())
+    results.update(seconds=time.perf_counter() - start, scaling=scaling(modes))
     report(results, args.json, args.plot)
+    if os.path.exists(args.json + ".partial"):
+        os.remove(args.json + ".partial")
+
+
+def load(path: str) -> dict[str, Any]:
+    """A run's JSON file, or the `.partial` file of a run stopped early (no machine end, no scaling)."""
+    if not path.endswith(".partial"):
+        with open(path) as f:
+            return dict(json.load(f))
+    modes: dict[str, Any] = {}
+    with open(path) as f:
+        for line in f:
+            mode, name, entry = json.loads(line)
+            modes.setdefault(mode, {})[name] = entry
+    return {"command": f"(stopped early: {path})", "machine": harness.machine(), "modes": modes,
+            "scaling": scaling(modes)}
 
 
 def report(results: dict[str, Any], json_path: str | None, plot_path: str | None) -> None:
