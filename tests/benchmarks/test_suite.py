@@ -3,6 +3,7 @@ against NumPy before timing it, and writes the JSON the docs describe. Times are
 this only keeps the suite from rotting."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -84,3 +85,12 @@ def test_unknown_workload_is_one_clear_message() -> None:
     assert proc.returncode == 2
     assert "unknown workload W9; the workloads are W0, W1" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_plot_without_matplotlib_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = importlib.util.spec_from_file_location("bench_main", ROOT / "benchmarks" / "__main__.py")
+    main = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(main)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)          # import matplotlib raises ImportError
+    with pytest.raises(SystemExit, match=r"--plot needs matplotlib: pip install 'aotx\[bench\]'"):
+        main.plot({"modes": {}}, "unused.png")
