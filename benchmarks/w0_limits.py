@@ -101,6 +101,7 @@ def cases(cfg: Config) -> Iterator[Case]:
         if cfg.tiny:
             raise Skip("torch.compile skipped with --tiny (compile time)")
         torch = torch_module(cfg)
+        torch._dynamo.reset()                     # a fresh cache: no fallback at the recompile limit
         tf, tx = torch.compile(fma_chain), torch.from_numpy(x)
         return lambda: tf(tx)
 

@@ -34,6 +34,7 @@ def factories(cfg: Config, x: np.ndarray, parallel: bool = False) -> dict[str, A
         if cfg.tiny:
             raise Skip("torch.compile skipped with --tiny (compile time)")
         t = torch_module(cfg)
+        t._dynamo.reset()              # one code object for every size: a fresh cache, or eager after 8
         tf = t.compile(lambda v: t.exp(-v**2) * t.sin(3 * v) + 0.5 * v * t.tanh(v), dynamic=False)
         tx = t.from_numpy(x)
         return lambda: tf(tx)

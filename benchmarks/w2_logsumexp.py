@@ -57,6 +57,7 @@ def cases(cfg: Config) -> Iterator[Case]:
         if cfg.tiny:
             raise Skip("torch.compile skipped with --tiny (compile time)")
         t = torch_module(cfg)
+        t._dynamo.reset()
         tf, tx = t.compile(lambda v: t.logsumexp(v, 1), dynamic=False), t.from_numpy(x)
         return lambda: tf(tx)
 

@@ -101,6 +101,7 @@ def peers(cfg: Config, fn: Any, numpy_fn: Any, numba_fn: Any, torch_loss: Any, j
             t = torch_module(cfg)
             f = t.func.vmap(t.func.grad(lambda *a: torch_loss(t, *a), argnums=argnums), in_dims=in_dims)
             if compiled:
+                t._dynamo.reset()      # one code object for every case: a fresh cache, or eager after 8
                 f = t.compile(f, dynamic=False)
             targs = [t.from_numpy(a) for a in args]
             return lambda: f(*targs)
