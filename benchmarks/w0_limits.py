@@ -8,7 +8,7 @@ from typing import Iterator
 import numpy as np
 
 from compiler import jit
-from harness import Case, Config, Skip, module, torch_module
+from harness import Case, Config, Skip, jax_module, module, torch_module
 
 STEPS = 32
 
@@ -68,7 +68,7 @@ def cases(cfg: Config) -> Iterator[Case]:
 
     note = "GB/s = 24 bytes x n / time"
     yield Case(f"triad into a, n={n:.0e}", {"aotx": aotx_into, "numpy": numpy_into, "numba": numba_into,
-                                            "torch": torch_into}, per=n, note=note)
+                                            "torch": torch_into}, per=n, rtol=1e-12, atol=1e-12, note=note)
 
     def aotx_new():
         k = jit(triad)
@@ -84,7 +84,8 @@ def cases(cfg: Config) -> Iterator[Case]:
         return lambda: torch.add(tb, tc, alpha=s)
 
     yield Case(f"triad new output, n={n:.0e}", {"aotx": aotx_new, "numpy": lambda: (lambda: triad(b, c, s)),
-                                                "numba": numba_new, "torch": torch_new}, per=n, note=note)
+                                                "numba": numba_new, "torch": torch_new}, per=n, rtol=1e-12, atol=1e-12,
+               note=note)
 
     m = cfg.size(65536, 256)
     x = rng.uniform(-0.9, 0.9, m)
@@ -106,7 +107,7 @@ def cases(cfg: Config) -> Iterator[Case]:
         return lambda: tf(tx)
 
     def jax_fma():
-        jax = module("jax")
+        jax = jax_module()
         jf = jax.jit(fma_chain)
         return lambda: jf(x).block_until_ready()
 

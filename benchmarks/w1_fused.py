@@ -7,7 +7,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from compiler import jit
-from harness import Case, Config, Skip, module, torch_module
+from harness import Case, Config, Skip, jax_module, module, torch_module
 from run import wave
 
 
@@ -21,8 +21,8 @@ def factories(cfg: Config, x: np.ndarray, parallel: bool = False) -> dict[str, A
         return lambda: nb(x)
 
     def jax():
-        jnp = module("jax.numpy")
-        jf = module("jax").jit(lambda v: jnp.exp(-v**2) * jnp.sin(3 * v) + 0.5 * v * jnp.tanh(v))
+        jf, jnp = jax_module().jit, module("jax.numpy")
+        jf = jf(lambda v: jnp.exp(-v**2) * jnp.sin(3 * v) + 0.5 * v * jnp.tanh(v))
         return lambda: jf(x).block_until_ready()
 
     def torch():

@@ -6,7 +6,7 @@ from typing import Iterator
 import numpy as np
 
 from compiler import jit
-from harness import Case, Config, Skip, module, torch_module
+from harness import Case, Config, Skip, jax_module, module, torch_module
 
 
 def logsumexp_rows(x):
@@ -45,7 +45,7 @@ def cases(cfg: Config) -> Iterator[Case]:
         return lambda: nb(x)
 
     def jax():
-        jf = module("jax").jit(module("jax.scipy.special").logsumexp, static_argnames="axis")
+        jf = jax_module().jit(module("jax.scipy.special").logsumexp, static_argnames="axis")
         return lambda: jf(x, axis=1).block_until_ready()
 
     def torch():

@@ -11,7 +11,7 @@ import numpy as np
 
 from ad_bench import example_loss, numpy_per_example
 from compiler import grad, vmap
-from harness import Case, Config, Skip, module, torch_module
+from harness import Case, Config, Skip, jax_module, module, torch_module
 
 
 def mlp_loss(W1, w2, x, y):
@@ -108,9 +108,9 @@ def peers(cfg: Config, fn: Any, numpy_fn: Any, numba_fn: Any, torch_loss: Any, j
         return make
 
     def jax():
-        j = module("jax")
+        j = jax_module()
         jnp = module("jax.numpy")
-        f = j.jit(j.vmap(j.grad(lambda *a: jax_loss(jnp, *a), argnums=argnums), in_dims=in_dims))
+        f = j.jit(j.vmap(j.grad(lambda *a: jax_loss(jnp, *a), argnums=argnums), in_axes=in_dims))
         return lambda: j.block_until_ready(f(*args))
 
     return {"aotx": aotx, "numpy": lambda: (lambda: numpy_fn(*args)), "numba": numba, "jax": jax,

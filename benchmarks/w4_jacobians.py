@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import numpy as np
 
 import compiler
-from harness import Case, Config, Skip, module, torch_module
+from harness import Case, Config, Skip, jax_module, module, torch_module
 
 
 def g(A, x):
@@ -63,7 +63,7 @@ def _peers(cfg: Config, kind: str, A: np.ndarray, x: np.ndarray, closed: Any) ->
         return lambda: fn(tA, tx)
 
     def jax():
-        j, jnp = module("jax"), module("jax.numpy")
+        j, jnp = jax_module(), module("jax.numpy")
         jg = lambda A, x: jnp.tanh(A @ x)                   # noqa: E731
         jf = lambda A, x: jnp.sum(jnp.tanh(A @ x) ** 2)    # noqa: E731
         if kind == "hessian":

@@ -9,7 +9,7 @@ from typing import Iterator
 import numpy as np
 
 from compiler import jit
-from harness import Case, Config, Skip, module, torch_module
+from harness import Case, Config, Skip, jax_module, module, torch_module
 
 
 def add(a, b):
@@ -32,7 +32,7 @@ def cases(cfg: Config) -> Iterator[Case]:
         return lambda: nb(a, b)
 
     def jax():
-        jf = module("jax").jit(add)
+        jf = jax_module().jit(add)
         return lambda: jf(a, b).block_until_ready()
 
     def torch():

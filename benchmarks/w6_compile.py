@@ -24,7 +24,7 @@ import numpy as np
 
 import load_bench
 from compiler import grad, jit, vmap
-from harness import Case, Config, Skip, module, torch_module
+from harness import Case, Config, Skip, jax_module, module, torch_module
 from run import wave
 from w3_gradients import _numba_mlp, mlp_loss
 
@@ -63,7 +63,7 @@ def compile_cases(cfg: Config) -> Iterator[Case]:
 
     def jax_fresh(build: Callable[[Any, Any], Any], *args: np.ndarray) -> Callable[[], Callable[[], float]]:
         def make() -> Callable[[], float]:
-            j, jnp = module("jax"), module("jax.numpy")
+            j, jnp = jax_module(), module("jax.numpy")
 
             def fresh() -> Callable[[], Any]:
                 j.clear_caches()
