@@ -48,6 +48,18 @@ def polynomial(x, c):
 
 
 
+def example_loss(w, x, y):
+    """Logistic loss of one example (per-example gradients: vmap(grad(example_loss)))."""
+    return np.log1p(np.exp(-y * (x @ w)))
+
+
+def numpy_per_example(w, xs, ys):
+    """The per-example gradients of `example_loss`, written by hand in NumPy."""
+    z = xs @ w
+    s = -ys / (1.0 + np.exp(ys * z))
+    return s[:, None] * xs
+
+
 def cases():
     x, y = rng.standard_normal((2048, 128)), np.sign(rng.standard_normal(2048))
     yield "logistic loss", logistic_loss, (rng.standard_normal(128), x, y)
@@ -72,15 +84,7 @@ def main() -> None:
     w = rng.standard_normal(128)
     xs, ys = rng.standard_normal((4096, 128)), np.sign(rng.standard_normal(4096))
 
-    def example_loss(w, x, y):
-        return np.log1p(np.exp(-y * (x @ w)))
-
     per_example = vmap(grad(example_loss), in_dims=(None, 0, 0))
-
-    def numpy_per_example(w, xs, ys):
-        z = xs @ w
-        s = -ys / (1.0 + np.exp(ys * z))
-        return s[:, None] * xs
 
     np.testing.assert_allclose(per_example(w, xs, ys), numpy_per_example(w, xs, ys), rtol=1e-9, atol=1e-12)
     ta, tn = best(lambda: per_example(w, xs, ys)), best(lambda: numpy_per_example(w, xs, ys))

@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import compiler  # noqa: E402
+from harness import Case, Config, module  # noqa: E402  (benchmarks/ is the script's directory)
 
 
 @dataclass
@@ -506,6 +507,30 @@ def main() -> None:
         slower = sum(x < 1 for x in ratios)
         print(f"\n{len(rows)} kernels, {len(ratios)} compiled; geometric mean NumPy/aotx {geo:.2f}; "
               f"{slower} slower than NumPy")
+
+
+# ---- as a workload of ``python -m benchmarks`` --------------------------------------------------
+
+TINY = ("knn_distances", "reverse_cumsum", "game_of_life", "mc_pi")   # --tiny: a few, small
+
+
+def cases(cfg: Config) -> Iterator[Case]:
+    """Every kernel of the corpus as a `harness.Case`: aotx, NumPy (the reference) and numba."""
+    for k in CORPUS:
+        if cfg.tiny and k.name not in TINY:
+            continue
+        args = k.inputs(0.01 if cfg.tiny else 1.0)
+
+        def aotx(k: Kernel = k, args: tuple = args) -> Callable[[], Any]:
+            compiled = compiler.jit(k.fn)
+            return lambda: compiled(*_copy(args))
+
+        def numba(k: Kernel = k, args: tuple = args) -> Callable[[], Any]:
+            nb = module("numba").njit(k.fn)
+            return lambda: nb(*_copy(args))
+
+        yield Case(k.name, {"aotx": aotx, "numpy": lambda k=k, args=args: (lambda: k.fn(*_copy(args))),
+                            "numba": numba}, rtol=k.rtol, atol=k.rtol, note=k.source)
 
 
 if __name__ == "__main__":
