@@ -158,3 +158,60 @@ def test_mandelbrot_image_matches_numpy():
     assert counts.dtype == want.dtype == np.uint8
     np.testing.assert_array_equal(counts, want)
     np.testing.assert_array_equal(m.fast_render(counts, 40), m.render(want, 40))
+
+
+def test_molecular_forces_match_analytic_numpy_and_finite_differences():
+    """Energy, -grad and the Hessian's eigenvalues of 9 conformers (one chunk of 8 and a partial
+    one) equal NumPy's analytic ones; forces agree with central differences of the NumPy energy,
+    the compiled Hessian with central differences of the analytic NumPy forces."""
+    m = load("molecular_forces")
+    pos, masses = m.conformers(9, seed=4)
+    energy, forces, freqs = m.properties(pos, masses)
+    e_ref, f_ref, w_ref = m.properties_numpy(pos, masses)
+    f_scale = np.abs(f_ref).max()
+    np.testing.assert_allclose(energy, e_ref, rtol=1e-12)
+    np.testing.assert_allclose(forces, f_ref, rtol=1e-10, atol=1e-12 * f_scale)
+    np.testing.assert_allclose(m.forces(pos), f_ref, rtol=1e-10, atol=1e-12 * f_scale)
+    np.testing.assert_allclose(forces[3], m.finite_difference_forces(pos[3]), rtol=1e-6, atol=1e-7 * f_scale)
+    h = m.hessian_one(pos[3]).reshape(39, 39)
+    h_fd = m.finite_difference_hessian(pos[3])
+    np.testing.assert_allclose(h, h_fd, rtol=1e-5, atol=1e-7 * np.abs(h_fd).max())
+    eig, eig_ref = freqs * np.abs(freqs), w_ref * np.abs(w_ref)
+    np.testing.assert_allclose(eig, eig_ref, rtol=1e-9, atol=1e-11 * np.abs(eig_ref).max())
+    assert np.sum(np.abs(eig[0]) < 1e-8 * np.abs(eig[0]).max()) == 3    # the translations (rotations only at rest)
+
+
+def test_per_example_gradients_clip_as_a_numpy_loop():
+    """The compiled clipped mean gradient equals a Python loop with the backward pass by hand,
+    at a clip norm that clips some examples and not others; a DP-SGD step with the same noise
+    draws gives the same parameters."""
+    m = load("per_example_gradients")
+    params = m.init_params(seed=3)
+    x, y = m.make_batch(24, seed=5)
+    norms = [np.sqrt(sum(np.sum(g * g) for g in m.example_gradient_numpy(params, xi, yi))) for xi, yi in zip(x, y)]
+    clip = float(np.median(norms))
+    got = m.fast_clipped_mean_gradient(params, x, y, clip)
+    want = m.clipped_mean_gradient_numpy(params, x, y, clip)
+    assert [np.shape(g) for g in got] == [np.shape(p) for p in params]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-14)
+    stepped = m.dp_sgd_step(params, x, y, np.random.default_rng(7))
+    expected = m.dp_sgd_step(params, x, y, np.random.default_rng(7), gradient=m.clipped_mean_gradient_numpy)
+    for s, e in zip(stepped, expected):
+        np.testing.assert_allclose(s, e, rtol=1e-12, atol=1e-14)
+
+
+def test_stiff_ode_implicit_euler_matches_numpy_and_radau():
+    """The compiled implicit Euler trajectory equals the same scheme in NumPy (hand-written
+    Jacobian), also batched over rate constants, conserves mass, and follows the reference
+    solution (SciPy's Radau, or NumPy with finer steps) to the first-order scheme's accuracy."""
+    m = load("stiff_ode")
+    y0, steps = np.array([1.0, 0.0, 0.0]), m.step_sizes(300)
+    got = m.fast_integrate(y0, steps, m.RATES)
+    np.testing.assert_allclose(got, m.integrate_numpy(y0, steps, m.RATES), rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-13)
+    ref, _ = m.reference(y0, steps, m.RATES)
+    assert np.all(np.max(np.abs(got - ref), axis=0) < 0.02 * np.max(np.abs(ref), axis=0))
+    rates = m.rate_batch(3, seed=2)
+    batch = m.fast_integrate_batch(y0, steps, rates)
+    np.testing.assert_allclose(batch, m.integrate_numpy_batch(y0, steps, rates), rtol=1e-9, atol=1e-14)
