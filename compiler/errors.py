@@ -133,6 +133,17 @@ class TransformArgumentError(ValueError):
     found while the transform runs: torch.func raises ValueError for the same call."""
 
 
+class PrototypeError(ValueError):
+    """``Kernel.ctypes(prototype=...)`` / ``address(prototype=...)``: a C prototype that does not
+    fit the kernel (an unknown type, a count of parameters the kernel does not take, a result
+    that is not one scalar; docs/interop.md)."""
+
+
+class KernelNotCompilable(RuntimeError):
+    """An unpickled Kernel was called with arguments none of its compiled variants takes,
+    and its Python function did not travel with it (docs/aot.md, "Pickling kernels")."""
+
+
 class InternalCompilerError(RuntimeError):
     """A bug in aotx, not in the user's code: please report it with the function.
 

@@ -9,7 +9,9 @@ Only NumPy and the standard library are needed on the other side.
 """
 from __future__ import annotations
 
+import importlib
 import json
+import pickle
 import shutil
 import tempfile
 import threading
@@ -18,6 +20,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from runtime import manifest as mf
+
+#: the compiler's half of unpickling a Kernel (compiler/api/pickling.py), imported when a
+#: pickled Kernel arrives: this package never imports the compiler itself
+COMPILER_SIDE = "compiler.api.pickling"
 
 #: libraries unpickled in this process, by the SHA-256 of their bytes
 _LOADED: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
@@ -51,3 +57,18 @@ def restore_library(load: Callable[[Path], Any], manifest: dict[str, Any], data:
         if digest:
             _LOADED[digest] = library
         return library
+
+
+def restore_kernel(blob: bytes) -> Any:
+    """Unpickle a compiled Kernel (``Kernel.__reduce__``): its state travels as one nested
+    pickle, read only once the compiler is known to be importable here, so that a process
+    without it gets this message rather than pickle's ModuleNotFoundError."""
+    try:
+        side = importlib.import_module(COMPILER_SIDE)
+    except ImportError as e:
+        raise pickle.UnpicklingError(
+            "this pickled aotx Kernel needs the aotx compiler (and llvmlite) to load its compiled "
+            f"code, and it cannot be imported here ({e}). Install aotx in this environment, or "
+            "ship the kernel as a library: build it with `aotx build`, load it with "
+            "runtime.load, and pickle that (it unpickles with NumPy alone; docs/aot.md)") from None
+    return side.restore_state(blob)

@@ -7,11 +7,12 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+from compiler import errors
 from compiler.backend import callbacks
 from compiler.backend import target as targets
 from runtime.abi import DTYPE_NAMES
 
-PrototypeError = callbacks.PrototypeError
+PrototypeError = errors.PrototypeError
 
 
 def adapter(name: str, spec: Any, prototype: str) -> callbacks.Adapter:

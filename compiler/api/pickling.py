@@ -19,7 +19,10 @@
 A variant that calls back into Python (``compiler.Function`` host callbacks) holds
 addresses of this process and is not pickled: it is compiled again where needed.
 
-This module does not import kernel.py: ``Kernel.__reduce__`` passes its own classes.
+This module does not import kernel.py: ``Kernel.__reduce__`` passes its own classes. The
+pickle names ``runtime.pickling.restore_kernel`` with the rest as one nested pickle, so that
+a process without the compiler gets a clear UnpicklingError instead of pickle's
+ModuleNotFoundError for ``compiler``.
 """
 from __future__ import annotations
 
@@ -37,8 +40,10 @@ from typing import Any, Callable
 import llvmlite
 
 from compiler import cache, version
+from compiler.errors import KernelNotCompilable
 from compiler.backend import target as targets
 from compiler.function.trampoline import uses_host_callbacks
+from runtime import pickling as runtime_pickling
 from runtime import trees
 
 try:                                       # optional: functions of __main__ by value
@@ -52,11 +57,6 @@ FORMAT = 1
 #: task graph) loads its object code once per process
 _RESTORED: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 _LOCK = threading.RLock()           # reentrant: a transform's tracer unpickles its inner kernel
-
-
-class KernelNotCompilable(RuntimeError):
-    """An unpickled Kernel was called with arguments none of its compiled variants takes,
-    and its Python function did not travel with it."""
 
 
 def reduce_kernel(kernel: Any, kernel_class: type, spec_class: type) -> tuple:
@@ -79,7 +79,13 @@ def reduce_kernel(kernel: Any, kernel_class: type, spec_class: type) -> tuple:
                              boundscheck=kernel.boundscheck),
              "environment": _environment(), "variants": variants,
              "function": _dump_function(kernel.fn, kernel._tracer)}
-    return restore_kernel, (kernel_class, spec_class, state)
+    return runtime_pickling.restore_kernel, (pickle.dumps((kernel_class, spec_class, state)),)
+
+
+def restore_state(blob: bytes) -> Any:
+    """The second half of runtime.pickling.restore_kernel, once the compiler is importable."""
+    kernel_class, spec_class, state = pickle.loads(blob)
+    return restore_kernel(kernel_class, spec_class, state)
 
 
 def _environment() -> list[Any]:

@@ -28,6 +28,7 @@ from typing import Any, Sequence
 import llvmlite.binding as llvm
 
 from compiler.backend.target import Target, _initialize
+from compiler.errors import PrototypeError
 
 #: C type name -> (dtype of the kernel's signature, LLVM type, ctypes type)
 C_TYPES: dict[str, tuple[str, str, Any]] = {
@@ -42,10 +43,6 @@ C_TYPES: dict[str, tuple[str, str, Any]] = {
     "ssize_t": ("i64", "i64", ctypes.c_ssize_t),
 }
 _INTEGER = ("i32", "i64")
-
-
-class PrototypeError(ValueError):
-    """A prototype that is not C, or that does not fit the kernel's signature."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from compiler import jit
-from compiler.api.callbacks import PrototypeError
+from compiler.errors import PrototypeError
 
 scipy = pytest.importorskip("scipy")
 from scipy import LowLevelCallable, integrate, ndimage  # noqa: E402

@@ -21,7 +21,7 @@ import pytest
 
 import compiler
 import runtime
-from compiler import grad, jit, vmap
+from compiler import errors, grad, jit, vmap
 from compiler.api import pickling
 from compiler.build import build
 from tests.interop import pickled_kernels
@@ -101,7 +101,7 @@ def test_without_its_function_a_kernel_runs_its_compiled_variants(monkeypatch):
     monkeypatch.setattr(pickling, "cloudpickle", None)      # as where cloudpickle is missing
     restored = pickle.loads(pickle.dumps(kernel))
     np.testing.assert_allclose(restored(X), X * 2.0 - 1.0, rtol=1e-15)
-    with pytest.raises(pickling.KernelNotCompilable) as info:
+    with pytest.raises(errors.KernelNotCompilable) as info:
         restored(X[:4])
     message = str(info.value)
     assert "local" in message and "f64[37]" in message and "Can't pickle local object" in message
@@ -141,6 +141,21 @@ def test_a_loaded_library_pickles_by_value(library):
     assert proc.returncode == 0, proc.stderr.decode()
     x = np.linspace(0.0, 1.0, 9)
     np.testing.assert_allclose(json.loads(proc.stdout), _oracle(x, x), rtol=1e-13)
+
+
+def test_a_kernel_unpickled_without_the_compiler_says_what_to_do():
+    power(X, 2)
+    code = BLOCK_COMPILER + textwrap.dedent("""
+        import pickle, sys
+        try:
+            pickle.loads(sys.stdin.buffer.read())
+        except pickle.UnpicklingError as e:
+            print(e)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(power), capture_output=True,
+                          env=env_for(None), cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "needs the aotx compiler" in proc.stdout.decode() and "runtime.load" in proc.stdout.decode()
 
 
 SCRIPT = '''
