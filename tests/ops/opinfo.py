@@ -2278,9 +2278,15 @@ op("complex.linalg.slogdet", lambda a: tuple(np.linalg.slogdet(a)),
 
 
 def _lu_prims(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    """lu: det and slogdet factor with it (solve and inv with lu_solve)."""
     yield PrimSample("lu", (_rand((3, 3), dtype, rng),))
     yield PrimSample("lu", (_rand((2, 4, 4), dtype, rng),))
     yield PrimSample("lu", (_rand((10, 10), dtype, rng),), desc="loop")
+
+
+def _solve_prims(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    """lu_solve, and triangular_solve, which lu_solve's generated code (and eig's, and the
+    rules of lu and cholesky) is made of."""
     for lower, ta, unit in [(True, "N", False), (False, "N", False), (True, "T", True), (False, "C", False),
                             (True, "C", True), (False, "T", False)]:
         for n, k in [(3, 2), (9, 1)]:
@@ -2294,8 +2300,10 @@ def _lu_prims(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]
     yield PrimSample("lu_solve", (singular, _rand((3, 4, 1), dtype, rng)), desc="singular", grad=False)
 
 
-prims("linalg.solve", _lu_prims)
-prims("complex.linalg.solve", _lu_prims, dtypes=COMPLEX)
+prims("linalg.det", _lu_prims)
+prims("complex.linalg.slogdet", _lu_prims, dtypes=COMPLEX)
+prims("linalg.solve", _solve_prims)
+prims("complex.linalg.solve", _solve_prims, dtypes=COMPLEX)
 
 
 # ---- factorizations and the small np.linalg functions (docs/linalg.md "Cholesky and QR") ---------

@@ -106,12 +106,14 @@ def test_interpreter_matches_numpy(op: OpInfo, dtype: np.dtype, sample: SampleIn
 #: not reachable from a plain NumPy spelling: data-dependent control flow (tests/functions covers
 #: cond and while); `chunked` is made only by vmap(chunk_size=...) and `size_of` only by the
 #: transform rules of the indexing primitives, so the transform tests cover those two
-EXEMPT = {"cond", "while", "chunked", "size_of", "rng_key", "geev", "fft_pass", "fft_unpack"}
+EXEMPT = {"cond", "while", "chunked", "size_of", "rng_key", "geev", "fft_pass", "fft_unpack",
+          "triangular_solve"}
 #: rng_key (the key of the call) takes a fresh key per call, so no NumPy run can equal a compiled
 #: one: tests/random checks it against the seed protocol (test_generator.py, test_processes.py);
 #: geev is made by eig's decomposition only (after staging): its PrimSamples and
 #: tests/linalg/test_eig_lapack.py cover it; fft_pass and fft_unpack likewise (fft's decomposition;
-#: their PrimSamples and tests/fft/)
+#: their PrimSamples and tests/fft/); triangular_solve is made by lu_solve's and eig's
+#: decompositions and by AD rules (its PrimSamples, tests/linalg/test_lu.py and the jvp/vjp tests)
 
 
 def test_every_primitive_is_covered() -> None:

@@ -54,8 +54,9 @@ STATEFUL = {"rng_key"}
 TRANSFORM_MADE = {"chunked", "size_of"}
 #: made by another primitive's decomposition only (the decompose stage runs after the
 #: transforms): geev, from eig of n > 4 (tests/linalg/test_eig_lapack.py); fft_pass and
-#: fft_unpack, from fft of a window of rows or a long row (tests/fft/)
-DECOMPOSITION_MADE = {"geev", "fft_pass", "fft_unpack"}
+#: fft_unpack, from fft of a window of rows or a long row (tests/fft/); triangular_solve,
+#: from lu_solve's and eig's generated code and the rules of lu and cholesky
+DECOMPOSITION_MADE = {"geev", "fft_pass", "fft_unpack", "triangular_solve"}
 
 
 def _param(op: OpInfo, dtype: np.dtype, sample: PrimSample, *extra: Any) -> pytest.param:
