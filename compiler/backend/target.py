@@ -57,7 +57,15 @@ class Target:
     def machine(self, *, jit: bool = False) -> llvm.TargetMachine:
         """A TargetMachine at O3. Position-independent so one object serves
         both the in-process JIT and a shared library. An execution engine takes
-        ownership of its machine, so JIT machines are never shared."""
+        ownership of its machine, so JIT machines are never shared.
+
+        The large code model: MCJIT maps an object's code and constants separately,
+        and in a long-running process (freed array memory leaving holes, other JITs
+        and libraries mapped) they can land more than 2 GiB apart, beyond the reach
+        of the small model's 32-bit offsets: LLVM then aborts the process
+        (RuntimeDyldELF's ``isInt<32>(RealOffset)`` assertion, seen in a benchmark
+        run with JAX and torch loaded). Measured: no run-time cost on fused
+        transcendental, reduction, sort and unrolled-solve kernels."""
         return _new_machine(self, True) if jit else _machine(self)
 
 
@@ -71,7 +79,7 @@ def _new_machine(target: Target, jit: bool) -> llvm.TargetMachine:
     llvm_target = llvm.Target.from_triple(target.triple)
     return llvm_target.create_target_machine(
         cpu=target.cpu, features=target.features, opt=3, reloc="pic",
-        codemodel="default", jit=jit)
+        codemodel="large", jit=jit)
 
 
 @functools.cache
