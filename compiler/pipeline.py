@@ -40,6 +40,7 @@ from compiler.transforms.canonicalize import canonicalize
 from compiler.transforms.complex import lower_complex
 from compiler.transforms.decompose import decompose
 from compiler.transforms.simplify import simplify
+from compiler.transforms.windows import window_loops
 from runtime.abi import ErrorSite
 
 STATS = {"llvm_compilations": 0}   # diagnostics: how often LLVM actually ran in this process
@@ -197,7 +198,8 @@ def optimize_ir(fn: Function) -> Function:
     fn = run(canonicalize, fn, name="canonicalize")
     fn = run(decompose, fn, name="decompose")
     fn = run(lower_complex, fn, name="complex")
-    return run(simplify, fn, name="simplify")
+    fn = run(simplify, fn, name="simplify")
+    return run(window_loops, fn, name="windows")
 
 
 def codegen(fn: Function, name: str, target: Target, *, fastmath: bool = False) -> str:

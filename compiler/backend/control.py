@@ -61,9 +61,11 @@ def _lower_chunked(cg: Any, op: Op) -> None:
         cg.lower_block(region, args, [_window(cg, buf, start, n) for buf in outs])
         cg._cache.pop()
 
-    with cg.loop(cg.dim(n_full)) as c:
-        run(op.regions[0], cg.b.mul(c, cg.index(chunk)), chunk)
-    run(op.regions[1], cg.b.mul(cg.dim(n_full), cg.index(chunk)), tail)
+    if n_full != 0:                      # a region that never runs is not generated
+        with cg.loop(cg.dim(n_full)) as c:
+            run(op.regions[0], cg.b.mul(c, cg.index(chunk)), chunk)
+    if tail != 0:
+        run(op.regions[1], cg.b.mul(cg.dim(n_full), cg.index(chunk)), tail)
 
 
 def _lower_cond(cg: Any, op: Op) -> None:

@@ -13,8 +13,9 @@ complex array, ...) is packed into a temporary on the gemm branch: fusion.py com
 Row-major C = A B is column-major C^T = B^T A^T, so gemm gets (rhs, lhs) in that order.
 
 The choice is made at run time: m, n, k >= GEMM_MIN_DIM and m * n * k >= GEMM_MIN_PRODUCT
-(COMPLEX_MIN_DIM and COMPLEX_MIN_PRODUCT for complex products; symbolic sizes are tested by
-the kernel), and the kernel's pointer to the routine set
+(COMPLEX_MIN_DIM and COMPLEX_MIN_PRODUCT for complex products), or for a real product a long
+contraction (k >= LONG_K) with m, n >= LONG_K_MIN_DIM and m * n * k >= LONG_K_PRODUCT;
+symbolic sizes are tested by the kernel; and the kernel's pointer to the routine set
 (backend/library.py: NULL without a provider). A product that is statically small gets no
 gemm branch at all.
 """
@@ -40,6 +41,11 @@ GEMM_MIN_PRODUCT = 128 * 128 * 128
 #: the same for complex products (zgemm, cgemm): they win from 64x64x64 on
 COMPLEX_MIN_DIM = 32
 COMPLEX_MIN_PRODUCT = 64 * 64 * 64
+#: a real product with a long contraction calls gemm whatever m and n (from LONG_K_MIN_DIM on,
+#: not a matrix-vector product): the loop nest streams B once per row of A, gemm blocks it
+#: (one thread, AVX-512: 16x4096 @ 4096x1024 19.0 ms looped, 4.9 ms by gemm; X.T @ X of
+#: 20000x16 356 us against 222; 512x512 @ 512x32 354 us against 328; benchmarks/linalg.py)
+LONG_K, LONG_K_MIN_DIM, LONG_K_PRODUCT = 512, 4, 1 << 20
 ROUTINES = {F64: "dgemm", F32: "sgemm", C128: "zgemm", C64: "cgemm"}
 I64T = ll.IntType(64)
 
@@ -56,13 +62,22 @@ def thresholds(dtype: np.dtype) -> tuple[int, int]:
     return GEMM_MIN_DIM, GEMM_MIN_PRODUCT
 
 
+def rules(m: Dim, n: Dim, k: Dim, dtype: np.dtype) -> list[list[tuple[Dim, int]]]:
+    """The ways a product of these sizes calls gemm, each a list of (size, least value); the
+    product calls gemm when every bound of one rule holds. Rules that fail for every value
+    of the symbols are left out."""
+    least, product = thresholds(dtype)
+    size = dims.mul(dims.mul(m, n), k)
+    alternatives = [[(m, least), (n, least), (k, least), (size, product)]]
+    if dtype.kind == "f":
+        alternatives.append([(k, LONG_K), (m, LONG_K_MIN_DIM), (n, LONG_K_MIN_DIM), (size, LONG_K_PRODUCT)])
+    return [rule for rule in alternatives if not any(isinstance(d, int) and d < bound for d, bound in rule)]
+
+
 def may_call(m: Dim, n: Dim, k: Dim, dtype: np.dtype) -> bool:
     """Can a product of these sizes call gemm (False: it is small for every value of its
     symbols, and gets the loop nest only)?"""
-    least, product = thresholds(dtype)
-    size = dims.mul(dims.mul(m, n), k)
-    return not (any(isinstance(d, int) and d < least for d in (m, n, k))
-                or isinstance(size, int) and size < product)
+    return bool(rules(m, n, k, dtype))
 
 
 def _product(shape: Sequence[Dim]) -> Dim:
@@ -193,16 +208,14 @@ def lower(cg: Any, op: Any, out: Any, laxes: tuple, raxes: tuple,
     m = _product([lhs.type.shape[a] for a in lfree])
     n = _product([rhs.type.shape[a] for a in rfree])
     k = _product([lhs.type.shape[a] for a in lc])
-    size = dims.mul(dims.mul(m, n), k)
     if not may_call(m, n, k, dtype):
         return False
-    least, product = thresholds(dtype)
     a, b = _layout(cg, lhs, lb, lfree, lc), _layout(cg, rhs, rb, rc, rfree)
     gram = _transposed_pair(lhs, rhs, laxes, raxes) and (a is None) == (b is None)
     get_a = (lambda: a) if a is not None else _packed(cg, lhs, lb, lfree, lc)
     get_b = (lambda: b) if b is not None else (get_a if gram else _packed(cg, rhs, rb, rc, rfree))
     bshape = [lhs.type.shape[x] for x in lb]
-    when = at_least(cg, ((m, least), (n, least), (k, least), (size, product)))
+    when = any_rule(cg, rules(m, n, k, dtype))
 
     def library(invoke: Callable[[Sequence[Any]], None]) -> None:
         """Row-major C = A B as column-major C^T = B^T A^T: gemm(B, A), one call per batch
@@ -267,6 +280,17 @@ def _syrk(cg: Any, invoke: Callable[[Sequence[Any]], None], A: "Operand", out: A
             with cg.loop(cg.b.sub(cg.b.sub(n, r), cg.index(1))) as t:
                 c = cg.b.add(cg.b.add(r, t), cg.index(1))
                 cg.store(out, list(bi) + [r, c], cg.load(out, list(bi) + [c, r]))
+
+
+def any_rule(cg: Any, alternatives: Sequence[Sequence[tuple[Dim, int]]]) -> Any:
+    """The run-time test that one of the rules holds (None: one holds for every value)."""
+    when = None
+    for rule in alternatives:
+        test = at_least(cg, rule)
+        if test is None:
+            return None
+        when = test if when is None else cg.b.or_(when, test)
+    return when
 
 
 def at_least(cg: Any, bounds: Sequence[tuple[Dim, int]]) -> Any:

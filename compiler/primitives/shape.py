@@ -407,8 +407,26 @@ def _concat_rule(in_types: Types, params: dict[str, Any]) -> Types:
     return (first.with_shape(first.shape[:axis] + (total,) + first.shape[axis + 1:]),)
 
 
+#: at most this many elements along a last axis are joined by one loop nest (below)
+INTERLEAVE_MAX = 16
+
+
 def _lower_concat(cg: Any, op: Any, outs: list[Any]) -> None:
+    """A loop nest per operand; along a short static last axis (``np.stack([x, y, z], -1)``,
+    coordinates), one loop nest over the other axes storing each output row's elements in
+    order: consecutive addresses, which LLVM vectorizes as interleaved stores (per operand,
+    every store would be strided: scatters or scalar code)."""
     axis, offset = op.params["dimension"], cg.index(0)
+    widths = [x.type.shape[axis] for x in op.operands]
+    if axis == op.results[0].type.ndim - 1 and all(isinstance(w, int) for w in widths) \
+            and sum(widths) <= INTERLEAVE_MAX:
+        with cg.loop_nest(op.results[0].type.shape[:axis]) as idx:
+            k = 0
+            for x, w in zip(op.operands, widths):
+                for j in range(w):
+                    cg.store(outs[0], [*idx, cg.index(k)], cg.read(x, [*idx, cg.index(j)]))
+                    k += 1
+        return
     for x in op.operands:
         with cg.loop_nest(x.shape) as idx:
             dst = list(idx)

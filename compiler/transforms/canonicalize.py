@@ -140,7 +140,71 @@ def _add(b: Builder, op: Op) -> list[Value] | None:
     return None
 
 
+def _update_slice(b: Builder, op: Op) -> list[Value] | None:
+    """Slices along one axis written into a fill (``z = np.zeros((n, n, 3)); z[:, :, 0] = x;
+    z[:, :, 1] = y``) are a join of the pieces along that axis, the fill where nothing was
+    written: each element is then written once, and a join along a short last axis is one
+    loop nest with consecutive stores (shape.py) where the updates were strided ones.
+
+        update_slice(update_slice(fill, x) {axis 2: [0, 1)}, y) {axis 2: [1, 2)}
+        ->  concatenate(x, y, fill[..., 2:3]) {dimension=2}
+
+    Only on a fill or a join: on other arrays an update in place writes just the slice."""
+    base, update = op.operands
+    start, limit, strides = (op.params[k] for k in ("start_indices", "limit_indices", "strides"))
+    shape = base.type.shape
+    axes = [a for a in range(len(shape)) if (start[a], limit[a]) != (0, shape[a])]
+    if len(axes) != 1 or any(s != 1 for s in strides):
+        return None
+    (axis,) = axes
+    lo, hi = start[axis], limit[axis]
+    pieces = _pieces(base, axis)
+    if pieces is None or not isinstance(lo, int) or not isinstance(hi, int):
+        return None
+    kept = [(lo, hi, update)]
+    for p_lo, p_hi, v in pieces:
+        if p_lo < lo:
+            kept.append((p_lo, min(p_hi, lo), _cut(b, v, axis, 0, min(p_hi, lo) - p_lo)))
+        if p_hi > hi:
+            kept.append((max(p_lo, hi), p_hi, _cut(b, v, axis, max(p_lo, hi) - p_lo, p_hi - p_lo)))
+    return [ops.concatenate(b, [v for _, _, v in sorted(kept, key=lambda p: p[0])], axis)]
+
+
+def _pieces(v: Value, axis: int) -> list[tuple[int, int, Value]] | None:
+    """`v` as (start, stop, value) pieces along `axis` if it is a fill of one value or a
+    join along `axis` with static widths; None otherwise."""
+    n = v.type.shape[axis]
+    if v.op is not None and v.op.prim is ops.broadcast_in_dim_p and v.op.operands[0].type.ndim == 0:
+        return [(0, n, v)] if isinstance(n, int) else None
+    if v.op is None or v.op.prim is not ops.concatenate_p or v.op.params["dimension"] != axis:
+        return None
+    out, at = [], 0
+    for x in v.op.operands:
+        w = x.type.shape[axis]
+        if not isinstance(w, int):
+            return None
+        out.append((at, at + w, x))
+        at += w
+    return out
+
+
+def _cut(b: Builder, v: Value, axis: int, lo: int, hi: int) -> Value:
+    """Elements [lo, hi) of `v` along `axis` (a smaller fill for a fill)."""
+    if lo == 0 and hi == v.type.shape[axis]:
+        return v
+    shape = list(v.type.shape)
+    shape[axis] = hi - lo
+    if v.op is not None and v.op.prim is ops.broadcast_in_dim_p and v.op.operands[0].type.ndim == 0:
+        return ops.broadcast_in_dim(b, v.op.operands[0], tuple(shape), ())
+    start = [0] * len(shape)
+    start[axis] = lo
+    limit = list(v.type.shape)
+    limit[axis] = hi
+    return ops.slice_(b, v, tuple(start), tuple(limit))
+
+
 PATTERNS: dict[Primitive, Callable[[Builder, Op], list[Value] | None]] = {
+    ops.update_slice_p: _update_slice,
     ops.add_p: _add,
     ops.transpose_p: _transpose,
     ops.reshape_p: _reshape,

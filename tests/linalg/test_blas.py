@@ -188,9 +188,13 @@ def test_symbolic_sizes_on_both_sides_of_the_threshold(dtype, counting):
     least, product = gemm.thresholds(np.dtype(dtype))
     big = round(product ** (1 / 3)) + 1
     for shape in ((3, 5, 4), (1, 200, 200), (least - 1, big, big), (big, big, big), (big, 2 * big, least),
-                  (big, least, least), (0, big, big), (least, least, big), (big, big, 1)):
+                  (big, least, least), (0, big, big), (least, least, big), (big, big, 1),
+                  (4, 65536, 4), (3, 131072, 4), (4, 512, 512), (4, 511, 600)):
         counting.calls.clear()
-        calls = int(min(shape) >= least and np.prod(shape) >= product)   # the documented rule
+        n, k, m = shape                                   # the documented rules
+        calls = int(min(shape) >= least and np.prod(shape) >= product
+                    or dtype == np.float64 and k >= gemm.LONG_K and min(n, m) >= gemm.LONG_K_MIN_DIM
+                    and np.prod(shape) >= gemm.LONG_K_PRODUCT)
         a, b = rand(rng, shape[:2], dtype), rand(rng, shape[1:], dtype)
         want = oracle("ij,jk->ik", a, b)
         if want.size:
