@@ -39,7 +39,9 @@ def mkdocs_build(config: pathlib.Path, site: pathlib.Path) -> subprocess.Complet
 def site(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     """The built site, built once per test session (xdist's workers share the session's
     temporary directory: the first builds under a lock, the others read its result)."""
-    shared = tmp_path_factory.getbasetemp().parent
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent            # the session's directory, above the workers' own
     out, log = shared / "aotx-site", shared / "aotx-site.log"
     with open(shared / "aotx-site.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
