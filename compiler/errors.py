@@ -1,7 +1,7 @@
 """User-facing errors: one hierarchy, one format.
 
-Every user mistake is a :class:`CompileError` (a ``TypeError``) carrying the
-file, line and column of the user's code and a hint. Its message reads::
+Every user mistake is a ``CompileError`` (a ``TypeError``) carrying the
+file, line and column of the user's code and a hint. Its message reads:
 
     /home/me/model.py:12:9: DataDependentControlFlowError: `if` on a batched value
         if x.sum() > 0:
@@ -9,7 +9,7 @@ file, line and column of the user's code and a hint. Its message reads::
     hint: use np.where(cond, a, b) or compiler.cond
     see docs/errors.md#datadependentcontrolflowerror
 
-Internal invariant failures are :class:`InternalCompilerError`: every stage of
+Internal invariant failures are ``InternalCompilerError``: every stage of
 the pipeline runs through one hook (``compiler.pipeline.run``) that turns an
 unexpected exception into one, with the stage's input written to a file.
 """

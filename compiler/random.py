@@ -2,7 +2,7 @@
 
 Every draw takes an optional key first, as JAX does, then the arguments of the
 distribution; without a key it draws from the process's state, which
-``seed(n)`` resets and which each call of a kernel advances::
+``seed(n)`` resets and which each call of a kernel advances:
 
     import numpy as np
     import compiler

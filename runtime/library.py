@@ -216,7 +216,7 @@ def load(path: str | Path) -> Library:
     the manifest's own hash linked into the library).
 
     `path` is the library's path without suffix (``build/physics``), or with
-    ``.so``/``.json``. Raises :class:`runtime.LoadError` (:class:`runtime.CPUFeatureError`
+    ``.so``/``.json``. Raises ``runtime.LoadError`` (``runtime.CPUFeatureError``
     when this CPU lacks features the code was built for) instead of crashing.
     """
     manifest_path, base = _paths(path)

@@ -1,4 +1,4 @@
-"""Every ```python block of the documentation runs (docs/*.md and README.md).
+"""Every ```python block of the documentation runs (docs/**/*.md and README.md).
 
 The blocks of one page run in order in one namespace, as a reader would type
 them: a later block may use what an earlier one defined. Each block is one
@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+PAGES = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]   # docs/api/ too
 SKIP_MARK = "# doctest: skip"
 
 _FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*)$")
