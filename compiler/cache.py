@@ -584,7 +584,8 @@ class DeferredNative:
 class Probe:
     """The cache lookup and store for one Specialization."""
 
-    def __init__(self, kernel: Any, abstract_args: tuple, abstract_kwargs: dict, target: Any) -> None:
+    def __init__(self, kernel: Any, abstract_args: tuple[Any, ...], abstract_kwargs: dict[str, Any],
+                 target: Any) -> None:
         self.kernel, self.target = kernel, target
         self.key: str | None = None
         self.describer = Describer()

@@ -34,8 +34,10 @@ from typing import Any, Callable
 import numpy as np
 
 from compiler.api import jit
+from compiler.errors import CompileError, UnsupportedError
 from compiler.frontend import random as FR
 from compiler.frontend.calls import register_function
+from compiler.frontend.values import Reject, Staged
 from runtime import rng
 
 __all__ = ["seed", "key", "split", "fold_in", "normal", "uniform", "bernoulli", "randint",
@@ -94,7 +96,7 @@ _STAGERS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
 }
 
 
-def _bind(name: str, args: tuple, kwargs: dict) -> tuple[Any, dict[str, Any]]:
+def _bind(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """(key or None, the distribution's arguments by name)."""
     key_ = kwargs.pop("key", None)
     if key_ is None and args and FR.is_key(args[0]):
@@ -118,7 +120,7 @@ def _staging_handler(name: str) -> Callable[..., Any]:
         try:
             key_, arguments = _bind(name, args, dict(kwargs))
         except TypeError as e:
-            raise FR.Reject(FR.CompileError, str(e)) from None
+            raise Reject(CompileError, str(e)) from None
         return _STAGERS[name][1](st, key_, arguments)
     return handler
 
@@ -126,7 +128,7 @@ def _staging_handler(name: str) -> Callable[..., Any]:
 _EAGER: dict[str, Any] = {}
 
 
-def _eager(name: str, args: tuple, kwargs: dict) -> Any:
+def _eager(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """A draw outside compiled code: the same draw, compiled (once per static arguments)."""
     _bind(name, args, dict(kwargs))          # argument errors at the caller's line
     kernel = _EAGER.get(name)
@@ -246,13 +248,13 @@ def _stage_fold_in(st: Any, key_: Any, data: Any) -> Any:
 
 
 def _stage_key(st: Any, n: Any) -> Any:
-    if isinstance(n, FR.Staged):      # a run-time integer: its bits are the key
+    if isinstance(n, Staged):      # a run-time integer: its bits are the key
         return FR.as_key(st, n)
     return rng.key(int(n))
 
 
 def _stage_seed(st: Any, n: Any) -> Any:
-    raise FR.Reject(FR.UnsupportedError, "compiler.random.seed() inside compiled code",
+    raise Reject(UnsupportedError, "compiler.random.seed() inside compiled code",
                     "call it before calling the kernel (it sets the state of the process)")
 
 

@@ -1,3 +1,5 @@
-"""The aotx version, in one place: the package, cache keys, and built headers and manifests read it."""
+"""The aotx version: defined once, in runtime/version.py (the layer below), and read
+here by the package, cache keys, and built headers and manifests."""
+from runtime.version import __version__
 
-__version__ = "0.1.0"
+__all__ = ["__version__"]

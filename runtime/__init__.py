@@ -14,5 +14,6 @@ from runtime.abi import ABI_VERSION
 from runtime.library import Library, LibraryKernel, load
 from runtime.manifest import CPUFeatureError, LoadError
 from runtime.rng import seed
+from runtime.version import __version__
 
-__all__ = ["load", "Library", "LibraryKernel", "LoadError", "CPUFeatureError", "ABI_VERSION", "seed"]
+__all__ = ["load", "Library", "LibraryKernel", "LoadError", "CPUFeatureError", "ABI_VERSION", "seed", "__version__"]

@@ -68,11 +68,11 @@ class ErrorSite:
     dims: tuple[str, ...] = ()
     where: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"error": self.error, "message": self.message, "dims": list(self.dims), "where": self.where}
 
     @staticmethod
-    def from_json(obj: Mapping) -> "ErrorSite":
+    def from_json(obj: Mapping[str, Any]) -> "ErrorSite":
         return ErrorSite(str(obj["error"]), str(obj["message"]), tuple(str(d) for d in obj.get("dims", ())),
                          str(obj.get("where", "")))
 
@@ -124,11 +124,11 @@ class ArgSpec:
     def type_text(self) -> str:
         return f"{DTYPE_NAMES[self.dtype]}[{', '.join(str(d) for d in self.dims)}]"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.type_text}
 
     @staticmethod
-    def from_json(obj: Mapping) -> "ArgSpec":
+    def from_json(obj: Mapping[str, Any]) -> "ArgSpec":
         return parse_spec(obj["name"], obj["type"])
 
 

@@ -90,7 +90,7 @@ class LibraryKernel:
         outs = self.native(*args)
         return trees.unflatten(self._result, [o[()] if o.ndim == 0 else o for o in outs])
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickled by value with its library (runtime/pickling.py)."""
         return getattr, (self.native._keepalive, self.__name__)
 
@@ -191,7 +191,16 @@ class Library:
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self.kernels))
 
-    def __reduce__(self) -> tuple:
+    def __getattr__(self, name: str) -> LibraryKernel:
+        """Called only for a name that is not a kernel: one message listing the kernels
+        (it also types ``lib.NAME`` as a ``LibraryKernel`` for a type checker)."""
+        kernels = self.__dict__.get("kernels")
+        if kernels is None or name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"library {self.path.name} has no kernel {name!r}; "
+                             f"its kernels: {', '.join(kernels) or '(none)'}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickled by value: its bytes and manifest, not its path (runtime/pickling.py)."""
         return pickling.reduce_library(self.path, self.manifest, load)
 

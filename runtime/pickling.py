@@ -30,7 +30,7 @@ _LOADED: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 _LOCK = threading.Lock()
 
 
-def reduce_library(path: Path, manifest: dict[str, Any], load: Callable[[Path], Any]) -> tuple:
+def reduce_library(path: Path, manifest: dict[str, Any], load: Callable[[Path], Any]) -> tuple[Any, ...]:
     """``Library.__reduce__``: the bytes of the library file (checked against the manifest,
     so a file changed since it was loaded is an error here, not a surprise there)."""
     json_path = path.with_name(path.stem + ".json")

@@ -67,7 +67,7 @@ def hessian(func: Callable[..., Any], argnums: Any = 0, *, chunk_size: int | Non
                   chunk_size=chunk_size)
 
 
-def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple:
+def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(output, vjp_fn)`` (``(output, vjp_fn, aux)`` with has_aux); vjp_fn(cotangents)
     returns a tuple with the cotangent of each primal and runs compiled code."""
     k = kernel_for(func)
@@ -78,14 +78,14 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple
     return out, fn
 
 
-def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool = False) -> tuple:
+def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool = False) -> tuple[Any, ...]:
     """``(output, jvp_out)`` (``(output, jvp_out, aux)`` with has_aux)."""
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise TypeError("jvp: primals and tangents must be tuples (one entry per argument)")
     return ad_kernel("jvp", kernel_for(func), has_aux)(primals, tangents)
 
 
-def linearize(func: Callable[..., Any], *primals: Any) -> tuple:
+def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, ...]:
     """``(output, jvp_fn)``: jvp_fn(*tangents) evaluates the derivative at `primals`."""
     k = ad_kernel("jvp", kernel_for(func), False)
     return forward_kernel(kernel_for(func))(*primals), LinearizedFn(k, primals)

@@ -24,7 +24,7 @@ import inspect
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, overload
 
 import numpy as np
 
@@ -768,9 +768,23 @@ def _hash_leaf(x: Any) -> Any:
     return (type(x), x)
 
 
+@overload
+def jit(fn: Callable[..., Any], *, signature: str | None = None,
+        static_argnums: int | Sequence[int] = (), fastmath: bool = False, parallel: bool = False,
+        cache: bool = True, name: str | None = None, boundscheck: bool | None = None) -> Kernel: ...
+
+
+@overload
+def jit(fn: None = None, *, signature: str | None = None,
+        static_argnums: int | Sequence[int] = (), fastmath: bool = False, parallel: bool = False,
+        cache: bool = True, name: str | None = None,
+        boundscheck: bool | None = None) -> Callable[[Callable[..., Any]], Kernel]: ...
+
+
 def jit(fn: Callable[..., Any] | None = None, *, signature: str | None = None,
         static_argnums: int | Sequence[int] = (), fastmath: bool = False, parallel: bool = False,
-        cache: bool = True, name: str | None = None, boundscheck: bool | None = None) -> Any:
+        cache: bool = True, name: str | None = None,
+        boundscheck: bool | None = None) -> Kernel | Callable[[Callable[..., Any]], Kernel]:
     """Compile `fn` to a native kernel (lazily per signature, or now with `signature=`).
 
     ``boundscheck=True`` makes run-time indices that are out of range raise IndexError

@@ -32,8 +32,9 @@ from compiler.frontend import arrays as A
 from compiler.frontend.calls import register_function
 from compiler.frontend.pytrees import flatten, unflatten
 from compiler.frontend.values import Reject, Staged
-from compiler.function.context import ArraySlot, FunctionCtx, ShapeDtype, VmapInfo
+from compiler.function.context import FunctionCtx, ShapeDtype, VmapInfo
 from compiler.function.primitive import emit_custom_function
+from compiler.ir.params import ArraySlot
 
 __all__ = ["Function", "FunctionCtx", "VmapInfo", "ShapeDtype"]
 
