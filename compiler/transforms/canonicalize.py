@@ -92,11 +92,12 @@ def _reshape(b: Builder, op: Op) -> list[Value] | None:
 
 
 def _dot_general(b: Builder, op: Op) -> list[Value] | None:
-    """A contraction over size-1 axes only is a broadcast product (it then fuses)."""
+    """A contraction over size-1 axes only is a broadcast product (it then fuses); a
+    contraction with an identity matrix is a transpose of the other operand."""
     lhs, rhs = op.operands
     (lc, rc), (lb, rb) = op.params["dimension_numbers"]
     if any(lhs.type.shape[a] != 1 for a in lc):
-        return None
+        return _with_identity(b, op)
     out_shape = op.results[0].type.shape
     nb, lf, rf = len(lb), free_axes(lhs.type.ndim, lc, lb), free_axes(rhs.type.ndim, rc, rb)
 
@@ -109,6 +110,77 @@ def _dot_general(b: Builder, op: Op) -> list[Value] | None:
     left = spread(lhs, lb, lf, list(range(nb + len(lf))))
     right = spread(rhs, rb, rf, list(range(nb)) + list(range(nb + len(lf), nb + len(lf) + len(rf))))
     return [ops.mul(b, left, right)]
+
+
+def _with_identity(b: Builder, op: Op) -> list[Value] | None:
+    """``X @ I`` contracts X's axis c with one axis of an identity matrix I (the one-hot basis
+    of jacfwd and hessian: ``A @ e_j`` for every j at once); the result is X with axis c
+    moved where I's other axis is, so an n x n product becomes a transpose (a Jacobian of
+    ``tanh(A @ x)`` costs n^2, not n^3). An infinite entry of X stays itself where the sum
+    of products would spread NaN (0 * inf) along its row: the derivative's value.
+
+        %e = convert(eq(iota(0), iota(1))) : f64[n, n];  dot_general(%A, %e) {contract A 1, e 1}
+        ->  %A"""
+    lhs, rhs = op.operands
+    (lc, rc), (lb, rb) = op.params["dimension_numbers"]
+    out = op.results[0].type
+    for eye, x, ec, xc, eb, eye_first in ((rhs, lhs, rc, lc, rb, False), (lhs, rhs, lc, rc, lb, True)):
+        found = _identity_axes(eye)
+        if found is None or eb or sum(a in ec for a in found[0]) != 1:
+            continue
+        axes, scale = found
+        q = next(a for a in axes if a in ec)
+        p = next(a for a in axes if a != q)
+        c = xc[list(ec).index(q)]
+        free = [a for a in range(x.type.ndim) if a not in xc]
+        ones = [a for a in xc if a != c]                  # contracted with I's size-1 axes
+        order = [c] + free + ones if eye_first else free + [c] + ones
+        y = ops.reshape(b, ops.transpose(b, x, order), tuple(out.shape))
+        if y.type.dtype != out.dtype:
+            y = ops.convert(b, y, out.dtype)
+        if scale is not None:                             # diag(w): row j of the result times w[j]
+            eye_free = [a for a in range(eye.type.ndim) if a not in ec]
+            at = eye_free.index(p) + (0 if eye_first else len(free))
+            w = scale if scale.type.dtype == out.dtype else ops.convert(b, scale, out.dtype)
+            y = ops.mul(b, y, ops.broadcast_in_dim(b, w, tuple(out.shape), (at,)))
+        return [y]
+    return None
+
+
+def _identity_axes(v: Value) -> tuple[tuple[int, int], Value | None] | None:
+    """The two axes of `v` that hold an identity matrix, and the vector w when `v` is diag(w)
+    rather than the identity, when `v` is one of those (``np.eye(n)`` as the frontend and
+    jacfwd build it: ``convert(eq(iota(0), iota(1)))``; jacrev's scaled basis: that times w
+    broadcast along either axis; perhaps reshaped to add size-1 axes); None otherwise."""
+    src = v.op.operands[0] if v.op is not None and v.op.prim is ops.reshape_p else v
+    scale = None
+    if src.op is not None and src.op.prim is ops.mul_p:
+        for e, s in (src.op.operands, src.op.operands[::-1]):
+            if s.op is not None and s.op.prim is ops.broadcast_in_dim_p and s.op.operands[0].type.ndim == 1 \
+                    and _is_eye(e):
+                src, scale = e, s.op.operands[0]
+                break
+    if not _is_eye(src):
+        return None
+    n = src.type.shape[0]
+    big = [a for a, d in enumerate(v.type.shape) if d != 1]
+    if len(big) != 2 or any(v.type.shape[a] != n for a in big):
+        return None
+    return (big[0], big[1]), scale
+
+
+def _is_eye(v: Value) -> bool:
+    """`v` is an n x n identity matrix, n >= 2 static: ``convert(eq(iota(0), iota(1)))``."""
+    if v.op is None or v.op.prim is not ops.convert_p or v.type.ndim != 2:
+        return False
+    eq = v.op.operands[0].op
+    if eq is None or eq.prim is not ops.eq_p:
+        return False
+    iotas = [x.op for x in eq.operands]
+    n = v.type.shape[0]
+    return (all(i is not None and i.prim is ops.iota_p for i in iotas)
+            and {i.params["dimension"] for i in iotas if i is not None} == {0, 1}
+            and isinstance(n, int) and n >= 2 and v.type.shape[1] == n)
 
 
 def _is_zero(v: Value) -> bool:

@@ -94,7 +94,7 @@ def test_the_api_reference_documents_every_public_name(site: pathlib.Path) -> No
         for anchor in re.findall(r'<h\d id="((?:compiler|runtime)[\w.]*)" class="doc doc-heading"', page.read_text()):
             documented[id(_resolve(anchor))] = anchor
     public = [(f"compiler.{n}", getattr(compiler, n)) for n in compiler.__all__ if n != "__version__"]
-    public += [(f"runtime.{n}", getattr(runtime, n)) for n in runtime.__all__ if n != "ABI_VERSION"]
+    public += [(f"runtime.{n}", getattr(runtime, n)) for n in runtime.__all__ if n not in ("ABI_VERSION", "__version__")]
     public += [(f"compiler.random.{n}", getattr(compiler.random, n)) for n in compiler.random.__all__]
     public += [(f"compiler.errors.{n}", v) for n, v in vars(compiler.errors).items()
                if isinstance(v, type) and issubclass(v, Exception) and v.__module__ == "compiler.errors"]
