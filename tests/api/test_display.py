@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html.parser
 import pathlib
+import pickle
 import re
 
 import numpy as np
@@ -45,6 +46,13 @@ def test_kernel_repr_names_the_function_its_source_line_and_each_variant(kernel)
     assert len(lines) == 2
     assert re.search(r"scaled_sum\(x: f64\[3\], n=2\) -> f64\[\]  compiled in \d+ m?s", lines[0]), lines[0]
     assert re.search(r"scaled_sum\(x: f32\[2, 2\], n=3\) -> f32\[\]  compiled in", lines[1]), lines[1]
+
+
+def test_an_unpickled_kernel_says_where_its_variants_came_from(kernel):
+    again = pickle.loads(pickle.dumps(kernel))
+    assert "scaled_sum(x: f64[3], n=2) -> f64[]  unpickled" in repr(again)
+    x = np.linspace(0.0, 1.0, 3)
+    np.testing.assert_allclose(again(x, 2), 2 * np.sum(np.sin(x)), rtol=1e-14)
 
 
 def test_kernel_repr_before_any_call_and_with_a_signature():
