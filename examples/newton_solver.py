@@ -16,7 +16,10 @@ The compiled solver is the textbook loop written once, for one start: the
 Jacobian is `jacfwd(mismatch)`, the step `np.linalg.solve`, and the loop a
 `compiler.while_loop` that runs until the mismatch is below 1e-10 (or 40 steps, or
 a non-finite iterate). `vmap` runs it over every starting point in one kernel,
-each start taking its own number of steps.
+each start taking its own number of steps. (The batched loop runs windows of 32 starts
+until the slowest of each is done, docs/control_flow.md: here 2.2 times the steps the
+starts need, which the vectorized NumPy version below avoids by dropping finished starts;
+the compiled kernel is still about 1.8x faster in CPU time, and 55x faster than the loop.)
 
 The NumPy version is what one writes without aotx: the same Newton loop in Python
 for each start, with the Jacobian written by hand (MATPOWER's dS/dV formulas in
