@@ -44,6 +44,7 @@ class Compile:
     start: float = field(default_factory=time.perf_counter)
     stages: list[tuple[str, float]] = field(default_factory=list)
     seconds: float = 0.0
+    done: str = "compiled"           # what the summary says happened ("staged" for aotx build)
 
     def summary(self) -> str:
         """``compiled f(f64[8]) in 1.52 s: frontend 0.06 s, ..., optimize 1.2 s`` (stages of the
@@ -55,7 +56,7 @@ class Compile:
             entry[1] += 1
         parts = [f"{name} {_duration(t)}" + (f" ({int(n)}x)" if n > 1 else "")
                  for name, (t, n) in totals.items()]
-        return f"compiled {self.what} in {_duration(self.seconds)}" + (": " + ", ".join(parts) if parts else "")
+        return f"{self.done} {self.what} in {_duration(self.seconds)}" + (": " + ", ".join(parts) if parts else "")
 
 
 class _StderrFallback(logging.StreamHandler):

@@ -103,8 +103,9 @@ class Specialization:
             out_types = self.program.function.out_types
             self.out_types = [str(t) for t in out_types[:len(out_types) - len(self.program.updates)]]
             if cache.is_deferred():              # `aotx build`: compiled for its own target, or on first use
-                self.native = cache.DeferredNative(self._compile)
+                self.native = cache.DeferredNative(self._compile_later)
                 self.state = "staged (compiled by aotx build, or on first call)"
+                record.done = "staged"
             else:
                 self.native = self._compile()
         self.seconds = record.seconds
@@ -129,6 +130,11 @@ class Specialization:
         if self.state.startswith("staged"):   # a deferred one, compiled on its first call
             self.state, self.seconds = "compiled", None
         return self.native
+
+    def _compile_later(self) -> NativeKernel:
+        """The compile of a staged specialization (under `aotx build`), on its first call."""
+        with progress.compiling(display.call_text(self.kernel, *self.abstract)):
+            return self._compile()
 
     def _ensure_artifacts(self) -> pipeline.Artifacts:
         """A cache hit has no stages in memory: stage and compile again for lower()."""
