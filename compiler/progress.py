@@ -61,7 +61,7 @@ class Compile:
 
 class _StderrFallback(logging.StreamHandler):
     """AOTX_DEBUG's records on the current ``sys.stderr`` (looked up per record), unless a
-    handler of the root logger writes to stderr already (no line twice)."""
+    handler of the root logger or of ``aotx`` writes to stderr already (no line twice)."""
 
     def __init__(self) -> None:
         super().__init__(sys.stderr)
@@ -71,8 +71,8 @@ class _StderrFallback(logging.StreamHandler):
         if config.debug_level() < 1:       # the INFO line of a slow compile: the application's handlers
             return
         streams = (sys.stderr, sys.__stderr__)
-        if any(isinstance(h, logging.StreamHandler) and h.stream in streams
-               for h in logging.getLogger().handlers):
+        others = [h for h in logging.getLogger().handlers + logger.handlers if h is not self]
+        if any(isinstance(h, logging.StreamHandler) and h.stream in streams for h in others):
             return
         self.stream = sys.stderr
         super().emit(record)

@@ -8,6 +8,7 @@ rather than waiting for a slow compile (no assertion depends on how long anythin
 from __future__ import annotations
 
 import logging
+import sys
 
 import numpy as np
 
@@ -46,6 +47,21 @@ def test_aotx_debug_lines_reach_stderr_without_logging_configured(monkeypatch, c
     assert "[aotx] compiling wave(x: f64[5])\n" in err and "[aotx] optimize: " in err
     assert "[aotx] compiled wave(x: f64[5]) in " in err
     assert err.count("[aotx] compiling wave") == 1           # once, not once per handler
+
+
+def test_aotx_debug_lines_appear_once_in_the_applications_format(monkeypatch, capfd):
+    monkeypatch.setenv("AOTX_DEBUG", "1")
+    handler = logging.StreamHandler(sys.stderr)            # what logging.basicConfig() installs
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s| %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        jit(wave, cache=False)(np.ones(4))
+    finally:
+        root.removeHandler(handler)
+    err = capfd.readouterr().err
+    assert err.count("DEBUG aotx| compiling wave(x: f64[4])\n") == 1 and "[aotx]" not in err
+    assert "INFO aotx| compiled wave(x: f64[4]) in " in err
 
 
 def test_a_slow_compile_logs_one_info_line_without_aotx_debug(monkeypatch, caplog):
