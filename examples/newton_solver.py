@@ -30,6 +30,8 @@ both, and that every converged point solves the equations. Starts that wander fo
 16 steps or more before they are caught by a solution can end elsewhere in the two
 versions (0.3% of them here): Newton's basins have fractal boundaries, where rounding
 differences of 1e-16 grow; the two NumPy versions differ on as many of them.
+With SciPy installed, `scipy.optimize.root` (MINPACK's hybrid method) from 500 of the
+starts must find no solution the compiled solver did not, and is timed too.
 (`examples/newton.py` solves one scalar equation, Kepler's, for a whole array.)
 
 Sizes: 20000 starting points (the tests use fewer).
@@ -159,6 +161,18 @@ def solve_many_vectorized(starts):
     return x, steps, np.max(np.abs(f), axis=1)
 
 
+def solve_many_scipy(starts):
+    """scipy.optimize.root per start (MINPACK's hybrid Powell method, the Jacobian by hand):
+    the library call one would reach for; None without SciPy."""
+    try:
+        from scipy.optimize import root
+    except ImportError:
+        return None
+    found = [root(mismatch_by_hand, s, jac=jacobian_by_hand, method="hybr", tol=1e-12) for s in starts]
+    x = np.array([r.x for r in found])
+    return x, np.array([r.success for r in found]) & (np.max(np.abs(mismatch_by_hand(x)), axis=1) <= 1e-9)
+
+
 def starting_points(n=20000, seed=0):
     """Angles in [-1.2, 0.4] rad, voltages in [0.15, 1.3] per unit."""
     rng = np.random.default_rng(seed)
@@ -199,9 +213,17 @@ def main():
           f"{same.mean():.2%} match the NumPy iteration step for step")
     check = np.array([mismatch_by_hand(p) for p in x[converged]])
     print(f"largest mismatch at a converged point, recomputed by NumPy: {np.max(np.abs(check)):.1e}")
-    for sol, count in zip(*distinct_solutions(x, converged)):
+    solutions, counts = distinct_solutions(x, converged)
+    for sol, count in zip(solutions, counts):
         print(f"  {count:6,} starts -> V = ({sol[2]:.4f}, {sol[3]:.4f}), angles = ({sol[0]:+.4f}, {sol[1]:+.4f}) rad")
     subset = starts[:2000]
+    start = time.perf_counter()
+    scipy_result = solve_many_scipy(subset[:500])
+    t_scipy = (time.perf_counter() - start) * len(starts) / 500
+    if scipy_result is not None:                 # its basins differ (another method), its roots may not
+        found, _ = distinct_solutions(*scipy_result)
+        assert {tuple(r) for r in found} <= {tuple(r) for r in solutions}, found
+        print(f"scipy.optimize.root (hybr) from 500 of the starts: the same {len(found)} solutions")
     t_aotx = best_time(solve_many, starts)
     t_loop = best_time(solve_many_numpy, subset, repeat=1) * len(starts) / len(subset)
     t_vec = best_time(solve_many_vectorized, starts, repeat=3)
@@ -211,6 +233,9 @@ def main():
           f"({t_loop / t_aotx:.0f}x slower)")
     print(f"NumPy vectorized over starts:     {1e6 * t_vec / len(starts):8.3f} us per start   "
           f"({t_vec / t_aotx:.1f}x slower)")
+    if scipy_result is not None:
+        print(f"scipy.optimize.root per start:    {1e6 * t_scipy / len(starts):8.3f} us per start   "
+              f"({t_scipy / t_aotx:.0f}x slower)")
 
 
 if __name__ == "__main__":
