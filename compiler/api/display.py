@@ -79,8 +79,8 @@ def _type_text(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k!r}: {_type_text(v)}" for k, v in value.items()) + "}"
     t = getattr(value, "type", None)
-    if isinstance(t, TensorType):             # an Alias or Strided argument: its type
-        return str(t)
+    if isinstance(t, TensorType):             # the same array again, or overlapping views of one
+        return f"{t} ({'same array as an earlier argument' if hasattr(value, 'index') else 'overlapping view'})"
     text = repr(value)                        # a static argument: its value
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -120,6 +120,13 @@ def variant_text(kernel: Any, spec: Any) -> str:
 
 
 def kernel_repr(kernel: Any) -> str:
+    try:
+        return _kernel_repr(kernel)
+    except Exception:  # noqa: BLE001 - a repr must not raise (a debugger, a log line)
+        return f"<aotx.Kernel {getattr(kernel, '__name__', '?')}>"
+
+
+def _kernel_repr(kernel: Any) -> str:
     where = source_location(kernel.fn)
     head = f"<aotx.Kernel {transforms_text(kernel)}"
     if where:

@@ -76,6 +76,22 @@ def test_kernel_repr_shows_the_transforms_and_a_disk_cache_hit():
     assert "-> f64[4, 3]  loaded from the disk cache" in repr(again)
 
 
+def write_first(x, y):
+    x[0] = 1.0
+    return x + y
+
+
+def test_kernel_repr_shows_pytree_arguments_and_an_array_passed_twice():
+    k = jit(write_first, cache=False)
+    a, b = np.arange(4.0), np.arange(4.0)
+    np.testing.assert_array_equal(k(a, a), write_first(b, b))     # NumPy on a copy: the same writes
+    np.testing.assert_array_equal(a, b)
+    assert "write_first(x: f64[4], y: f64[4] (same array as an earlier argument)) -> f64[4]" in repr(k)
+    g = jit(grad(lambda p, x: np.sum(p["w"] * np.sin(x)) + p["b"]), cache=False)
+    g({"w": np.ones(3), "b": 1.0}, np.ones(3))
+    assert "grad(<lambda>)(p: {'b': float, 'w': f64[3]}, x: f64[3]) -> (f64[], f64[3])" in repr(g)
+
+
 @pytest.fixture(scope="module")
 def lowered():
     return jit(lambda x: np.sum(np.sin(x) * 2.5), cache=False).lower(np.zeros(3))
