@@ -25,7 +25,6 @@ import logging
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Iterator
 
 from compiler import config
@@ -36,15 +35,17 @@ logger = logging.getLogger("aotx")
 SLOW_SECONDS = 1.0
 
 
-@dataclass
 class Compile:
     """One compile in progress or done: what it compiles, its stages' times, its total."""
 
-    what: str
-    start: float = field(default_factory=time.perf_counter)
-    stages: list[tuple[str, float]] = field(default_factory=list)
-    seconds: float = 0.0
-    done: str = "compiled"           # what the summary says happened ("staged" for aotx build)
+    __slots__ = ("what", "start", "stages", "seconds", "done")
+
+    def __init__(self, what: str, stages: list[tuple[str, float]] | None = None,
+                 seconds: float = 0.0) -> None:
+        self.what, self.start = what, time.perf_counter()
+        self.stages: list[tuple[str, float]] = stages if stages is not None else []
+        self.seconds = seconds
+        self.done = "compiled"           # what the summary says happened ("staged" for aotx build)
 
     def summary(self) -> str:
         """``compiled f(f64[8]) in 1.52 s: frontend 0.06 s, ..., optimize 1.2 s`` (stages of the

@@ -13,7 +13,7 @@ self-contained (an inline style) and every piece of text in it is escaped.
 """
 from __future__ import annotations
 
-import html
+import functools
 import inspect
 import os
 import re
@@ -102,10 +102,13 @@ def _arg_text(name: str, value: Any) -> str:
 
 def call_text(kernel: Any, abstract_args: tuple, abstract_kwargs: dict) -> str:
     """``f(x: f64[3], n=4)``: the Kernel's transforms and its arguments' types (static
-    arguments by value)."""
-    args = [_arg_text(kernel.arg_name(i), a) for i, a in enumerate(abstract_args)]
-    args += [_arg_text(k, v) for k, v in abstract_kwargs.items()]
-    return f"{transforms_text(kernel)}({', '.join(args)})"
+    arguments by value). Never raises (a static argument's own repr might)."""
+    try:
+        args = [_arg_text(kernel.arg_name(i), a) for i, a in enumerate(abstract_args)]
+        args += [_arg_text(k, v) for k, v in abstract_kwargs.items()]
+        return f"{transforms_text(kernel)}({', '.join(args)})"
+    except Exception:  # noqa: BLE001 - only a description: the compile goes on
+        return f"{getattr(kernel, '__name__', 'kernel')}(...)"
 
 
 def variant_text(kernel: Any, spec: Any) -> str:
@@ -195,11 +198,11 @@ def lowered_html(low: Any) -> str:
               ("llvm", "LLVM IR", low.llvm), ("llvm_optimized", "LLVM IR, optimized", low.llvm_optimized),
               ("asm", "assembly", low.asm)]
     kinds = {"ir": "ir", "ir_optimized": "ir", "llvm": "llvm", "llvm_optimized": "llvm", "asm": "asm"}
-    title = html.escape(_title(low))
+    title = _escape(_title(low))
     parts = [f"<div class='aotx-lowered'><b>{title}</b>"]
     for attr, label, text in stages:
         opened = " open" if attr == "ir_optimized" else ""
-        parts.append(f"<details{opened}><summary><code>.{attr}</code>: {html.escape(label)}, "
+        parts.append(f"<details{opened}><summary><code>.{attr}</code>: {_escape(label)}, "
                      f"{_lines(text)} lines</summary>{highlight_html(text, kinds[attr])}</details>")
     return "".join(parts) + "</div>"
 
@@ -225,10 +228,20 @@ _RULES: dict[str, list[tuple[str, str]]] = {
     "asm": [("c", r"#[^\n]*"), ("l", r"^[\w.$@]+:"), ("k", r"(?<=^\t)[a-z][a-z0-9.]*|(?<=^ {4})[a-z][a-z0-9.]*"),
             ("o", r"^\s*\.[a-z_0-9]+"), ("v", r"%[a-z0-9]+"), ("n", r"(?<![\w.])\$-?[\w.]+|-?\b(?:0x[0-9a-f]+|\d+)\b")],
 }
-_COMPILED: dict[str, re.Pattern[str]] = {
-    kind: re.compile("|".join(f"(?P<{cls}{i}>{pat})" for i, (cls, pat) in enumerate(rules)), re.MULTILINE)
-    for kind, rules in _RULES.items()
-}
+
+
+@functools.cache
+def _pattern(kind: str) -> re.Pattern[str]:
+    """One regular expression per kind, a named group per rule (compiled on first use: not
+    at import)."""
+    rules = _RULES.get(kind, _RULES["ir"])
+    return re.compile("|".join(f"(?P<{cls}{i}>{pat})" for i, (cls, pat) in enumerate(rules)), re.MULTILINE)
+
+
+def _escape(text: str) -> str:
+    """``html.escape`` (without importing its entity tables at startup)."""
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&#x27;"))
 
 
 def highlight_html(text: str, kind: str) -> str:
@@ -239,15 +252,15 @@ def highlight_html(text: str, kind: str) -> str:
     if len(lines) > HTML_LINES:
         more = (f"\n... {len(lines) - HTML_LINES} more lines: print the stage for all of it")
         text = "".join(lines[:HTML_LINES])
-    pattern = _COMPILED.get(kind, _COMPILED["ir"])
+    pattern = _pattern(kind)
     out: list[str] = []
     pos = 0
     for m in pattern.finditer(text):
-        out.append(html.escape(text[pos:m.start()]))
+        out.append(_escape(text[pos:m.start()]))
         cls = (m.lastgroup or "x").rstrip("0123456789")
-        out.append(f"<span class='{cls}'>{html.escape(m.group())}</span>")
+        out.append(f"<span class='{cls}'>{_escape(m.group())}</span>")
         pos = m.end()
-    out.append(html.escape(text[pos:] + more))
+    out.append(_escape(text[pos:] + more))
     return f"{_STYLE}<div class='aotx-hl'>{''.join(out)}</div>"
 
 
