@@ -47,6 +47,7 @@ class _Job:
     kernel: Kernel
     llvm_ir: str
     built: BuiltKernel
+    seconds: float = 0.0            # the IR passes and codegen, in this process
 
 
 def build(source: str | Path, out_dir: str | Path, *, cpu: str = "host", emit: Sequence[str] = (),
@@ -216,6 +217,7 @@ def signed_kernels(module: Any) -> list[tuple[str, Kernel]]:
 def _prepare(name: str, symbol: str, kernel: Kernel, target: targets.Target, want_ir: bool) -> _Job:
     """The staged kernel through optimize_ir and codegen (in this process), and its manifest entry."""
     assert kernel._fixed is not None, f"{name} has no signature"
+    start = time.perf_counter()
     program = kernel._fixed.program
     assert isinstance(program, pipeline.Program), f"{name} was not staged"
     fn = program.function
@@ -237,7 +239,7 @@ def _prepare(name: str, symbol: str, kernel: Kernel, target: targets.Target, wan
             "signature": ", ".join(a["type"] for a in ins) + " -> " + ", ".join(a["type"] for a in outs),
             "source_sha256": _source_hash(kernel)}
     built = BuiltKernel(name, symbol, info, ir_text=format_function(optimized) if want_ir else "")
-    return _Job(kernel, llvm_ir, built)
+    return _Job(kernel, llvm_ir, built, time.perf_counter() - start)
 
 
 def _result_tree(name: str, program: pipeline.Program) -> Any:
@@ -262,6 +264,10 @@ def llvm_job(llvm_ir: str, triple: str, cpu: str, features: str,
     return code, time.perf_counter() - start
 
 
+def _ms(seconds: float) -> str:
+    return f"{1e3 * seconds:.0f} ms"
+
+
 def _run_llvm(job_list: list[_Job], target: targets.Target, *, want_asm: bool, jobs: int,
               say: Callable[[str], None]) -> None:
     total = len(job_list)
@@ -275,7 +281,10 @@ def _run_llvm(job_list: list[_Job], target: targets.Target, *, want_asm: bool, j
         built.info["object_sha256"] = sha256(code.object)
         pipeline.STATS["llvm_compilations"] += 1
         done += 1
-        say(f"[{done}/{total}] {built.name}: {built.info['signature']}  ({1e3 * seconds:.0f} ms)")
+        staging = getattr(job.kernel._fixed, "seconds", None) or 0.0
+        say(f"[{done}/{total}] {built.name}: {built.info['signature']}  "
+            f"({_ms(staging + job.seconds + seconds)}: staging {_ms(staging)}, IR passes and codegen "
+            f"{_ms(job.seconds)}, LLVM {_ms(seconds)})")
 
     args = [(j.llvm_ir, target.triple, target.cpu, target.features, want_asm) for j in job_list]
     if jobs == 1 or total == 1:

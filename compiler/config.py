@@ -2,7 +2,7 @@
 
 | variable             | meaning                                                         |
 |----------------------|-----------------------------------------------------------------|
-| AOTX_DEBUG=1..5      | 1 stage timings, 3 IR after every stage                         |
+| AOTX_DEBUG=1..5      | 1 stage timings (logger aotx), 3 IR after every stage           |
 | AOTX_PRINT_AFTER=a,b | print the IR after the named stages (frontend, simplify, ...)   |
 | AOTX_VERIFY=1        | run the IR verifier after every stage (on in the test suite)    |
 | AOTX_FRONTEND_DEBUG=1| internal errors of any stage raised as they are; compile errors  |

@@ -27,7 +27,7 @@ import traceback
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from compiler import config, frontend
+from compiler import config, frontend, progress
 from compiler.backend import jit as native, kernel, passes
 from compiler.backend.target import Target
 from compiler.errors import (CompileError, InternalCompilerError, TransformArgumentError,
@@ -93,8 +93,7 @@ def run(stage: Callable[..., Any], value: Any, *args: Any, name: str) -> Any:
             raise
         path = dump_stage_input(name, value, e)
         raise InternalCompilerError(internal_error_message(name, e, path), name, path) from e
-    if config.debug_level() >= 1:
-        print(f"[aotx] {name}: {1e3 * (time.perf_counter() - start):.2f} ms", file=sys.stderr)
+    progress.stage_done(name, time.perf_counter() - start)    # logger "aotx" (compiler/progress.py)
     output = result.function if isinstance(result, Program) else result
     if name in config.print_after() or config.debug_level() >= 3:
         print(f"[aotx] after {name}:\n{_as_text(output)}", file=sys.stderr)

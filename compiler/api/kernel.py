@@ -28,8 +28,8 @@ from typing import Any, Callable, Sequence, overload
 
 import numpy as np
 
-from compiler import cache, config, pipeline
-from compiler.api import callbacks, pickling
+from compiler import cache, config, pipeline, progress
+from compiler.api import callbacks, display, pickling
 from compiler.backend import pyentry
 from compiler.backend import target as targets
 from compiler.function import trampoline
@@ -49,16 +49,25 @@ from runtime.loader import KERNEL_CFUNC, NativeKernel, bind_symbols, check_array
 @dataclass
 class Lowered:
     """The stages of one compiled specialization, as text: ``ir`` is the frontend's IR,
-    ``ir_optimized`` the IR after the transforms and simplification."""
+    ``ir_optimized`` the IR after the transforms and simplification. Each is a ``str``
+    shown with syntax highlighting in a notebook; the repr is a summary (compiler/api/display.py)."""
 
     ir: str
     ir_optimized: str
     llvm: str
     llvm_optimized: str
     asm: str
+    name: str = ""               # the kernel's transforms and arguments: vmap(f)(x: f64[8, 3])
+    signature: str = ""          # its result types
 
     def __str__(self) -> str:
         return self.ir_optimized
+
+    def __repr__(self) -> str:
+        return display.lowered_repr(self)
+
+    def _repr_html_(self) -> str:
+        return display.lowered_html(self)
 
 
 class Specialization:
@@ -76,21 +85,30 @@ class Specialization:
         self.boundscheck = config.boundscheck() if kernel.boundscheck is None else kernel.boundscheck
         with config.boundscheck_scope(self.boundscheck):
             self._probe = cache.Probe(kernel, abstract_args, abstract_kwargs, target)
+        # how it came to be, for repr(kernel) (compiler/api/display.py) and the "aotx" logger
+        self.state, self.seconds = "compiled", None
+        what = display.call_text(kernel, abstract_args, abstract_kwargs)
         hit = None if cache.is_deferred() else self._probe.load()
         if hit is not None:                  # no staging, no LLVM: load the cached object
             self.program = cache.RestoredProgram(hit.out_tree, updates=hit.native.updates,
                                                  contiguous=hit.native.contiguous)
             self.out_types, self.object, self.native = hit.out_types, hit.object, hit.native
+            self.state = "loaded from the disk cache"
+            progress.note(f"{what}: loaded from the disk cache")
             return
-        with self._probe.recording(), config.boundscheck_scope(self.boundscheck):
-            self.program = kernel.trace(abstract_args, abstract_kwargs, updates=True)
-        # the results (the new values of updated arguments come after them)
-        out_types = self.program.function.out_types
-        self.out_types = [str(t) for t in out_types[:len(out_types) - len(self.program.updates)]]
-        if cache.is_deferred():              # `aotx build`: compiled for its own target, or on first use
-            self.native = cache.DeferredNative(self._compile)
-        else:
-            self.native = self._compile()
+        with progress.compiling(what) as record:
+            with self._probe.recording(), config.boundscheck_scope(self.boundscheck):
+                self.program = kernel.trace(abstract_args, abstract_kwargs, updates=True)
+            # the results (the new values of updated arguments come after them)
+            out_types = self.program.function.out_types
+            self.out_types = [str(t) for t in out_types[:len(out_types) - len(self.program.updates)]]
+            if cache.is_deferred():              # `aotx build`: compiled for its own target, or on first use
+                self.native = cache.DeferredNative(self._compile_later)
+                self.state = "staged (compiled by aotx build, or on first call)"
+                record.done = "staged"
+            else:
+                self.native = self._compile()
+        self.seconds = record.seconds
 
     def _compile(self) -> NativeKernel:
         fn = self.program.function
@@ -109,7 +127,14 @@ class Specialization:
                                    random=self.artifacts.random, updates=self.program.updates,
                                    contiguous=self.program.contiguous)
         self._probe.store(self)
+        if self.state.startswith("staged"):   # a deferred one, compiled on its first call
+            self.state, self.seconds = "compiled", None
         return self.native
+
+    def _compile_later(self) -> NativeKernel:
+        """The compile of a staged specialization (under `aotx build`), on its first call."""
+        with progress.compiling(display.call_text(self.kernel, *self.abstract)):
+            return self._compile()
 
     def _ensure_artifacts(self) -> pipeline.Artifacts:
         """A cache hit has no stages in memory: stage and compile again for lower()."""
@@ -149,8 +174,10 @@ class Specialization:
     def lowered(self) -> Lowered:
         a = self._ensure_artifacts()
         assert isinstance(self.program, pipeline.Program)
-        return Lowered(format_function(self.program.frontend_ir, with_locs=True),
-                       format_function(a.ir_optimized), a.llvm, a.llvm_optimized, a.asm)
+        outs = self.out_types[0] if len(self.out_types) == 1 else "(" + ", ".join(self.out_types) + ")"
+        return Lowered(*display.stage_texts(format_function(self.program.frontend_ir, with_locs=True),
+                                            format_function(a.ir_optimized), a.llvm, a.llvm_optimized, a.asm),
+                       name=display.call_text(self.kernel, *self.abstract), signature=outs)
 
 
 def _scalarize(a: np.ndarray) -> Any:
@@ -626,8 +653,8 @@ class Kernel:
         return self
 
     def __repr__(self) -> str:
-        sig = f", signature={self.signature!r}" if self.signature else ""
-        return f"<aotx.Kernel {self.__name__}{sig}>"
+        """The function, where it is defined, its transforms and compiled variants (display.py)."""
+        return display.kernel_repr(self)
 
 
 def _static_argnums(signature: inspect.Signature, nums: Any, name: str) -> tuple[int, ...]:

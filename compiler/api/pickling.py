@@ -271,6 +271,7 @@ def _add_variants(kernel: Any, spec_class: Any, state: dict[str, Any]) -> None:
                 spec.program = cache.RestoredProgram(v["out_tree"], updates=restored.native.updates,
                                                      contiguous=restored.native.contiguous)
                 spec.out_types, spec.object, spec.native = restored.out_types, v["object"], restored.native
+                spec.state, spec.seconds = "unpickled", None      # for repr(kernel)
         if spec is None:
             if isinstance(kernel._tracer, _NotCompilable):
                 kernel._tracer.note_dropped(state["environment"])

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, int]] = [
     ("runtime", 0),
     ("compiler.errors", 1), ("compiler.config", 1), ("compiler.version", 1),
-    ("compiler.ir", 2),
+    ("compiler.ir", 2), ("compiler.progress", 2),
     ("compiler.signature", 3), ("compiler.primitives", 3),
     ("compiler.transforms", 4), ("compiler.backend", 4),
     ("compiler.frontend", 5),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -46,8 +47,9 @@ def test_build_writes_library_header_manifest_and_progress(built):
     out, log = built
     for name in ("kernels.so", "kernels.h", "kernels.json"):
         assert (out / name).is_file()
-    for k in ("wave", "stats", "diffs"):
-        assert f"] {k}: " in log                        # one progress line per kernel
+    for k in ("wave", "stats", "diffs"):             # one progress line per kernel, with its phases
+        assert len(re.findall(rf"^\[\d/3\] {k}: .* -> .*  \(\d+ ms: staging \d+ ms, IR passes and codegen "
+                              rf"\d+ ms, LLVM \d+ ms\)$", log, re.MULTILINE)) == 1, log
     assert log.count("[") >= 3 and "[3/3]" in log
     m = json.loads((out / "kernels.json").read_text())
     assert m["abi_version"] == runtime.ABI_VERSION and m["format"] == "aotx-library"
