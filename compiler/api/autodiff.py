@@ -82,7 +82,8 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool 
     """``(output, jvp_out)`` (``(output, jvp_out, aux)`` with has_aux)."""
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise TypeError("jvp: primals and tangents must be tuples (one entry per argument)")
-    return ad_kernel("jvp", kernel_for(func), has_aux)(primals, tangents)
+    result: tuple[Any, ...] = ad_kernel("jvp", kernel_for(func), has_aux)(primals, tangents)
+    return result
 
 
 def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, ...]:
@@ -94,17 +95,18 @@ def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, ...]:
 class VjpFn:
     """The vjp_fn returned by :func:`vjp`: a compiled kernel with the primals bound."""
 
-    def __init__(self, kernel: Kernel, primals: tuple) -> None:
+    def __init__(self, kernel: Kernel, primals: tuple[Any, ...]) -> None:
         self.kernel, self.primals = kernel, primals
 
-    def __call__(self, cotangents: Any) -> tuple:
-        return self.kernel(self.primals, cotangents)
+    def __call__(self, cotangents: Any) -> tuple[Any, ...]:
+        result: tuple[Any, ...] = self.kernel(self.primals, cotangents)
+        return result
 
-    def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:
+    def __aotx_stage_call__(self, stager: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Called inside compiled code: inline the vjp kernel."""
         return stager._call_kernel(self.kernel, [self.primals, *args], kwargs, arrays=True)
 
-    def __aotx_captures__(self) -> list:
+    def __aotx_captures__(self) -> list[Any]:
         """Staged values it holds (made inside compiled code: frontend/closures.py)."""
         return self.kernel.__aotx_captures__() + staged_leaves(self.primals)
 
@@ -115,17 +117,17 @@ class VjpFn:
 class LinearizedFn:
     """The jvp_fn returned by :func:`linearize`: tangents -> tangent of the output."""
 
-    def __init__(self, kernel: Kernel, primals: tuple) -> None:
+    def __init__(self, kernel: Kernel, primals: tuple[Any, ...]) -> None:
         self.kernel, self.primals = kernel, primals
 
     def __call__(self, *tangents: Any) -> Any:
         return self.kernel(self.primals, tangents)[1]
 
-    def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:
+    def __aotx_stage_call__(self, stager: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Called inside compiled code: inline the jvp kernel, keep the tangent."""
         return stager._call_kernel(self.kernel, [self.primals, tuple(args)], kwargs, arrays=True)[1]
 
-    def __aotx_captures__(self) -> list:
+    def __aotx_captures__(self) -> list[Any]:
         """Staged values it holds (made inside compiled code: frontend/closures.py)."""
         return self.kernel.__aotx_captures__() + staged_leaves(self.primals)
 
@@ -133,16 +135,16 @@ class LinearizedFn:
         return LinearizedFn(self.kernel.__aotx_translate__(translate), translate(self.primals))
 
 
-def staged_leaves(tree: Any) -> list:
+def staged_leaves(tree: Any) -> list[Any]:
     """The staged values among the leaves of `tree`."""
     return [x for x in flatten(tree)[0] if isinstance(x, Staged)]
 
 
-def _vjp_call(primals: tuple, cotangents: Any) -> Any:
+def _vjp_call(primals: tuple[Any, ...], cotangents: Any) -> Any:
     """(primals, cotangents) -> cotangents of the primals (the kernel behind vjp_fn)."""
 
 
-def _jvp_call(primals: tuple, tangents: tuple) -> Any:
+def _jvp_call(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
     """(primals, tangents) -> (output, tangent of the output)."""
 
 
@@ -171,10 +173,10 @@ class _Pure:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
 
-    def __call__(self, abstract_args: tuple, abstract_kwargs: dict) -> Any:
+    def __call__(self, abstract_args: tuple[Any, ...], abstract_kwargs: dict[str, Any]) -> Any:
         return self.kernel.trace(abstract_args, abstract_kwargs)
 
-    def __aotx_cache_key__(self) -> tuple:
+    def __aotx_cache_key__(self) -> tuple[Any, ...]:
         return ("forward", self.kernel)
 
 
@@ -215,7 +217,7 @@ def shifted(structure: Any, offset: int) -> Any:
     return unflatten(tree, [Slot(s.index + offset) if isinstance(s, Slot) else s for s in slots])
 
 
-def leaf_ranges(args: tuple) -> list[range]:
+def leaf_ranges(args: tuple[Any, ...]) -> list[range]:
     """For each positional argument, the range of its flat dynamic leaves."""
     out, start = [], 0
     for a in args:
@@ -286,11 +288,11 @@ class ADTracer:
         check_chunk_size(self.who, chunk_size)
         self.inner, self.argnums, self.has_aux, self.chunk_size = inner, argnums, has_aux, chunk_size
 
-    def __aotx_cache_key__(self) -> tuple:
+    def __aotx_cache_key__(self) -> tuple[Any, ...]:
         return (self.who, self.inner, self.argnums, self.has_aux, self.chunk_size,
                 getattr(self, "randomness", "error"))
 
-    def prepare(self, a_args: tuple, a_kwargs: dict) -> Traced:
+    def prepare(self, a_args: tuple[Any, ...], a_kwargs: dict[str, Any]) -> Traced:
         program = self.inner.trace(a_args, a_kwargs)
         fn = program.function
         argnums, tupled = normalize_argnums(self.argnums, len(a_args), self.who)
@@ -311,7 +313,7 @@ class ADTracer:
         main, example = split_aux(program, self.has_aux, self.who)
         return Traced(program, argnums, tupled, ranges, active, main, example)
 
-    def per_argnum(self, a_args: tuple, t: Traced, slot_of: Callable[[int], Slot]) -> Any:
+    def per_argnum(self, a_args: tuple[Any, ...], t: Traced, slot_of: Callable[[int], Slot]) -> Any:
         """One value per argnum, each in the structure of its argument (Slots as leaves)."""
         per_arg = [arg_structure(a_args[k], [slot_of(i) for i in t.ranges[k]]) for k in t.argnums]
         return tuple(per_arg) if t.tupled else per_arg[0]
@@ -330,7 +332,7 @@ class GradTracer(ADTracer):
         self.who = "grad_and_value" if with_value else "grad"
         super().__init__(inner, argnums, has_aux)
 
-    def __call__(self, a_args: tuple, a_kwargs: dict) -> pipeline.Program:
+    def __call__(self, a_args: tuple[Any, ...], a_kwargs: dict[str, Any]) -> pipeline.Program:
         t = self.prepare(a_args, a_kwargs)
         fn, (o,) = t.fn, self._scalar_output(t)
         cotangent = {leaf: len(fn.results) + j for j, leaf in enumerate(t.active_leaves)}
@@ -370,7 +372,7 @@ class JacTracer(ADTracer):
         self.randomness = randomness
         super().__init__(inner, argnums, has_aux, chunk_size)
 
-    def __call__(self, a_args: tuple, a_kwargs: dict) -> pipeline.Program:
+    def __call__(self, a_args: tuple[Any, ...], a_kwargs: dict[str, Any]) -> pipeline.Program:
         t = self.prepare(a_args, a_kwargs)
         self._check_dtypes(t)
         select, tree = finish(self._structure(a_args, t))
@@ -410,7 +412,7 @@ class JacTracer(ADTracer):
             raise TypeError("jacrev: the outputs are complex; use jacfwd for a function of real "
                             "inputs with complex outputs (docs/complex.md)")
 
-    def _structure(self, a_args: tuple, t: Traced) -> Any:
+    def _structure(self, a_args: tuple[Any, ...], t: Traced) -> Any:
         """Per differentiated result, its Jacobian per argnum; the passes give J[o, leaf] for
         o in main and each active leaf, in that order, then the results (for aux)."""
         leaves = t.active_leaves
@@ -433,7 +435,7 @@ class VjpTracer(ADTracer):
 
     who = "vjp"
 
-    def __call__(self, a_args: tuple, a_kwargs: dict) -> pipeline.Program:
+    def __call__(self, a_args: tuple[Any, ...], a_kwargs: dict[str, Any]) -> pipeline.Program:
         primals, cotangents = a_args
         program = self.inner.trace(tuple(primals), a_kwargs)
         fn = program.function
@@ -470,7 +472,7 @@ class JvpTracer(ADTracer):
 
     who = "jvp"
 
-    def __call__(self, a_args: tuple, a_kwargs: dict) -> pipeline.Program:
+    def __call__(self, a_args: tuple[Any, ...], a_kwargs: dict[str, Any]) -> pipeline.Program:
         primals, tangents = a_args
         program = self.inner.trace(tuple(primals), a_kwargs)
         fn = program.function

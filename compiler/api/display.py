@@ -100,7 +100,7 @@ def _arg_text(name: str, value: Any) -> str:
     return f"{name}: {_type_text(value)}" if _dynamic(value) else f"{name}={_type_text(value)}"
 
 
-def call_text(kernel: Any, abstract_args: tuple, abstract_kwargs: dict) -> str:
+def call_text(kernel: Any, abstract_args: tuple[Any, ...], abstract_kwargs: dict[str, Any]) -> str:
     """``f(x: f64[3], n=4)``: the Kernel's transforms and its arguments' types (static
     arguments by value). Never raises (a static argument's own repr might)."""
     try:

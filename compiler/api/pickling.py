@@ -59,7 +59,7 @@ _RESTORED: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 _LOCK = threading.RLock()           # reentrant: a transform's tracer unpickles its inner kernel
 
 
-def reduce_kernel(kernel: Any, kernel_class: type, spec_class: type) -> tuple:
+def reduce_kernel(kernel: Any, kernel_class: type, spec_class: type) -> tuple[Any, ...]:
     """``Kernel.__reduce__``: (restore_kernel, (classes, state))."""
     token = kernel.__dict__.get("_pickle_token")
     if token is None:
@@ -306,7 +306,7 @@ class _NotCompilable:
     def note_dropped(self, environment: list[Any]) -> None:
         self.dropped.append(environment)
 
-    def __call__(self, abstract_args: tuple, abstract_kwargs: dict) -> Any:
+    def __call__(self, abstract_args: tuple[Any, ...], abstract_kwargs: dict[str, Any]) -> Any:
         compiled = "; ".join(f"({s})" for s in self.signatures) or "none"
         dropped = ""
         if self.dropped:

@@ -62,10 +62,10 @@ class VmapTracer:
         self.inner, self.in_dims, self.out_dims = inner, in_dims, out_dims
         self.randomness, self.chunk_size = randomness, chunk_size
 
-    def __aotx_cache_key__(self) -> tuple:
+    def __aotx_cache_key__(self) -> tuple[Any, ...]:
         return (self.inner, self.in_dims, self.out_dims, self.randomness, self.chunk_size)
 
-    def __call__(self, a_args: tuple, a_kwargs: dict) -> pipeline.Program:
+    def __call__(self, a_args: tuple[Any, ...], a_kwargs: dict[str, Any]) -> pipeline.Program:
         inner_args, flat_dims, size = self._per_example(a_args)
         kw_leaves = flatten_static(a_kwargs, _is_dynamic)[0]
         flat_dims += [None] * len(kw_leaves)       # keyword arguments are passed through unbatched
@@ -76,7 +76,7 @@ class VmapTracer:
                                   chunk=self.chunk_size, randomness=self.randomness)
         return pipeline.transform(program, [pipeline.Pass("vmap", batch)])
 
-    def _per_example(self, a_args: tuple) -> tuple[list[Any], list[Any], Any]:
+    def _per_example(self, a_args: tuple[Any, ...]) -> tuple[list[Any], list[Any], Any]:
         """The per-example arguments, the in_dim of each flat leaf, and the batch size."""
         size, inner_args, flat_dims = None, [], []
         for i, (arg, spec) in enumerate(zip(a_args, self._per_arg_dims(a_args))):
@@ -101,7 +101,7 @@ class VmapTracer:
                              "every input is a Python scalar)")
         return inner_args, flat_dims, size
 
-    def _per_arg_dims(self, args: tuple) -> list[Any]:
+    def _per_arg_dims(self, args: tuple[Any, ...]) -> list[Any]:
         if _is_dims_leaf(self.in_dims):
             return [self.in_dims] * len(args)
         if not isinstance(self.in_dims, (tuple, list)) or len(self.in_dims) != len(args):

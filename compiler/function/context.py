@@ -75,7 +75,7 @@ class ShapeDtype:
         return len(self.shape)
 
 
-def fill(template: tuple, arrays: list[Any]) -> tuple:
+def fill(template: tuple[Any, ...], arrays: list[Any]) -> tuple[Any, ...]:
     """The argument tuple: template entries, with each ArraySlot replaced by the next array."""
     it = iter(arrays)
     return tuple(next(it) if isinstance(t, ArraySlot) else t for t in template)
@@ -116,8 +116,8 @@ def _take_vmap_result(sink: Any, result: Any) -> Any:
     return _take_vmap_result_handler(None, sink, result)
 
 
-def _grads_after_setup_handler(st: Any, ctx: FunctionCtx, output: Any, grads: tuple,
-                               zero_mask: tuple) -> tuple:
+def _grads_after_setup_handler(st: Any, ctx: FunctionCtx, output: Any, grads: tuple[Any, ...],
+                               zero_mask: tuple[Any, ...]) -> tuple[Any, ...]:
     """Which outputs setup_context marked non-differentiable (their grads become zeros),
     and None for symbolic-zero grads when ctx.set_materialize_grads(False)."""
     leaves = flatten(output, is_leaf=lambda x: isinstance(x, Staged))[0]
