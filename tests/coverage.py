@@ -518,8 +518,6 @@ CASES: list[Case] = [
     Case("scipy.special.logsumexp (keepdims, b, return_sign)", "scipy.special",
          lambda x: sp.logsumexp(x, axis=1, keepdims=True, b=_SIGNS, return_sign=True), x45,
          needs="scipy"),
-    Case("scipy.special.polygamma (n = 0, 2)", "scipy.special",
-         lambda x: (sp.polygamma(0, x), sp.polygamma(2, x)), pos45, needs="scipy"),
 ]
 
 
