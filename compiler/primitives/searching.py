@@ -63,6 +63,9 @@ SEARCH_CHUNK = 256
 WINDOW = 256
 #: a window whose queries lie among at most COUNTED samples counts them, UNROLL at a time
 COUNTED, UNROLL = 64, 8
+#: fewer queries than this (a static count) take the plain search and gathers: the windows'
+#: three paths cost 1-2 s of compile time per call site and pay off on long query arrays only
+SMALL = 2048
 
 
 # ---- the search -------------------------------------------------------------------------
@@ -438,6 +441,9 @@ def _slopes(b: Builder, xp: Value, fp: Value, nv: Value) -> Value:
 def _decompose(b: Builder, op: Op, args: list[Value]) -> list[Value]:
     x, xp, fp, left, right = args
     shape = tuple(x.type.shape)
+    size = _size(shape)
+    if isinstance(size, int) and size < SMALL:
+        return [reference(b, *args)]
     nv = _length(b, xp)
     flat = ops.reshape(b, x, (_size(shape),))
     samples = [xp, fp, _slopes(b, xp, fp, nv), nv]
