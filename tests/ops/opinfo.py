@@ -2539,7 +2539,7 @@ op("interp", lambda x, xp, fp: np.interp(x, np.sort(xp), fp), lambda dt, rng: [
 def _prim_interp(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
     # a few queries (one short window); tests/functions/test_search.py runs the full windows
     xp, fp = np.sort(make((6,), dtype, rng, -5, 5)), make((6,), dtype, rng)
-    yield PrimSample("interp", (make((3, 2), dtype, rng, -6, 6), xp, fp, np.array(-7.0, dtype),
+    yield PrimSample("interp", (make((5,), dtype, rng, -6, 6), xp, fp, np.array(-7.0, dtype),
                                 np.array(9.0, dtype)))
 
 
