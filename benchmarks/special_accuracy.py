@@ -14,6 +14,11 @@ result is finite. The reference is mpmath at 60 digits (more where the argument 
 dtype, with the smaller ulp below a power of two; a reference that overflows must come out
 as the same infinity, and one below the smallest normal number is measured in units of the
 smallest subnormal.
+
+A function of several arguments takes points of several columns (``domain`` returns an
+[n, k] array: column i is argument i, and its reference takes k values); one that reduces a
+row (``softmax``, ``logsumexp``) takes rows of ``row`` values (its reference takes the row and
+returns its result's values).
 """
 from __future__ import annotations
 
@@ -143,7 +148,76 @@ def _cases() -> dict[str, tuple[Callable[..., Any], Callable[[Any], Any], Any, C
             r.uniform(1, 10, n), 1 + _logu(r, -16, 0, n), _logu(r, 0, 300, n)])),
         "np.arctanh": (lambda x: np.arctanh(x), mp.atanh, np.arctanh, lambda r, n: np.concatenate([
             r.uniform(-1, 1, n), both(1 - _logu(r, -16, -0.3, n // 2)), both(_logu(r, -300, -0.3, n // 2))])),
+        # -- issue 12's other special functions: several arguments, rows, exact ones
+        "np.logaddexp2": (lambda x, y: np.logaddexp2(x, y), lambda a, b: mp.log(2 ** a + 2 ** b, 2),
+                          np.logaddexp2, lambda r, n: _pairs(r.uniform(-60, 60, (n, 2)),
+                                                             r.uniform(-1000, 1000, (n, 2)))),
+        "np.float_power": (lambda x, y: np.float_power(x, y), lambda a, b: a ** b, np.float_power,
+                           lambda r, n: _pairs(np.stack([r.uniform(0, 10, n), r.uniform(-20, 20, n)], 1),
+                                               np.stack([_logu(r, -30, 30, n), r.uniform(-5, 5, n)], 1))),
+        "np.copysign": (lambda x, y: np.copysign(x, y), lambda a, b: abs(a) if b >= 0 else -abs(a),
+                        np.copysign, lambda r, n: _both2(_logu(r, -30, 30, (n, 2)))),
+        "np.ldexp": (lambda x: np.ldexp(x, 7), lambda a: mp.ldexp(a, 7), lambda x: np.ldexp(x, 7),
+                     lambda r, n: np.concatenate([r.uniform(-10, 10, n), both(_logu(r, -300, 30, n // 2))])),
+        "np.frexp": (lambda x: np.frexp(x)[0], lambda a: mp.frexp(a)[0], lambda x: np.frexp(x)[0],
+                     lambda r, n: np.concatenate([r.uniform(-10, 10, n), both(_logu(r, -300, 300, n // 2))])),
+        "np.modf": (lambda x: np.stack(np.modf(x), 1), lambda a: [a - int(a), mp.mpf(int(a))],
+                    lambda x: np.stack(np.modf(x), 1),
+                    lambda r, n: np.concatenate([r.uniform(-10, 10, n), both(_logu(r, -300, 15, n // 2))])),
+        "np.heaviside": (lambda x: np.heaviside(x, 0.5), lambda a: mp.mpf(0.5) if a == 0 else mp.mpf(a > 0),
+                         lambda x: np.heaviside(x, 0.5),
+                         lambda r, n: np.concatenate([r.uniform(-10, 10, n), [0.0, -0.0]])),
+        "loggamma (x > 0)": (lambda x: s.loggamma(x), _lgamma_ref, s and s.loggamma,
+                             lambda r, n: np.concatenate([r.uniform(0, 10, n), _logu(r, -300, 300, n)])),
+        "beta": (lambda x, y: s.beta(x, y), mp.beta, s and s.beta,
+                 lambda r, n: _pairs(r.uniform(0, 30, (n, 2)), _logu(r, -3, 2, (n, 2)))),
+        "betaln": (lambda x, y: s.betaln(x, y), lambda a, b: mp.log(mp.beta(a, b)), s and s.betaln,
+                   lambda r, n: _pairs(r.uniform(0, 30, (n, 2)), _logu(r, -3, 5, (n, 2)))),
+        "xlogy": (lambda x, y: s.xlogy(x, y), lambda a, b: 0 if a == 0 else a * mp.log(b), s and s.xlogy,
+                  lambda r, n: np.stack([r.uniform(-5, 5, 2 * n), _logu(r, -300, 300, 2 * n)], 1)),
+        "xlog1py": (lambda x, y: s.xlog1py(x, y), lambda a, b: 0 if a == 0 else a * mp.log1p(b),
+                    s and s.xlog1py, lambda r, n: np.stack([r.uniform(-5, 5, 3 * n), np.concatenate([
+                        r.uniform(-1, 10, n), _logu(r, -300, 300, n), -1 + _logu(r, -16, -0.3, n)])], 1)),
+        "entr": (lambda x: s.entr(x), lambda a: -a * mp.log(a) if a > 0 else mp.mpf(0), s and s.entr,
+                 lambda r, n: np.concatenate([r.uniform(0, 10, n), _logu(r, -300, 300, n)])),
+        "rel_entr": (lambda x, y: s.rel_entr(x, y), lambda a, b: a * mp.log(a / b), s and s.rel_entr,
+                     lambda r, n: _pairs(r.uniform(0, 10, (n, 2)), _logu(r, -100, 100, (n, 2)))),
+        "kl_div": (lambda x, y: s.kl_div(x, y), lambda a, b: a * mp.log(a / b) - a + b, s and s.kl_div,
+                   lambda r, n: _pairs(r.uniform(0, 10, (n, 2)), _logu(r, -100, 100, (n, 2)))),
+        "softmax (rows of 4)": (lambda x: s.softmax(x, axis=1), _softmax_ref,
+                                s and (lambda x: s.softmax(x, axis=1)), _rows),
+        "log_softmax (rows of 4)": (lambda x: s.log_softmax(x, axis=1),
+                                    lambda *a: [v - _lse(a) for v in a],
+                                    s and (lambda x: s.log_softmax(x, axis=1)), _rows),
+        "logsumexp (rows of 4)": (lambda x: s.logsumexp(x, axis=1), lambda *a: _lse(a),
+                                  s and (lambda x: s.logsumexp(x, axis=1)), _rows),
     }
+
+
+#: the functions of _cases that reduce rows
+ROWS = {"softmax (rows of 4)", "log_softmax (rows of 4)", "logsumexp (rows of 4)"}
+
+
+def _pairs(*parts: np.ndarray) -> np.ndarray:
+    return np.concatenate(parts, 0)
+
+
+def _both2(a: np.ndarray) -> np.ndarray:
+    """The pairs `a` with every sign combination."""
+    return np.concatenate([a * s for s in ([1, 1], [1, -1], [-1, 1], [-1, -1])], 0)
+
+
+def _rows(r: np.random.Generator, n: int) -> np.ndarray:
+    return np.concatenate([r.uniform(-30, 30, (n, 4)), r.standard_normal((n, 4))], 0)
+
+
+def _lse(a: Any) -> Any:
+    return mp.log(mp.fsum(mp.exp(v) for v in a))
+
+
+def _softmax_ref(*a: Any) -> list[Any]:
+    total = mp.fsum(mp.exp(v) for v in a)
+    return [mp.exp(v) / total for v in a]
 
 
 def ulp_errors(got: np.ndarray, exact: list[Any], dtype: Any) -> np.ndarray:
@@ -173,32 +247,45 @@ def ulp_errors(got: np.ndarray, exact: list[Any], dtype: Any) -> np.ndarray:
     return out
 
 
-def _safe(ref: Callable[[Any], Any], v: Any) -> Any:
+def _safe(ref: Callable[..., Any], v: Any) -> Any:
     try:
-        return ref(mp.mpf(float(v)))
+        if np.ndim(v):
+            out = ref(*[mp.mpf(float(a)) for a in v])
+        else:
+            out = ref(mp.mpf(float(v)))
+        return list(out) if isinstance(out, (list, tuple)) else out
     except (ValueError, ZeroDivisionError):
         return None
 
 
+def _call(fn: Callable[..., Any], x: np.ndarray, row: bool) -> np.ndarray:
+    """fn on the points `x`: one argument per column, or (row) the whole [n, k] array."""
+    out = fn(x) if x.ndim == 1 or row else fn(*x.T)
+    return np.asarray(out).reshape(-1)
+
+
 def measure(name: str, n: int, seed: int = 0) -> dict[str, float]:
     fn, ref, scipy_fn, domain = _cases()[name]
+    row = name in ROWS
     x64 = domain(np.random.default_rng(seed), n)
     kernel = compiler.jit(fn)
     result: dict[str, float] = {}
     for dtype in (np.float64, np.float32):
         with np.errstate(over="ignore"):
             x = x64.astype(dtype)
-        x = x[np.isfinite(x) == np.isfinite(x64)]            # float32 overflows left out
+        finite = np.isfinite(x) == np.isfinite(x64)
+        x = x[finite if x.ndim == 1 else finite.all(axis=1)]    # float32 overflows left out
         with mp.workdps(60):
             exact = [_safe(ref, v) for v in x]
         keep = np.array([e is not None for e in exact])       # poles (a float32 0) left out
         x, exact = x[keep], [e for e in exact if e is not None]
-        out_dtype = np.asarray(kernel(x)).dtype
-        result[np.dtype(dtype).name] = float(np.max(ulp_errors(np.asarray(kernel(x)), exact, out_dtype)))
+        flat = [v for e in exact for v in (e if isinstance(e, list) else [e])]
+        got = _call(kernel, x, row)
+        result[np.dtype(dtype).name] = float(np.max(ulp_errors(got, flat, got.dtype)))
         if scipy_fn is not None:
             with np.errstate(all="ignore"):
-                theirs = np.asarray(scipy_fn(x))
-            result["ref " + np.dtype(dtype).name] = float(np.max(ulp_errors(theirs, exact, theirs.dtype)))
+                theirs = _call(scipy_fn, x, row)
+            result["ref " + np.dtype(dtype).name] = float(np.max(ulp_errors(theirs, flat, theirs.dtype)))
     return result
 
 

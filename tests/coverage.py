@@ -60,6 +60,7 @@ class Case:
     canon: Callable[[Any], Any] | None = None     # applied to both results before comparing
     needs: str = ""                              # an optional module the case needs
     rtol: float = 1e-7
+    raises: type[Exception] | None = None        # NumPy raises this on the sample: so must aotx
     results: dict[str, str] = field(default_factory=dict)
 
 
@@ -457,6 +458,40 @@ CASES: list[Case] = [
     Case("np.max (initial=)", EVERYDAY, lambda x: np.max(x, axis=0, initial=0.5), x45),
     Case("np.unique", EVERYDAY, lambda x: np.unique(x), int45, diff=False),
     Case("np.errstate", EVERYDAY, lambda x: _errstate(x), pos45),
+    # the forms issue 12 (item 3) asks for beyond the calls above
+    Case("np.diff (prepend, append)", EVERYDAY,
+         lambda x: np.diff(x, axis=1, prepend=0.5, append=x[:, :2]), x45),
+    Case("np.interp (left, right, period)", EVERYDAY,
+         lambda x: (np.interp(x, np.array([-1.0, 0.0, 2.0]), np.array([0.0, 1.0, 5.0]), left=-3.0,
+                              right=7.0),
+                    np.interp(x, np.array([0.0, 1.0, 2.5, 4.0]), np.array([1.0, -1.0, 2.0, 0.5]),
+                              period=5.0)), x45),
+    Case("np.convolve (full, same, valid)", EVERYDAY,
+         lambda x: tuple(np.convolve(x, np.array([1.0, -2.0, 0.5]), mode=m)
+                         for m in ("full", "same", "valid")), vec8),
+    Case("np.correlate (full, same, valid)", EVERYDAY,
+         lambda x: tuple(np.correlate(x, np.array([1.0, 2.0, -1.0]), mode=m)
+                         for m in ("full", "same", "valid")), vec8),
+    Case("np.meshgrid (sparse)", EVERYDAY,
+         lambda x, y: np.meshgrid(x, y, x, sparse=True), vec_vec),
+    Case("np.bincount (negative value: ValueError)", EVERYDAY,
+         lambda x: np.bincount(x, minlength=6), lambda r: (np.array([0, 3, -1, 2]),), diff=False,
+         raises=ValueError),
+    Case("np.round (decimals)", EVERYDAY, lambda x: np.round(x * 10, decimals=-1), x45, diff=False),
+    Case("np.tensordot (axes=0, 2, (1, 0))", EVERYDAY,
+         lambda x, y: (np.tensordot(x[0], y[1], axes=0), np.tensordot(x, y, axes=2),
+                       np.tensordot(x, y.T, axes=(1, 0))), two45),
+    Case("np.all (where=)", EVERYDAY, lambda x: np.all(x > -1, axis=0, where=x < 1), x45, diff=False),
+    Case("np.prod, np.min, np.mean (where=, initial=)", EVERYDAY,
+         lambda x: (np.prod(x, axis=1, where=x > -1, initial=2.0),
+                    np.min(x, axis=0, where=x > -0.5, initial=0.25), np.mean(x, axis=1, where=x < 1)),
+         x45),
+    Case("np.insert, np.delete (index lists)", EVERYDAY,
+         lambda x: (np.insert(x, [1, 3, 3], [7.0, 8.0, 9.0], axis=1), np.delete(x, slice(1, 4, 2), axis=1),
+                    np.delete(x, [0, -1], axis=0)), x45),
+    Case("np.newaxis, np.pi, np.e, np.inf, np.nan", EVERYDAY,
+         lambda x: (x[:, np.newaxis] * np.pi + np.e, np.minimum(x, np.inf),
+                    np.nan_to_num(np.where(x > 0, x, np.nan), nan=0.5)), x45),
     # -- scipy.special
     *_special("erf erfc erfcx gammaln gamma digamma loggamma expit log_expit ndtr "
               "log_ndtr i0e i1 i1e sinc entr", pos45),
@@ -480,7 +515,14 @@ CASES: list[Case] = [
          needs="scipy"),
     Case("scipy.special.logsumexp", "scipy.special", lambda x: sp.logsumexp(x, axis=1), x45,
          needs="scipy"),
+    Case("scipy.special.logsumexp (keepdims, b, return_sign)", "scipy.special",
+         lambda x: sp.logsumexp(x, axis=1, keepdims=True, b=_SIGNS, return_sign=True), x45,
+         needs="scipy"),
 ]
+
+
+#: logsumexp's b: a negative row (a result of sign -1), the others positive
+_SIGNS = np.array([[1.0, 0.5, 2.0, 1.5, 0.7]]).repeat(4, axis=0) * np.array([[1.0], [1.0], [-1.0], [1.0]])
 
 
 def _errstate(x):
@@ -522,13 +564,32 @@ def _loss(fn: Callable) -> Callable:
     return loss
 
 
+def _raises(case: Case, call: Callable[[], Any]) -> None:
+    """`call` raises case.raises, as NumPy does on the same values."""
+    assert case.raises is not None
+    try:
+        call()
+    except case.raises:
+        return
+    raise AssertionError(f"no {case.raises.__name__}, where NumPy raises one")
+
+
 def run_jit(case: Case, args: tuple) -> None:
+    if case.raises is not None:
+        _raises(case, lambda: case.fn(*args))
+        _raises(case, lambda: compiler.jit(case.fn)(*args))
+        return
     _same(compiler.jit(case.fn)(*args), case.fn(*args), case.rtol, case.canon)
 
 
 def run_vmap(case: Case, args: tuple, rng: np.random.Generator) -> None:
     x = args[0]
     batch = np.stack([x, *(case.args(rng)[0] for _ in range(2))])
+    if case.raises is not None:               # the failing example among good ones
+        batch = np.stack([*(case.args(rng)[0] for _ in range(2)), x])
+        _raises(case, lambda: [case.fn(b, *args[1:]) for b in batch])
+        _raises(case, lambda: compiler.vmap(case.fn, in_dims=(0,) + (None,) * (len(args) - 1))(batch, *args[1:]))
+        return
     got = compiler.vmap(case.fn, in_dims=(0,) + (None,) * (len(args) - 1))(batch, *args[1:])
     want = [case.fn(b, *args[1:]) for b in batch]
     stacked = [np.stack(ls) for ls in zip(*[_leaves(w) for w in want])]

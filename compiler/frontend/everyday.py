@@ -645,37 +645,20 @@ def interp(b: Builder, x: Any, xp: Any, fp: Any, left: Any = None, right: Any = 
         res = U.where(b, _bin(b, "less", xv, I.getitem(b, xpv, 0)), lo_val,
                       U.where(b, _bin(b, "greater", xv, I.getitem(b, xpv, 0)), hi_val, first))
         return A.convert(b, res, out_dtype)         # NumPy: a NaN x gets fp[0] here
-    # the positions go through memory: a reverse-mode derivative cannot pass the search's
-    # windows (chunked ops), and x, fp, left and right are differentiable
-    pos = SO.positions(b, xpv, xv, side="right", nan_last=False)
+    # the ``interp`` primitive: windows of queries that keep their positions in registers, AD
+    # rules in terms of the positions (primitives/searching.py); complex fp: the two parts apart
+    xval = xv.value
+
+    def line(f: Staged, lo: Staged, hi: Staged) -> Staged:
+        lv, hv = (A.convert_value(b, A.lift(b, v).value, F64) for v in (lo, hi))
+        if lv.type.ndim or hv.type.ndim:
+            raise Reject(CompileError, "left and right must be scalars")
+        return Staged(ops.interp(b, xval, xpv.value, f.value, lv, hv))
+
     if is_complex(out_dtype):                    # NumPy: the real and imaginary parts apart
-        parts = [_interp_at(b, pos, xv, xpv, *(part(b, v) for v in (fpv, lo_val, hi_val)))
-                 for part in (U.real, U.imag)]
+        parts = [line(*(part(b, v) for v in (fpv, lo_val, hi_val))) for part in (U.real, U.imag)]
         return A.convert(b, U.make_complex(b, *parts), out_dtype)
-    return A.convert(b, _interp_at(b, pos, xv, xpv, fpv, lo_val, hi_val), out_dtype)
-
-
-def _interp_at(b: Builder, pos: Staged, xv: Staged, xpv: Staged, fpv: Staged, lo_val: Staged,
-               hi_val: Staged) -> Staged:
-    """np.interp's values at x from pos = searchsorted(xp, x, 'right') (NaN x: anywhere)."""
-    n = xpv.shape[0]
-    first, last = I.getitem(b, fpv, 0), I.getitem(b, fpv, -1)
-    j = U.clip(b, _bin(b, "subtract", pos, 1), 0, n - 2 if isinstance(n, int)
-               else _bin(b, "subtract", A.dim_value(b, n), 2))
-    j1 = _bin(b, "add", j, 1)
-    x0, x1, y0, y1 = (I.getitem(b, arr, idx) for arr, idx in ((xpv, j), (xpv, j1), (fpv, j),
-                                                               (fpv, j1)))
-    slope = _bin(b, "true_divide", _bin(b, "subtract", y1, y0), _bin(b, "subtract", x1, x0))
-    val = _bin(b, "add", _bin(b, "multiply", slope, _bin(b, "subtract", xv, x0)), y0)
-    other = _bin(b, "add", _bin(b, "multiply", slope, _bin(b, "subtract", xv, x1)), y1)
-    other = U.where(b, _bin(b, "logical_and", _un(b, "isnan", other), _bin(b, "equal", y0, y1)),
-                    y0, other)
-    val = U.where(b, _un(b, "isnan", val), other, val)
-    xl, xr = I.getitem(b, xpv, 0), I.getitem(b, xpv, -1)
-    val = U.where(b, _bin(b, "equal", xv, xr), last, val)
-    val = U.where(b, _bin(b, "less", xv, xl), lo_val, val)
-    val = U.where(b, _bin(b, "greater", xv, xr), hi_val, val)
-    return U.where(b, _un(b, "isnan", xv), np.nan, val)
+    return A.convert(b, line(fpv, lo_val, hi_val), out_dtype)
 
 
 # ---- convolutions ----------------------------------------------------------------------------------

@@ -26,8 +26,7 @@ from compiler.ir.core import Block, Value
 from compiler.ir.dims import Dim
 from compiler.ir.types import BOOL, F16, F32, F64, I64, TensorType, is_complex, is_float, is_inexact, is_int
 from compiler.primitives import ops
-from compiler.primitives.control import chunk_counts
-from compiler.primitives.loops import trip_count
+from compiler.primitives import searching as search
 from compiler.primitives.sorting import take_rows
 
 _KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
@@ -167,22 +166,9 @@ def take_along_axis(b: Builder, arr: Any, indices: Any, axis: Any = -1) -> Stage
 
 # ---- searchsorted --------------------------------------------------------------------
 
-def _before(b: Builder, x: Value, y: Value) -> Value:
-    """x < y in NumPy's sort order (NaN last)."""
-    lt = ops.lt(b, x, y)
-    if not is_float(x.type.dtype):
-        return lt
-    return ops.or_(b, lt, ops.and_(b, ops.isnan(b, y), ops.not_(b, ops.isnan(b, x))))
-
-
-#: needles per window of np.searchsorted (a ``chunked`` op): the window's positions stay in
-#: the L1 cache across the log2(n) steps instead of streaming through memory once per step
-SEARCH_CHUNK = 256
-
-
 def searchsorted(b: Builder, a: Any, v: Any, side: str = "left", sorter: Any = None) -> Staged:
     """np.searchsorted: a branch-free binary search of every needle, ceil(log2 n) steps plus
-    one compare, over windows of SEARCH_CHUNK needles."""
+    one compare, over windows of SEARCH_CHUNK needles (primitives/searching.py)."""
     return positions(b, a, v, side, sorter)
 
 
@@ -204,105 +190,7 @@ def positions(b: Builder, a: Any, v: Any, side: str = "left", sorter: Any = None
     dtype = A.result_dtype([hay, needles])
     h = A.convert_value(b, hay.value, dtype)
     w = A.convert_value(b, needles.value, dtype)
-    n = hay.shape[0]
-    shape = tuple(w.type.shape)
-    if isinstance(n, int) and n == 0:
-        return Staged(ops.full(b, 0, TensorType(I64, shape)))
-    nv = A.dim_value(b, n).value if not isinstance(n, int) else ops.scalar(b, n, I64)
-    size: Any = 1
-    for d in shape:
-        size = dims.mul(size, d)
-    flat = ops.reshape(b, w, (size,))
-    if isinstance(size, int) and size <= SEARCH_CHUNK:
-        return Staged(ops.reshape(b, _search(b, h, nv, flat, side, n, nan_last), shape))
-    _, tail = chunk_counts(size, SEARCH_CHUNK)
-    regions = []
-    for count in (SEARCH_CHUNK, tail):
-        block = Block()
-        hb = Value(h.type, None, 0, "a")
-        nb = Value(nv.type, None, 1, "n")
-        wb = Value(flat.type.with_shape((count,)), None, 2, "v")
-        block.args.extend([hb, nb, wb])
-        with b.inside(block):
-            block.results = [_window_search(b, hb, nb, wb, side, n, nan_last)]
-        regions.append(block)
-    (pos,) = b.emit(ops.chunked_p, [h, nv, flat],
-                    {"size": size, "chunk": SEARCH_CHUNK, "batched": (False, False, True)}, regions)
-    return Staged(ops.reshape(b, pos, shape))
-
-
-def _window_search(b: Builder, h: Value, nv: Value, w: Value, side: str, n: Dim,
-                   nan_last: bool) -> Value:
-    """_search of one window of needles, restricted to the positions between those of the
-    window's smallest and largest needle (the whole hay when a needle is NaN): sorted or
-    clustered needles then take a few steps instead of log2(n), others as many as before."""
-    ends = ops.concatenate(b, [ops.reshape(b, ops.reduce_min(b, w, (0,)), (1,)),
-                               ops.reshape(b, ops.reduce_max(b, w, (0,)), (1,))], 0)
-    bounds = _search(b, h, nv, ends, side, n, nan_last)
-    lo = ops.reshape(b, ops.slice_(b, bounds, (0,), (1,)), ())
-    hi = ops.reshape(b, ops.slice_(b, bounds, (1,), (2,)), ())
-    if is_float(w.type.dtype):
-        nan = ops.reduce(ops.reduce_or_p, b, ops.isnan(b, w), (0,))
-        lo = ops.select(b, nan, ops.scalar(b, 0, I64), lo)
-        hi = ops.select(b, nan, nv, hi)
-    return _search(b, h, nv, w, side, n, nan_last, (lo, hi))
-
-
-def _search(b: Builder, h: Value, nv: Value, w: Value, side: str, n: Dim, nan_last: bool,
-            within: tuple[Value, Value] | None = None) -> Value:
-    """Positions of the needles `w` (1-D) in the sorted 1-D `h` of length `n` (value `nv`,
-    n >= 1 when static), all known to lie in [lo, hi] when `within` = (lo, hi) is given:
-    base += half while the length `len` (the same for every needle) is above 1, then one
-    compare (Khuong and Morin's branch-free lower bound)."""
-    it = TensorType(I64, tuple(w.type.shape))
-    one = ops.scalar(b, 1, I64)
-
-    def right_of(at: Value, wv: Value) -> Value:
-        before = _before if nan_last else (lambda b, x, y: ops.lt(b, x, y))
-        return before(b, at, wv) if side == "left" else ops.not_(b, before(b, wv, at))
-
-    def spread(x: Value) -> Value:
-        return ops.broadcast_in_dim(b, x, it.shape, ())
-
-    def log2_steps(length: Value, extra: int) -> Value:
-        """floor(log2 max(length, 1)) + extra (log2 is exact at powers of two)."""
-        lf = ops.convert(b, ops.maximum(b, length, one), F64)
-        return ops.add(b, ops.convert(b, ops.floor(b, ops.log2(b, lf)), I64), ops.scalar(b, extra, I64))
-
-    body = Block()
-    i = Value(TensorType(I64, ()), None, 0, "k")
-    base = Value(it, None, 1, "base")
-    ln = Value(TensorType(I64, ()), None, 2, "len")
-    hv, wv = Value(h.type, None, 3, "a"), Value(w.type, None, 4, "v")
-    body.args.extend([i, base, ln, hv, wv])
-    with b.inside(body):
-        half = ops.floordiv(b, ln, ops.scalar(b, 2, I64))
-        probe = ops.add(b, base, spread(half))
-        moved = ops.select(b, right_of(ops.take(b, hv, probe, 0), wv), probe, base)
-        body.results = [moved, ops.sub(b, ln, half), hv, wv]
-    # once len is 1 a step changes nothing, so a bound above ceil(log2 len) is enough
-    trip: Dim | None = None
-    if within is not None:
-        lo, hi = within
-        base0, len0 = spread(lo), ops.sub(b, hi, lo)
-        stop = log2_steps(len0, 1)
-    elif isinstance(n, int):
-        steps = (n - 1).bit_length()                 # ceil(log2 n)
-        base0, len0 = ops.full(b, 0, it), nv
-        stop, trip = ops.scalar(b, steps, I64), trip_count(0, steps, 1)
-    else:
-        base0, len0 = ops.full(b, 0, it), nv
-        stop = log2_steps(nv, 2)
-    base, _, _, _ = ops.for_loop(b, ops.scalar(b, 0, I64), stop, [base0, len0, h, w], body, 1, trip)
-    read = base
-    if within is not None or not isinstance(n, int):   # len 0, or an empty hay: stay in bounds
-        read = ops.minimum(b, base, spread(ops.maximum(b, ops.sub(b, nv, one), ops.scalar(b, 0, I64))))
-    pos = ops.add(b, base, ops.convert(b, right_of(ops.take(b, h, read, 0), w), I64))
-    if within is not None:
-        pos = ops.minimum(b, pos, spread(within[1]))
-    elif not isinstance(n, int):
-        pos = ops.minimum(b, pos, spread(nv))
-    return pos
+    return Staged(search.positions(b, h, w, side, nan_last))
 
 
 # ---- median and quantiles ------------------------------------------------------------

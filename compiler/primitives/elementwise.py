@@ -481,9 +481,16 @@ def _vjp_select(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[
     return [None, ops.select(b, p, ct, zero), ops.select(b, p, zero, ct)]
 
 
+def _lower_select(cg: Any, op: Any, a: Any) -> Any:
+    v = cg.b.select(*a)
+    if op.params.get("unpredictable"):      # keeps X86's cmov conversion from making a branch
+        v.set_metadata("unpredictable", cg.b.module.add_metadata([]))
+    return v
+
+
 select = define(
-    ops.select_p, shape_rule=_select_rule, numpy_ref=lambda p, a, b: np.where(p, a, b),
-    lower=lambda cg, op, a: cg.b.select(*a), vmap_rule=elementwise_rule, jvp_rule=_jvp_select,
+    ops.select_p, shape_rule=_select_rule, numpy_ref=lambda p, a, b, **_: np.where(p, a, b),
+    lower=_lower_select, vmap_rule=elementwise_rule, jvp_rule=_jvp_select,
     vjp_rule=_vjp_select, doc="where(pred, a, b)")
 
 # ---- casts ---------------------------------------------------------------------

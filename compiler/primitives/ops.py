@@ -130,9 +130,11 @@ select_p = declare("select", ELEMENTWISE)
 convert_p = declare("convert", ELEMENTWISE)
 
 
-def select(b: Builder, pred: Value, on_true: Value, on_false: Value) -> Value:
-    """np.where(pred, on_true, on_false) on operands of one shape."""
-    return b.emit1(select_p, [pred, on_true, on_false])
+def select(b: Builder, pred: Value, on_true: Value, on_false: Value, *, unpredictable: bool = False) -> Value:
+    """np.where(pred, on_true, on_false) on operands of one shape; `unpredictable` keeps the
+    machine code branch-free where LLVM would otherwise turn it into a branch (a search)."""
+    params = {"unpredictable": True} if unpredictable else {}
+    return b.emit1(select_p, [pred, on_true, on_false], params)
 
 
 def convert(b: Builder, x: Value, dtype: Any) -> Value:
@@ -535,3 +537,14 @@ def fft_unpack(b: Builder, re: Value, im: Value, radices: Sequence[int], sign: i
     return b.emit1(fft_unpack_p, [re, im], {"radices": tuple(int(r) for r in radices), "sign": int(sign),
                                            "keep": int(keep), "real": bool(real),
                                            "columns": bool(columns)})
+
+
+# ---- np.interp (compiler/primitives/searching.py) ------------------------------------------
+
+interp_p = declare("interp", OPAQUE)
+
+
+def interp(b: Builder, x: Value, xp: Value, fp: Value, left: Value, right: Value) -> Value:
+    """np.interp(x, xp, fp, left, right) of float64 values (xp, fp 1-D of length >= 2,
+    left and right 0-d)."""
+    return b.emit1(interp_p, [x, xp, fp, left, right], {})

@@ -1,5 +1,5 @@
 """np.searchsorted and np.interp over many needles: the windowed, branch-free binary search
-(compiler/frontend/sorting.py) against NumPy, with sorted, clustered and unsorted needles, NaNs
+(compiler/primitives/searching.py) against NumPy, with sorted, clustered and unsorted needles, NaNs
 in the needles and the hay, ties, both sides, symbolic lengths, vmap and derivatives.
 
 More than SEARCH_CHUNK needles, so the full windows and the tail window both run; each window
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import compiler
-from compiler.frontend.sorting import SEARCH_CHUNK
+from compiler.primitives.searching import SEARCH_CHUNK
 
 R = np.random.default_rng(12)
 
@@ -70,14 +70,24 @@ def test_searchsorted_static_2d_needles_and_integers() -> None:
 
 
 @pytest.mark.parametrize("kind", ["sorted", "clustered", "unsorted"])
-@pytest.mark.parametrize("m", [2, 3, 1000])
-def test_interp_matches_numpy(kind: str, m: int) -> None:
-    xp = np.sort(R.uniform(0, 1, m))
-    fp = R.standard_normal(m)
+@pytest.mark.parametrize("m", [2, 3, 50, 1000, "special"])
+def test_interp_matches_numpy(kind: str, m: int | str) -> None:
+    """Every path of the windows: two intervals or fewer (m = 2, 3; sorted queries), the samples
+    counted (m = 50), searched (m = 1000, unsorted); NaN and infinite queries, and (special)
+    repeated knots and infinite values, whose NaN slopes send a window to NumPy's full rule."""
+    if m == "special":
+        xp = np.sort(np.round(R.uniform(0, 1, 40), 1))          # repeated knots: infinite slopes
+        fp = R.standard_normal(40)
+        fp[[3, 17]] = np.inf, -np.inf
+    else:
+        xp = np.sort(R.uniform(0, 1, m))
+        fp = R.standard_normal(m)
     x = _needles(1200, kind)
-    x[7::250] = xp[R.integers(0, m, x[7::250].size)]        # queries exactly at the knots
+    x[7::250] = xp[R.integers(0, len(xp), x[7::250].size)]        # queries exactly at the knots
     x[11::400] = [np.nan, np.inf, -np.inf][: x[11::400].size]
-    np.testing.assert_allclose(INTERP(x, xp, fp), np.interp(x, xp, fp), rtol=1e-14, atol=1e-15)
+    with np.errstate(invalid="ignore"):
+        want = np.interp(x, xp, fp)
+    np.testing.assert_allclose(INTERP(x, xp, fp), want, rtol=1e-14, atol=1e-15)
 
 
 def test_interp_left_right_complex_period_and_infinite_values() -> None:

@@ -2529,6 +2529,21 @@ op("searchsorted", lambda a, v, side: np.searchsorted(np.sort(a), v, side=side),
 op("searchsorted.sorter", lambda a, v: np.searchsorted(a, v, sorter=np.argsort(a)), lambda dt, rng: [
     SampleInput((make((9,), dt, rng, -5, 5), make((4,), dt, rng, -6, 6)))],
    dtypes=NUMERIC, differentiable=False)
+# np.interp: the `interp` primitive (windows of queries; AD through the positions it finds)
+op("interp", lambda x, xp, fp: np.interp(x, np.sort(xp), fp), lambda dt, rng: [
+    SampleInput((make((3, 4), dt, rng, -6, 6), make((9,), dt, rng, -5, 5), make((9,), dt, rng)))],
+   dtypes=FLOATS, tol=Tol((1e-5, 1e-6), (1e-12, 1e-13)), more_dtypes=(),
+   notes="float64 results, as NumPy's; queries away from the knots (derivatives exist)")
+
+
+def _prim_interp(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    # a few queries (one short window); tests/functions/test_search.py runs the full windows
+    xp, fp = np.sort(make((6,), dtype, rng, -5, 5)), make((6,), dtype, rng)
+    yield PrimSample("interp", (make((5,), dtype, rng, -6, 6), xp, fp, np.array(-7.0, dtype),
+                                np.array(9.0, dtype)))
+
+
+prims("interp", _prim_interp, dtypes=(F64,))
 op("median", lambda x, axis: np.median(x, axis=axis), _sort_samples((-1, 0, None)),
    dtypes=NUMERIC, tol=REDUCTION)
 op("median.keepdims", lambda x: np.median(x, axis=(0, 2), keepdims=True), lambda dt, rng: [
