@@ -22,8 +22,10 @@ from compiler.errors import ArgumentValueError, CompileError, DynamicShapeError,
 from compiler.frontend import arrays as A
 from compiler.frontend import shapes as S
 from compiler.frontend.values import Reject, Staged
+from compiler.ir import dims
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
+from compiler.ir.dims import Dim
 from compiler.primitives import ops
 
 _NORMS = (None, "backward", "ortho", "forward")
@@ -88,14 +90,34 @@ def _axis_len(x: Staged, axis: int, name: str) -> int:
     return d
 
 
-def _resize(b: Builder, v: Value, axis: int, n: int) -> Value:
+def _length(b: Builder, x: Staged, axis: int, name: str) -> Dim:
+    """The length of the transformed axis: static, or symbolic (a plan made at run time; an
+    empty axis is NumPy's ValueError when the kernel runs)."""
+    d = x.shape[axis]
+    if not isinstance(d, int):
+        _at_least(b, d, 1, "Invalid number of FFT data points ({0}) specified.", d)
+    return d
+
+
+def _at_least(b: Builder, d: Dim, low: int, message: str, shown: Dim) -> None:
+    size = ops.size_of(b, d, np.int64)
+    ops.check(b, ops.ge(b, size, ops.full_like(b, low, size)), "ValueError", message, (shown,))
+
+
+def _resize(b: Builder, v: Value, axis: int, n: Dim) -> Value:
     """Crop or zero-pad axis `axis` of `v` to length n (NumPy's n=)."""
     shape = list(v.type.shape)
     have = shape[axis]
-    assert isinstance(have, int)
     if have == n:
         return v
     nd = v.type.ndim
+    if not isinstance(have, int):       # a symbolic length to a static n: pad by n, keep n
+        assert isinstance(n, int)
+        high = [0] * nd
+        high[axis] = n
+        wide = ops.pad(b, v, ops.scalar(b, 0, v.type.dtype), (0,) * nd, high)
+        return ops.slice_(b, wide, (0,) * nd, shape[:axis] + [n] + shape[axis + 1:])
+    assert isinstance(n, int)
     if have > n:
         limit = shape[:axis] + [n] + shape[axis + 1:]
         return ops.slice_(b, v, (0,) * nd, limit)
@@ -108,6 +130,19 @@ def _times(b: Builder, v: Value, c: float) -> Value:
     return v if c == 1.0 else ops.mul(b, v, ops.full_like(b, c, v))
 
 
+def _scaled(b: Builder, v: Value, norm: Any, n: Dim, inverse: bool) -> Value:
+    """v scaled per `norm` for a transform of length n (symbolic: the factor computed by
+    the kernel, in float64)."""
+    if isinstance(n, int):
+        return _times(b, v, _scale(norm, n, inverse))
+    if norm != "ortho" and (norm == "forward") == inverse:
+        return v
+    size = ops.convert(b, ops.size_of(b, n, np.int64), np.float64)
+    den = ops.sqrt(b, size) if norm == "ortho" else size
+    c = ops.convert(b, ops.div(b, ops.full_like(b, 1.0, den), den), v.type.dtype)
+    return ops.mul(b, v, ops.broadcast_in_dim(b, c, v.type.shape, ()))
+
+
 def _c2c(b: Builder, x: Staged, n: Any, axis: Any, norm: Any, inverse: bool, name: str,
          half: bool = False) -> Staged:
     """The complex transform of x (complex, or float32/float64 as the real part) along
@@ -116,13 +151,13 @@ def _c2c(b: Builder, x: Staged, n: Any, axis: Any, norm: Any, inverse: bool, nam
     if x.ndim == 0:
         raise Reject(ShapeMismatchError, f"np.fft.{name}: a 0-d array has no axis to transform")
     ax = S.normalize_axis(axis, x.ndim)
-    n = _axis_len(x, ax, name) if n is None else _static_n(n)
+    n = _length(b, x, ax, name) if n is None else _static_n(n)
     v = _resize(b, x.value, ax, n)
     last = x.ndim - 1
     v = _move(b, v, ax, last)
-    v = ops.fft(b, v, inverse, n // 2 + 1 if half else None)
+    v = ops.fft(b, v, inverse, dims.add(dims.floordiv(n, 2), 1) if half else None)
     v = _move(b, v, last, ax)
-    return Staged(_times(b, v, _scale(norm, n, inverse)))
+    return Staged(_scaled(b, v, norm, n, inverse))
 
 
 def _move(b: Builder, v: Value, src: int, dst: int) -> Value:
@@ -156,15 +191,21 @@ def irfft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, o
     if x.ndim == 0:
         raise Reject(ShapeMismatchError, "np.fft.irfft: a 0-d array has no axis to transform")
     ax = S.normalize_axis(axis, x.ndim)
-    m = _axis_len(x, ax, "irfft")
-    n = 2 * (m - 1) if n is None else _static_n(n)
-    if n < 1:
+    m: Dim = x.shape[ax]
+    if n is None:
+        n = dims.mul(2, dims.add(m, -1))
+        if not isinstance(m, int):
+            _at_least(b, m, 2, "Invalid number of data points ({0}) specified", n)
+    else:
+        n = _static_n(n)
+    if isinstance(n, int) and n < 1:
         raise Reject(ArgumentValueError, f"Invalid number of data points ({n}) specified")
-    v = _resize(b, x.value, ax, n // 2 + 1)
+    v = _resize(b, x.value, ax, dims.add(dims.floordiv(n, 2), 1))
     shape = list(v.type.shape)
-    tail = (n + 1) // 2 - 1                     # conj(X[k]) at n-k for 1 <= k < (n+1)//2
+    # conj(X[k]) at n-k for 1 <= k < (n+1)//2 (a symbolic n is 2 (m - 1): m - 2 terms)
+    tail = (n + 1) // 2 - 1 if isinstance(n, int) else dims.add(m, -2)
     parts = [v]
-    if tail > 0:
+    if not isinstance(tail, int) or tail > 0:
         start = [0] * v.type.ndim
         start[ax] = 1
         limit = shape[:ax] + [1 + tail] + shape[ax + 1:]
@@ -173,7 +214,7 @@ def irfft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, o
     full = parts[0] if len(parts) == 1 else ops.concatenate(b, parts, ax)
     last = v.type.ndim - 1
     y = ops.real(b, _move(b, ops.fft(b, _move(b, full, ax, last), True), last, ax))
-    return Staged(_times(b, y, _scale(norm, n, True)))
+    return Staged(_scaled(b, y, norm, n, True))
 
 
 def hfft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, out: Any = None) -> Staged:

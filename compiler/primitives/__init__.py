@@ -36,6 +36,7 @@ from compiler.primitives.special import (bitcast, digamma, erf, erfc, erfcinv, e
                                          erfinv, gamma, i0e, i1e, lgamma, polygamma)
 
 from compiler.primitives.fft import fft  # noqa: F401
+from compiler.primitives.fft_runtime import fft_runtime  # noqa: F401
 
 if undefined():
     raise AssertionError(f"declared in ops.py but defined nowhere: {undefined()}")

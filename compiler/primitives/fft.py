@@ -78,9 +78,10 @@ def _rule(in_types: Types, params: dict[str, Any]) -> Types:
           f"fft: a float32, float64 or complex operand is required, not {x.dtype}")
     check(x.ndim >= 1, "fft: the operand must have at least one axis")
     keep = params["keep"]
-    check(keep == x.shape[-1] or (isinstance(keep, int) and isinstance(x.shape[-1], int)
-                                  and 1 <= keep <= x.shape[-1]),
-          f"fft: keep={keep} terms of rows of {x.shape[-1]}")
+    n = x.shape[-1]
+    check(keep == n or (isinstance(keep, int) and isinstance(n, int) and 1 <= keep <= n)
+          or (not isinstance(n, int) and keep == dims.add(dims.floordiv(n, 2), 1)),
+          f"fft: keep={keep} terms of rows of {n}")
     return (TensorType(_complex_of(x.dtype), tuple(x.shape[:-1]) + (keep,)),)
 
 
@@ -104,7 +105,8 @@ def _transpose(b: Builder, op: Any, primals: list[Value], ct: Value) -> list[Val
     *batch, n = x.type.shape
     nd = x.type.ndim
     if op.params["keep"] != n:       # the kept terms: the others have a zero cotangent
-        ct = ops.pad(b, ct, ops.scalar(b, 0, ct.type.dtype), (0,) * nd, (0,) * (nd - 1) + (n - op.params["keep"],))
+        ct = ops.pad(b, ct, ops.scalar(b, 0, ct.type.dtype), (0,) * nd,
+                     (0,) * (nd - 1) + (dims.add(n, dims.mul(-1, op.params["keep"])),))
     back = ad.same_op(b, op, [ct], inverse=not op.params["inverse"], keep=n)
     return [back if is_complex(primals[0].type.dtype) else ops.real(b, back)]
 
@@ -304,10 +306,12 @@ def _bluestein(g: _Gen, x: Pair, m: int, sign: int) -> Pair:
 def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     (x,) = args
     n = x.type.shape[-1]
-    assert isinstance(n, int), "fft of a symbolic length: the frontend refuses it"
     rdt = np.dtype(np.float32) if x.type.dtype in (np.complex64, np.float32) else F64
     sign = 1 if op.params["inverse"] else -1
     keep = op.params["keep"]
+    if not isinstance(n, int):          # a plan made at run time (primitives/fft_runtime.py)
+        parts = (ops.real(b, x), ops.imag(b, x)) if is_complex(x.type.dtype) else (x, ops.zeros_like(b, x))
+        return [ops.fft_runtime(b, parts[0], parts[1], sign, keep)]
     rows_n: Any = 1
     for d in x.type.shape[:-1]:
         rows_n = dims.mul(rows_n, d)

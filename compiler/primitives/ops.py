@@ -535,3 +535,13 @@ def fft_unpack(b: Builder, re: Value, im: Value, radices: Sequence[int], sign: i
     return b.emit1(fft_unpack_p, [re, im], {"radices": tuple(int(r) for r in radices), "sign": int(sign),
                                            "keep": int(keep), "real": bool(real),
                                            "columns": bool(columns)})
+
+
+fft_runtime_p = declare("fft_runtime", OPAQUE)
+
+
+def fft_runtime(b: Builder, re: Value, im: Value, sign: int, keep: Dim) -> Value:
+    """The first `keep` terms of the unscaled DFT (exp(sign 2 pi i jk/n)) of the complex rows
+    `re` + i `im` [..., n] with a plan made at run time: n may be symbolic (fft's
+    decomposition of a symbolic length; compiler/primitives/fft_runtime.py)."""
+    return b.emit1(fft_runtime_p, [re, im], {"sign": int(sign), "keep": keep})

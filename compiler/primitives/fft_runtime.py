@@ -1,0 +1,353 @@
+"""The DFT of rows whose length is known at run time only: ``fft_runtime`` (docs/fft.md).
+
+``fft_runtime(re, im) {sign, keep}`` is the first ``keep`` terms of the unscaled DFT
+(``exp(sign 2 pi i jk/n)``) of the complex rows ``re + i im`` [..., n]. fft's decomposition
+emits it for a symbolic n (a static n gets code made for that length, compiler/primitives/
+fft.py); it exists only after the transforms (fft's own rules batch and differentiate it).
+
+    %y = fft_runtime(%re, %im) {sign=-1, keep=n // 2 + 1} : c128[b, n // 2 + 1]
+
+Its lowering makes the plan when the kernel runs, once per call, and transforms the rows one
+after the other:
+
+* the plan: n factored into the radices of the static passes (8s, one 4 or 2, then 3, 5, 7,
+  11, 13), the twiddle table ``exp(-2 pi i k/n)`` computed by the kernel (cos and sin of
+  angles reduced to [-pi, pi]);
+* a length with a larger prime factor: Bluestein over the whole row, with two transforms of
+  the power of two N >= 2n - 1 (whose plan is radix 8 and 4 or 2); the chirp and the
+  transform of the conjugate chirp are computed by the kernel, once per call;
+* the transform: Stockham's autosort passes in one internal function per dtype
+  (``aotx.fft.stockham.<dtype>``), from one buffer to the other, each pass a switch on the
+  radix to a loop nest around the same butterfly codelets as the static passes
+  (``fft._butterfly``); the loop over the butterflies' stride is innermost when it is long
+  enough to vectorize (late passes), the loop over the butterflies otherwise (early passes);
+* the other direction as the conjugate of the forward transform of the conjugate (one
+  internal function per dtype).
+
+The kernel's temporaries are one slice of the workspace of 34 n + 16 real values (two
+buffers, the twiddles, Bluestein's chirp and kernel).
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator
+
+import numpy as np
+from llvmlite import ir as ll
+
+from compiler.ir import dims
+from compiler.ir.builder import Builder
+from compiler.ir.primitive import define
+from compiler.ir.types import F32, F64, TensorType
+from compiler.primitives import ops
+from compiler.primitives.base import check
+from compiler.primitives.fft import _butterfly, _complex_of, _Scalars
+
+RADICES = (8, 4, 2, 3, 5, 7, 11, 13)   # the plan's radices, in the order the passes take them
+INNER_STRIDE = 8          # a pass whose butterflies' stride is at least this loops over it innermost
+I64T = ll.IntType(64)
+I32T = ll.IntType(32)
+
+Types = tuple[TensorType, ...]
+
+
+def _rule(in_types: Types, params: dict[str, Any]) -> Types:
+    re, im = in_types
+    check(re == im and re.dtype in (F32, F64) and re.ndim >= 1,
+          "fft_runtime: re, im [..., n] of one real dtype")
+    check(params["sign"] in (-1, 1), "fft_runtime: sign is -1 or 1")
+    return (TensorType(_complex_of(re.dtype), tuple(re.shape[:-1]) + (params["keep"],)),)
+
+
+def _ref(re: np.ndarray, im: np.ndarray, sign: int, keep: Any) -> np.ndarray:
+    x = re.astype(np.complex128) + 1j * im
+    y = np.fft.fft(x, axis=-1) if sign < 0 else np.fft.ifft(x, axis=-1, norm="forward")
+    return y[..., :keep].astype(_complex_of(re.dtype))
+
+
+def _complex(b: Builder, op: Any, args: list[Any]) -> list[Any]:
+    """Real operands, a complex result written by the op's own stores."""
+    y = ops.fft_runtime(b, args[0], args[1], op.params["sign"], op.params["keep"])
+    return [(ops.real(b, y), ops.imag(b, y))]
+
+
+# ---- emission helpers ------------------------------------------------------------------
+
+def _float(dtype: np.dtype) -> ll.Type:
+    return ll.DoubleType() if dtype == F64 else ll.FloatType()
+
+
+class _Mem:
+    """Interleaved complex arrays (re at 2k, im at 2k + 1) behind real pointers."""
+
+    def __init__(self, b: ll.IRBuilder) -> None:
+        self.b = b
+
+    def at(self, base: Any, k: Any, part: int) -> Any:
+        i = self.b.mul(k, ll.Constant(I64T, 2))
+        if part:
+            i = self.b.add(i, ll.Constant(I64T, 1))
+        return self.b.gep(base, [i], inbounds=True)
+
+    def load(self, base: Any, k: Any) -> tuple[Any, Any]:
+        return self.b.load(self.at(base, k, 0)), self.b.load(self.at(base, k, 1))
+
+    def store(self, base: Any, k: Any, v: tuple[Any, Any]) -> None:
+        self.b.store(v[0], self.at(base, k, 0))
+        self.b.store(v[1], self.at(base, k, 1))
+
+
+def _while(cg: Any, cond: Callable[[], Any], body: Callable[[], None]) -> None:
+    b = cg.b
+    head = cg.fn.append_basic_block("while")
+    loop = cg.fn.append_basic_block("while.body")
+    done = cg.fn.append_basic_block("while.end")
+    b.branch(head)
+    b.position_at_end(head)
+    b.cbranch(cond(), loop, done)
+    b.position_at_end(loop)
+    body()
+    b.branch(head)
+    b.position_at_end(done)
+
+
+@contextlib.contextmanager
+def _inside(cg: Any, fn: ll.Function) -> Iterator[None]:
+    """Emit into the internal function `fn` with the kernel's Codegen (its loops and math)."""
+    saved = (cg.fn, cg.b, cg._loop_depth, cg._nest_heights)
+    cg.fn = fn
+    cg.b = ll.IRBuilder(fn.append_basic_block("entry"))
+    cg._loop_depth, cg._nest_heights = 0, [0]
+    try:
+        yield
+    finally:
+        cg.fn, cg.b, cg._loop_depth, cg._nest_heights = saved
+
+
+# ---- the passes: an internal function per dtype ---------------------------------------
+
+def _stockham(cg: Any, dtype: np.dtype) -> ll.Function:
+    """``T* aotx.fft.stockham.<dtype>(T* x, T* y, T* tw, i64 n, i64* radices, i64 count)``:
+    the forward DFT of the n complex values of x (interleaved), with ``tw[k] = exp(-2 pi i
+    k/n)``; the passes alternate between x and y; returns the one holding the result."""
+    name = f"aotx.fft.stockham.{dtype.name}"
+    existing = cg.module.globals.get(name)
+    if existing is not None:
+        return existing
+    ft = _float(dtype)
+    p = ft.as_pointer()
+    fn = ll.Function(cg.module, ll.FunctionType(p, [p, p, p, I64T, I64T.as_pointer(), I64T]), name)
+    fn.linkage = "internal"
+    for a in fn.args[:3]:
+        a.add_attribute("noalias")
+    x0, y0, tw, n, radices, count = fn.args
+    with _inside(cg, fn):
+        b = cg.b
+        slots = [b.alloca(p), b.alloca(p), b.alloca(I64T), b.alloca(I64T)]
+        for slot, v in zip(slots, (x0, y0, ll.Constant(I64T, 1), n)):
+            b.store(v, slot)
+        with cg.loop(count, vectorize=False, unroll=False) as i:
+            radix = b.load(b.gep(radices, [i], inbounds=True))
+            x, y, s, length = (b.load(slot) for slot in slots)
+            m = b.udiv(length, radix)
+            join = fn.append_basic_block("pass.end")
+            cases = [(r, fn.append_basic_block(f"radix{r}")) for r in RADICES]
+            switch = b.switch(radix, join)
+            for r, block in cases:
+                switch.add_case(ll.Constant(I64T, r), block)
+                b.position_at_end(block)
+                _pass(cg, dtype, r, x, y, tw, s, m)
+                cg.b.branch(join)
+            b.position_at_end(join)
+            b.store(y, slots[0])
+            b.store(x, slots[1])
+            b.store(b.mul(s, radix), slots[2])
+            b.store(m, slots[3])
+        b.ret(b.load(slots[0]))
+    return fn
+
+
+def _pass(cg: Any, dtype: np.dtype, r: int, x: Any, y: Any, tw: Any, s: Any, m: Any) -> None:
+    """One Stockham pass of radix r: y[t + s (r q + k)] = w^(qk) sum_j x[t + s (q + m j)]
+    W_r^(jk), t < s, q < m, w = exp(-2 pi i/(r m)) = tw[s]."""
+    b = cg.b
+    mem = _Mem(b)
+    z = _Scalars(cg, dtype)
+
+    def body(q: Any, t: Any) -> None:
+        xs = [mem.load(x, b.add(t, b.mul(s, b.add(q, b.mul(m, ll.Constant(I64T, j)))))) for j in range(r)]
+        ys = _butterfly(z, xs, -1)
+        base = b.mul(s, b.mul(q, ll.Constant(I64T, r)))
+        for k, v in enumerate(ys):
+            if k:
+                v = z.mul(v, mem.load(tw, b.mul(b.mul(q, ll.Constant(I64T, k)), s)))
+            mem.store(y, b.add(t, b.add(base, b.mul(s, ll.Constant(I64T, k)))), v)
+
+    inner = b.icmp_unsigned(">=", s, ll.Constant(I64T, INNER_STRIDE))
+    strided = cg.fn.append_basic_block(f"radix{r}.strided")
+    flat = cg.fn.append_basic_block(f"radix{r}.flat")
+    done = cg.fn.append_basic_block(f"radix{r}.done")
+    b.cbranch(inner, strided, flat)
+    b.position_at_end(strided)                  # late passes: the stride innermost
+    with cg.loop(m, vectorize=False) as q:
+        with cg.loop(s) as t:
+            body(q, t)
+    b.branch(done)
+    b.position_at_end(flat)                     # early passes: the butterflies innermost
+    with cg.loop(s, vectorize=False) as t:
+        with cg.loop(m) as q:
+            body(q, t)
+    b.branch(done)
+    b.position_at_end(done)
+
+
+# ---- the kernel's part: plan, tables, rows ---------------------------------------------
+
+def _plan(cg: Any, n: Any, radices: Any) -> tuple[Any, Any]:
+    """n's radices into `radices`: (their count, the factor left: 1 when n is planned)."""
+    b = cg.b
+    count = cg.alloca_scalar(np.dtype(np.int64), ll.Constant(I64T, 0))
+    rest = cg.alloca_scalar(np.dtype(np.int64), n)
+    for r in RADICES:
+        rc = ll.Constant(I64T, r)
+
+        def divisible(rc: Any = rc) -> Any:
+            v = b.load(rest)
+            return b.and_(b.icmp_signed(">", v, ll.Constant(I64T, 1)),
+                          b.icmp_signed("==", b.srem(v, rc), ll.Constant(I64T, 0)))
+
+        def take(rc: Any = rc) -> None:
+            c = b.load(count)
+            b.store(rc, b.gep(radices, [c], inbounds=True))
+            b.store(b.add(c, ll.Constant(I64T, 1)), count)
+            b.store(b.sdiv(b.load(rest), rc), rest)
+
+        _while(cg, divisible, take)
+    return b.load(count), b.load(rest)
+
+
+def _to(cg: Any, v: Any, dtype: np.dtype) -> Any:
+    return v if dtype == F64 else cg.b.fptrunc(v, ll.FloatType())
+
+
+def _expi(cg: Any, angle: Any, dtype: np.dtype) -> tuple[Any, Any]:
+    """(cos, sin) of a float64 angle, rounded to `dtype`."""
+    return _to(cg, cg.vecmath("cos", [angle]), dtype), _to(cg, cg.vecmath("sin", [angle]), dtype)
+
+
+def _twiddles(cg: Any, tw: Any, length: Any, dtype: np.dtype) -> None:
+    """tw[k] = exp(-2 pi i k/length), k < length, the angle reduced to [-pi, pi]."""
+    b = cg.b
+    mem = _Mem(b)
+    step = b.fdiv(ll.Constant(ll.DoubleType(), -2 * np.pi), b.sitofp(length, ll.DoubleType()))
+    with cg.loop(length) as k:
+        wrapped = b.select(b.icmp_signed(">", b.mul(k, ll.Constant(I64T, 2)), length), b.sub(k, length), k)
+        mem.store(tw, k, _expi(cg, b.fmul(b.sitofp(wrapped, ll.DoubleType()), step), dtype))
+
+
+def _lower(cg: Any, op: Any, outs: list[Any]) -> None:
+    re, im = op.operands
+    *batch, n = re.type.shape
+    keep, sign = op.params["keep"], op.params["sign"]
+    dtype = np.dtype(re.type.dtype)
+    ft = _float(dtype)
+    out = outs[0]
+    b = cg.b
+    mem = _Mem(b)
+    rows_d: Any = 1
+    for d in batch:
+        rows_d = dims.mul(rows_d, d)
+    nv, keepv, rows = cg.dim(n), cg.dim(keep), cg.dim(rows_d)
+    work = cg.scratch(dtype, cg.entry_dim(dims.add(dims.mul(34, n), 16)))
+    a_buf = work
+    b_buf = b.gep(work, [b.mul(nv, ll.Constant(I64T, 8))], inbounds=True)
+    tw = b.gep(work, [b.mul(nv, ll.Constant(I64T, 16))], inbounds=True)
+    kern = b.gep(work, [b.mul(nv, ll.Constant(I64T, 24))], inbounds=True)
+    chirp = b.gep(work, [b.mul(nv, ll.Constant(I64T, 32))], inbounds=True)
+    radices = cg.alloca_builder.alloca(I64T, size=ll.Constant(I32T, 64))
+    stockham = _stockham(cg, dtype)
+    zero = ll.Constant(ft, 0.0)
+    inverse = sign > 0
+
+    def conj(v: tuple[Any, Any], flip: bool = True) -> tuple[Any, Any]:
+        return (v[0], b.fneg(v[1])) if flip else v
+
+    def read_row(idx: list[Any], j: Any) -> tuple[Any, Any]:
+        return cg.read(re, idx + [j]), cg.read(im, idx + [j])
+
+    def write(idx: list[Any], k: Any, v: tuple[Any, Any]) -> None:
+        cg.store(out, idx + [k], cg.complex_value(out.dtype, *v))
+
+    def row_index(row: Any) -> list[Any]:
+        return cg.delinearize(row, batch) if batch else []
+
+    count, rest = _plan(cg, nv, radices)
+    fn = cg.fn
+    direct = fn.append_basic_block("fft.direct")
+    blue = fn.append_basic_block("fft.bluestein")
+    done = fn.append_basic_block("fft.done")
+    b.cbranch(b.icmp_signed("<=", rest, ll.Constant(I64T, 1)), direct, blue)
+
+    # ---- radices up to 13: the passes on each row (the other direction by conjugation)
+    b.position_at_end(direct)
+    _twiddles(cg, tw, nv, dtype)
+    with cg.loop(rows, vectorize=False, unroll=False) as row:
+        idx = row_index(row)
+        with cg.loop(nv) as j:
+            mem.store(a_buf, j, conj(read_row(idx, j), inverse))
+        res = b.call(stockham, [a_buf, b_buf, tw, nv, radices, count])
+        with cg.loop(keepv) as k:
+            write(idx, k, conj(mem.load(res, k), inverse))
+    b.branch(done)
+
+    # ---- Bluestein: X[k] = w[k] sum_j x[j] w[j] conj(w[k - j]), w[k] = exp(sign i pi k^2/n)
+    b.position_at_end(blue)
+    z = _Scalars(cg, dtype)
+    ctlz = cg.module.declare_intrinsic("llvm.ctlz", [I64T], ll.FunctionType(I64T, [I64T, ll.IntType(1)]))
+    bits = b.sub(ll.Constant(I64T, 64), b.call(ctlz, [b.sub(b.mul(nv, ll.Constant(I64T, 2)), ll.Constant(I64T, 2)),
+                                                      ll.Constant(ll.IntType(1), 0)]))
+    big = b.shl(ll.Constant(I64T, 1), bits)                       # N >= 2n - 1, a power of two
+    big_count, _ = _plan(cg, big, radices)
+    _twiddles(cg, tw, big, dtype)
+    two_n = b.mul(nv, ll.Constant(I64T, 2))
+    unit = b.fdiv(ll.Constant(ll.DoubleType(), sign * np.pi), b.sitofp(nv, ll.DoubleType()))
+    with cg.loop(nv) as k:                                        # k^2 mod 2n exactly
+        k2 = b.urem(b.mul(k, k), two_n)
+        mem.store(chirp, k, _expi(cg, b.fmul(b.sitofp(k2, ll.DoubleType()), unit), dtype))
+    with cg.loop(big) as k:                                       # conj(w[|k|]), |k| < n
+        kk = b.select(b.icmp_signed("<", k, b.sub(big, k)), k, b.sub(big, k))
+        inside = b.icmp_signed("<", kk, nv)
+        safe = b.select(inside, kk, ll.Constant(I64T, 0))
+        c = conj(mem.load(chirp, safe))
+        mem.store(a_buf, k, (b.select(inside, c[0], zero), b.select(inside, c[1], zero)))
+    spec = b.call(stockham, [a_buf, b_buf, tw, big, radices, big_count])
+    scale = b.fdiv(ll.Constant(ft, 1.0), b.uitofp(big, ft))
+    with cg.loop(big) as k:
+        v = mem.load(spec, k)
+        mem.store(kern, k, (b.fmul(v[0], scale), b.fmul(v[1], scale)))
+    with cg.loop(rows, vectorize=False, unroll=False) as row:
+        idx = row_index(row)
+        with cg.loop(nv) as j:
+            mem.store(a_buf, j, z.mul(read_row(idx, j), mem.load(chirp, j)))
+        with cg.loop(b.sub(big, nv)) as j:
+            mem.store(a_buf, b.add(nv, j), (zero, zero))
+        first = b.call(stockham, [a_buf, b_buf, tw, big, radices, big_count])
+        with cg.loop(big) as j:                                  # conj: the inverse as a forward
+            mem.store(first, j, conj(z.mul(mem.load(first, j), mem.load(kern, j))))
+        other = b.select(b.icmp_unsigned("==", first, a_buf), b_buf, a_buf)
+        conv = b.call(stockham, [first, other, tw, big, radices, big_count])
+        with cg.loop(keepv) as k:
+            write(idx, k, z.mul(conj(mem.load(conv, k)), mem.load(chirp, k)))
+    b.branch(done)
+    b.position_at_end(done)
+
+
+fft_runtime = define(
+    ops.fft_runtime_p,
+    shape_rule=_rule,
+    numpy_ref=_ref,
+    lower=_lower,
+    complex_rule=_complex,
+    streams_operands=False,
+    doc="the DFT of rows of a length known at run time (made by fft's decomposition of a symbolic length)",
+)
