@@ -104,9 +104,12 @@ def _transpose(b: Builder, op: Any, primals: list[Value], ct: Value) -> list[Val
     x = primals[0]
     *batch, n = x.type.shape
     nd = x.type.ndim
-    if op.params["keep"] != n:       # the kept terms: the others have a zero cotangent
-        ct = ops.pad(b, ct, ops.scalar(b, 0, ct.type.dtype), (0,) * nd,
-                     (0,) * (nd - 1) + (dims.add(n, dims.mul(-1, op.params["keep"])),))
+    keep = op.params["keep"]
+    if isinstance(n, int) and keep != n:      # the kept terms: the others have a zero cotangent
+        ct = ops.pad(b, ct, ops.scalar(b, 0, ct.type.dtype), (0,) * nd, (0,) * (nd - 1) + (n - keep,))
+    elif keep != n:                           # a symbolic n (pad amounts are static)
+        rest = ops.full(b, 0, TensorType(ct.type.dtype, tuple(batch) + (dims.add(n, dims.mul(-1, keep)),)))
+        ct = ops.concatenate(b, [ct, rest], nd - 1)
     back = ad.same_op(b, op, [ct], inverse=not op.params["inverse"], keep=n)
     return [back if is_complex(primals[0].type.dtype) else ops.real(b, back)]
 

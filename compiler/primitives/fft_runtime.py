@@ -114,14 +114,18 @@ def _while(cg: Any, cond: Callable[[], Any], body: Callable[[], None]) -> None:
 @contextlib.contextmanager
 def _inside(cg: Any, fn: ll.Function) -> Iterator[None]:
     """Emit into the internal function `fn` with the kernel's Codegen (its loops and math)."""
-    saved = (cg.fn, cg.b, cg._loop_depth, cg._nest_heights)
+    saved = (cg.fn, cg.b, cg.alloca_builder, cg._loop_depth, cg._nest_heights)
+    entry = fn.append_basic_block("entry")
+    body = fn.append_basic_block("body")
     cg.fn = fn
-    cg.b = ll.IRBuilder(fn.append_basic_block("entry"))
+    cg.b = ll.IRBuilder(body)
+    cg.alloca_builder = ll.IRBuilder(entry)      # a block of its own, as the kernel's
     cg._loop_depth, cg._nest_heights = 0, [0]
     try:
         yield
+        cg.alloca_builder.branch(body)
     finally:
-        cg.fn, cg.b, cg._loop_depth, cg._nest_heights = saved
+        cg.fn, cg.b, cg.alloca_builder, cg._loop_depth, cg._nest_heights = saved
 
 
 # ---- the passes: an internal function per dtype ---------------------------------------
@@ -245,12 +249,130 @@ def _twiddles(cg: Any, tw: Any, length: Any, dtype: np.dtype) -> None:
         mem.store(tw, k, _expi(cg, b.fmul(b.sitofp(wrapped, ll.DoubleType()), step), dtype))
 
 
+def _function(cg: Any, kind: str, dtype: np.dtype, ret: ll.Type) -> tuple[ll.Function, bool]:
+    """The internal function ``aotx.fft.<kind>.<dtype>(T* work, i64 n, i64* plan)`` and
+    whether it still needs a body."""
+    name = f"aotx.fft.{kind}.{dtype.name}"
+    existing = cg.module.globals.get(name)
+    if existing is not None:
+        return existing, False
+    p = _float(dtype).as_pointer()
+    fn = ll.Function(cg.module, ll.FunctionType(ret, [p, I64T, I64T.as_pointer()]), name)
+    fn.linkage = "internal"
+    return fn, True
+
+
+def _areas(b: ll.IRBuilder, work: Any, n: Any) -> list[Any]:
+    """The work area's parts (real offsets 0, 8n, 16n, 24n, 32n): two buffers of N <= 4n
+    complex values, the twiddles of N, Bluestein's kernel (N) and chirp (n)."""
+    return [b.gep(work, [b.mul(n, ll.Constant(I64T, 8 * i))], inbounds=True) for i in range(5)]
+
+
+def _plan_function(cg: Any, dtype: np.dtype) -> ll.Function:
+    """``void aotx.fft.plan.<dtype>(T* work, i64 n, i64* plan)``: plan[0:count] the radices
+    of n (or of Bluestein's N), plan[64] their count, plan[65] N (0: no Bluestein); the
+    twiddles, and for Bluestein the chirp exp(-i pi k^2/n) and the scaled transform of its
+    conjugate, in the work area."""
+    fn, new = _function(cg, "plan", dtype, ll.VoidType())
+    if not new:
+        return fn
+    work, n, plan = fn.args
+    ft = _float(dtype)
+    with _inside(cg, fn):
+        b = cg.b
+        mem = _Mem(b)
+        a_buf, b_buf, tw, kern, chirp = _areas(b, work, n)
+        count_at = b.gep(plan, [ll.Constant(I64T, 64)], inbounds=True)
+        big_at = b.gep(plan, [ll.Constant(I64T, 65)], inbounds=True)
+        count, rest = _plan(cg, n, plan)
+        direct = fn.append_basic_block("direct")
+        blue = fn.append_basic_block("bluestein")
+        b.cbranch(b.icmp_signed("<=", rest, ll.Constant(I64T, 1)), direct, blue)
+        b.position_at_end(direct)
+        b.store(count, count_at)
+        b.store(ll.Constant(I64T, 0), big_at)
+        _twiddles(cg, tw, n, dtype)
+        b.ret_void()
+
+        b.position_at_end(blue)
+        ctlz = cg.module.declare_intrinsic("llvm.ctlz", [I64T], ll.FunctionType(I64T, [I64T, ll.IntType(1)]))
+        span = b.sub(b.mul(n, ll.Constant(I64T, 2)), ll.Constant(I64T, 2))
+        big = b.shl(ll.Constant(I64T, 1), b.sub(ll.Constant(I64T, 64), b.call(ctlz, [span, ll.Constant(ll.IntType(1), 0)])))
+        big_count, _ = _plan(cg, big, plan)                 # N >= 2n - 1, a power of two
+        b.store(big_count, count_at)
+        b.store(big, big_at)
+        _twiddles(cg, tw, big, dtype)
+        two_n = b.mul(n, ll.Constant(I64T, 2))
+        unit = b.fdiv(ll.Constant(ll.DoubleType(), -np.pi), b.sitofp(n, ll.DoubleType()))
+        with cg.loop(n) as k:                                # k^2 mod 2n exactly
+            k2 = b.urem(b.mul(k, k), two_n)
+            mem.store(chirp, k, _expi(cg, b.fmul(b.sitofp(k2, ll.DoubleType()), unit), dtype))
+        zero = ll.Constant(ft, 0.0)
+        with cg.loop(big) as k:                              # conj(w[|k|]) for |k| < n, else 0
+            kk = b.select(b.icmp_signed("<", k, b.sub(big, k)), k, b.sub(big, k))
+            inside = b.icmp_signed("<", kk, n)
+            c = mem.load(chirp, b.select(inside, kk, ll.Constant(I64T, 0)))
+            mem.store(a_buf, k, (b.select(inside, c[0], zero), b.select(inside, b.fneg(c[1]), zero)))
+        spec = b.call(_stockham(cg, dtype), [a_buf, b_buf, tw, big, plan, big_count])
+        scale = b.fdiv(ll.Constant(ft, 1.0), b.uitofp(big, ft))
+        with cg.loop(big) as k:
+            v = mem.load(spec, k)
+            mem.store(kern, k, (b.fmul(v[0], scale), b.fmul(v[1], scale)))
+        b.ret_void()
+    return fn
+
+
+def _row_function(cg: Any, dtype: np.dtype) -> ll.Function:
+    """``T* aotx.fft.row.<dtype>(T* work, i64 n, i64* plan)``: the forward DFT of the row in
+    the work area's first buffer (n complex values), by the plan of _plan_function; returns
+    where the result is. Bluestein: X[k] = w[k] sum_j x[j] w[j] conj(w[k - j]), the
+    convolution through two transforms of N (the inverse as the conjugate of a forward)."""
+    p = _float(dtype).as_pointer()
+    fn, new = _function(cg, "row", dtype, p)
+    if not new:
+        return fn
+    work, n, plan = fn.args
+    ft = _float(dtype)
+    stockham = _stockham(cg, dtype)
+    with _inside(cg, fn):
+        b = cg.b
+        mem = _Mem(b)
+        z = _Scalars(cg, dtype)
+        a_buf, b_buf, tw, kern, chirp = _areas(b, work, n)
+        count = b.load(b.gep(plan, [ll.Constant(I64T, 64)], inbounds=True))
+        big = b.load(b.gep(plan, [ll.Constant(I64T, 65)], inbounds=True))
+        direct = fn.append_basic_block("direct")
+        blue = fn.append_basic_block("bluestein")
+        b.cbranch(b.icmp_signed("==", big, ll.Constant(I64T, 0)), direct, blue)
+        b.position_at_end(direct)
+        b.ret(b.call(stockham, [a_buf, b_buf, tw, n, plan, count]))
+
+        b.position_at_end(blue)
+        zero = ll.Constant(ft, 0.0)
+        with cg.loop(n) as j:
+            mem.store(a_buf, j, z.mul(mem.load(a_buf, j), mem.load(chirp, j)))
+        with cg.loop(b.sub(big, n)) as j:
+            mem.store(a_buf, b.add(n, j), (zero, zero))
+        first = b.call(stockham, [a_buf, b_buf, tw, big, plan, count])
+        with cg.loop(big) as j:
+            v = z.mul(mem.load(first, j), mem.load(kern, j))
+            mem.store(first, j, (v[0], b.fneg(v[1])))
+        other = b.select(b.icmp_unsigned("==", first, a_buf), b_buf, a_buf)
+        conv = b.call(stockham, [first, other, tw, big, plan, count])
+        with cg.loop(n) as k:
+            v = mem.load(conv, k)
+            mem.store(conv, k, z.mul((v[0], b.fneg(v[1])), mem.load(chirp, k)))
+        b.ret(conv)
+    return fn
+
+
 def _lower(cg: Any, op: Any, outs: list[Any]) -> None:
+    """Per call: the plan and its tables (once); per row: the row into the work area
+    (conjugated for the inverse direction), the forward transform, the first keep terms out."""
     re, im = op.operands
     *batch, n = re.type.shape
     keep, sign = op.params["keep"], op.params["sign"]
     dtype = np.dtype(re.type.dtype)
-    ft = _float(dtype)
     out = outs[0]
     b = cg.b
     mem = _Mem(b)
@@ -258,88 +380,31 @@ def _lower(cg: Any, op: Any, outs: list[Any]) -> None:
     for d in batch:
         rows_d = dims.mul(rows_d, d)
     nv, keepv, rows = cg.dim(n), cg.dim(keep), cg.dim(rows_d)
-    work = cg.scratch(dtype, cg.entry_dim(dims.add(dims.mul(34, n), 16)))
-    a_buf = work
-    b_buf = b.gep(work, [b.mul(nv, ll.Constant(I64T, 8))], inbounds=True)
-    tw = b.gep(work, [b.mul(nv, ll.Constant(I64T, 16))], inbounds=True)
-    kern = b.gep(work, [b.mul(nv, ll.Constant(I64T, 24))], inbounds=True)
-    chirp = b.gep(work, [b.mul(nv, ll.Constant(I64T, 32))], inbounds=True)
-    radices = cg.alloca_builder.alloca(I64T, size=ll.Constant(I32T, 64))
-    stockham = _stockham(cg, dtype)
-    zero = ll.Constant(ft, 0.0)
+    entry = cg.alloca_builder                 # the count in the entry block; a negative n
+    at_entry = cg.entry_dim(n)                # (an empty axis fails a check later) counts as 0
+    at_entry = entry.select(entry.icmp_signed("<", at_entry, ll.Constant(I64T, 0)), ll.Constant(I64T, 0), at_entry)
+    work = cg.scratch(dtype, entry.add(entry.mul(at_entry, ll.Constant(I64T, 34)), ll.Constant(I64T, 16)))
+    plan = entry.alloca(I64T, size=ll.Constant(I32T, 66))
     inverse = sign > 0
 
-    def conj(v: tuple[Any, Any], flip: bool = True) -> tuple[Any, Any]:
-        return (v[0], b.fneg(v[1])) if flip else v
+    def conj(v: tuple[Any, Any]) -> tuple[Any, Any]:
+        return (v[0], b.fneg(v[1])) if inverse else v
 
-    def read_row(idx: list[Any], j: Any) -> tuple[Any, Any]:
-        return cg.read(re, idx + [j]), cg.read(im, idx + [j])
-
-    def write(idx: list[Any], k: Any, v: tuple[Any, Any]) -> None:
-        cg.store(out, idx + [k], cg.complex_value(out.dtype, *v))
-
-    def row_index(row: Any) -> list[Any]:
-        return cg.delinearize(row, batch) if batch else []
-
-    count, rest = _plan(cg, nv, radices)
-    fn = cg.fn
-    direct = fn.append_basic_block("fft.direct")
-    blue = fn.append_basic_block("fft.bluestein")
-    done = fn.append_basic_block("fft.done")
-    b.cbranch(b.icmp_signed("<=", rest, ll.Constant(I64T, 1)), direct, blue)
-
-    # ---- radices up to 13: the passes on each row (the other direction by conjugation)
-    b.position_at_end(direct)
-    _twiddles(cg, tw, nv, dtype)
+    skip = cg.fn.append_basic_block("fft.empty")
+    run = cg.fn.append_basic_block("fft.run")
+    b.cbranch(b.icmp_signed(">", nv, ll.Constant(I64T, 0)), run, skip)
+    b.position_at_end(run)
+    b.call(_plan_function(cg, dtype), [work, nv, plan])
+    row_fn = _row_function(cg, dtype)
     with cg.loop(rows, vectorize=False, unroll=False) as row:
-        idx = row_index(row)
+        idx = cg.delinearize(row, batch) if batch else []
         with cg.loop(nv) as j:
-            mem.store(a_buf, j, conj(read_row(idx, j), inverse))
-        res = b.call(stockham, [a_buf, b_buf, tw, nv, radices, count])
+            mem.store(work, j, conj((cg.read(re, idx + [j]), cg.read(im, idx + [j]))))
+        res = b.call(row_fn, [work, nv, plan])
         with cg.loop(keepv) as k:
-            write(idx, k, conj(mem.load(res, k), inverse))
-    b.branch(done)
-
-    # ---- Bluestein: X[k] = w[k] sum_j x[j] w[j] conj(w[k - j]), w[k] = exp(sign i pi k^2/n)
-    b.position_at_end(blue)
-    z = _Scalars(cg, dtype)
-    ctlz = cg.module.declare_intrinsic("llvm.ctlz", [I64T], ll.FunctionType(I64T, [I64T, ll.IntType(1)]))
-    bits = b.sub(ll.Constant(I64T, 64), b.call(ctlz, [b.sub(b.mul(nv, ll.Constant(I64T, 2)), ll.Constant(I64T, 2)),
-                                                      ll.Constant(ll.IntType(1), 0)]))
-    big = b.shl(ll.Constant(I64T, 1), bits)                       # N >= 2n - 1, a power of two
-    big_count, _ = _plan(cg, big, radices)
-    _twiddles(cg, tw, big, dtype)
-    two_n = b.mul(nv, ll.Constant(I64T, 2))
-    unit = b.fdiv(ll.Constant(ll.DoubleType(), sign * np.pi), b.sitofp(nv, ll.DoubleType()))
-    with cg.loop(nv) as k:                                        # k^2 mod 2n exactly
-        k2 = b.urem(b.mul(k, k), two_n)
-        mem.store(chirp, k, _expi(cg, b.fmul(b.sitofp(k2, ll.DoubleType()), unit), dtype))
-    with cg.loop(big) as k:                                       # conj(w[|k|]), |k| < n
-        kk = b.select(b.icmp_signed("<", k, b.sub(big, k)), k, b.sub(big, k))
-        inside = b.icmp_signed("<", kk, nv)
-        safe = b.select(inside, kk, ll.Constant(I64T, 0))
-        c = conj(mem.load(chirp, safe))
-        mem.store(a_buf, k, (b.select(inside, c[0], zero), b.select(inside, c[1], zero)))
-    spec = b.call(stockham, [a_buf, b_buf, tw, big, radices, big_count])
-    scale = b.fdiv(ll.Constant(ft, 1.0), b.uitofp(big, ft))
-    with cg.loop(big) as k:
-        v = mem.load(spec, k)
-        mem.store(kern, k, (b.fmul(v[0], scale), b.fmul(v[1], scale)))
-    with cg.loop(rows, vectorize=False, unroll=False) as row:
-        idx = row_index(row)
-        with cg.loop(nv) as j:
-            mem.store(a_buf, j, z.mul(read_row(idx, j), mem.load(chirp, j)))
-        with cg.loop(b.sub(big, nv)) as j:
-            mem.store(a_buf, b.add(nv, j), (zero, zero))
-        first = b.call(stockham, [a_buf, b_buf, tw, big, radices, big_count])
-        with cg.loop(big) as j:                                  # conj: the inverse as a forward
-            mem.store(first, j, conj(z.mul(mem.load(first, j), mem.load(kern, j))))
-        other = b.select(b.icmp_unsigned("==", first, a_buf), b_buf, a_buf)
-        conv = b.call(stockham, [first, other, tw, big, radices, big_count])
-        with cg.loop(keepv) as k:
-            write(idx, k, z.mul(conj(mem.load(conv, k)), mem.load(chirp, k)))
-    b.branch(done)
-    b.position_at_end(done)
+            cg.store(out, idx + [k], cg.complex_value(out.dtype, *conj(mem.load(res, k))))
+    b.branch(skip)
+    b.position_at_end(skip)
 
 
 fft_runtime = define(
