@@ -44,6 +44,7 @@ from compiler.primitives.base import check
 from compiler.primitives.fft import _butterfly, _complex_of, _Scalars
 
 RADICES = (8, 4, 2, 3, 5, 7, 11, 13)   # the plan's radices, in the order the passes take them
+CODELETS = (8, 4, 2, 3, 5)            # radices with a codelet; the others: a loop over the sum
 INNER_STRIDE = 8          # a pass whose butterflies' stride is at least this loops over it innermost
 I64T = ll.IntType(64)
 I32T = ll.IntType(32)
@@ -142,6 +143,7 @@ def _stockham(cg: Any, dtype: np.dtype) -> ll.Function:
     p = ft.as_pointer()
     fn = ll.Function(cg.module, ll.FunctionType(p, [p, p, p, I64T, I64T.as_pointer(), I64T]), name)
     fn.linkage = "internal"
+    fn.attributes.add("noinline")
     for a in fn.args[:3]:
         a.add_attribute("noalias")
     x0, y0, tw, n, radices, count = fn.args
@@ -155,8 +157,12 @@ def _stockham(cg: Any, dtype: np.dtype) -> ll.Function:
             x, y, s, length = (b.load(slot) for slot in slots)
             m = b.udiv(length, radix)
             join = fn.append_basic_block("pass.end")
-            cases = [(r, fn.append_basic_block(f"radix{r}")) for r in RADICES]
-            switch = b.switch(radix, join)
+            cases = [(r, fn.append_basic_block(f"radix{r}")) for r in CODELETS]
+            generic = fn.append_basic_block("radix.odd")
+            switch = b.switch(radix, generic)
+            b.position_at_end(generic)
+            _odd_pass(cg, dtype, radix, x, y, tw, s, m, b.udiv(n, radix))
+            cg.b.branch(join)
             for r, block in cases:
                 switch.add_case(ll.Constant(I64T, r), block)
                 b.position_at_end(block)
@@ -193,16 +199,40 @@ def _pass(cg: Any, dtype: np.dtype, r: int, x: Any, y: Any, tw: Any, s: Any, m: 
     done = cg.fn.append_basic_block(f"radix{r}.done")
     b.cbranch(inner, strided, flat)
     b.position_at_end(strided)                  # late passes: the stride innermost
-    with cg.loop(m, vectorize=False) as q:
-        with cg.loop(s) as t:
+    with cg.loop(m, vectorize=False, unroll=False) as q:
+        with cg.loop(s, unroll=False) as t:
             body(q, t)
     b.branch(done)
     b.position_at_end(flat)                     # early passes: the butterflies innermost
-    with cg.loop(s, vectorize=False) as t:
-        with cg.loop(m) as q:
+    with cg.loop(s, vectorize=False, unroll=False) as t:
+        with cg.loop(m, unroll=False) as q:
             body(q, t)
     b.branch(done)
     b.position_at_end(done)
+
+
+def _odd_pass(cg: Any, dtype: np.dtype, r: Any, x: Any, y: Any, tw: Any, s: Any, m: Any, root: Any) -> None:
+    """A pass of a radix r known at run time (7, 11, 13): the butterfly as loops over its
+    sums, the roots of unity of order r read from the twiddles (tw[root] = exp(-2 pi i/r))."""
+    b = cg.b
+    mem = _Mem(b)
+    z = _Scalars(cg, dtype)
+    ft = _float(dtype)
+    acc = [cg.alloca_builder.alloca(ft), cg.alloca_builder.alloca(ft)]
+    with cg.loop(m, vectorize=False, unroll=False) as q:
+        with cg.loop(s, vectorize=False, unroll=False) as t:
+            with cg.loop(r, vectorize=False, unroll=False) as k:
+                for slot in acc:
+                    b.store(ll.Constant(ft, 0.0), slot)
+                with cg.loop(r, vectorize=False, unroll=False) as j:
+                    v = mem.load(x, b.add(t, b.mul(s, b.add(q, b.mul(m, j)))))
+                    w = mem.load(tw, b.mul(b.urem(b.mul(j, k), r), root))
+                    p = z.mul(v, w)
+                    for slot, part in zip(acc, p):
+                        b.store(b.fadd(b.load(slot), part), slot)
+                total = (b.load(acc[0]), b.load(acc[1]))
+                total = z.mul(total, mem.load(tw, b.mul(b.mul(q, k), s)))
+                mem.store(y, b.add(t, b.mul(s, b.add(b.mul(r, q), k))), total)
 
 
 # ---- the kernel's part: plan, tables, rows ---------------------------------------------
@@ -259,6 +289,7 @@ def _function(cg: Any, kind: str, dtype: np.dtype, ret: ll.Type) -> tuple[ll.Fun
     p = _float(dtype).as_pointer()
     fn = ll.Function(cg.module, ll.FunctionType(ret, [p, I64T, I64T.as_pointer()]), name)
     fn.linkage = "internal"
+    fn.attributes.add("noinline")           # one copy, called by every op of the module
     return fn, True
 
 
