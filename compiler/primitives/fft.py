@@ -258,7 +258,7 @@ def _sub_dft(g: _Gen, x: Pair, sign: int) -> Pair:
     again: four steps; shorter ones stay here, which compiles much faster)."""
     b = g.b
     length = x[0].type.shape[-1]
-    if isinstance(length, int) and length > CONST_MAX:
+    if isinstance(length, int) and length >= FOUR_STEP_MIN:
         y = ops.fft(b, ops.complex_(b, x[0], x[1]), sign > 0)
         return ops.real(b, y), ops.imag(b, y)
     return _unpack(b, dft(g, _pack(b, x), sign))

@@ -274,7 +274,7 @@ def _twiddles(cg: Any, tw: Any, length: Any, dtype: np.dtype) -> None:
     b = cg.b
     mem = _Mem(b)
     step = b.fdiv(ll.Constant(ll.DoubleType(), -2 * np.pi), b.sitofp(length, ll.DoubleType()))
-    with cg.loop(length) as k:
+    with cg.loop(length, vectorize=False) as k:
         wrapped = b.select(b.icmp_signed(">", b.mul(k, ll.Constant(I64T, 2)), length), b.sub(k, length), k)
         mem.store(tw, k, _expi(cg, b.fmul(b.sitofp(wrapped, ll.DoubleType()), step), dtype))
 
@@ -316,23 +316,30 @@ def _plan_function(cg: Any, dtype: np.dtype) -> ll.Function:
         count_at = b.gep(plan, [ll.Constant(I64T, 64)], inbounds=True)
         big_at = b.gep(plan, [ll.Constant(I64T, 65)], inbounds=True)
         count, rest = _plan(cg, n, plan)
-        direct = fn.append_basic_block("direct")
-        blue = fn.append_basic_block("bluestein")
-        b.cbranch(b.icmp_signed("<=", rest, ll.Constant(I64T, 1)), direct, blue)
-        b.position_at_end(direct)
         b.store(count, count_at)
         b.store(ll.Constant(I64T, 0), big_at)
-        _twiddles(cg, tw, n, dtype)
-        b.ret_void()
-
-        b.position_at_end(blue)
+        planned = b.icmp_signed("<=", rest, ll.Constant(I64T, 1))
+        replan = fn.append_basic_block("bluestein.plan")
+        tables = fn.append_basic_block("twiddles")
+        b.cbranch(planned, tables, replan)
+        b.position_at_end(replan)
         ctlz = cg.module.declare_intrinsic("llvm.ctlz", [I64T], ll.FunctionType(I64T, [I64T, ll.IntType(1)]))
         span = b.sub(b.mul(n, ll.Constant(I64T, 2)), ll.Constant(I64T, 2))
         big = b.shl(ll.Constant(I64T, 1), b.sub(ll.Constant(I64T, 64), b.call(ctlz, [span, ll.Constant(ll.IntType(1), 0)])))
         big_count, _ = _plan(cg, big, plan)                 # N >= 2n - 1, a power of two
         b.store(big_count, count_at)
         b.store(big, big_at)
-        _twiddles(cg, tw, big, dtype)
+        b.branch(tables)
+        b.position_at_end(tables)
+        big = b.load(big_at)
+        _twiddles(cg, tw, b.select(planned, n, big), dtype)
+        blue = fn.append_basic_block("bluestein")
+        done = fn.append_basic_block("done")
+        b.cbranch(planned, done, blue)
+        b.position_at_end(done)
+        b.ret_void()
+        b.position_at_end(blue)
+        big_count = b.load(count_at)
         two_n = b.mul(n, ll.Constant(I64T, 2))
         unit = b.fdiv(ll.Constant(ll.DoubleType(), -np.pi), b.sitofp(n, ll.DoubleType()))
         with cg.loop(n) as k:                                # k^2 mod 2n exactly
@@ -429,10 +436,10 @@ def _lower(cg: Any, op: Any, outs: list[Any]) -> None:
     row_fn = _row_function(cg, dtype)
     with cg.loop(rows, vectorize=False, unroll=False) as row:
         idx = cg.delinearize(row, batch) if batch else []
-        with cg.loop(nv) as j:
+        with cg.loop(nv, vectorize=False, unroll=False) as j:     # scalar: small code, and
             mem.store(work, j, conj((cg.read(re, idx + [j]), cg.read(im, idx + [j]))))
         res = b.call(row_fn, [work, nv, plan])
-        with cg.loop(keepv) as k:
+        with cg.loop(keepv, vectorize=False, unroll=False) as k:  # n log n work in between
             cg.store(out, idx + [k], cg.complex_value(out.dtype, *conj(mem.load(res, k))))
     b.branch(skip)
     b.position_at_end(skip)
