@@ -17,8 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from compiler.errors import ArgumentValueError, CompileError, DynamicShapeError, ShapeMismatchError, \
-    UnsupportedError
+from compiler.errors import ArgumentValueError, CompileError, ShapeMismatchError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import shapes as S
 from compiler.frontend.values import Reject, Staged
@@ -79,15 +78,6 @@ def _static_n(n: Any, what: str = "n") -> int:
     if n < 1:
         raise Reject(ArgumentValueError, f"Invalid number of FFT data points ({n}) specified.")
     return n
-
-
-def _axis_len(x: Staged, axis: int, name: str) -> int:
-    d = x.shape[axis]
-    if not isinstance(d, int):
-        raise Reject(DynamicShapeError, f"np.fft.{name} of an axis of symbolic length {d}: "
-                     "only static lengths compile", "give the transformed axis a static size "
-                     "(a fixed size in the signature), or pass n= a static length")
-    return d
 
 
 def _length(b: Builder, x: Staged, axis: int, name: str) -> Dim:
@@ -325,13 +315,22 @@ def _shift(sign: int, name: str) -> Any:
             [S.normalize_axis(a, x.ndim) for a in (axes if isinstance(axes, (tuple, list)) else [axes])]
         if not ax:
             return x
-        shifts = []
-        for a in ax:
-            d = _axis_len(x, a, name)
-            shifts.append(sign * (d // 2))
-        return S.roll(b, x, tuple(shifts), tuple(ax))
+        v = x.value
+        for a in ax:                     # a roll by n//2 (-(n//2)): the two halves swapped
+            d = x.shape[a]
+            cut = dims.floordiv(d, 2) if sign < 0 else dims.add(d, dims.mul(-1, dims.floordiv(d, 2)))
+            v = ops.concatenate(b, [_part(b, v, a, cut, d), _part(b, v, a, 0, cut)], a)
+        return Staged(v)
     handler.__name__ = name
     return handler
+
+
+def _part(b: Builder, v: Value, axis: int, start: Dim, stop: Dim) -> Value:
+    shape = list(v.type.shape)
+    begin: list[Dim] = [0] * len(shape)
+    begin[axis] = start
+    shape[axis] = stop
+    return ops.slice_(b, v, begin, shape)
 
 
 FUNCTIONS: dict[Any, Any] = {
