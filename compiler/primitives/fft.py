@@ -314,7 +314,7 @@ def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     keep = op.params["keep"]
     if not isinstance(n, int):          # a plan made at run time (primitives/fft_runtime.py)
         parts = (ops.real(b, x), ops.imag(b, x)) if is_complex(x.type.dtype) else (x, ops.zeros_like(b, x))
-        return [ops.fft_runtime(b, parts[0], parts[1], sign, keep)]
+        return [ops.fft_runtime(b, parts[0], parts[1], sign, keep, real=not is_complex(x.type.dtype) and sign < 0)]
     rows_n: Any = 1
     for d in x.type.shape[:-1]:
         rows_n = dims.mul(rows_n, d)

@@ -57,10 +57,11 @@ def _rule(in_types: Types, params: dict[str, Any]) -> Types:
     check(re == im and re.dtype in (F32, F64) and re.ndim >= 1,
           "fft_runtime: re, im [..., n] of one real dtype")
     check(params["sign"] in (-1, 1), "fft_runtime: sign is -1 or 1")
+    check(not params["real"] or params["sign"] < 0, "fft_runtime: real rows forward only")
     return (TensorType(_complex_of(re.dtype), tuple(re.shape[:-1]) + (params["keep"],)),)
 
 
-def _ref(re: np.ndarray, im: np.ndarray, sign: int, keep: Any) -> np.ndarray:
+def _ref(re: np.ndarray, im: np.ndarray, sign: int, keep: Any, real: bool = False) -> np.ndarray:
     x = re.astype(np.complex128) + 1j * im
     y = np.fft.fft(x, axis=-1) if sign < 0 else np.fft.ifft(x, axis=-1, norm="forward")
     return y[..., :keep].astype(_complex_of(re.dtype))
@@ -68,7 +69,7 @@ def _ref(re: np.ndarray, im: np.ndarray, sign: int, keep: Any) -> np.ndarray:
 
 def _complex(b: Builder, op: Any, args: list[Any]) -> list[Any]:
     """Real operands, a complex result written by the op's own stores."""
-    y = ops.fft_runtime(b, args[0], args[1], op.params["sign"], op.params["keep"])
+    y = ops.fft_runtime(b, args[0], args[1], op.params["sign"], op.params["keep"], op.params["real"])
     return [(ops.real(b, y), ops.imag(b, y))]
 
 
@@ -404,9 +405,49 @@ def _row_function(cg: Any, dtype: np.dtype) -> ll.Function:
     return fn
 
 
+def _half_function(cg: Any, dtype: np.dtype) -> ll.Function:
+    """``void aotx.fft.half.<dtype>(T* work, i64 h, i64* plan)``: exp(-2 pi i k/2h), k <= h,
+    at real offset 36h of the work area (real rows of length 2h, see _lower)."""
+    fn, new = _function(cg, "half", dtype, ll.VoidType())
+    if not new:
+        return fn
+    work, h, _ = fn.args
+    with _inside(cg, fn):
+        b = cg.b
+        table = b.gep(work, [b.mul(h, ll.Constant(I64T, 36))], inbounds=True)
+        step = b.fdiv(ll.Constant(ll.DoubleType(), -np.pi), b.sitofp(h, ll.DoubleType()))
+        with cg.loop(b.add(h, ll.Constant(I64T, 1))) as k:
+            _Mem(b).store(table, k, _expi(cg, b.fmul(b.sitofp(k, ll.DoubleType()), step), dtype))
+        b.ret_void()
+    return fn
+
+
 def _lower(cg: Any, op: Any, outs: list[Any]) -> None:
     """Per call: the plan and its tables (once); per row: the row into the work area
     (conjugated for the inverse direction), the forward transform, the first keep terms out."""
+    n = op.operands[0].type.shape[-1]
+    dtype = np.dtype(op.operands[0].type.dtype)
+    b = cg.b
+    nv = cg.dim(n)
+    entry = cg.alloca_builder                 # the count in the entry block; a negative n
+    at_entry = cg.entry_dim(n)                # (an empty axis fails a check later) counts as 0
+    at_entry = entry.select(entry.icmp_signed("<", at_entry, ll.Constant(I64T, 0)), ll.Constant(I64T, 0), at_entry)
+    work = cg.scratch(dtype, entry.add(entry.mul(at_entry, ll.Constant(I64T, 34)), ll.Constant(I64T, 16)))
+    plan = entry.alloca(I64T, size=ll.Constant(I32T, 66))
+    skip = cg.fn.append_basic_block("fft.empty")
+    run = cg.fn.append_basic_block("fft.run")
+    b.cbranch(b.icmp_signed(">", nv, ll.Constant(I64T, 0)), run, skip)
+    b.position_at_end(run)
+    row_fn = _row_function(cg, dtype)
+    if op.params["real"]:
+        _real_rows(cg, op, outs, work, plan, row_fn)
+    else:
+        _complex_rows(cg, op, outs, work, plan, row_fn)
+    b.branch(skip)
+    b.position_at_end(skip)
+
+
+def _complex_rows(cg: Any, op: Any, outs: list[Any], work: Any, plan: Any, row_fn: Any) -> None:
     re, im = op.operands
     *batch, n = re.type.shape
     keep, sign = op.params["keep"], op.params["sign"]
@@ -418,22 +459,12 @@ def _lower(cg: Any, op: Any, outs: list[Any]) -> None:
     for d in batch:
         rows_d = dims.mul(rows_d, d)
     nv, keepv, rows = cg.dim(n), cg.dim(keep), cg.dim(rows_d)
-    entry = cg.alloca_builder                 # the count in the entry block; a negative n
-    at_entry = cg.entry_dim(n)                # (an empty axis fails a check later) counts as 0
-    at_entry = entry.select(entry.icmp_signed("<", at_entry, ll.Constant(I64T, 0)), ll.Constant(I64T, 0), at_entry)
-    work = cg.scratch(dtype, entry.add(entry.mul(at_entry, ll.Constant(I64T, 34)), ll.Constant(I64T, 16)))
-    plan = entry.alloca(I64T, size=ll.Constant(I32T, 66))
     inverse = sign > 0
 
     def conj(v: tuple[Any, Any]) -> tuple[Any, Any]:
         return (v[0], b.fneg(v[1])) if inverse else v
 
-    skip = cg.fn.append_basic_block("fft.empty")
-    run = cg.fn.append_basic_block("fft.run")
-    b.cbranch(b.icmp_signed(">", nv, ll.Constant(I64T, 0)), run, skip)
-    b.position_at_end(run)
     b.call(_plan_function(cg, dtype), [work, nv, plan])
-    row_fn = _row_function(cg, dtype)
     with cg.loop(rows, vectorize=False, unroll=False) as row:
         idx = cg.delinearize(row, batch) if batch else []
         with cg.loop(nv, vectorize=False, unroll=False) as j:     # scalar: small code, and
@@ -441,8 +472,59 @@ def _lower(cg: Any, op: Any, outs: list[Any]) -> None:
         res = b.call(row_fn, [work, nv, plan])
         with cg.loop(keepv, vectorize=False, unroll=False) as k:  # n log n work in between
             cg.store(out, idx + [k], cg.complex_value(out.dtype, *conj(mem.load(res, k))))
-    b.branch(skip)
-    b.position_at_end(skip)
+
+
+def _real_rows(cg: Any, op: Any, outs: list[Any], work: Any, plan: Any, row_fn: Any) -> None:
+    """Real rows of even length n = 2h: the transform Z of length h of z = x[0::2] + i x[1::2],
+    then X[k] = (Z[k] + conj(Z[h-k]))/2 - i/2 exp(-2 pi i k/n) (Z[k] - conj(Z[h-k])) for
+    k <= h, and X[n - k] = conj(X[k]) beyond; an odd n as complex rows."""
+    re = op.operands[0]
+    *batch, n = re.type.shape
+    dtype = np.dtype(re.type.dtype)
+    out = outs[0]
+    b = cg.b
+    mem = _Mem(b)
+    z = _Scalars(cg, dtype)
+    ft = _float(dtype)
+    rows_d: Any = 1
+    for d in batch:
+        rows_d = dims.mul(rows_d, d)
+    nv, keepv, rows = cg.dim(n), cg.dim(op.params["keep"]), cg.dim(rows_d)
+    half = cg.fn.append_basic_block("fft.half")
+    odd = cg.fn.append_basic_block("fft.odd")
+    done = cg.fn.append_basic_block("fft.real.done")
+    b.cbranch(b.icmp_signed("==", b.srem(nv, ll.Constant(I64T, 2)), ll.Constant(I64T, 0)), half, odd)
+    b.position_at_end(odd)
+    _complex_rows(cg, op, outs, work, plan, row_fn)
+    b.branch(done)
+    b.position_at_end(half)
+    h = b.sdiv(nv, ll.Constant(I64T, 2))
+    b.call(_plan_function(cg, dtype), [work, h, plan])
+    b.call(_half_function(cg, dtype), [work, h, plan])
+    table = b.gep(work, [b.mul(h, ll.Constant(I64T, 36))], inbounds=True)
+    c_half = ll.Constant(ft, 0.5)
+    with cg.loop(rows, vectorize=False, unroll=False) as row:
+        idx = cg.delinearize(row, batch) if batch else []
+        with cg.loop(h, vectorize=False, unroll=False) as j:
+            at = b.mul(j, ll.Constant(I64T, 2))
+            mem.store(work, j, (cg.read(re, idx + [at]), cg.read(re, idx + [b.add(at, ll.Constant(I64T, 1))])))
+        zs = b.call(row_fn, [work, h, plan])
+        with cg.loop(keepv, vectorize=False, unroll=False) as k:
+            beyond = b.icmp_signed(">", k, h)
+            kk = b.select(beyond, b.sub(nv, k), k)                      # k <= h
+            at = b.select(b.icmp_signed("==", kk, h), ll.Constant(I64T, 0), kk)
+            back = b.select(b.icmp_signed("==", kk, ll.Constant(I64T, 0)), ll.Constant(I64T, 0), b.sub(h, kk))
+            zk = mem.load(zs, at)
+            zm = mem.load(zs, back)
+            zm = (zm[0], b.fneg(zm[1]))                                   # conj(Z[h - k])
+            total, diff = z.add(zk, zm), z.sub(zk, zm)
+            w = mem.load(table, kk)
+            t = z.mul((b.fmul(c_half, w[1]), b.fneg(b.fmul(c_half, w[0]))), diff)   # -i/2 w (Z - conj)
+            x = z.add((b.fmul(c_half, total[0]), b.fmul(c_half, total[1])), t)
+            x = (x[0], b.select(beyond, b.fneg(x[1]), x[1]))
+            cg.store(out, idx + [k], cg.complex_value(out.dtype, *x))
+    b.branch(done)
+    b.position_at_end(done)
 
 
 fft_runtime = define(

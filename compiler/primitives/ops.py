@@ -540,8 +540,9 @@ def fft_unpack(b: Builder, re: Value, im: Value, radices: Sequence[int], sign: i
 fft_runtime_p = declare("fft_runtime", OPAQUE)
 
 
-def fft_runtime(b: Builder, re: Value, im: Value, sign: int, keep: Dim) -> Value:
+def fft_runtime(b: Builder, re: Value, im: Value, sign: int, keep: Dim, real: bool = False) -> Value:
     """The first `keep` terms of the unscaled DFT (exp(sign 2 pi i jk/n)) of the complex rows
     `re` + i `im` [..., n] with a plan made at run time: n may be symbolic (fft's
-    decomposition of a symbolic length; compiler/primitives/fft_runtime.py)."""
-    return b.emit1(fft_runtime_p, [re, im], {"sign": int(sign), "keep": keep})
+    decomposition of a symbolic length; compiler/primitives/fft_runtime.py). `real`: `im`
+    is zero (real rows: the transform of half the length when n is even)."""
+    return b.emit1(fft_runtime_p, [re, im], {"sign": int(sign), "keep": keep, "real": bool(real)})
