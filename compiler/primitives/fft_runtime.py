@@ -45,6 +45,9 @@ from compiler.primitives.fft import _butterfly, _complex_of, _Scalars
 
 RADICES = (8, 4, 2, 3, 5, 7, 11, 13)   # the plan's radices, in the order the passes take them
 CODELETS = (8, 4, 2, 3, 5)            # radices with a codelet; the others: a loop over the sum
+FOUR_STEP_MIN = 1 << 16   # longer rows (radices up to 13) are transformed as a matrix of shorter ones
+TWIDDLE_BLOCK = 1024      # twiddles beyond this many are products of two (see _twiddles)
+SLAB = 16                 # ... whose columns are transformed this many at a time
 INNER_STRIDE = 8          # a pass whose butterflies' stride is at least this loops over it innermost
 I64T = ll.IntType(64)
 I32T = ll.IntType(32)
@@ -133,54 +136,56 @@ def _inside(cg: Any, fn: ll.Function) -> Iterator[None]:
 # ---- the passes: an internal function per dtype ---------------------------------------
 
 def _stockham(cg: Any, dtype: np.dtype) -> ll.Function:
-    """``T* aotx.fft.stockham.<dtype>(T* x, T* y, T* tw, i64 n, i64* radices, i64 count)``:
-    the forward DFT of the n complex values of x (interleaved), with ``tw[k] = exp(-2 pi i
-    k/n)``; the passes alternate between x and y; returns the one holding the result."""
+    """``T* aotx.fft.stockham.<dtype>(T* x, T* y, T* tw, i64 n, i64* radices, i64 count, i64 s0,
+    i64 ts)``: the forward DFTs of length n of the s0 interleaved rows of x (element j of row t
+    at t + s0 j, complex values interleaved), with ``tw[ts k] = exp(-2 pi i k/n)``; the passes
+    alternate between x and y; returns the one holding the result (the same layout)."""
     name = f"aotx.fft.stockham.{dtype.name}"
     existing = cg.module.globals.get(name)
     if existing is not None:
         return existing
     ft = _float(dtype)
     p = ft.as_pointer()
-    fn = ll.Function(cg.module, ll.FunctionType(p, [p, p, p, I64T, I64T.as_pointer(), I64T]), name)
+    fn = ll.Function(cg.module, ll.FunctionType(p, [p, p, p, I64T, I64T.as_pointer(), I64T, I64T, I64T]), name)
     fn.linkage = "internal"
     fn.attributes.add("noinline")
     for a in fn.args[:3]:
         a.add_attribute("noalias")
-    x0, y0, tw, n, radices, count = fn.args
+    x0, y0, tw, n, radices, count, s0, ts = fn.args
     with _inside(cg, fn):
         b = cg.b
-        slots = [b.alloca(p), b.alloca(p), b.alloca(I64T), b.alloca(I64T)]
-        for slot, v in zip(slots, (x0, y0, ll.Constant(I64T, 1), n)):
+        slots = [b.alloca(p), b.alloca(p), b.alloca(I64T), b.alloca(I64T), b.alloca(I64T)]
+        for slot, v in zip(slots, (x0, y0, s0, n, ts)):
             b.store(v, slot)
         with cg.loop(count, vectorize=False, unroll=False) as i:
             radix = b.load(b.gep(radices, [i], inbounds=True))
-            x, y, s, length = (b.load(slot) for slot in slots)
+            x, y, s, length, sw = (b.load(slot) for slot in slots)
             m = b.udiv(length, radix)
             join = fn.append_basic_block("pass.end")
             cases = [(r, fn.append_basic_block(f"radix{r}")) for r in CODELETS]
             generic = fn.append_basic_block("radix.odd")
             switch = b.switch(radix, generic)
             b.position_at_end(generic)
-            _odd_pass(cg, dtype, radix, x, y, tw, s, m, b.udiv(n, radix))
+            _odd_pass(cg, dtype, radix, x, y, tw, s, m, b.udiv(b.mul(n, ts), radix), sw)
             cg.b.branch(join)
             for r, block in cases:
                 switch.add_case(ll.Constant(I64T, r), block)
                 b.position_at_end(block)
-                _pass(cg, dtype, r, x, y, tw, s, m)
+                _pass(cg, dtype, r, x, y, tw, s, m, sw)
                 cg.b.branch(join)
             b.position_at_end(join)
             b.store(y, slots[0])
             b.store(x, slots[1])
             b.store(b.mul(s, radix), slots[2])
             b.store(m, slots[3])
+            b.store(b.mul(sw, radix), slots[4])
         b.ret(b.load(slots[0]))
     return fn
 
 
-def _pass(cg: Any, dtype: np.dtype, r: int, x: Any, y: Any, tw: Any, s: Any, m: Any) -> None:
+def _pass(cg: Any, dtype: np.dtype, r: int, x: Any, y: Any, tw: Any, s: Any, m: Any, sw: Any) -> None:
     """One Stockham pass of radix r: y[t + s (r q + k)] = w^(qk) sum_j x[t + s (q + m j)]
-    W_r^(jk), t < s, q < m, w = exp(-2 pi i/(r m)) = tw[s]."""
+    W_r^(jk), t < s, q < m, w = exp(-2 pi i/(r m)) = tw[sw]."""
     b = cg.b
     mem = _Mem(b)
     z = _Scalars(cg, dtype)
@@ -191,7 +196,7 @@ def _pass(cg: Any, dtype: np.dtype, r: int, x: Any, y: Any, tw: Any, s: Any, m: 
         base = b.mul(s, b.mul(q, ll.Constant(I64T, r)))
         for k, v in enumerate(ys):
             if k:
-                v = z.mul(v, mem.load(tw, b.mul(b.mul(q, ll.Constant(I64T, k)), s)))
+                v = z.mul(v, mem.load(tw, b.mul(b.mul(q, ll.Constant(I64T, k)), sw)))
             mem.store(y, b.add(t, b.add(base, b.mul(s, ll.Constant(I64T, k)))), v)
 
     inner = b.icmp_unsigned(">=", s, ll.Constant(I64T, INNER_STRIDE))
@@ -212,7 +217,8 @@ def _pass(cg: Any, dtype: np.dtype, r: int, x: Any, y: Any, tw: Any, s: Any, m: 
     b.position_at_end(done)
 
 
-def _odd_pass(cg: Any, dtype: np.dtype, r: Any, x: Any, y: Any, tw: Any, s: Any, m: Any, root: Any) -> None:
+def _odd_pass(cg: Any, dtype: np.dtype, r: Any, x: Any, y: Any, tw: Any, s: Any, m: Any, root: Any,
+              sw: Any) -> None:
     """A pass of a radix r known at run time (7, 11, 13): the butterfly as loops over its
     sums, the roots of unity of order r read from the twiddles (tw[root] = exp(-2 pi i/r))."""
     b = cg.b
@@ -232,7 +238,7 @@ def _odd_pass(cg: Any, dtype: np.dtype, r: Any, x: Any, y: Any, tw: Any, s: Any,
                     for slot, part in zip(acc, p):
                         b.store(b.fadd(b.load(slot), part), slot)
                 total = (b.load(acc[0]), b.load(acc[1]))
-                total = z.mul(total, mem.load(tw, b.mul(b.mul(q, k), s)))
+                total = z.mul(total, mem.load(tw, b.mul(b.mul(q, k), sw)))
                 mem.store(y, b.add(t, b.mul(s, b.add(b.mul(r, q), k))), total)
 
 
@@ -271,13 +277,27 @@ def _expi(cg: Any, angle: Any, dtype: np.dtype) -> tuple[Any, Any]:
 
 
 def _twiddles(cg: Any, tw: Any, length: Any, dtype: np.dtype) -> None:
-    """tw[k] = exp(-2 pi i k/length), k < length, the angle reduced to [-pi, pi]."""
+    """tw[k] = exp(-2 pi i k/length), k < length: the first TWIDDLE_BLOCK from their angles,
+    the others as products tw[B h + l] = exp(-2 pi i B h/length) tw[l] (2 sqrt(n) cos and sin
+    instead of n: the tables of a long row cost a fraction of a transform)."""
     b = cg.b
     mem = _Mem(b)
-    step = b.fdiv(ll.Constant(ll.DoubleType(), -2 * np.pi), b.sitofp(length, ll.DoubleType()))
-    with cg.loop(length, vectorize=False) as k:
-        wrapped = b.select(b.icmp_signed(">", b.mul(k, ll.Constant(I64T, 2)), length), b.sub(k, length), k)
-        mem.store(tw, k, _expi(cg, b.fmul(b.sitofp(wrapped, ll.DoubleType()), step), dtype))
+    dt = ll.DoubleType()
+    block = ll.Constant(I64T, TWIDDLE_BLOCK)
+    step = b.fdiv(ll.Constant(dt, -2 * np.pi), b.sitofp(length, dt))
+    head = b.select(b.icmp_signed("<", length, block), length, block)
+    with cg.loop(head) as k:
+        mem.store(tw, k, _expi(cg, b.fmul(b.sitofp(k, dt), step), dtype))
+    z = _Scalars(cg, dtype)
+    blocks = b.sdiv(b.add(length, b.sub(block, ll.Constant(I64T, 1))), block)
+    with cg.loop(blocks, vectorize=False, unroll=False) as h:
+        first = b.mul(h, block)
+        w = _expi(cg, b.fmul(b.sitofp(first, dt), step), dtype)
+        left = b.sub(length, first)
+        count = b.select(b.icmp_signed("<", left, block), left, block)
+        with cg.loop(b.select(b.icmp_signed("==", h, ll.Constant(I64T, 0)), ll.Constant(I64T, 0), count),
+                     unroll=False) as k:
+            mem.store(tw, b.add(first, k), z.mul(w, mem.load(tw, k)))
 
 
 def _function(cg: Any, kind: str, dtype: np.dtype, ret: ll.Type) -> tuple[ll.Function, bool]:
@@ -352,7 +372,7 @@ def _plan_function(cg: Any, dtype: np.dtype) -> ll.Function:
             inside = b.icmp_signed("<", kk, n)
             c = mem.load(chirp, b.select(inside, kk, ll.Constant(I64T, 0)))
             mem.store(a_buf, k, (b.select(inside, c[0], zero), b.select(inside, b.fneg(c[1]), zero)))
-        spec = b.call(_stockham(cg, dtype), [a_buf, b_buf, tw, big, plan, big_count])
+        spec = b.call(_stockham(cg, dtype), [a_buf, b_buf, tw, big, plan, big_count, ll.Constant(I64T, 1), ll.Constant(I64T, 1)])
         scale = b.fdiv(ll.Constant(ft, 1.0), b.uitofp(big, ft))
         with cg.loop(big) as k:
             v = mem.load(spec, k)
@@ -384,7 +404,7 @@ def _row_function(cg: Any, dtype: np.dtype) -> ll.Function:
         blue = fn.append_basic_block("bluestein")
         b.cbranch(b.icmp_signed("==", big, ll.Constant(I64T, 0)), direct, blue)
         b.position_at_end(direct)
-        b.ret(b.call(stockham, [a_buf, b_buf, tw, n, plan, count]))
+        _direct(cg, dtype, stockham, a_buf, b_buf, tw, kern, n, plan, count)
 
         b.position_at_end(blue)
         zero = ll.Constant(ft, 0.0)
@@ -392,12 +412,12 @@ def _row_function(cg: Any, dtype: np.dtype) -> ll.Function:
             mem.store(a_buf, j, z.mul(mem.load(a_buf, j), mem.load(chirp, j)))
         with cg.loop(b.sub(big, n)) as j:
             mem.store(a_buf, b.add(n, j), (zero, zero))
-        first = b.call(stockham, [a_buf, b_buf, tw, big, plan, count])
+        first = b.call(stockham, [a_buf, b_buf, tw, big, plan, count, ll.Constant(I64T, 1), ll.Constant(I64T, 1)])
         with cg.loop(big) as j:
             v = z.mul(mem.load(first, j), mem.load(kern, j))
             mem.store(first, j, (v[0], b.fneg(v[1])))
         other = b.select(b.icmp_unsigned("==", first, a_buf), b_buf, a_buf)
-        conv = b.call(stockham, [first, other, tw, big, plan, count])
+        conv = b.call(stockham, [first, other, tw, big, plan, count, ll.Constant(I64T, 1), ll.Constant(I64T, 1)])
         with cg.loop(n) as k:
             v = mem.load(conv, k)
             mem.store(conv, k, z.mul((v[0], b.fneg(v[1])), mem.load(chirp, k)))
@@ -420,6 +440,70 @@ def _half_function(cg: Any, dtype: np.dtype) -> ll.Function:
             _Mem(b).store(table, k, _expi(cg, b.fmul(b.sitofp(k, ll.DoubleType()), step), dtype))
         b.ret_void()
     return fn
+
+
+def _direct(cg: Any, dtype: np.dtype, stockham: Any, a_buf: Any, b_buf: Any, tw: Any, free: Any, n: Any,
+            plan: Any, count: Any) -> None:
+    """Return the transform of a_buf by the passes; from FOUR_STEP_MIN on, as the four steps:
+    x[n2 j1 + j2] as a matrix [n1, n2] (n2 the product of the first half of the radices), its
+    columns transformed SLAB at a time in a small buffer (the passes' stride is the slab's
+    width), times the twiddles w^(j2 k1), into b_buf; then each row, its result k2 written to
+    X[k1 + n1 k2] in a_buf. `free`: 8n real values of scratch."""
+    b = cg.b
+    mem = _Mem(b)
+    z = _Scalars(cg, dtype)
+    one = ll.Constant(I64T, 1)
+    slab = ll.Constant(I64T, SLAB)
+    half = b.sdiv(b.add(count, one), ll.Constant(I64T, 2))
+    n2_slot = cg.alloca_scalar(np.dtype(np.int64), one)      # the rows: the first radices (8s)
+    with cg.loop(half, vectorize=False, unroll=False) as i:
+        b.store(b.mul(b.load(n2_slot), b.load(b.gep(plan, [i], inbounds=True))), n2_slot)
+    n2 = b.load(n2_slot)
+    n1 = b.sdiv(n, n2)
+    large = b.and_(b.icmp_signed(">=", n, ll.Constant(I64T, FOUR_STEP_MIN)),
+                   b.icmp_signed("==", b.srem(n2, slab), ll.Constant(I64T, 0)))
+    steps = cg.fn.append_basic_block("four.steps")
+    plain = cg.fn.append_basic_block("passes")
+    b.cbranch(large, steps, plain)
+    b.position_at_end(plain)
+    b.ret(b.call(stockham, [a_buf, b_buf, tw, n, plan, count, one, one]))
+
+    b.position_at_end(steps)
+    width = b.select(b.icmp_signed(">", b.mul(n1, slab), n2), b.mul(n1, slab), n2)
+    s_a = free
+    s_b = b.gep(free, [b.mul(width, ll.Constant(I64T, 2))], inbounds=True)
+    with cg.loop(b.sdiv(n2, slab), vectorize=False, unroll=False) as c0:
+        first = b.mul(c0, slab)
+        with cg.loop(n1, vectorize=False, unroll=False) as j1:
+            row = b.add(b.mul(j1, n2), first)
+            with cg.loop(slab, unroll=False) as w:
+                mem.store(s_a, b.add(w, b.mul(slab, j1)), mem.load(a_buf, b.add(row, w)))
+        res = b.call(stockham, [s_a, s_b, tw, n1, b.gep(plan, [half], inbounds=True), b.sub(count, half), slab, n2])
+        with cg.loop(n1, vectorize=False, unroll=False) as k1:
+            row = b.add(b.mul(k1, n2), first)
+            with cg.loop(slab, unroll=False) as w:
+                j2 = b.add(first, w)
+                v = z.mul(mem.load(res, b.add(w, b.mul(slab, k1))), mem.load(tw, b.mul(j2, k1)))
+                mem.store(b_buf, b.add(row, w), v)
+    with cg.loop(n1, vectorize=False, unroll=False) as k1:
+        row_at = b.gep(b_buf, [b.mul(b.mul(k1, n2), ll.Constant(I64T, 2))], inbounds=True)
+        res = b.call(stockham, [row_at, s_a, tw, n2, plan, half, one, n1])
+        moved = cg.fn.append_basic_block("row.moved")
+        back = cg.fn.append_basic_block("row.back")
+        b.cbranch(b.icmp_unsigned("==", res, row_at), moved, back)
+        b.position_at_end(back)
+        with cg.loop(n2, unroll=False) as k2:
+            mem.store(row_at, k2, mem.load(res, k2))
+        b.branch(moved)
+        b.position_at_end(moved)
+    # X[k1 + n1 k2] = b_buf[n2 k1 + k2]: a transpose in column blocks of SLAB (no 4 KB strides)
+    with cg.loop(b.sdiv(n2, slab), vectorize=False, unroll=False) as kb:
+        first = b.mul(kb, slab)
+        with cg.loop(n1, vectorize=False, unroll=False) as k1:
+            with cg.loop(slab, unroll=False) as w:
+                k2 = b.add(first, w)
+                mem.store(a_buf, b.add(k1, b.mul(n1, k2)), mem.load(b_buf, b.add(b.mul(k1, n2), k2)))
+    b.ret(a_buf)
 
 
 def _lower(cg: Any, op: Any, outs: list[Any]) -> None:
