@@ -314,10 +314,65 @@ def _function(cg: Any, kind: str, dtype: np.dtype, ret: ll.Type) -> tuple[ll.Fun
     return fn, True
 
 
-def _areas(b: ll.IRBuilder, work: Any, n: Any) -> list[Any]:
-    """The work area's parts (real offsets 0, 8n, 16n, 24n, 32n): two buffers of N <= 4n
-    complex values, the twiddles of N, Bluestein's kernel (N) and chirp (n)."""
-    return [b.gep(work, [b.mul(n, ll.Constant(I64T, 8 * i))], inbounds=True) for i in range(5)]
+def _areas(b: ll.IRBuilder, work: Any, n: Any, big: Any) -> list[Any]:
+    """The work area's parts, u = N (Bluestein) or n: two buffers of u complex values, the
+    twiddles of u, Bluestein's kernel (u) or the four steps' slabs, Bluestein's chirp (n):
+    real offsets 0, 2u, 4u, 6u, 8u (the sizes: _size_function)."""
+    u = b.select(b.icmp_signed("==", big, ll.Constant(I64T, 0)), n, big)
+    return [b.gep(work, [b.mul(u, ll.Constant(I64T, 2 * i))], inbounds=True) for i in range(5)]
+
+
+def _split(cg: Any, n: Any, plan: Any, count: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """The four steps' matrix [n1, n2] of a planned n: (n1, n2, the radices of n2, whether
+    the four steps apply, the slabs' width in complex values)."""
+    b = cg.b
+    one = ll.Constant(I64T, 1)
+    slab = ll.Constant(I64T, SLAB)
+    half = b.sdiv(b.add(count, one), ll.Constant(I64T, 2))
+    n2_slot = cg.alloca_scalar(np.dtype(np.int64), one)      # the rows: the first radices (8s)
+    with cg.loop(half, vectorize=False, unroll=False) as i:
+        b.store(b.mul(b.load(n2_slot), b.load(b.gep(plan, [i], inbounds=True))), n2_slot)
+    n2 = b.load(n2_slot)
+    n1 = b.sdiv(n, n2)
+    large = b.and_(b.icmp_signed(">=", n, ll.Constant(I64T, FOUR_STEP_MIN)),
+                   b.icmp_signed("==", b.srem(n2, slab), ll.Constant(I64T, 0)))
+    width = b.select(b.icmp_signed(">", b.mul(n1, slab), n2), b.mul(n1, slab), n2)
+    return n1, n2, half, large, width
+
+
+def _size_function(cg: Any) -> ll.Function:
+    """``i64 aotx.fft.size(i64 n, i64* plan)``: the real values of the work area for rows of
+    length n: 6n + 4 (the slabs' width) with radices up to 13, 8N + 2n for Bluestein."""
+    name = "aotx.fft.size"
+    existing = cg.module.globals.get(name)
+    if existing is not None:
+        return existing
+    fn = ll.Function(cg.module, ll.FunctionType(I64T, [I64T, I64T.as_pointer()]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    n, plan = fn.args
+    with _inside(cg, fn):
+        b = cg.b
+        count, rest = _plan(cg, n, plan)
+        direct = fn.append_basic_block("direct")
+        blue = fn.append_basic_block("bluestein")
+        b.cbranch(b.icmp_signed("<=", rest, ll.Constant(I64T, 1)), direct, blue)
+        b.position_at_end(direct)
+        _, _, _, large, width = _split(cg, n, plan, count)
+        slabs = b.select(large, b.mul(width, ll.Constant(I64T, 4)), ll.Constant(I64T, 0))
+        b.ret(b.add(b.add(b.mul(n, ll.Constant(I64T, 6)), slabs), ll.Constant(I64T, 16)))
+        b.position_at_end(blue)
+        big = _bluestein_length(cg, n)
+        b.ret(b.add(b.add(b.mul(big, ll.Constant(I64T, 8)), b.mul(n, ll.Constant(I64T, 2))), ll.Constant(I64T, 16)))
+    return fn
+
+
+def _bluestein_length(cg: Any, n: Any) -> Any:
+    """N >= 2n - 1, a power of two."""
+    b = cg.b
+    ctlz = cg.module.declare_intrinsic("llvm.ctlz", [I64T], ll.FunctionType(I64T, [I64T, ll.IntType(1)]))
+    span = b.sub(b.mul(n, ll.Constant(I64T, 2)), ll.Constant(I64T, 2))
+    return b.shl(ll.Constant(I64T, 1), b.sub(ll.Constant(I64T, 64), b.call(ctlz, [span, ll.Constant(ll.IntType(1), 0)])))
 
 
 def _plan_function(cg: Any, dtype: np.dtype) -> ll.Function:
@@ -333,7 +388,6 @@ def _plan_function(cg: Any, dtype: np.dtype) -> ll.Function:
     with _inside(cg, fn):
         b = cg.b
         mem = _Mem(b)
-        a_buf, b_buf, tw, kern, chirp = _areas(b, work, n)
         count_at = b.gep(plan, [ll.Constant(I64T, 64)], inbounds=True)
         big_at = b.gep(plan, [ll.Constant(I64T, 65)], inbounds=True)
         count, rest = _plan(cg, n, plan)
@@ -344,15 +398,14 @@ def _plan_function(cg: Any, dtype: np.dtype) -> ll.Function:
         tables = fn.append_basic_block("twiddles")
         b.cbranch(planned, tables, replan)
         b.position_at_end(replan)
-        ctlz = cg.module.declare_intrinsic("llvm.ctlz", [I64T], ll.FunctionType(I64T, [I64T, ll.IntType(1)]))
-        span = b.sub(b.mul(n, ll.Constant(I64T, 2)), ll.Constant(I64T, 2))
-        big = b.shl(ll.Constant(I64T, 1), b.sub(ll.Constant(I64T, 64), b.call(ctlz, [span, ll.Constant(ll.IntType(1), 0)])))
+        big = _bluestein_length(cg, n)
         big_count, _ = _plan(cg, big, plan)                 # N >= 2n - 1, a power of two
         b.store(big_count, count_at)
         b.store(big, big_at)
         b.branch(tables)
         b.position_at_end(tables)
         big = b.load(big_at)
+        a_buf, b_buf, tw, kern, chirp = _areas(b, work, n, big)
         _twiddles(cg, tw, b.select(planned, n, big), dtype)
         blue = fn.append_basic_block("bluestein")
         done = fn.append_basic_block("done")
@@ -397,9 +450,9 @@ def _row_function(cg: Any, dtype: np.dtype) -> ll.Function:
         b = cg.b
         mem = _Mem(b)
         z = _Scalars(cg, dtype)
-        a_buf, b_buf, tw, kern, chirp = _areas(b, work, n)
         count = b.load(b.gep(plan, [ll.Constant(I64T, 64)], inbounds=True))
         big = b.load(b.gep(plan, [ll.Constant(I64T, 65)], inbounds=True))
+        a_buf, b_buf, tw, kern, chirp = _areas(b, work, n, big)
         direct = fn.append_basic_block("direct")
         blue = fn.append_basic_block("bluestein")
         b.cbranch(b.icmp_signed("==", big, ll.Constant(I64T, 0)), direct, blue)
@@ -427,14 +480,14 @@ def _row_function(cg: Any, dtype: np.dtype) -> ll.Function:
 
 def _half_function(cg: Any, dtype: np.dtype) -> ll.Function:
     """``void aotx.fft.half.<dtype>(T* work, i64 h, i64* plan)``: exp(-2 pi i k/2h), k <= h,
-    at real offset 36h of the work area (real rows of length 2h, see _lower)."""
+    at real offset plan[66] of the work area (real rows of length 2h, see _lower)."""
     fn, new = _function(cg, "half", dtype, ll.VoidType())
     if not new:
         return fn
-    work, h, _ = fn.args
+    work, h, plan = fn.args
     with _inside(cg, fn):
         b = cg.b
-        table = b.gep(work, [b.mul(h, ll.Constant(I64T, 36))], inbounds=True)
+        table = b.gep(work, [b.load(b.gep(plan, [ll.Constant(I64T, 66)], inbounds=True))], inbounds=True)
         step = b.fdiv(ll.Constant(ll.DoubleType(), -np.pi), b.sitofp(h, ll.DoubleType()))
         with cg.loop(b.add(h, ll.Constant(I64T, 1))) as k:
             _Mem(b).store(table, k, _expi(cg, b.fmul(b.sitofp(k, ll.DoubleType()), step), dtype))
@@ -448,20 +501,13 @@ def _direct(cg: Any, dtype: np.dtype, stockham: Any, a_buf: Any, b_buf: Any, tw:
     x[n2 j1 + j2] as a matrix [n1, n2] (n2 the product of the first half of the radices), its
     columns transformed SLAB at a time in a small buffer (the passes' stride is the slab's
     width), times the twiddles w^(j2 k1), into b_buf; then each row, its result k2 written to
-    X[k1 + n1 k2] in a_buf. `free`: 8n real values of scratch."""
+    X[k1 + n1 k2] in a_buf. `free`: 4 width real values of scratch (_split)."""
     b = cg.b
     mem = _Mem(b)
     z = _Scalars(cg, dtype)
     one = ll.Constant(I64T, 1)
     slab = ll.Constant(I64T, SLAB)
-    half = b.sdiv(b.add(count, one), ll.Constant(I64T, 2))
-    n2_slot = cg.alloca_scalar(np.dtype(np.int64), one)      # the rows: the first radices (8s)
-    with cg.loop(half, vectorize=False, unroll=False) as i:
-        b.store(b.mul(b.load(n2_slot), b.load(b.gep(plan, [i], inbounds=True))), n2_slot)
-    n2 = b.load(n2_slot)
-    n1 = b.sdiv(n, n2)
-    large = b.and_(b.icmp_signed(">=", n, ll.Constant(I64T, FOUR_STEP_MIN)),
-                   b.icmp_signed("==", b.srem(n2, slab), ll.Constant(I64T, 0)))
+    n1, n2, half, large, width = _split(cg, n, plan, count)
     steps = cg.fn.append_basic_block("four.steps")
     plain = cg.fn.append_basic_block("passes")
     b.cbranch(large, steps, plain)
@@ -469,7 +515,6 @@ def _direct(cg: Any, dtype: np.dtype, stockham: Any, a_buf: Any, b_buf: Any, tw:
     b.ret(b.call(stockham, [a_buf, b_buf, tw, n, plan, count, one, one]))
 
     b.position_at_end(steps)
-    width = b.select(b.icmp_signed(">", b.mul(n1, slab), n2), b.mul(n1, slab), n2)
     s_a = free
     s_b = b.gep(free, [b.mul(width, ll.Constant(I64T, 2))], inbounds=True)
     with cg.loop(b.sdiv(n2, slab), vectorize=False, unroll=False) as c0:
@@ -516,8 +561,16 @@ def _lower(cg: Any, op: Any, outs: list[Any]) -> None:
     entry = cg.alloca_builder                 # the count in the entry block; a negative n
     at_entry = cg.entry_dim(n)                # (an empty axis fails a check later) counts as 0
     at_entry = entry.select(entry.icmp_signed("<", at_entry, ll.Constant(I64T, 0)), ll.Constant(I64T, 0), at_entry)
-    work = cg.scratch(dtype, entry.add(entry.mul(at_entry, ll.Constant(I64T, 34)), ll.Constant(I64T, 16)))
-    plan = entry.alloca(I64T, size=ll.Constant(I32T, 66))
+    plan = entry.alloca(I64T, size=ll.Constant(I32T, 67))
+    size = _size_function(cg)
+    need = entry.call(size, [at_entry, plan])
+    if op.params["real"]:                     # the half table after the work of length h
+        h = entry.sdiv(at_entry, ll.Constant(I64T, 2))
+        at = entry.call(size, [h, plan])
+        entry.store(at, entry.gep(plan, [ll.Constant(I64T, 66)], inbounds=True))
+        total = entry.add(at, entry.add(entry.mul(h, ll.Constant(I64T, 2)), ll.Constant(I64T, 2)))
+        need = entry.select(entry.icmp_signed(">", total, need), total, need)
+    work = cg.scratch(dtype, need)
     skip = cg.fn.append_basic_block("fft.empty")
     run = cg.fn.append_basic_block("fft.run")
     b.cbranch(b.icmp_signed(">", nv, ll.Constant(I64T, 0)), run, skip)
@@ -585,7 +638,7 @@ def _real_rows(cg: Any, op: Any, outs: list[Any], work: Any, plan: Any, row_fn: 
     h = b.sdiv(nv, ll.Constant(I64T, 2))
     b.call(_plan_function(cg, dtype), [work, h, plan])
     b.call(_half_function(cg, dtype), [work, h, plan])
-    table = b.gep(work, [b.mul(h, ll.Constant(I64T, 36))], inbounds=True)
+    table = b.gep(work, [b.load(b.gep(plan, [ll.Constant(I64T, 66)], inbounds=True))], inbounds=True)
     c_half = ll.Constant(ft, 0.5)
     with cg.loop(rows, vectorize=False, unroll=False) as row:
         idx = cg.delinearize(row, batch) if batch else []
