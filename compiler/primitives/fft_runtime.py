@@ -342,7 +342,8 @@ def _split(cg: Any, n: Any, plan: Any, count: Any) -> tuple[Any, Any, Any, Any, 
 
 def _size_function(cg: Any) -> ll.Function:
     """``i64 aotx.fft.size(i64 n, i64* plan)``: the real values of the work area for rows of
-    length n: 6n + 4 (the slabs' width) with radices up to 13, 8N + 2n for Bluestein."""
+    length n: 6n + 4 (the slabs' width) with radices up to 13, 8N + 2n + 4 (the slabs' width
+    of N) for Bluestein."""
     name = "aotx.fft.size"
     existing = cg.module.globals.get(name)
     if existing is not None:
@@ -363,7 +364,11 @@ def _size_function(cg: Any) -> ll.Function:
         b.ret(b.add(b.add(b.mul(n, ll.Constant(I64T, 6)), slabs), ll.Constant(I64T, 16)))
         b.position_at_end(blue)
         big = _bluestein_length(cg, n)
-        b.ret(b.add(b.add(b.mul(big, ll.Constant(I64T, 8)), b.mul(n, ll.Constant(I64T, 2))), ll.Constant(I64T, 16)))
+        big_count, _ = _plan(cg, big, plan)
+        _, _, _, large, width = _split(cg, big, plan, big_count)
+        slabs = b.select(large, b.mul(width, ll.Constant(I64T, 4)), ll.Constant(I64T, 0))
+        b.ret(b.add(b.add(b.add(b.mul(big, ll.Constant(I64T, 8)), b.mul(n, ll.Constant(I64T, 2))), slabs),
+                    ll.Constant(I64T, 16)))
     return fn
 
 
@@ -425,12 +430,34 @@ def _plan_function(cg: Any, dtype: np.dtype) -> ll.Function:
             inside = b.icmp_signed("<", kk, n)
             c = mem.load(chirp, b.select(inside, kk, ll.Constant(I64T, 0)))
             mem.store(a_buf, k, (b.select(inside, c[0], zero), b.select(inside, b.fneg(c[1]), zero)))
-        spec = b.call(_stockham(cg, dtype), [a_buf, b_buf, tw, big, plan, big_count, ll.Constant(I64T, 1), ll.Constant(I64T, 1)])
+        slabs = b.gep(chirp, [b.mul(n, ll.Constant(I64T, 2))], inbounds=True)
+        spec = b.call(_transform_function(cg, dtype), [a_buf, b_buf, tw, slabs, big, plan, big_count])
         scale = b.fdiv(ll.Constant(ft, 1.0), b.uitofp(big, ft))
         with cg.loop(big) as k:
             v = mem.load(spec, k)
             mem.store(kern, k, (b.fmul(v[0], scale), b.fmul(v[1], scale)))
         b.ret_void()
+    return fn
+
+
+def _transform_function(cg: Any, dtype: np.dtype) -> ll.Function:
+    """``T* aotx.fft.transform.<dtype>(T* x, T* y, T* tw, T* free, i64 n, i64* plan, i64 count)``:
+    the forward DFT of x (planned n, tw of n, `free` the four steps' slabs, _split), x and y
+    its buffers; returns the one holding the result."""
+    name = f"aotx.fft.transform.{dtype.name}"
+    existing = cg.module.globals.get(name)
+    if existing is not None:
+        return existing
+    p = _float(dtype).as_pointer()
+    fn = ll.Function(cg.module, ll.FunctionType(p, [p, p, p, p, I64T, I64T.as_pointer(), I64T]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    for a in fn.args[:4]:
+        a.add_attribute("noalias")
+    x, y, tw, free, n, plan, count = fn.args
+    stockham = _stockham(cg, dtype)
+    with _inside(cg, fn):
+        _direct(cg, dtype, stockham, x, y, tw, free, n, plan, count)
     return fn
 
 
@@ -445,7 +472,7 @@ def _row_function(cg: Any, dtype: np.dtype) -> ll.Function:
         return fn
     work, n, plan = fn.args
     ft = _float(dtype)
-    stockham = _stockham(cg, dtype)
+    transform = _transform_function(cg, dtype)
     with _inside(cg, fn):
         b = cg.b
         mem = _Mem(b)
@@ -457,7 +484,7 @@ def _row_function(cg: Any, dtype: np.dtype) -> ll.Function:
         blue = fn.append_basic_block("bluestein")
         b.cbranch(b.icmp_signed("==", big, ll.Constant(I64T, 0)), direct, blue)
         b.position_at_end(direct)
-        _direct(cg, dtype, stockham, a_buf, b_buf, tw, kern, n, plan, count)
+        b.ret(b.call(transform, [a_buf, b_buf, tw, kern, n, plan, count]))
 
         b.position_at_end(blue)
         zero = ll.Constant(ft, 0.0)
@@ -465,12 +492,13 @@ def _row_function(cg: Any, dtype: np.dtype) -> ll.Function:
             mem.store(a_buf, j, z.mul(mem.load(a_buf, j), mem.load(chirp, j)))
         with cg.loop(b.sub(big, n)) as j:
             mem.store(a_buf, b.add(n, j), (zero, zero))
-        first = b.call(stockham, [a_buf, b_buf, tw, big, plan, count, ll.Constant(I64T, 1), ll.Constant(I64T, 1)])
+        slabs = b.gep(chirp, [b.mul(n, ll.Constant(I64T, 2))], inbounds=True)     # after the chirp
+        first = b.call(transform, [a_buf, b_buf, tw, slabs, big, plan, count])
         with cg.loop(big) as j:
             v = z.mul(mem.load(first, j), mem.load(kern, j))
             mem.store(first, j, (v[0], b.fneg(v[1])))
         other = b.select(b.icmp_unsigned("==", first, a_buf), b_buf, a_buf)
-        conv = b.call(stockham, [first, other, tw, big, plan, count, ll.Constant(I64T, 1), ll.Constant(I64T, 1)])
+        conv = b.call(transform, [first, other, tw, slabs, big, plan, count])
         with cg.loop(n) as k:
             v = mem.load(conv, k)
             mem.store(conv, k, z.mul((v[0], b.fneg(v[1])), mem.load(chirp, k)))

@@ -12,8 +12,9 @@ import pytest
 from compiler import grad, jit, jvp, vjp, vmap
 from tests.fd import directional_derivative, jacobian
 
-# 2^k, small primes, primes above 13 (Bluestein), 1e5+3, mixed composites (2 * 65537: Bluestein)
-LENGTHS = [2, 3, 4, 5, 8, 12, 17, 30, 64, 97, 1000, 1024, 1155, 100_003, 131_074]
+# 2^k, small primes, primes above 13 (Bluestein), 1e5+3, mixed composites (2 * 65537: Bluestein),
+# long rows (2^17: four steps; 3^11: passes)
+LENGTHS = [2, 3, 4, 5, 8, 12, 17, 30, 64, 97, 1000, 1024, 1155, 100_003, 131_072, 131_074, 177_147]
 
 
 def _rel(got: np.ndarray, want: np.ndarray) -> float:
