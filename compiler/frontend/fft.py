@@ -80,6 +80,15 @@ def _static_n(n: Any, what: str = "n") -> int:
     return n
 
 
+def _size_arg(b: Builder, n: Any, message: str = "Invalid number of FFT data points ({0}) specified.") -> Dim:
+    """NumPy's n= (or a size of s=): a static int, or a symbolic size from a shape
+    (``n=x.shape[-1]``), checked when the kernel runs."""
+    if isinstance(n, dims.DimExpr):
+        _at_least(b, n, 1, message, n)
+        return n
+    return _static_n(n)
+
+
 def _length(b: Builder, x: Staged, axis: int, name: str) -> Dim:
     """The length of the transformed axis: static, or symbolic (a plan made at run time; an
     empty axis is NumPy's ValueError when the kernel runs)."""
@@ -101,6 +110,10 @@ def _resize(b: Builder, v: Value, axis: int, n: Dim) -> Value:
     if have == n:
         return v
     nd = v.type.ndim
+    if not isinstance(n, int):
+        raise Reject(UnsupportedError, f"np.fft: a length n={n} of an axis of length {have}: "
+                     "cropping or padding to a symbolic length is not supported",
+                     "pass n= the axis's own length, or a Python int")
     if not isinstance(have, int):       # a symbolic length to a static n: pad by n, keep n
         assert isinstance(n, int)
         high = [0] * nd
@@ -141,7 +154,7 @@ def _c2c(b: Builder, x: Staged, n: Any, axis: Any, norm: Any, inverse: bool, nam
     if x.ndim == 0:
         raise Reject(ShapeMismatchError, f"np.fft.{name}: a 0-d array has no axis to transform")
     ax = S.normalize_axis(axis, x.ndim)
-    n = _length(b, x, ax, name) if n is None else _static_n(n)
+    n = _length(b, x, ax, name) if n is None else _size_arg(b, n)
     v = _resize(b, x.value, ax, n)
     last = x.ndim - 1
     v = _move(b, v, ax, last)
@@ -182,16 +195,20 @@ def irfft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, o
         raise Reject(ShapeMismatchError, "np.fft.irfft: a 0-d array has no axis to transform")
     ax = S.normalize_axis(axis, x.ndim)
     m: Dim = x.shape[ax]
+    given = None
     if n is None:
         n = dims.mul(2, dims.add(m, -1))
         if not isinstance(m, int):
             _at_least(b, m, 2, "Invalid number of data points ({0}) specified", n)
     else:
-        n = _static_n(n)
+        given = n
+        n = _size_arg(b, n, "Invalid number of data points ({0}) specified")
     if isinstance(n, int) and n < 1:
         raise Reject(ArgumentValueError, f"Invalid number of data points ({n}) specified")
     v = _resize(b, x.value, ax, dims.add(dims.floordiv(n, 2), 1))
     shape = list(v.type.shape)
+    if not isinstance(n, int) and given is not None:   # n=x.shape[-1]: the spectrum by a gather
+        return Staged(_scaled(b, _inverse_real(b, v, ax, n), norm, n, True))
     # conj(X[k]) at n-k for 1 <= k < (n+1)//2 (a symbolic n is 2 (m - 1): m - 2 terms)
     tail = (n + 1) // 2 - 1 if isinstance(n, int) else dims.add(m, -2)
     parts = [v]
@@ -205,6 +222,21 @@ def irfft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, o
     last = v.type.ndim - 1
     y = ops.real(b, _move(b, ops.fft(b, _move(b, full, ax, last), True), last, ax))
     return Staged(_scaled(b, y, norm, n, True))
+
+
+def _inverse_real(b: Builder, v: Value, ax: int, n: Dim) -> Value:
+    """The real inverse transform of length n (symbolic) of the half spectrum v (n//2 + 1
+    terms along `ax`): the Hermitian spectrum X[k] = v[k] for k <= n//2, conj(v[n - k])
+    beyond, gathered (its length is n itself, whatever n's parity)."""
+    k = ops.iota(b, np.int64, (n,), 0)
+    size = ops.size_of(b, n, np.int64)
+    low = ops.le(b, k, ops.broadcast_in_dim(b, ops.size_of(b, dims.floordiv(n, 2), np.int64), (n,), ()))
+    at = ops.select(b, low, k, ops.sub(b, ops.broadcast_in_dim(b, size, (n,), ()), k))
+    full = ops.take(b, v, at, ax)
+    mask = ops.broadcast_in_dim(b, low, full.type.shape, (ax,))
+    full = ops.select(b, mask, full, ops.conj(b, full))
+    last = full.type.ndim - 1
+    return ops.real(b, _move(b, ops.fft(b, _move(b, full, ax, last), True), last, ax))
 
 
 def hfft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, out: Any = None) -> Staged:

@@ -23,7 +23,8 @@ def _rel(got: np.ndarray, want: np.ndarray) -> float:
 
 def _one_function(c, r):
     return (np.fft.fft(c), np.fft.ifft(c, norm="ortho"), np.fft.rfft(r), np.fft.irfft(c, norm="forward"),
-            np.fft.hfft(c), np.fft.ihfft(r, norm="ortho"), np.fft.rfft(r, n=7), np.fft.irfft(c, n=9))
+            np.fft.hfft(c), np.fft.ihfft(r, norm="ortho"), np.fft.rfft(r, n=7), np.fft.irfft(c, n=9),
+            np.fft.irfft(np.fft.rfft(r) * (1 + 1j), n=r.shape[0]))      # n=: the symbolic length itself
 
 
 def _single_function(c, r):
