@@ -504,7 +504,7 @@ def polygamma(b: Builder, x: Value, n: int) -> Value:
 fft_p = declare("fft", OPAQUE)
 
 
-def fft(b: Builder, x: Value, inverse: bool = False, keep: int | None = None) -> Value:
+def fft(b: Builder, x: Value, inverse: bool = False, keep: Dim | None = None) -> Value:
     """The unscaled DFT of complex (or real) `x` along its last axis: exp(-2 pi i jk/n), or
     with `inverse` exp(+2 pi i jk/n) (NumPy's ifft times n); only the first `keep` terms
     (default: all n; rfft keeps n//2 + 1)."""
