@@ -385,11 +385,33 @@ def _size_function(cg: Any) -> ll.Function:
 
 
 def _bluestein_length(cg: Any, n: Any) -> Any:
-    """N >= 2n - 1, a power of two."""
+    """N: the least 2^a 3^b 5^c >= 2n - 1 (fft.good_length, searched when the kernel runs)."""
     b = cg.b
+    i64 = np.dtype(np.int64)
+    c = lambda v: ll.Constant(I64T, v)          # noqa: E731
     ctlz = cg.module.declare_intrinsic("llvm.ctlz", [I64T], ll.FunctionType(I64T, [I64T, ll.IntType(1)]))
-    span = b.sub(b.mul(n, ll.Constant(I64T, 2)), ll.Constant(I64T, 2))
-    return b.shl(ll.Constant(I64T, 1), b.sub(ll.Constant(I64T, 64), b.call(ctlz, [span, ll.Constant(ll.IntType(1), 0)])))
+    target = b.sub(b.mul(n, c(2)), c(1))
+    span = b.sub(target, c(1))
+    best = cg.alloca_scalar(i64, b.shl(c(1), b.sub(c(64), b.call(ctlz, [span, ll.Constant(ll.IntType(1), 0)]))))
+    f5 = cg.alloca_scalar(i64, c(1))
+    f35 = cg.alloca_scalar(i64, c(1))
+    p = cg.alloca_scalar(i64, c(1))
+
+    def fives() -> None:
+        b.store(b.load(f5), f35)
+
+        def threes() -> None:
+            b.store(b.load(f35), p)
+            _while(cg, lambda: b.icmp_signed("<", b.load(p), target), lambda: b.store(b.mul(b.load(p), c(2)), p))
+            v, old = b.load(p), b.load(best)
+            b.store(b.select(b.icmp_signed("<", v, old), v, old), best)
+            b.store(b.mul(b.load(f35), c(3)), f35)
+
+        _while(cg, lambda: b.icmp_signed("<", b.load(f35), b.load(best)), threes)
+        b.store(b.mul(b.load(f5), c(5)), f5)
+
+    _while(cg, lambda: b.icmp_signed("<", b.load(f5), b.load(best)), fives)
+    return b.load(best)
 
 
 def _plan_function(cg: Any, dtype: np.dtype) -> ll.Function:
