@@ -43,8 +43,8 @@ from compiler.primitives import ops
 from compiler.primitives.base import check
 from compiler.primitives.fft import _butterfly, _complex_of, _Scalars
 
-RADICES = (8, 4, 2, 3, 5, 7, 11, 13)   # the plan's radices, in the order the passes take them
-CODELETS = (8, 4, 2, 3, 5)            # radices with a codelet; the others: a loop over the sum
+RADICES = (8, 4, 2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31)   # the plan's radices, in the passes' order
+CODELETS = (8, 4, 2, 3, 5)            # radices with a codelet; the others: a loop over the sums
 FOUR_STEP_MIN = 1 << 16   # longer rows (radices up to 13) are transformed as a matrix of shorter ones
 TWIDDLE_BLOCK = 1024      # twiddles beyond this many are products of two (see _twiddles)
 SLAB = 16                 # ... whose columns are transformed this many at a time
@@ -138,8 +138,8 @@ def _inside(cg: Any, fn: ll.Function) -> Iterator[None]:
 def _stockham(cg: Any, dtype: np.dtype) -> ll.Function:
     """``T* aotx.fft.stockham.<dtype>(T* x, T* y, T* tw, i64 n, i64* radices, i64 count, i64 s0,
     i64 ts)``: the forward DFTs of length n of the s0 interleaved rows of x (element j of row t
-    at t + s0 j, complex values interleaved), with ``tw[ts k] = exp(-2 pi i k/n)``; the passes
-    alternate between x and y; returns the one holding the result (the same layout)."""
+    at t + s0 j, complex values interleaved), with ``tw[k] = exp(-2 pi i k/(n s0))`` and ts = s0;
+    the passes alternate between x and y; returns the one holding the result (the same layout)."""
     name = f"aotx.fft.stockham.{dtype.name}"
     existing = cg.module.globals.get(name)
     if existing is not None:
@@ -154,103 +154,95 @@ def _stockham(cg: Any, dtype: np.dtype) -> ll.Function:
     x0, y0, tw, n, radices, count, s0, ts = fn.args
     with _inside(cg, fn):
         b = cg.b
-        slots = [b.alloca(p), b.alloca(p), b.alloca(I64T), b.alloca(I64T), b.alloca(I64T)]
-        for slot, v in zip(slots, (x0, y0, s0, n, ts)):
+        slots = [b.alloca(p), b.alloca(p), b.alloca(I64T), b.alloca(I64T)]
+        for slot, v in zip(slots, (x0, y0, s0, n)):
             b.store(v, slot)
         with cg.loop(count, vectorize=False, unroll=False) as i:
             radix = b.load(b.gep(radices, [i], inbounds=True))
-            x, y, s, length, sw = (b.load(slot) for slot in slots)
+            x, y, s, length = (b.load(slot) for slot in slots)
             m = b.udiv(length, radix)
             join = fn.append_basic_block("pass.end")
             cases = [(r, fn.append_basic_block(f"radix{r}")) for r in CODELETS]
             generic = fn.append_basic_block("radix.odd")
             switch = b.switch(radix, generic)
             b.position_at_end(generic)
-            _odd_pass(cg, dtype, radix, x, y, tw, s, m, b.udiv(b.mul(n, ts), radix), sw)
+            _odd_pass(cg, dtype, radix, x, y, tw, s, m, b.udiv(b.mul(n, ts), radix))
             cg.b.branch(join)
             for r, block in cases:
                 switch.add_case(ll.Constant(I64T, r), block)
                 b.position_at_end(block)
-                _pass(cg, dtype, r, x, y, tw, s, m, sw)
+                _pass(cg, dtype, r, x, y, tw, s, m)
                 cg.b.branch(join)
             b.position_at_end(join)
             b.store(y, slots[0])
             b.store(x, slots[1])
             b.store(b.mul(s, radix), slots[2])
             b.store(m, slots[3])
-            b.store(b.mul(sw, radix), slots[4])
         b.ret(b.load(slots[0]))
     return fn
 
 
-def _pass(cg: Any, dtype: np.dtype, r: int, x: Any, y: Any, tw: Any, s: Any, m: Any, sw: Any) -> None:
+def _pass(cg: Any, dtype: np.dtype, r: int, x: Any, y: Any, tw: Any, s: Any, m: Any) -> None:
     """One Stockham pass of radix r: y[t + s (r q + k)] = w^(qk) sum_j x[t + s (q + m j)]
-    W_r^(jk), t < s, q < m, w = exp(-2 pi i/(r m)) = tw[sw]."""
+    W_r^(jk), t < s, q < m, w = exp(-2 pi i/(r m)) = tw[s] (the table of the length times the
+    first stride: the twiddles' index products are the data's, which LLVM shares; a separate
+    twiddle stride made rows of 1024 25% slower)."""
     b = cg.b
     mem = _Mem(b)
     z = _Scalars(cg, dtype)
 
-    def body(q: Any, t: Any, step: Any = sw) -> None:
+    def body(q: Any, t: Any) -> None:
         xs = [mem.load(x, b.add(t, b.mul(s, b.add(q, b.mul(m, ll.Constant(I64T, j)))))) for j in range(r)]
         ys = _butterfly(z, xs, -1)
         base = b.mul(s, b.mul(q, ll.Constant(I64T, r)))
         for k, v in enumerate(ys):
             if k:
-                v = z.mul(v, mem.load(tw, b.mul(b.mul(q, ll.Constant(I64T, k)), step)))
+                v = z.mul(v, mem.load(tw, b.mul(b.mul(q, ll.Constant(I64T, k)), s)))
             mem.store(y, b.add(t, b.add(base, b.mul(s, ll.Constant(I64T, k)))), v)
 
-    # each loop nest twice: with the twiddles' stride the data's (every transform but the four
-    # steps': LLVM shares their index products, 25% faster rows of 1024) and with its own
     inner = b.icmp_unsigned(">=", s, ll.Constant(I64T, INNER_STRIDE))
     strided = cg.fn.append_basic_block(f"radix{r}.strided")
     flat = cg.fn.append_basic_block(f"radix{r}.flat")
     done = cg.fn.append_basic_block(f"radix{r}.done")
     b.cbranch(inner, strided, flat)
     b.position_at_end(strided)                  # late passes: the stride innermost
-    s_same = cg.fn.append_basic_block(f"radix{r}.strided.same")
-    s_other = cg.fn.append_basic_block(f"radix{r}.strided.other")
-    b.cbranch(b.icmp_unsigned("==", s, sw), s_same, s_other)
-    for block, step in ((s_same, s), (s_other, sw)):
-        b.position_at_end(block)
-        with cg.loop(m, vectorize=False, unroll=False) as q:
-            with cg.loop(s, unroll=False) as t:
-                body(q, t, step)
-        b.branch(done)
+    with cg.loop(m, vectorize=False, unroll=False) as q:
+        with cg.loop(s, unroll=False) as t:
+            body(q, t)
+    b.branch(done)
     b.position_at_end(flat)                     # early passes: the butterflies innermost
-    same = cg.fn.append_basic_block(f"radix{r}.flat.same")
-    other = cg.fn.append_basic_block(f"radix{r}.flat.other")
-    b.cbranch(b.icmp_unsigned("==", s, sw), same, other)
-    for block, step in ((same, s), (other, sw)):
-        b.position_at_end(block)
-        with cg.loop(s, vectorize=False, unroll=False) as t:
-            with cg.loop(m, unroll=False) as q:
-                body(q, t, step)
-        b.branch(done)
+    with cg.loop(s, vectorize=False, unroll=False) as t:
+        with cg.loop(m, unroll=False) as q:
+            body(q, t)
+    b.branch(done)
     b.position_at_end(done)
 
 
-def _odd_pass(cg: Any, dtype: np.dtype, r: Any, x: Any, y: Any, tw: Any, s: Any, m: Any, root: Any,
-              sw: Any) -> None:
-    """A pass of a radix r known at run time (7, 11, 13): the butterfly as loops over its
+def _odd_pass(cg: Any, dtype: np.dtype, r: Any, x: Any, y: Any, tw: Any, s: Any, m: Any, root: Any) -> None:
+    """A pass of a radix r known at run time (7 to 31): the butterfly as loops over its
     sums, the roots of unity of order r read from the twiddles (tw[root] = exp(-2 pi i/r))."""
     b = cg.b
     mem = _Mem(b)
     z = _Scalars(cg, dtype)
     ft = _float(dtype)
     acc = [cg.alloca_builder.alloca(ft), cg.alloca_builder.alloca(ft)]
+    e = cg.alloca_builder.alloca(I64T)                # j k mod r, kept by additions
     with cg.loop(m, vectorize=False, unroll=False) as q:
         with cg.loop(s, vectorize=False, unroll=False) as t:
             with cg.loop(r, vectorize=False, unroll=False) as k:
                 for slot in acc:
                     b.store(ll.Constant(ft, 0.0), slot)
+                b.store(ll.Constant(I64T, 0), e)
                 with cg.loop(r, vectorize=False, unroll=False) as j:
                     v = mem.load(x, b.add(t, b.mul(s, b.add(q, b.mul(m, j)))))
-                    w = mem.load(tw, b.mul(b.urem(b.mul(j, k), r), root))
+                    w = mem.load(tw, b.mul(b.load(e), root))
+                    nxt = b.add(b.load(e), k)
+                    b.store(b.select(b.icmp_signed(">=", nxt, r), b.sub(nxt, r), nxt), e)
                     p = z.mul(v, w)
                     for slot, part in zip(acc, p):
                         b.store(b.fadd(b.load(slot), part), slot)
                 total = (b.load(acc[0]), b.load(acc[1]))
-                total = z.mul(total, mem.load(tw, b.mul(b.mul(q, k), sw)))
+                total = z.mul(total, mem.load(tw, b.mul(b.mul(q, k), s)))
                 mem.store(y, b.add(t, b.mul(s, b.add(b.mul(r, q), k))), total)
 
 
@@ -354,8 +346,8 @@ def _split(cg: Any, n: Any, plan: Any, count: Any) -> tuple[Any, Any, Any, Any, 
 
 def _size_function(cg: Any) -> ll.Function:
     """``i64 aotx.fft.size(i64 n, i64* plan)``: the real values of the work area for rows of
-    length n: 6n + 4 (the slabs' width) with radices up to 13, 8N + 2n + 4 (the slabs' width
-    of N) for Bluestein."""
+    length n: 6n + the four steps' scratch (_slab_values) when the radices plan n, 8N + 2n +
+    the four steps' scratch of N for Bluestein."""
     name = "aotx.fft.size"
     existing = cg.module.globals.get(name)
     if existing is not None:
@@ -371,17 +363,25 @@ def _size_function(cg: Any) -> ll.Function:
         blue = fn.append_basic_block("bluestein")
         b.cbranch(b.icmp_signed("<=", rest, ll.Constant(I64T, 1)), direct, blue)
         b.position_at_end(direct)
-        _, _, _, large, width = _split(cg, n, plan, count)
-        slabs = b.select(large, b.mul(width, ll.Constant(I64T, 4)), ll.Constant(I64T, 0))
+        n1, n2, _, large, width = _split(cg, n, plan, count)
+        slabs = b.select(large, _slab_values(cg, n1, n2, width), ll.Constant(I64T, 0))
         b.ret(b.add(b.add(b.mul(n, ll.Constant(I64T, 6)), slabs), ll.Constant(I64T, 16)))
         b.position_at_end(blue)
         big = _bluestein_length(cg, n)
         big_count, _ = _plan(cg, big, plan)
-        _, _, _, large, width = _split(cg, big, plan, big_count)
-        slabs = b.select(large, b.mul(width, ll.Constant(I64T, 4)), ll.Constant(I64T, 0))
+        n1, n2, _, large, width = _split(cg, big, plan, big_count)
+        slabs = b.select(large, _slab_values(cg, n1, n2, width), ll.Constant(I64T, 0))
         b.ret(b.add(b.add(b.add(b.mul(big, ll.Constant(I64T, 8)), b.mul(n, ll.Constant(I64T, 2))), slabs),
                     ll.Constant(I64T, 16)))
     return fn
+
+
+def _slab_values(cg: Any, n1: Any, n2: Any, width: Any) -> Any:
+    """The four steps' scratch, in real values: two slabs of `width` complex values, the
+    tables of the columns' (16 n1) and the rows' (n2) transforms."""
+    b = cg.b
+    return b.add(b.mul(width, ll.Constant(I64T, 4)),
+                 b.add(b.mul(n1, ll.Constant(I64T, 2 * SLAB)), b.mul(n2, ll.Constant(I64T, 2))))
 
 
 def _bluestein_length(cg: Any, n: Any) -> Any:
@@ -563,7 +563,8 @@ def _direct(cg: Any, dtype: np.dtype, stockham: Any, a_buf: Any, b_buf: Any, tw:
     x[n2 j1 + j2] as a matrix [n1, n2] (n2 the product of the first half of the radices), its
     columns transformed SLAB at a time in a small buffer (the passes' stride is the slab's
     width), times the twiddles w^(j2 k1), into b_buf; then each row, its result k2 written to
-    X[k1 + n1 k2] in a_buf. `free`: 4 width real values of scratch (_split)."""
+    X[k1 + n1 k2] in a_buf. `free`: the scratch of _slab_values (slabs, and the twiddles of
+    the columns' and the rows' transforms: the passes read a table of their own length)."""
     b = cg.b
     mem = _Mem(b)
     z = _Scalars(cg, dtype)
@@ -579,13 +580,17 @@ def _direct(cg: Any, dtype: np.dtype, stockham: Any, a_buf: Any, b_buf: Any, tw:
     b.position_at_end(steps)
     s_a = free
     s_b = b.gep(free, [b.mul(width, ll.Constant(I64T, 2))], inbounds=True)
+    t1 = b.gep(free, [b.mul(width, ll.Constant(I64T, 4))], inbounds=True)     # the columns' table (16 n1)
+    t2 = b.gep(t1, [b.mul(b.mul(n1, slab), ll.Constant(I64T, 2))], inbounds=True)   # the rows' (n2)
+    _twiddles(cg, t1, b.mul(n1, slab), dtype)
+    _twiddles(cg, t2, n2, dtype)
     with cg.loop(b.sdiv(n2, slab), vectorize=False, unroll=False) as c0:
         first = b.mul(c0, slab)
         with cg.loop(n1, vectorize=False, unroll=False) as j1:
             row = b.add(b.mul(j1, n2), first)
             with cg.loop(slab, unroll=False) as w:
                 mem.store(s_a, b.add(w, b.mul(slab, j1)), mem.load(a_buf, b.add(row, w)))
-        res = b.call(stockham, [s_a, s_b, tw, n1, b.gep(plan, [half], inbounds=True), b.sub(count, half), slab, n2])
+        res = b.call(stockham, [s_a, s_b, t1, n1, b.gep(plan, [half], inbounds=True), b.sub(count, half), slab, slab])
         with cg.loop(n1, vectorize=False, unroll=False) as k1:
             row = b.add(b.mul(k1, n2), first)
             with cg.loop(slab, unroll=False) as w:
@@ -594,7 +599,7 @@ def _direct(cg: Any, dtype: np.dtype, stockham: Any, a_buf: Any, b_buf: Any, tw:
                 mem.store(b_buf, b.add(row, w), v)
     with cg.loop(n1, vectorize=False, unroll=False) as k1:
         row_at = b.gep(b_buf, [b.mul(b.mul(k1, n2), ll.Constant(I64T, 2))], inbounds=True)
-        res = b.call(stockham, [row_at, s_a, tw, n2, plan, half, one, n1])
+        res = b.call(stockham, [row_at, s_a, t2, n2, plan, half, one, one])
         moved = cg.fn.append_basic_block("row.moved")
         back = cg.fn.append_basic_block("row.back")
         b.cbranch(b.icmp_unsigned("==", res, row_at), moved, back)

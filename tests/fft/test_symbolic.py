@@ -12,9 +12,10 @@ import pytest
 from compiler import grad, jit, jvp, vjp, vmap
 from tests.fd import directional_derivative, jacobian
 
-# 2^k, small primes, primes above 13 (Bluestein), 1e5+3, mixed composites (2 * 65537: Bluestein),
+# 2^k, small primes (17: a pass of its own), primes above 31 (Bluestein), 1e5+3, mixed composites
+# (2 * 65537: Bluestein),
 # long rows (2^17: four steps; 3^11: passes)
-LENGTHS = [2, 3, 4, 5, 8, 12, 17, 30, 64, 97, 1000, 1024, 1155, 100_003, 131_072, 131_074, 177_147]
+LENGTHS = [2, 3, 4, 5, 8, 12, 17, 30, 37, 64, 97, 1000, 1024, 1155, 100_003, 131_072, 131_074, 177_147]
 
 
 def _rel(got: np.ndarray, want: np.ndarray) -> float:
@@ -95,7 +96,7 @@ def _ad_function(x, t, c, rows):
     return g, tangent, pulled, batched
 
 
-@pytest.mark.parametrize("n", [6, 17])          # radices, and Bluestein
+@pytest.mark.parametrize("n", [6, 37])          # radices, and Bluestein
 def test_transforms(n: int) -> None:
     kernel = _kernel("ad")
     rng = np.random.default_rng(n)
