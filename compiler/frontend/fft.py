@@ -318,25 +318,35 @@ def _no_out(out: Any) -> None:
 # ---- frequencies and shifts ------------------------------------------------------------
 
 def fftfreq(b: Builder, n: Any, d: Any = 1.0, device: Any = None) -> Any:
+    if isinstance(n, dims.DimExpr):            # a symbolic length (n=x.shape[0])
+        k = ops.iota(b, np.int64, (n,), 0)
+        size = ops.broadcast_in_dim(b, ops.size_of(b, n, np.int64), (n,), ())
+        half = ops.broadcast_in_dim(b, ops.size_of(b, dims.floordiv(dims.add(n, 1), 2), np.int64), (n,), ())
+        ks = ops.select(b, ops.lt(b, k, half), k, ops.sub(b, k, size))
+        return _freq(b, ops.convert(b, ks, np.float64), n, d)
     n = _static_n(n)
-    ks = np.fft.fftfreq(n, 1.0) * n            # exact integers
-    return _freq(b, ks, n, d)
+    return _freq(b, np.fft.fftfreq(n, 1.0) * n, n, d)     # exact integers
 
 
 def rfftfreq(b: Builder, n: Any, d: Any = 1.0, device: Any = None) -> Any:
+    if isinstance(n, dims.DimExpr):
+        m = dims.add(dims.floordiv(n, 2), 1)
+        return _freq(b, ops.convert(b, ops.iota(b, np.int64, (m,), 0), np.float64), n, d)
     n = _static_n(n)
-    ks = np.arange(n // 2 + 1, dtype=np.float64)
-    return _freq(b, ks, n, d)
+    return _freq(b, np.arange(n // 2 + 1, dtype=np.float64), n, d)
 
 
-def _freq(b: Builder, ks: np.ndarray, n: int, d: Any) -> Any:
-    if not isinstance(d, Staged):
+def _freq(b: Builder, ks: np.ndarray | Value, n: Dim, d: Any) -> Any:
+    """ks / (n d): static ks, n and d computed now; else in the kernel (float64)."""
+    if not isinstance(d, Staged) and isinstance(ks, np.ndarray) and isinstance(n, int):
         return ks / (n * d)
     dd = A.convert(b, A.lift(b, d), np.dtype(np.float64))
     if dd.ndim:
         raise Reject(ShapeMismatchError, "np.fft.fftfreq: d must be a scalar")
-    den = ops.mul(b, dd.value, ops.full_like(b, float(n), dd.value))
-    k = ops.constant(b, ks)
+    size = ops.convert(b, ops.size_of(b, n, np.int64), np.float64) if not isinstance(n, int) else \
+        ops.full_like(b, float(n), dd.value)
+    den = ops.mul(b, dd.value, size)
+    k = ops.constant(b, ks) if isinstance(ks, np.ndarray) else ks
     return Staged(ops.div(b, k, ops.broadcast_in_dim(b, den, k.type.shape, ())))
 
 

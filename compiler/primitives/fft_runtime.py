@@ -8,24 +8,28 @@ fft.py); it exists only after the transforms (fft's own rules batch and differen
     %y = fft_runtime(%re, %im) {sign=-1, keep=n // 2 + 1} : c128[b, n // 2 + 1]
 
 Its lowering makes the plan when the kernel runs, once per call, and transforms the rows one
-after the other:
+after the other; the heavy code is in internal functions, one copy per module and dtype
+however many transforms the kernel has (``aotx.fft.plan``, ``.row``, ``.transform``,
+``.stockham``, ``.half``, ``aotx.fft.size``):
 
-* the plan: n factored into the radices of the static passes (8s, one 4 or 2, then 3, 5, 7,
-  11, 13), the twiddle table ``exp(-2 pi i k/n)`` computed by the kernel (cos and sin of
-  angles reduced to [-pi, pi]);
-* a length with a larger prime factor: Bluestein over the whole row, with two transforms of
-  the power of two N >= 2n - 1 (whose plan is radix 8 and 4 or 2); the chirp and the
-  transform of the conjugate chirp are computed by the kernel, once per call;
-* the transform: Stockham's autosort passes in one internal function per dtype
-  (``aotx.fft.stockham.<dtype>``), from one buffer to the other, each pass a switch on the
-  radix to a loop nest around the same butterfly codelets as the static passes
-  (``fft._butterfly``); the loop over the butterflies' stride is innermost when it is long
-  enough to vectorize (late passes), the loop over the butterflies otherwise (early passes);
-* the other direction as the conjugate of the forward transform of the conjugate (one
-  internal function per dtype).
+* the plan: n factored into radices 8, one 4 or 2, then the odd primes 3 to 31; the twiddle
+  table ``exp(-2 pi i k/n)`` computed by the kernel (the first TWIDDLE_BLOCK from their
+  angles, the others as products of two);
+* the passes: Stockham's autosort passes from one buffer to the other, each a switch on the
+  radix to a loop nest around the static passes' codelets (``fft._butterfly``) for 8, 4, 2,
+  3, 5, a loop over the butterfly's sums for 7 to 31; the loop over the butterflies' stride is
+  innermost when it is long enough to vectorize (late passes), the loop over the butterflies
+  otherwise (early passes);
+* four steps from FOUR_STEP_MIN: the row as a matrix, its columns SLAB at a time through the
+  passes, twiddles, its rows, a blocked transpose;
+* a length with a prime factor above 31: Bluestein over the whole row, with two transforms of
+  the least N = 2^a 3^b 5^c >= 2n - 1; the chirp and the transform of the conjugate chirp are
+  computed by the plan, once per call;
+* real rows of even length (``real``): the transform of half the length, untangled;
+* the other direction as the conjugate of the forward transform of the conjugate.
 
-The kernel's temporaries are one slice of the workspace of 34 n + 16 real values (two
-buffers, the twiddles, Bluestein's chirp and kernel).
+The kernel's temporaries are one slice of the workspace, sized by the plan at the kernel's
+entry (``aotx.fft.size``).
 """
 from __future__ import annotations
 
@@ -388,7 +392,10 @@ def _bluestein_length(cg: Any, n: Any) -> Any:
     """N: the least 2^a 3^b 5^c >= 2n - 1 (fft.good_length, searched when the kernel runs)."""
     b = cg.b
     i64 = np.dtype(np.int64)
-    c = lambda v: ll.Constant(I64T, v)          # noqa: E731
+
+    def c(v: int) -> ll.Constant:
+        return ll.Constant(I64T, v)
+
     ctlz = cg.module.declare_intrinsic("llvm.ctlz", [I64T], ll.FunctionType(I64T, [I64T, ll.IntType(1)]))
     target = b.sub(b.mul(n, c(2)), c(1))
     span = b.sub(target, c(1))
