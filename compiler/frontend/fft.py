@@ -17,13 +17,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from compiler.errors import ArgumentValueError, CompileError, DynamicShapeError, ShapeMismatchError, \
-    UnsupportedError
+from compiler.errors import ArgumentValueError, CompileError, ShapeMismatchError, UnsupportedError
 from compiler.frontend import arrays as A
 from compiler.frontend import shapes as S
 from compiler.frontend.values import Reject, Staged
+from compiler.ir import dims
 from compiler.ir.builder import Builder
 from compiler.ir.core import Value
+from compiler.ir.dims import Dim
 from compiler.primitives import ops
 
 _NORMS = (None, "backward", "ortho", "forward")
@@ -79,23 +80,47 @@ def _static_n(n: Any, what: str = "n") -> int:
     return n
 
 
-def _axis_len(x: Staged, axis: int, name: str) -> int:
+def _size_arg(b: Builder, n: Any, message: str = "Invalid number of FFT data points ({0}) specified.") -> Dim:
+    """NumPy's n= (or a size of s=): a static int, or a symbolic size from a shape
+    (``n=x.shape[-1]``), checked when the kernel runs."""
+    if isinstance(n, dims.DimExpr):
+        _at_least(b, n, 1, message, n)
+        return n
+    return _static_n(n)
+
+
+def _length(b: Builder, x: Staged, axis: int, name: str) -> Dim:
+    """The length of the transformed axis: static, or symbolic (a plan made at run time; an
+    empty axis is NumPy's ValueError when the kernel runs)."""
     d = x.shape[axis]
     if not isinstance(d, int):
-        raise Reject(DynamicShapeError, f"np.fft.{name} of an axis of symbolic length {d}: "
-                     "only static lengths compile", "give the transformed axis a static size "
-                     "(a fixed size in the signature), or pass n= a static length")
+        _at_least(b, d, 1, "Invalid number of FFT data points ({0}) specified.", d)
     return d
 
 
-def _resize(b: Builder, v: Value, axis: int, n: int) -> Value:
+def _at_least(b: Builder, d: Dim, low: int, message: str, shown: Dim) -> None:
+    size = ops.size_of(b, d, np.int64)
+    ops.check(b, ops.ge(b, size, ops.full_like(b, low, size)), "ValueError", message, (shown,))
+
+
+def _resize(b: Builder, v: Value, axis: int, n: Dim) -> Value:
     """Crop or zero-pad axis `axis` of `v` to length n (NumPy's n=)."""
     shape = list(v.type.shape)
     have = shape[axis]
-    assert isinstance(have, int)
     if have == n:
         return v
     nd = v.type.ndim
+    if not isinstance(n, int):
+        raise Reject(UnsupportedError, f"np.fft: a length n={n} of an axis of length {have}: "
+                     "cropping or padding to a symbolic length is not supported",
+                     "pass n= the axis's own length, or a Python int")
+    if not isinstance(have, int):       # a symbolic length to a static n: pad by n, keep n
+        assert isinstance(n, int)
+        high = [0] * nd
+        high[axis] = n
+        wide = ops.pad(b, v, ops.scalar(b, 0, v.type.dtype), (0,) * nd, high)
+        return ops.slice_(b, wide, (0,) * nd, shape[:axis] + [n] + shape[axis + 1:])
+    assert isinstance(n, int)
     if have > n:
         limit = shape[:axis] + [n] + shape[axis + 1:]
         return ops.slice_(b, v, (0,) * nd, limit)
@@ -108,6 +133,19 @@ def _times(b: Builder, v: Value, c: float) -> Value:
     return v if c == 1.0 else ops.mul(b, v, ops.full_like(b, c, v))
 
 
+def _scaled(b: Builder, v: Value, norm: Any, n: Dim, inverse: bool) -> Value:
+    """v scaled per `norm` for a transform of length n (symbolic: the factor computed by
+    the kernel, in float64)."""
+    if isinstance(n, int):
+        return _times(b, v, _scale(norm, n, inverse))
+    if norm != "ortho" and (norm == "forward") == inverse:
+        return v
+    size = ops.convert(b, ops.size_of(b, n, np.int64), np.float64)
+    den = ops.sqrt(b, size) if norm == "ortho" else size
+    c = ops.convert(b, ops.div(b, ops.full_like(b, 1.0, den), den), v.type.dtype)
+    return ops.mul(b, v, ops.broadcast_in_dim(b, c, v.type.shape, ()))
+
+
 def _c2c(b: Builder, x: Staged, n: Any, axis: Any, norm: Any, inverse: bool, name: str,
          half: bool = False) -> Staged:
     """The complex transform of x (complex, or float32/float64 as the real part) along
@@ -116,13 +154,13 @@ def _c2c(b: Builder, x: Staged, n: Any, axis: Any, norm: Any, inverse: bool, nam
     if x.ndim == 0:
         raise Reject(ShapeMismatchError, f"np.fft.{name}: a 0-d array has no axis to transform")
     ax = S.normalize_axis(axis, x.ndim)
-    n = _axis_len(x, ax, name) if n is None else _static_n(n)
+    n = _length(b, x, ax, name) if n is None else _size_arg(b, n)
     v = _resize(b, x.value, ax, n)
     last = x.ndim - 1
     v = _move(b, v, ax, last)
-    v = ops.fft(b, v, inverse, n // 2 + 1 if half else None)
+    v = ops.fft(b, v, inverse, dims.add(dims.floordiv(n, 2), 1) if half else None)
     v = _move(b, v, last, ax)
-    return Staged(_times(b, v, _scale(norm, n, inverse)))
+    return Staged(_scaled(b, v, norm, n, inverse))
 
 
 def _move(b: Builder, v: Value, src: int, dst: int) -> Value:
@@ -156,15 +194,25 @@ def irfft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, o
     if x.ndim == 0:
         raise Reject(ShapeMismatchError, "np.fft.irfft: a 0-d array has no axis to transform")
     ax = S.normalize_axis(axis, x.ndim)
-    m = _axis_len(x, ax, "irfft")
-    n = 2 * (m - 1) if n is None else _static_n(n)
-    if n < 1:
+    m: Dim = x.shape[ax]
+    given = None
+    if n is None:
+        n = dims.mul(2, dims.add(m, -1))
+        if not isinstance(m, int):
+            _at_least(b, m, 2, "Invalid number of data points ({0}) specified", n)
+    else:
+        given = n
+        n = _size_arg(b, n, "Invalid number of data points ({0}) specified")
+    if isinstance(n, int) and n < 1:
         raise Reject(ArgumentValueError, f"Invalid number of data points ({n}) specified")
-    v = _resize(b, x.value, ax, n // 2 + 1)
+    v = _resize(b, x.value, ax, dims.add(dims.floordiv(n, 2), 1))
     shape = list(v.type.shape)
-    tail = (n + 1) // 2 - 1                     # conj(X[k]) at n-k for 1 <= k < (n+1)//2
+    if not isinstance(n, int) and given is not None:   # n=x.shape[-1]: the spectrum by a gather
+        return Staged(_scaled(b, _inverse_real(b, v, ax, n), norm, n, True))
+    # conj(X[k]) at n-k for 1 <= k < (n+1)//2 (a symbolic n is 2 (m - 1): m - 2 terms)
+    tail = (n + 1) // 2 - 1 if isinstance(n, int) else dims.add(m, -2)
     parts = [v]
-    if tail > 0:
+    if not isinstance(tail, int) or tail > 0:
         start = [0] * v.type.ndim
         start[ax] = 1
         limit = shape[:ax] + [1 + tail] + shape[ax + 1:]
@@ -173,7 +221,22 @@ def irfft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, o
     full = parts[0] if len(parts) == 1 else ops.concatenate(b, parts, ax)
     last = v.type.ndim - 1
     y = ops.real(b, _move(b, ops.fft(b, _move(b, full, ax, last), True), last, ax))
-    return Staged(_times(b, y, _scale(norm, n, True)))
+    return Staged(_scaled(b, y, norm, n, True))
+
+
+def _inverse_real(b: Builder, v: Value, ax: int, n: Dim) -> Value:
+    """The real inverse transform of length n (symbolic) of the half spectrum v (n//2 + 1
+    terms along `ax`): the Hermitian spectrum X[k] = v[k] for k <= n//2, conj(v[n - k])
+    beyond, gathered (its length is n itself, whatever n's parity)."""
+    k = ops.iota(b, np.int64, (n,), 0)
+    size = ops.size_of(b, n, np.int64)
+    low = ops.le(b, k, ops.broadcast_in_dim(b, ops.size_of(b, dims.floordiv(n, 2), np.int64), (n,), ()))
+    at = ops.select(b, low, k, ops.sub(b, ops.broadcast_in_dim(b, size, (n,), ()), k))
+    full = ops.take(b, v, at, ax)
+    mask = ops.broadcast_in_dim(b, low, full.type.shape, (ax,))
+    full = ops.select(b, mask, full, ops.conj(b, full))
+    last = full.type.ndim - 1
+    return ops.real(b, _move(b, ops.fft(b, _move(b, full, ax, last), True), last, ax))
 
 
 def hfft(b: Builder, a: Any, n: Any = None, axis: Any = -1, norm: Any = None, out: Any = None) -> Staged:
@@ -255,25 +318,35 @@ def _no_out(out: Any) -> None:
 # ---- frequencies and shifts ------------------------------------------------------------
 
 def fftfreq(b: Builder, n: Any, d: Any = 1.0, device: Any = None) -> Any:
+    if isinstance(n, dims.DimExpr):            # a symbolic length (n=x.shape[0])
+        k = ops.iota(b, np.int64, (n,), 0)
+        size = ops.broadcast_in_dim(b, ops.size_of(b, n, np.int64), (n,), ())
+        half = ops.broadcast_in_dim(b, ops.size_of(b, dims.floordiv(dims.add(n, 1), 2), np.int64), (n,), ())
+        ks = ops.select(b, ops.lt(b, k, half), k, ops.sub(b, k, size))
+        return _freq(b, ops.convert(b, ks, np.float64), n, d)
     n = _static_n(n)
-    ks = np.fft.fftfreq(n, 1.0) * n            # exact integers
-    return _freq(b, ks, n, d)
+    return _freq(b, np.fft.fftfreq(n, 1.0) * n, n, d)     # exact integers
 
 
 def rfftfreq(b: Builder, n: Any, d: Any = 1.0, device: Any = None) -> Any:
+    if isinstance(n, dims.DimExpr):
+        m = dims.add(dims.floordiv(n, 2), 1)
+        return _freq(b, ops.convert(b, ops.iota(b, np.int64, (m,), 0), np.float64), n, d)
     n = _static_n(n)
-    ks = np.arange(n // 2 + 1, dtype=np.float64)
-    return _freq(b, ks, n, d)
+    return _freq(b, np.arange(n // 2 + 1, dtype=np.float64), n, d)
 
 
-def _freq(b: Builder, ks: np.ndarray, n: int, d: Any) -> Any:
-    if not isinstance(d, Staged):
+def _freq(b: Builder, ks: np.ndarray | Value, n: Dim, d: Any) -> Any:
+    """ks / (n d): static ks, n and d computed now; else in the kernel (float64)."""
+    if not isinstance(d, Staged) and isinstance(ks, np.ndarray) and isinstance(n, int):
         return ks / (n * d)
     dd = A.convert(b, A.lift(b, d), np.dtype(np.float64))
     if dd.ndim:
         raise Reject(ShapeMismatchError, "np.fft.fftfreq: d must be a scalar")
-    den = ops.mul(b, dd.value, ops.full_like(b, float(n), dd.value))
-    k = ops.constant(b, ks)
+    size = ops.convert(b, ops.size_of(b, n, np.int64), np.float64) if not isinstance(n, int) else \
+        ops.full_like(b, float(n), dd.value)
+    den = ops.mul(b, dd.value, size)
+    k = ops.constant(b, ks) if isinstance(ks, np.ndarray) else ks
     return Staged(ops.div(b, k, ops.broadcast_in_dim(b, den, k.type.shape, ())))
 
 
@@ -284,13 +357,22 @@ def _shift(sign: int, name: str) -> Any:
             [S.normalize_axis(a, x.ndim) for a in (axes if isinstance(axes, (tuple, list)) else [axes])]
         if not ax:
             return x
-        shifts = []
-        for a in ax:
-            d = _axis_len(x, a, name)
-            shifts.append(sign * (d // 2))
-        return S.roll(b, x, tuple(shifts), tuple(ax))
+        v = x.value
+        for a in ax:                     # a roll by n//2 (-(n//2)): the two halves swapped
+            d = x.shape[a]
+            cut = dims.floordiv(d, 2) if sign < 0 else dims.add(d, dims.mul(-1, dims.floordiv(d, 2)))
+            v = ops.concatenate(b, [_part(b, v, a, cut, d), _part(b, v, a, 0, cut)], a)
+        return Staged(v)
     handler.__name__ = name
     return handler
+
+
+def _part(b: Builder, v: Value, axis: int, start: Dim, stop: Dim) -> Value:
+    shape = list(v.type.shape)
+    begin: list[Dim] = [0] * len(shape)
+    begin[axis] = start
+    shape[axis] = stop
+    return ops.slice_(b, v, begin, shape)
 
 
 FUNCTIONS: dict[Any, Any] = {

@@ -78,9 +78,10 @@ def _rule(in_types: Types, params: dict[str, Any]) -> Types:
           f"fft: a float32, float64 or complex operand is required, not {x.dtype}")
     check(x.ndim >= 1, "fft: the operand must have at least one axis")
     keep = params["keep"]
-    check(keep == x.shape[-1] or (isinstance(keep, int) and isinstance(x.shape[-1], int)
-                                  and 1 <= keep <= x.shape[-1]),
-          f"fft: keep={keep} terms of rows of {x.shape[-1]}")
+    n = x.shape[-1]
+    check(keep == n or (isinstance(keep, int) and isinstance(n, int) and 1 <= keep <= n)
+          or (not isinstance(n, int) and keep == dims.add(dims.floordiv(n, 2), 1)),
+          f"fft: keep={keep} terms of rows of {n}")
     return (TensorType(_complex_of(x.dtype), tuple(x.shape[:-1]) + (keep,)),)
 
 
@@ -103,8 +104,12 @@ def _transpose(b: Builder, op: Any, primals: list[Value], ct: Value) -> list[Val
     x = primals[0]
     *batch, n = x.type.shape
     nd = x.type.ndim
-    if op.params["keep"] != n:       # the kept terms: the others have a zero cotangent
-        ct = ops.pad(b, ct, ops.scalar(b, 0, ct.type.dtype), (0,) * nd, (0,) * (nd - 1) + (n - op.params["keep"],))
+    keep = op.params["keep"]
+    if isinstance(n, int) and keep != n:      # the kept terms: the others have a zero cotangent
+        ct = ops.pad(b, ct, ops.scalar(b, 0, ct.type.dtype), (0,) * nd, (0,) * (nd - 1) + (n - keep,))
+    elif keep != n:                           # a symbolic n (pad amounts are static)
+        rest = ops.full(b, 0, TensorType(ct.type.dtype, tuple(batch) + (dims.add(n, dims.mul(-1, keep)),)))
+        ct = ops.concatenate(b, [ct, rest], nd - 1)
     back = ad.same_op(b, op, [ct], inverse=not op.params["inverse"], keep=n)
     return [back if is_complex(primals[0].type.dtype) else ops.real(b, back)]
 
@@ -253,19 +258,36 @@ def _sub_dft(g: _Gen, x: Pair, sign: int) -> Pair:
     again: four steps; shorter ones stay here, which compiles much faster)."""
     b = g.b
     length = x[0].type.shape[-1]
-    if isinstance(length, int) and length > CONST_MAX:
+    if isinstance(length, int) and length >= FOUR_STEP_MIN:
         y = ops.fft(b, ops.complex_(b, x[0], x[1]), sign > 0)
         return ops.real(b, y), ops.imag(b, y)
     return _unpack(b, dft(g, _pack(b, x), sign))
 
 
+def good_length(target: int) -> int:
+    """The least 2^a 3^b 5^c >= target (Bluestein's transform length, as pocketfft's: up to
+    half the work of the next power of two, 131220 instead of 262144 for the prime 65537)."""
+    best = 1 << max(target - 1, 0).bit_length()
+    f5 = 1
+    while f5 < best:
+        f35 = f5
+        while f35 < best:
+            p = f35
+            while p < target:
+                p *= 2
+            best = min(best, p)
+            f35 *= 3
+        f5 *= 5
+    return best
+
+
 def _bluestein(g: _Gen, x: Pair, m: int, sign: int) -> Pair:
     """sum_j x_j w^(jk) with jk = (k^2 + j^2 - (k-j)^2)/2: a chirp, a convolution with the
-    conjugate chirp (two power-of-two transforms of length N >= 2m-1), a chirp."""
+    conjugate chirp (two transforms of length N >= 2m-1, a product of 2, 3 and 5), a chirp."""
     b = g.b
     pre = tuple(x[0].type.shape[:-1])
     nd = len(pre)
-    big = 1 << (2 * m - 2).bit_length()
+    big = good_length(2 * m - 1)
     if m <= CONST_MAX:
         k = np.arange(m, dtype=np.int64)
         chirp_angle: Any = sign * np.pi * ((k * k) % (2 * m)) / m
@@ -304,10 +326,12 @@ def _bluestein(g: _Gen, x: Pair, m: int, sign: int) -> Pair:
 def _decompose(b: Builder, op: Any, args: list[Value]) -> list[Value]:
     (x,) = args
     n = x.type.shape[-1]
-    assert isinstance(n, int), "fft of a symbolic length: the frontend refuses it"
     rdt = np.dtype(np.float32) if x.type.dtype in (np.complex64, np.float32) else F64
     sign = 1 if op.params["inverse"] else -1
     keep = op.params["keep"]
+    if not isinstance(n, int):          # a plan made at run time (primitives/fft_runtime.py)
+        parts = (ops.real(b, x), ops.imag(b, x)) if is_complex(x.type.dtype) else (x, ops.zeros_like(b, x))
+        return [ops.fft_runtime(b, parts[0], parts[1], sign, keep, real=not is_complex(x.type.dtype) and sign < 0)]
     rows_n: Any = 1
     for d in x.type.shape[:-1]:
         rows_n = dims.mul(rows_n, d)

@@ -506,7 +506,7 @@ def polygamma(b: Builder, x: Value, n: int) -> Value:
 fft_p = declare("fft", OPAQUE)
 
 
-def fft(b: Builder, x: Value, inverse: bool = False, keep: int | None = None) -> Value:
+def fft(b: Builder, x: Value, inverse: bool = False, keep: Dim | None = None) -> Value:
     """The unscaled DFT of complex (or real) `x` along its last axis: exp(-2 pi i jk/n), or
     with `inverse` exp(+2 pi i jk/n) (NumPy's ifft times n); only the first `keep` terms
     (default: all n; rfft keeps n//2 + 1)."""
@@ -548,3 +548,14 @@ def interp(b: Builder, x: Value, xp: Value, fp: Value, left: Value, right: Value
     """np.interp(x, xp, fp, left, right) of float64 values (xp, fp 1-D of length >= 2,
     left and right 0-d)."""
     return b.emit1(interp_p, [x, xp, fp, left, right], {})
+
+
+fft_runtime_p = declare("fft_runtime", OPAQUE)
+
+
+def fft_runtime(b: Builder, re: Value, im: Value, sign: int, keep: Dim, real: bool = False) -> Value:
+    """The first `keep` terms of the unscaled DFT (exp(sign 2 pi i jk/n)) of the complex rows
+    `re` + i `im` [..., n] with a plan made at run time: n may be symbolic (fft's
+    decomposition of a symbolic length; compiler/primitives/fft_runtime.py). `real`: `im`
+    is zero (real rows: the transform of half the length when n is even)."""
+    return b.emit1(fft_runtime_p, [re, im], {"sign": int(sign), "keep": keep, "real": bool(real)})

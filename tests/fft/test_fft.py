@@ -1,13 +1,13 @@
 """np.fft compiled against NumPy's pocketfft: every length family (radix 4, 2, odd radices,
 Bluestein), the accuracy bound at a large prime length, every function and keyword, and the
-errors. Derivatives and vmap: the fft OpInfos (tests/ops/opinfo.py)."""
+errors. Derivatives and vmap: the fft OpInfos (tests/ops/opinfo.py); symbolic lengths:
+test_symbolic.py."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from compiler import jit, vmap
-from compiler.errors import DynamicShapeError
 
 LENGTHS = [1, 2, 3, 5, 7, 8, 12, 16, 17, 30, 64, 97, 100, 128, 1000]
 
@@ -95,12 +95,6 @@ def test_vmap_is_rows() -> None:
     got = vmap(lambda a: np.fft.rfft(a, axis=0), in_dims=2)(x)
     want = np.stack([np.fft.rfft(x[:, :, k], axis=0) for k in range(12)])
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
-
-
-def test_symbolic_length_refused() -> None:
-    with pytest.raises(DynamicShapeError, match="symbolic length") as e:
-        jit(lambda x: np.fft.fft(x), signature="c128[n]")
-    assert "static" in str(e.value)
 
 
 def test_symbolic_batch() -> None:

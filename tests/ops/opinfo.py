@@ -2775,6 +2775,12 @@ def _prim_fft_passes(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Prim
         args = (make((n, 3), dtype, rng), make((n, 3), dtype, rng))
         yield PrimSample("fft_unpack", args, {"radices": radices, "sign": -1, "keep": keep, "real": real,
                                              "columns": columns}, desc=f"{radices} keep {keep}", grad=False)
+    # fft_runtime (a symbolic length's plan made at run time, here for a static one; a kernel
+    # each: one sample, tests/fft/test_symbolic.py covers the lengths and directions)
+    if dtype == np.float64:
+        shape = (2, 10)
+        yield PrimSample("fft_runtime", (make(shape, dtype, rng), np.zeros(shape, dtype)),
+                         {"sign": -1, "keep": 6, "real": True}, desc="real rows of 10", grad=False)
 
 
 op("fft.rows", lambda x: np.fft.fft(x), _fft_rows_samples, dtypes=(np.dtype(np.complex128),),

@@ -107,7 +107,8 @@ def test_interpreter_matches_numpy(op: OpInfo, dtype: np.dtype, sample: SampleIn
 #: cond and while); `chunked` is made only by vmap(chunk_size=...) and `size_of` only by the
 #: transform rules of the indexing primitives, so the transform tests cover those two
 EXEMPT = {"cond", "while", "chunked", "size_of", "rng_key", "geev", "fft_pass", "fft_unpack",
-          "triangular_solve"}
+          "triangular_solve",
+          "fft_runtime"}      # fft's decomposition of a symbolic length: its PrimSamples and tests/fft/
 #: rng_key (the key of the call) takes a fresh key per call, so no NumPy run can equal a compiled
 #: one: tests/random checks it against the seed protocol (test_generator.py, test_processes.py);
 #: geev is made by eig's decomposition only (after staging): its PrimSamples and

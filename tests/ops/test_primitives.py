@@ -56,7 +56,8 @@ TRANSFORM_MADE = {"chunked", "size_of"}
 #: transforms): geev, from eig of n > 4 (tests/linalg/test_eig_lapack.py); fft_pass and
 #: fft_unpack, from fft of a window of rows or a long row (tests/fft/); triangular_solve,
 #: from lu_solve's and eig's generated code and the rules of lu and cholesky
-DECOMPOSITION_MADE = {"geev", "fft_pass", "fft_unpack", "triangular_solve"}
+DECOMPOSITION_MADE = {"geev", "fft_pass", "fft_unpack", "triangular_solve",
+                      "fft_runtime"}      # fft's decomposition of a symbolic length (tests/fft/test_symbolic.py)
 
 
 def _param(op: OpInfo, dtype: np.dtype, sample: PrimSample, *extra: Any) -> pytest.param:
