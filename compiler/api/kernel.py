@@ -38,7 +38,7 @@ from compiler.errors import CompileError, InternalCompilerError, user_facing
 from compiler.frontend import pytrees
 from compiler.frontend.values import Alias, Closure, Reject, Strided, Weak
 from compiler.ir.printer import format_function
-from compiler.ir import types
+from compiler.ir import dims, types
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
 from runtime import interop
@@ -98,7 +98,8 @@ class Specialization:
             return
         with progress.compiling(what) as record:
             with self._probe.recording(), config.boundscheck_scope(self.boundscheck):
-                self.program = kernel.trace(abstract_args, abstract_kwargs, updates=True)
+                self.program = _trace_rows(kernel, abstract_args, abstract_kwargs) if kernel.parallel \
+                    else kernel.trace(abstract_args, abstract_kwargs, updates=True)
             # the results (the new values of updated arguments come after them)
             out_types = self.program.function.out_types
             self.out_types = [str(t) for t in out_types[:len(out_types) - len(self.program.updates)]]
@@ -114,7 +115,8 @@ class Specialization:
         fn = self.program.function
         with trampoline.recording_sites() as host_sites:
             self.artifacts = pipeline.compile_ir(fn, self.symbol, targets.host(),
-                                                 fastmath=self.kernel.fastmath)
+                                                 fastmath=self.kernel.fastmath,
+                                                 parallel=self.kernel.parallel)
         self.object = self.artifacts.object
         loaded = pipeline.load(self.artifacts)
         if host_sites:                       # the host callbacks' entries live as long as the code
@@ -141,9 +143,11 @@ class Specialization:
         if self.artifacts is None:
             if self.program.function is None:
                 with config.boundscheck_scope(self.boundscheck):
-                    self.program = self.kernel.trace(*self.abstract, updates=True)
+                    self.program = _trace_rows(self.kernel, *self.abstract) if self.kernel.parallel \
+                        else self.kernel.trace(*self.abstract, updates=True)
             self.artifacts = pipeline.compile_ir(self.program.function, self.symbol, targets.host(),
-                                                 fastmath=self.kernel.fastmath)
+                                                 fastmath=self.kernel.fastmath,
+                                                 parallel=self.kernel.parallel)
         return self.artifacts
     # ---- end of the compile/load path ------------------------------------------------------
 
@@ -178,6 +182,33 @@ class Specialization:
         return Lowered(*display.stage_texts(format_function(self.program.frontend_ir, with_locs=True),
                                             format_function(a.ir_optimized), a.llvm, a.llvm_optimized, a.asm),
                        name=display.call_text(self.kernel, *self.abstract), signature=outs)
+
+
+#: the symbolic dim a parallel=True kernel compiled for fixed shapes gets for its rows
+ROWS = "rows"
+
+
+def _trace_rows(kernel: "Kernel", abstract_args: tuple, abstract_kwargs: dict) -> pipeline.Program:
+    """``parallel=True``: the kernel staged with its rows symbolic, so that one compiled code
+    serves every slice of them (compiler/backend/parallel.py): the leading dim of the first
+    array argument, and of every array argument with the same leading size, becomes the
+    symbol ``rows``. When it has no such dim (or one symbolic already), or the function does
+    not stage with it, the kernel is staged as given."""
+    leaves, tree = pytrees.flatten((abstract_args, abstract_kwargs),
+                                   is_leaf=lambda x: isinstance(x, (TensorType, Weak, Alias)))
+    arrays = [x for x in leaves if isinstance(x, TensorType) and x.shape]
+    size = arrays[0].shape[0] if arrays else None
+    if isinstance(size, int) and size > 1:
+        rows = dims.Sym(ROWS)
+        swapped = [TensorType(x.dtype, (rows, *x.shape[1:]))
+                   if isinstance(x, TensorType) and x.shape and x.shape[0] == size else x for x in leaves]
+        args, kwargs = pytrees.unflatten(tree, swapped)
+        try:
+            return kernel.trace(tuple(args), kwargs, updates=True)
+        except CompileError as e:
+            progress.note(f"{kernel.__name__}: parallel=True: runs serially: the function does not "
+                          f"compile for any number of rows ({str(e).splitlines()[0]})")
+    return kernel.trace(abstract_args, abstract_kwargs, updates=True)
 
 
 def _scalarize(a: np.ndarray) -> Any:
