@@ -1,0 +1,193 @@
+"""jit(parallel=True): calls split over slices of the rows on threads (compiler/backend/parallel.py).
+
+Oracles: NumPy, and the serial kernel (parallel=False), whose results must be bitwise the
+same for row-wise code (each element takes the same operations). The thread count is set
+with AOTX_NUM_THREADS, which the kernel reads on every call it splits; the sizes are above
+and below each kernel's threshold (logged at AOTX_DEBUG=1) and not multiples of the count,
+so a slice written twice, not at all or at the wrong offset shows in the results.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from compiler import grad, jit, random, vmap
+from compiler.random import seed
+
+RNG = np.random.default_rng(14)
+W = RNG.standard_normal((32, 16))
+B = RNG.standard_normal(16)
+
+
+def wave(x):
+    return np.exp(-x**2) * np.sin(3 * x) + 0.5 * x * np.tanh(x)
+
+
+def bias(x, b):
+    return np.tanh(x + b)
+
+
+def rowsum(x):
+    return np.tanh(x).sum(axis=1)
+
+
+def dense(x, w, b):
+    return np.tanh(x @ w + b)
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def cumsum_rows(x):
+    return np.cumsum(np.sin(x), axis=1)
+
+
+def sum_axis0(x):                  # must not be split: a reduction over the rows
+    return np.tanh(x).sum(axis=0)
+
+
+def cumsum_axis0(x):               # nor a scan along them
+    return np.cumsum(np.sin(x), axis=0)
+
+
+def centered(x):                   # nor a value of all the rows used in every row
+    return x - x.mean()
+
+
+def noisy(x):                      # nor random draws
+    return x + random.normal(x.shape)
+
+
+# (function, the NumPy reference, arguments for n rows, whether a split is expected)
+CASES = {
+    "wave": (wave, wave, lambda n, dt: (np.linspace(-4, 4, n).astype(dt),), True),
+    "bias": (bias, bias, lambda n, dt: (RNG.standard_normal((n, 16)).astype(dt), B.astype(dt)), True),
+    "rowsum": (rowsum, rowsum, lambda n, dt: (RNG.standard_normal((n, 64)).astype(dt),), True),
+    "dense": (dense, dense, lambda n, dt: (RNG.standard_normal((n, 32)).astype(dt), W.astype(dt),
+                                           B.astype(dt)), True),
+    "softmax": (softmax, softmax, lambda n, dt: (RNG.standard_normal((n, 24)).astype(dt),), True),
+    "cumsum_rows": (cumsum_rows, cumsum_rows, lambda n, dt: (RNG.standard_normal((n, 40)).astype(dt),), True),
+    "sum_axis0": (sum_axis0, sum_axis0, lambda n, dt: (RNG.standard_normal((n, 8)).astype(dt),), False),
+    "cumsum_axis0": (cumsum_axis0, cumsum_axis0, lambda n, dt: (RNG.standard_normal((n, 8)).astype(dt),), False),
+    "centered": (centered, centered, lambda n, dt: (RNG.standard_normal(n).astype(dt),), False),
+}
+KERNELS = {name: (jit(f, parallel=True), jit(f)) for name, (f, *_ ) in CASES.items()}
+
+
+def _threshold(caplog, monkeypatch, fn, args) -> int | None:
+    """The rows from which the kernel splits its calls (None: it runs serially), from the
+    AOTX_DEBUG=1 log of its compile."""
+    monkeypatch.setenv("AOTX_DEBUG", "1")
+    kernel = jit(fn, parallel=True)
+    with caplog.at_level(logging.DEBUG, logger="aotx"):
+        kernel(*args)
+    notes = [r.getMessage() for r in caplog.records if "parallel=True" in r.getMessage()]
+    assert len(notes) == 1, notes
+    if "runs serially" in notes[0]:
+        return None
+    return int(notes[0].split(" from ")[1].split(" rows")[0])
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_split_or_not_as_proved(name, caplog, monkeypatch):
+    fn, _, make, splits = CASES[name]
+    assert (_threshold(caplog, monkeypatch, fn, make(8, np.float64)) is not None) == splits
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", list(CASES))
+def test_matches_serial_and_numpy(name, dtype, monkeypatch):
+    _, ref, make, splits = CASES[name]
+    par, ser = KERNELS[name]
+    # one row, and more than every threshold here (10716 rows for wave), not a multiple of 2 or 3
+    for n in (1, 12_289):
+        args = make(n, dtype)
+        want = ser(*args)
+        scale = np.sqrt(n) if name == "cumsum_axis0" else 1.0     # float32 partial sums of n rows
+        tol = dict(rtol=2e-5, atol=2e-5 * scale) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(want, ref(*[a.astype(np.float64) for a in args]), **tol)
+        for threads in ("1", "2", "3"):
+            monkeypatch.setenv("AOTX_NUM_THREADS", threads)
+            for _ in range(2):               # the checked path, then the native entry
+                got = par(*args)
+                assert got.dtype == want.dtype and got.shape == want.shape
+                if name == "dense":          # BLAS may block a product by the rows it is given
+                    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-13,
+                                               atol=1e-5 if dtype == np.float32 else 1e-13)
+                else:                        # the same operations per element
+                    np.testing.assert_array_equal(got, want)
+
+
+def test_large_1d_split_across_odd_thread_counts(monkeypatch):
+    """A 1-d kernel over many slices, each slice boundary at a multiple of the alignment but
+    the last one short."""
+    par, ser = KERNELS["wave"]
+    x = np.linspace(-4, 4, 200_003)
+    want = ser(x)
+    for threads in ("2", "5", "64", "1000"):
+        monkeypatch.setenv("AOTX_NUM_THREADS", threads)
+        np.testing.assert_array_equal(par(x), want)
+    monkeypatch.setenv("AOTX_NUM_THREADS", "not a number")     # ignored: the affinity mask
+    np.testing.assert_array_equal(par(x), want)
+
+
+def test_random_draws_run_serially_and_match(monkeypatch, caplog):
+    assert _threshold(caplog, monkeypatch, noisy, (np.ones(5000),)) is None
+    kp, ks = jit(noisy, parallel=True), jit(noisy)
+    x = np.zeros(30_000)
+    seed(3)
+    a = kp(x)
+    seed(3)
+    b = ks(x)
+    np.testing.assert_array_equal(a, b)
+    assert 0.9 < a.std() < 1.1
+
+
+def _per_example(v, w):
+    return np.sum(np.tanh(v @ w) ** 2)
+
+
+PER_EXAMPLE = jit(vmap(grad(_per_example), in_dims=(0, None)), parallel=True)
+ROW_MAP = jit(vmap(lambda v, w: np.tanh(v @ w), in_dims=(0, None)), parallel=True)
+GRAD_SIN = jit(grad(lambda x: np.sum(np.sin(x) * x)), parallel=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_transformed_kernels(dtype, monkeypatch):
+    monkeypatch.setenv("AOTX_NUM_THREADS", "3")
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    w = W.astype(dtype)
+    for n in (5, 4001):
+        x = RNG.standard_normal((n, 32)).astype(dtype)
+        h = np.tanh(x.astype(np.float64) @ W)
+        # d/dv sum(tanh(v @ W)**2) = W @ (2 tanh (1 - tanh^2)), per row
+        np.testing.assert_allclose(PER_EXAMPLE(x, w), (2 * h * (1 - h**2)) @ W.T, **tol)
+        np.testing.assert_allclose(ROW_MAP(x, w), h, **tol)
+        v = RNG.standard_normal(n * 10).astype(dtype)
+        vd = v.astype(np.float64)
+        np.testing.assert_allclose(GRAD_SIN(v), np.cos(vd) * vd + np.sin(vd), **tol)
+
+
+def test_in_place_update(monkeypatch):
+    monkeypatch.setenv("AOTX_NUM_THREADS", "2")
+
+    def scale(x):
+        x *= np.tanh(x)
+
+    k = jit(scale, parallel=True)
+    x = RNG.standard_normal((5001, 64))
+    want = x * np.tanh(x)
+    k(x)
+    np.testing.assert_allclose(x, want, rtol=1e-14)
+
+
+def test_signature_kernel_splits_every_size(monkeypatch):
+    monkeypatch.setenv("AOTX_NUM_THREADS", "2")
+    k = jit(dense, parallel=True, signature="f64[n, 32], f64[32, 16], f64[16]")
+    for n in (0, 3, 2049):
+        x = RNG.standard_normal((n, 32))
+        np.testing.assert_allclose(k(x, W, B), dense(x, W, B), rtol=1e-12, atol=1e-12)
