@@ -8,12 +8,15 @@ so a slice written twice, not at all or at the wrong offset shows in the results
 """
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 
 import numpy as np
 import pytest
 
-from compiler import grad, jit, random, vmap
+import runtime
+from compiler import cli, grad, jit, random, vmap
 from compiler.random import seed
 
 RNG = np.random.default_rng(14)
@@ -191,3 +194,25 @@ def test_signature_kernel_splits_every_size(monkeypatch):
     for n in (0, 3, 2049):
         x = RNG.standard_normal((n, 32))
         np.testing.assert_allclose(k(x, W, B), dense(x, W, B), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)")
+def test_built_library_splits_its_calls(tmp_path, monkeypatch):
+    """`aotx build` of a parallel=True kernel: the library's entry splits the calls itself
+    (runtime.load has nothing to do), and the manifest says so."""
+    (tmp_path / "pk.py").write_text(
+        "import numpy as np\nfrom compiler import jit\n\n"
+        "@jit(signature=\"f32[n, 16], f32[16]\", parallel=True)\n"
+        "def biased(x, b):\n    return np.tanh(x + b) * np.exp(-x)\n")
+    assert cli.main(["build", str(tmp_path / "pk.py"), "-o", str(tmp_path / "o")]) == 0
+    entry = json.loads((tmp_path / "o" / "pk.json").read_text())["kernels"][0]
+    assert "split over the rows 'n'" in entry["parallel"]
+    lib = runtime.load(tmp_path / "o" / "pk")
+    x = RNG.standard_normal((4099, 16)).astype(np.float32)
+    b = np.linspace(0, 1, 16, dtype=np.float32)
+    want = lib.biased(x, b)
+    np.testing.assert_allclose(want, np.tanh(x + b) * np.exp(-x), rtol=2e-6, atol=2e-6)
+    for threads in ("2", "3"):
+        monkeypatch.setenv("AOTX_NUM_THREADS", threads)
+        for _ in range(2):               # the checked path, then the native entry
+            np.testing.assert_array_equal(lib.biased(x, b), want)
