@@ -51,9 +51,12 @@ from compiler.ir.core import Function, Op, Value
 from compiler.ir.primitive import ELEMENTWISE
 from compiler.ir.types import TensorType
 
-#: the least work (in :func:`row_cost` units, about a nanosecond each for vectorized code) a
-#: thread is given: a slice smaller than this costs more to hand to a thread than it saves
-WORK_PER_THREAD = 150_000
+#: the least work a thread is given, in :func:`row_cost` units (a transcendental function of one
+#: element 8, another elementwise op 0.5, a multiply-add of a product 1): W1's expression is 28
+#: units an element and takes about 2 ns of vectorized float64 code (AVX-512), so a unit is about
+#: 0.07 ns and this about 100 us; starting and joining a thread costs 10 to 20 us on a quiet
+#: machine (docs/performance.md, "Multithreading")
+WORK_PER_THREAD = 1_500_000
 #: the most threads a call uses
 MAX_THREADS = 64
 #: slices start at multiples of this many rows when they are larger (whole cache lines for
@@ -150,7 +153,7 @@ def _analyze(fn: Function, sym: str, symbols: list[str]) -> Plan:
         for v, r in zip(op.results, rs):
             axis[v] = r
             if r is not None:
-                cost += _op_cost(op, v.type, r, ins)
+                cost += row_cost(op, v.type, r, ins)
     for k, v in enumerate(fn.body.results):
         if axis.get(v) != 0:
             raise _Refused(f"result {k} is not computed row by row along axis 0 ({v.type})")
@@ -166,7 +169,7 @@ def _per_row(t: TensorType, r: int) -> float:
     return n
 
 
-def _op_cost(op: Op, t: TensorType, r: int, ins: list[int | None]) -> float:
+def row_cost(op: Op, t: TensorType, r: int, ins: list[int | None]) -> float:
     """About the nanoseconds per row of `op`'s row-mapped result `t` (row axis `r`)."""
     name = op.prim.name
     if op.prim.kind == ELEMENTWISE:

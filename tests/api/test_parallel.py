@@ -65,20 +65,21 @@ def noisy(x):                      # nor random draws
     return x + random.normal(x.shape)
 
 
-# (function, the NumPy reference, arguments for n rows, whether a split is expected)
+# (function, the NumPy reference, arguments for n rows, whether a split is expected, a number
+# of rows above its threshold, not a multiple of 2 or 3)
 CASES = {
-    "wave": (wave, wave, lambda n, dt: (np.linspace(-4, 4, n).astype(dt),), True),
-    "bias": (bias, bias, lambda n, dt: (RNG.standard_normal((n, 16)).astype(dt), B.astype(dt)), True),
-    "rowsum": (rowsum, rowsum, lambda n, dt: (RNG.standard_normal((n, 64)).astype(dt),), True),
+    "wave": (wave, wave, lambda n, dt: (np.linspace(-4, 4, n).astype(dt),), True, 110_003),
+    "bias": (bias, bias, lambda n, dt: (RNG.standard_normal((n, 16)).astype(dt), B.astype(dt)), True, 24_577),
+    "rowsum": (rowsum, rowsum, lambda n, dt: (RNG.standard_normal((n, 64)).astype(dt),), True, 6_151),
     "dense": (dense, dense, lambda n, dt: (RNG.standard_normal((n, 32)).astype(dt), W.astype(dt),
-                                           B.astype(dt)), True),
-    "softmax": (softmax, softmax, lambda n, dt: (RNG.standard_normal((n, 24)).astype(dt),), True),
-    "cumsum_rows": (cumsum_rows, cumsum_rows, lambda n, dt: (RNG.standard_normal((n, 40)).astype(dt),), True),
-    "sum_axis0": (sum_axis0, sum_axis0, lambda n, dt: (RNG.standard_normal((n, 8)).astype(dt),), False),
-    "cumsum_axis0": (cumsum_axis0, cumsum_axis0, lambda n, dt: (RNG.standard_normal((n, 8)).astype(dt),), False),
-    "centered": (centered, centered, lambda n, dt: (RNG.standard_normal(n).astype(dt),), False),
+                                           B.astype(dt)), True, 12_289),
+    "softmax": (softmax, softmax, lambda n, dt: (RNG.standard_normal((n, 24)).astype(dt),), True, 24_577),
+    "cumsum_rows": (cumsum_rows, cumsum_rows, lambda n, dt: (RNG.standard_normal((n, 40)).astype(dt),), True, 12_289),
+    "sum_axis0": (sum_axis0, sum_axis0, lambda n, dt: (RNG.standard_normal((n, 8)).astype(dt),), False, 12_289),
+    "cumsum_axis0": (cumsum_axis0, cumsum_axis0, lambda n, dt: (RNG.standard_normal((n, 8)).astype(dt),), False, 12_289),
+    "centered": (centered, centered, lambda n, dt: (RNG.standard_normal(n).astype(dt),), False, 12_289),
 }
-KERNELS = {name: (jit(f, parallel=True), jit(f)) for name, (f, *_ ) in CASES.items()}
+KERNELS = {name: (jit(f, parallel=True), jit(f)) for name, (f, *_) in CASES.items()}
 
 
 def _threshold(caplog, monkeypatch, fn, args) -> int | None:
@@ -97,17 +98,18 @@ def _threshold(caplog, monkeypatch, fn, args) -> int | None:
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_split_or_not_as_proved(name, caplog, monkeypatch):
-    fn, _, make, splits = CASES[name]
-    assert (_threshold(caplog, monkeypatch, fn, make(8, np.float64)) is not None) == splits
+    fn, _, make, splits, large = CASES[name]
+    rows = _threshold(caplog, monkeypatch, fn, make(8, np.float64))
+    assert (rows is not None) == splits
+    assert rows is None or 2 <= rows <= large         # test_matches_serial_and_numpy splits
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("name", list(CASES))
 def test_matches_serial_and_numpy(name, dtype, monkeypatch):
-    _, ref, make, splits = CASES[name]
+    _, ref, make, _, large = CASES[name]
     par, ser = KERNELS[name]
-    # one row, and more than every threshold here (10716 rows for wave), not a multiple of 2 or 3
-    for n in (1, 12_289):
+    for n in (1, large):
         args = make(n, dtype)
         want = ser(*args)
         scale = np.sqrt(n) if name == "cumsum_axis0" else 1.0     # float32 partial sums of n rows
@@ -129,7 +131,7 @@ def test_large_1d_split_across_odd_thread_counts(monkeypatch):
     """A 1-d kernel over many slices, each slice boundary at a multiple of the alignment but
     the last one short."""
     par, ser = KERNELS["wave"]
-    x = np.linspace(-4, 4, 200_003)
+    x = np.linspace(-4, 4, 400_003)
     want = ser(x)
     for threads in ("2", "5", "64", "1000"):
         monkeypatch.setenv("AOTX_NUM_THREADS", threads)
@@ -141,7 +143,7 @@ def test_large_1d_split_across_odd_thread_counts(monkeypatch):
 def test_random_draws_run_serially_and_match(monkeypatch, caplog):
     assert _threshold(caplog, monkeypatch, noisy, (np.ones(5000),)) is None
     kp, ks = jit(noisy, parallel=True), jit(noisy)
-    x = np.zeros(30_000)
+    x = np.zeros(300_000)
     seed(3)
     a = kp(x)
     seed(3)
@@ -164,13 +166,13 @@ def test_transformed_kernels(dtype, monkeypatch):
     monkeypatch.setenv("AOTX_NUM_THREADS", "3")
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
     w = W.astype(dtype)
-    for n in (5, 4001):
+    for n in (5, 12_001):
         x = RNG.standard_normal((n, 32)).astype(dtype)
         h = np.tanh(x.astype(np.float64) @ W)
         # d/dv sum(tanh(v @ W)**2) = W @ (2 tanh (1 - tanh^2)), per row
         np.testing.assert_allclose(PER_EXAMPLE(x, w), (2 * h * (1 - h**2)) @ W.T, **tol)
         np.testing.assert_allclose(ROW_MAP(x, w), h, **tol)
-        v = RNG.standard_normal(n * 10).astype(dtype)
+        v = RNG.standard_normal(n * 20).astype(dtype)     # 240_020 rows: above its threshold
         vd = v.astype(np.float64)
         np.testing.assert_allclose(GRAD_SIN(v), np.cos(vd) * vd + np.sin(vd), **tol)
 
@@ -182,7 +184,7 @@ def test_in_place_update(monkeypatch):
         x *= np.tanh(x)
 
     k = jit(scale, parallel=True)
-    x = RNG.standard_normal((5001, 64))
+    x = RNG.standard_normal((12_001, 64))
     want = x * np.tanh(x)
     k(x)
     np.testing.assert_allclose(x, want, rtol=1e-14)
@@ -191,7 +193,7 @@ def test_in_place_update(monkeypatch):
 def test_signature_kernel_splits_every_size(monkeypatch):
     monkeypatch.setenv("AOTX_NUM_THREADS", "2")
     k = jit(dense, parallel=True, signature="f64[n, 32], f64[32, 16], f64[16]")
-    for n in (0, 3, 2049):
+    for n in (0, 3, 12_289):
         x = RNG.standard_normal((n, 32))
         np.testing.assert_allclose(k(x, W, B), dense(x, W, B), rtol=1e-12, atol=1e-12)
 
@@ -208,7 +210,7 @@ def test_built_library_splits_its_calls(tmp_path, monkeypatch):
     entry = json.loads((tmp_path / "o" / "pk.json").read_text())["kernels"][0]
     assert "split over the rows 'n'" in entry["parallel"]
     lib = runtime.load(tmp_path / "o" / "pk")
-    x = RNG.standard_normal((4099, 16)).astype(np.float32)
+    x = RNG.standard_normal((40_099, 16)).astype(np.float32)
     b = np.linspace(0, 1, 16, dtype=np.float32)
     want = lib.biased(x, b)
     np.testing.assert_allclose(want, np.tanh(x + b) * np.exp(-x), rtol=2e-6, atol=2e-6)
