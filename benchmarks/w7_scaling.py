@@ -45,17 +45,19 @@ def one_thread(fn: Callable[..., Any], *args: np.ndarray) -> Callable[[], Callab
     return factory
 
 
-def settled(factory: Callable[[], Callable[[], Any]]) -> Callable[[], Callable[[], Any]]:
-    """`factory`, called after the other peers' spinning threads have gone to sleep."""
+def settled(cfg: Config, factory: Callable[[], Callable[[], Any]]) -> Callable[[], Callable[[], Any]]:
+    """`factory`, called after the other peers' spinning threads have gone to sleep (not with
+    --tiny, which measures nothing)."""
     def make() -> Callable[[], Any]:
-        time.sleep(0.3)
+        if not cfg.tiny:
+            time.sleep(0.3)
         return factory()
     return make
 
 
-def ordered(impls: dict[str, Callable[[], Callable[[], Any]]]) -> dict[str, Callable[[], Callable[[], Any]]]:
+def ordered(cfg: Config, impls: dict[str, Callable[[], Callable[[], Any]]]) -> dict[str, Any]:
     """The aotx variants first (after a pause each), then the peers."""
-    mine = {k: settled(v) for k, v in impls.items() if k.startswith("aotx")}
+    mine = {k: settled(cfg, v) for k, v in impls.items() if k.startswith("aotx")}
     return {**mine, **{k: v for k, v in impls.items() if not k.startswith("aotx")}}
 
 
@@ -66,7 +68,7 @@ def cases(cfg: Config) -> Iterator[Case]:
         impls = factories(cfg, x, parallel=True)
         impls["aotx 1 thread"] = one_thread(wave, x)
         rtol = 1e-12 if dtype == np.float64 else 2e-5
-        yield Case(f"wave {np.dtype(dtype).name} parallel=True n={n:.0e}", ordered(impls), per=n, rtol=rtol,
+        yield Case(f"wave {np.dtype(dtype).name} parallel=True n={n:.0e}", ordered(cfg, impls), per=n, rtol=rtol,
                    atol=rtol)
     rows, cols = cfg.size((4096, 1024), (64, 32))
     x = np.random.default_rng(0).standard_normal((rows, cols)) * 4
@@ -75,7 +77,7 @@ def cases(cfg: Config) -> Iterator[Case]:
         k = jit(logsumexp_rows, parallel=True)
         return lambda: k(x)
     yield Case(f"logsumexp rows parallel=True {rows}x{cols}",
-               ordered({"aotx": aotx, "aotx 1 thread": one_thread(logsumexp_rows, x),
+               ordered(cfg, {"aotx": aotx, "aotx 1 thread": one_thread(logsumexp_rows, x),
                         "numpy": lambda: (lambda: logsumexp_rows(x))}), per=x.size, rtol=1e-12, atol=1e-12)
     for batch in cfg.size((16, 256, 4096, 65536), (16, 64)):
         yield from logistic(cfg, batch)
