@@ -198,14 +198,15 @@ def _trace_rows(kernel: "Kernel", abstract_args: tuple, abstract_kwargs: dict) -
                                    is_leaf=lambda x: isinstance(x, (TensorType, Weak, Alias)))
     arrays = [x for x in leaves if isinstance(x, TensorType) and x.shape]
     size = arrays[0].shape[0] if arrays else None
-    if isinstance(size, int) and size > 1:
+    shared = any(isinstance(x, (Alias, Strided)) for x in leaves)    # arrays passed twice, overlapping
+    if isinstance(size, int) and size > 1 and not shared:
         rows = dims.Sym(ROWS)
         swapped = [TensorType(x.dtype, (rows, *x.shape[1:]))
                    if isinstance(x, TensorType) and x.shape and x.shape[0] == size else x for x in leaves]
         args, kwargs = pytrees.unflatten(tree, swapped)
         try:
             return kernel.trace(tuple(args), kwargs, updates=True)
-        except CompileError as e:
+        except (CompileError, InternalCompilerError) as e:
             progress.note(f"{kernel.__name__}: parallel=True: runs serially: the function does not "
                           f"compile for any number of rows ({str(e).splitlines()[0]})")
     return kernel.trace(abstract_args, abstract_kwargs, updates=True)

@@ -222,11 +222,11 @@ def _op_rows(op: Op, ins: list[int | None], row: dims.Dim, sym: str) -> list[int
         return outs
     elif name.startswith("reduce_"):
         axes = p["axes"]
-        if r not in axes and out == r - sum(1 for a in axes if a < r):
+        if r is not None and r not in axes and out == r - sum(1 for a in axes if a < r):
             return outs
         raise _Refused(f"{where} reduces along the rows")
     elif name in ("argmax", "argmin"):
-        if p["axis"] != r and out == r - (1 if p["axis"] < r else 0):
+        if r is not None and p["axis"] != r and out == r - (1 if p["axis"] < r else 0):
             return outs
         raise _Refused(f"{where} reduces along the rows")
     elif name in ("cumsum", "cumprod"):
