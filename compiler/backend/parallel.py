@@ -138,6 +138,9 @@ def _analyze(fn: Function, sym: str, symbols: list[str]) -> Plan:
         if op.prim.name in _RANDOM:
             raise _Refused(f"{op.prim.name} at {op.loc}: the kernel draws random numbers (each "
                            "slice would draw its own)")
+        if op.prim.name == "host_call":
+            raise _Refused(f"host_call at {op.loc}: the kernel calls back into Python (each slice "
+                           "would call it, from a thread without the GIL)")
     axis: dict[Value, int | None] = {}       # row-mapped values: their row axis; None: independent
     split = []
     for k, (a, t) in enumerate(zip(fn.body.args, fn.in_types)):
