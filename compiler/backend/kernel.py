@@ -80,7 +80,7 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
     cg.check_sizes(fn.body)
     cg.lower_block(fn.body, ins, outs)
     cg.finish()
-    if split is None:
+    if split is None or "windows" in target.triple:      # POSIX threads only
         _emit_entry(module, impl, name, n_in, n_out, n_words)
     else:
         parallel.emit_entry(module, impl, name, fn, split, syms, n_words,
