@@ -122,6 +122,10 @@ def _row_axis(t: TensorType, row: dims.Dim, sym: str, what: str) -> int | None:
     return axes[0]
 
 
+def _symbols(t: TensorType) -> set[str]:
+    return {name for d in t.shape if not isinstance(d, int) for name in dims.symbols(d)}
+
+
 def _mentions(value: Any, sym: str) -> bool:
     if isinstance(value, dims.DimExpr):
         return sym in dims.symbols(value)
@@ -196,7 +200,10 @@ def _op_rows(op: Op, ins: list[int | None], row: dims.Dim, sym: str) -> list[int
     if name in _RANDOM and (mapped or any(r is not None for r in outs)):
         raise _Refused(f"{where} draws random numbers for the rows")
     if not mapped and all(r is None for r in outs):
-        if _mentions(p, sym):
+        inner = [o for region in op.regions for o in region.walk()]
+        if _mentions(p, sym) or any(_mentions(o.params, sym) or any(
+                sym in _symbols(v.type) for v in list(o.results) + list(o.operands)) for o in inner) \
+                or any(sym in _symbols(a.type) for region in op.regions for a in region.args):
             raise _Refused(f"{where} reads the number of rows")
         return outs                                  # row-independent
     if op.regions or op.prim.kind == "control":

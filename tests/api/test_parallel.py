@@ -241,3 +241,20 @@ def test_host_callback_runs_serially(caplog, monkeypatch):
     x = np.linspace(-3, 3, 300_001)
     for _ in range(2):
         np.testing.assert_allclose(k(x), np.tanh(np.sin(x) * 2.0), rtol=1e-14, atol=1e-15)
+
+
+def _row_count_in_a_loop(x):
+    s = 0.0
+    for i in range(20):                  # a loop op whose body counts the rows: not split
+        s = s + np.sum(np.arange(x.shape[0]) * 1.0) * i
+    return x * s
+
+
+def test_the_number_of_rows_inside_a_loop_is_not_split(caplog, monkeypatch):
+    k = jit(_row_count_in_a_loop, parallel=True)
+    assert _threshold(caplog, monkeypatch, k, (np.ones(4),)) is None
+    monkeypatch.delenv("AOTX_DEBUG")
+    monkeypatch.setenv("AOTX_NUM_THREADS", "2")
+    x = np.linspace(0, 1, 300_001)
+    n = x.size
+    np.testing.assert_allclose(k(x), x * (n * (n - 1) / 2 * 190), rtol=1e-12)
