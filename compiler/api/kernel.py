@@ -30,7 +30,7 @@ import numpy as np
 
 from compiler import cache, config, pipeline, progress
 from compiler.api import callbacks, display, pickling
-from compiler.backend import pyentry
+from compiler.backend import parallel, pyentry
 from compiler.backend import target as targets
 from compiler.function import trampoline
 from compiler.function.trampoline import raise_pending
@@ -184,23 +184,21 @@ class Specialization:
                        name=display.call_text(self.kernel, *self.abstract), signature=outs)
 
 
-#: the symbolic dim a parallel=True kernel compiled for fixed shapes gets for its rows
-ROWS = "rows"
-
-
 def _trace_rows(kernel: "Kernel", abstract_args: tuple, abstract_kwargs: dict) -> pipeline.Program:
     """``parallel=True``: the kernel staged with its rows symbolic, so that one compiled code
-    serves every slice of them (compiler/backend/parallel.py): the leading dim of the first
-    array argument, and of every array argument with the same leading size, becomes the
-    symbol ``rows``. When it has no such dim (or one symbolic already), or the function does
-    not stage with it, the kernel is staged as given."""
+    serves every slice of them (compiler/backend/parallel.py): the largest leading dim of the
+    array arguments (the first of equal ones: a batch, not the weights of ``predict(w, x)``),
+    in every array argument that leads with that size, becomes the symbol ``rows``. When
+    there is no such dim (or it is symbolic already), or the function does not stage with it,
+    the kernel is staged as given."""
     leaves, tree = pytrees.flatten((abstract_args, abstract_kwargs),
                                    is_leaf=lambda x: isinstance(x, (TensorType, Weak, Alias)))
     arrays = [x for x in leaves if isinstance(x, TensorType) and x.shape]
-    size = arrays[0].shape[0] if arrays else None
+    sizes = [x.shape[0] for x in arrays if isinstance(x.shape[0], int)]
+    size = max(sizes) if sizes and len(sizes) == len(arrays) else None
     shared = any(isinstance(x, (Alias, Strided)) for x in leaves)    # arrays passed twice, overlapping
     if isinstance(size, int) and size > 1 and not shared:
-        rows = dims.Sym(ROWS)
+        rows = dims.Sym(parallel.ROWS)
         swapped = [TensorType(x.dtype, (rows, *x.shape[1:]))
                    if isinstance(x, TensorType) and x.shape and x.shape[0] == size else x for x in leaves]
         args, kwargs = pytrees.unflatten(tree, swapped)

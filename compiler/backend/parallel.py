@@ -1,7 +1,7 @@
 """``jit(parallel=True)``: one call split into slices of rows run on several threads.
 
 A kernel whose results are computed row by row along the leading axis of a symbolic dim
-(the *row symbol*, the leading dim of its first array argument) gives the same results when
+(the *row symbol*: :func:`row_symbol`) gives the same results when
 it is called on T slices of the rows, each call writing its slice of the outputs. The
 proof is on the optimized IR (:func:`analyze`): every value is either *row-independent*
 (no dim holds the row symbol) or *row-mapped* with one row axis whose dim is exactly the
@@ -62,6 +62,8 @@ MAX_THREADS = 64
 #: slices start at multiples of this many rows when they are larger (whole cache lines for
 #: 1-d float arrays, the same vector loop alignment as the serial kernel)
 ALIGN_ROWS = 64
+#: the symbolic dim of the rows of a parallel kernel compiled lazily for fixed shapes
+ROWS = "rows"
 #: the environment variable that sets the thread count (read on every split call)
 ENV = "AOTX_NUM_THREADS"
 
@@ -90,14 +92,18 @@ class _Refused(Exception):
 
 
 def row_symbol(fn: Function) -> str | None:
-    """The leading dim of the first argument with a dim, when it is a plain symbol."""
+    """The rows: ``ROWS`` when an argument leads with it (a lazily compiled kernel, staged
+    with its rows symbolic by compiler/api/kernel.py), else the first argument's leading dim
+    that is a plain symbol."""
+    leading = []
     for t in fn.in_types:
-        if t.shape:
-            d = t.shape[0]
-            if not isinstance(d, int) and len(dims.symbols(d)) == 1 and d == dims.Sym(next(iter(dims.symbols(d)))):
-                return next(iter(dims.symbols(d)))
-            return None
-    return None
+        if t.shape and not isinstance(t.shape[0], int):
+            names = dims.symbols(t.shape[0])
+            if len(names) == 1 and t.shape[0] == dims.Sym(next(iter(names))):
+                leading.append(next(iter(names)))
+    if ROWS in leading:
+        return ROWS
+    return leading[0] if leading else None
 
 
 def analyze(fn: Function, symbols: list[str]) -> Plan | str:

@@ -103,7 +103,7 @@ def test_matches_serial_and_numpy(name, dtype, monkeypatch, caplog):
     ser = jit(fn)
     # compiled on its first call, which logs whether and from how many rows it splits
     par = jit(fn, parallel=True)
-    rows = _threshold(caplog, monkeypatch, par, make(2, dtype))
+    rows = _threshold(caplog, monkeypatch, par, make(65, dtype))    # more rows than columns
     assert (rows is not None) == splits
     assert rows is None or 2 <= rows <= large          # the large size below is split
     monkeypatch.delenv("AOTX_DEBUG")
@@ -258,3 +258,17 @@ def test_the_number_of_rows_inside_a_loop_is_not_split(caplog, monkeypatch):
     x = np.linspace(0, 1, 300_001)
     n = x.size
     np.testing.assert_allclose(k(x), x * (n * (n - 1) / 2 * 190), rtol=1e-12)
+
+
+def _predict(w, b, x):
+    return np.tanh(x @ w + b)
+
+
+def test_the_rows_are_the_batch_not_the_weights(caplog, monkeypatch):
+    """predict(w, b, x): the largest leading dim (x's) is the rows."""
+    k = jit(_predict, parallel=True)
+    x = RNG.standard_normal((12_289, 32))
+    assert _threshold(caplog, monkeypatch, k, (W, B, x[:40])) is not None
+    monkeypatch.delenv("AOTX_DEBUG")
+    monkeypatch.setenv("AOTX_NUM_THREADS", "3")
+    np.testing.assert_allclose(k(W, B, x), np.tanh(x @ W + B), rtol=1e-13, atol=1e-13)
