@@ -845,7 +845,10 @@ def jit(fn: Callable[..., Any] | None = None, *, signature: str | None = None,
     """Compile `fn` to a native kernel (lazily per signature, or now with `signature=`).
 
     ``boundscheck=True`` makes run-time indices that are out of range raise IndexError
-    (default: AOTX_BOUNDSCHECK, else they are clamped)."""
+    (default: AOTX_BOUNDSCHECK, else they are clamped). ``parallel=True`` splits a large call
+    of a kernel that computes its results row by row over threads (AOTX_NUM_THREADS, else the
+    CPUs of the affinity mask); any other kernel runs serially, and AOTX_DEBUG=1 says why
+    (docs/guide.md, "Multithreading")."""
     options: dict[str, Any] = dict(signature=signature, static_argnums=static_argnums,
                                    fastmath=fastmath, parallel=parallel, cache=cache, name=name,
                                    boundscheck=boundscheck)
