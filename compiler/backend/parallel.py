@@ -16,7 +16,9 @@ symbol, and every op keeps the rows apart:
   the row axis, ``slice``/``pad`` that keep the whole row axis, ``concatenate`` along
   another axis;
 * ``dot_general`` with the row axis a free axis of one operand and the other
-  row-independent, or a batch axis of both.
+  row-independent, or a batch axis of both;
+* ``take`` along another axis with row-independent indices (``x[:, idx]``), or from a
+  row-independent table with row-mapped indices (``table[codes]``).
 
 Anything else that touches a row-mapped value (random draws, gathers, control flow, checks,
 host callbacks, reductions or scans along the rows) is refused with a reason; so is a
@@ -275,6 +277,14 @@ def _op_rows(op: Op, ins: list[int | None], row: dims.Dim, sym: str) -> list[int
         if len(mapped) == len(ins) and all(x == out for x in mapped) and p["dimension"] != out:
             return outs
         raise _Refused(f"{where} joins along the rows")
+    elif name == "take":                # x[:, idx] of constant idx, or table[idx] of row-mapped idx
+        axis, (xr, ir) = p["axis"], ins
+        if xr is not None and ir is None and xr != axis and \
+                out == (xr if xr < axis else xr - 1 + len(op.operands[1].type.shape)):
+            return outs
+        if xr is None and ir is not None and out == axis + ir:
+            return outs
+        raise _Refused(f"{where} gathers across the rows")
     elif name == "dot_general":
         return [_dot_rows(op, ins, out, where)]
     raise _Refused(f"{where} on the rows is not known to keep them apart")

@@ -45,8 +45,11 @@ def softmax(x):
     return e / e.sum(axis=1, keepdims=True)
 
 
-def cumsum_rows(x):
-    return np.cumsum(np.sin(x), axis=1)
+COLUMNS = np.array([0, 3, 39, 7])
+
+
+def cumsum_rows(x):                # a scan and a gather along the columns
+    return np.cumsum(np.sin(x), axis=1)[:, COLUMNS]
 
 
 def sum_axis0(x):                  # must not be split: a reduction over the rows
@@ -272,3 +275,21 @@ def test_the_rows_are_the_batch_not_the_weights(caplog, monkeypatch):
     monkeypatch.delenv("AOTX_DEBUG")
     monkeypatch.setenv("AOTX_NUM_THREADS", "3")
     np.testing.assert_allclose(k(W, B, x), np.tanh(x @ W + B), rtol=1e-13, atol=1e-13)
+
+
+TABLE = np.linspace(0, 1, 50)
+
+
+def _lookup(codes, x):             # a gather from a table by row-mapped indices
+    return TABLE[codes] * np.exp(x)
+
+
+def test_table_lookup_by_rows(monkeypatch):
+    monkeypatch.setenv("AOTX_NUM_THREADS", "3")
+    codes = RNG.integers(0, 50, 300_001)
+    x = np.linspace(0, 1, codes.size)
+    par, ser = jit(_lookup, parallel=True), jit(_lookup)
+    want = ser(codes, x)
+    np.testing.assert_allclose(want, TABLE[codes] * np.exp(x), rtol=1e-15)
+    for _ in range(2):
+        np.testing.assert_array_equal(par(codes, x), want)
