@@ -20,8 +20,11 @@ symbol, and every op keeps the rows apart:
 * ``take`` along another axis with row-independent indices (``x[:, idx]``), or from a
   row-independent table with row-mapped indices (``table[codes]``).
 
-Anything else that touches a row-mapped value (random draws, gathers, control flow, checks,
-host callbacks, reductions or scans along the rows) is refused with a reason; so is a
+* ``check`` (a run-time IndexError, ...) whose condition and message do not count the rows:
+  each slice checks its own rows.
+
+Anything else that touches a row-mapped value (random draws, gathers across rows, control
+flow, host callbacks, reductions or scans along the rows) is refused with a reason; so is a
 result that is not row-mapped on axis 0, an argument with the rows elsewhere than axis 0,
 and a row dim anywhere but where its value is row-mapped. A refused kernel is compiled as
 usual and runs serially (the reason is logged with ``AOTX_DEBUG=1``).
@@ -216,6 +219,10 @@ def _op_rows(op: Op, ins: list[int | None], row: dims.Dim, sym: str) -> list[int
         return outs                                  # row-independent
     if op.regions or op.prim.kind == "control":
         raise _Refused(f"{where} (control flow) on the rows")
+    if name == "check" and not op.results:
+        if _mentions(p, sym):                       # its message or condition counts the rows
+            raise _Refused(f"{where} checks a condition on the number of rows")
+        return []                                   # each slice checks its rows
     if op.prim.kind == ELEMENTWISE:
         if any(r != outs[0] for r in ins + outs if r is not None) or len(mapped) != len(ins):
             raise _Refused(f"{where} mixes the rows with other values")

@@ -293,3 +293,19 @@ def test_table_lookup_by_rows(monkeypatch):
     np.testing.assert_allclose(want, TABLE[codes] * np.exp(x), rtol=1e-15)
     for _ in range(2):
         np.testing.assert_array_equal(par(codes, x), want)
+
+
+def _columns(x, idx):
+    return np.sin(x[:, idx])
+
+
+def test_checked_gather_raises_from_a_slice(monkeypatch):
+    """boundscheck=True: each slice checks its rows; a failure in any raises NumPy's error."""
+    monkeypatch.setenv("AOTX_NUM_THREADS", "3")
+    par, ser = jit(_columns, parallel=True, boundscheck=True), jit(_columns, boundscheck=True)
+    x = RNG.standard_normal((300_001, 8))
+    idx = np.array([0, 7, 3])
+    np.testing.assert_array_equal(par(x, idx), ser(x, idx))
+    np.testing.assert_allclose(par(x, idx), np.sin(x[:, idx]), rtol=1e-14, atol=1e-15)
+    with pytest.raises(IndexError, match="out of bounds for axis 1 with size 8"):
+        par(x, np.array([0, 8, 1]))
