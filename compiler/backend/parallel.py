@@ -1,8 +1,8 @@
 """``jit(parallel=True)``: one call split into slices of rows run on several threads.
 
 A kernel whose results are computed row by row along the leading axis of a symbolic dim
-(the *row symbol*: :func:`row_symbol`) gives the same results when
-it is called on T slices of the rows, each call writing its slice of the outputs. The
+(the *row symbol*: :func:`row_symbol`) gives the same results when it is called on T
+slices of the rows, each call writing its slice of the outputs. The
 proof is on the optimized IR (:func:`analyze`): every value is either *row-independent*
 (no dim holds the row symbol) or *row-mapped* with one row axis whose dim is exactly the
 symbol, and every op keeps the rows apart:
@@ -18,8 +18,7 @@ symbol, and every op keeps the rows apart:
 * ``dot_general`` with the row axis a free axis of one operand and the other
   row-independent, or a batch axis of both;
 * ``take`` along another axis with row-independent indices (``x[:, idx]``), or from a
-  row-independent table with row-mapped indices (``table[codes]``).
-
+  row-independent table with row-mapped indices (``table[codes]``);
 * ``check`` (a run-time IndexError, ...) whose condition and message do not count the rows:
   each slice checks its own rows.
 
