@@ -223,7 +223,8 @@ def _prepare(name: str, symbol: str, kernel: Kernel, target: targets.Target, wan
     fn = program.function
     check_buildable(fn, name)
     optimized = pipeline.optimize_ir(fn)
-    llvm_ir = pipeline.codegen(optimized, symbol, target, fastmath=kernel.fastmath)
+    split, how = pipeline.parallel_plan(optimized, name) if kernel.parallel else (None, "")
+    llvm_ir = pipeline.codegen(optimized, symbol, target, fastmath=kernel.fastmath, split=split)
     names = fn.arg_names or [f"arg{i}" for i in range(len(fn.in_types))]
     ins = [parse_spec(n, str(t)).to_json() for n, t in zip(names, fn.in_types)]
     n_results = len(optimized.out_types) - len(program.updates)
@@ -238,6 +239,8 @@ def _prepare(name: str, symbol: str, kernel: Kernel, target: targets.Target, wan
             "workspace": has_workspace(llvm_ir, symbol),
             "signature": ", ".join(a["type"] for a in ins) + " -> " + ", ".join(a["type"] for a in outs),
             "source_sha256": _source_hash(kernel)}
+    if how:                  # parallel=True: informative, the entry itself splits its calls
+        info["parallel"] = how
     built = BuiltKernel(name, symbol, info, ir_text=format_function(optimized) if want_ir else "")
     return _Job(kernel, llvm_ir, built, time.perf_counter() - start)
 

@@ -14,6 +14,8 @@
 | AOTX_BLAS_SYMBOLS=p  | its routine names, e.g. {}_64_ (runtime/blas.py)                 |
 | AOTX_WORKSPACE_LIMIT | bytes of temporaries a kernel keeps between calls (default 64M,  |
 |                      | 0: none; read by runtime/workspace.py when a kernel loads)       |
+| AOTX_NUM_THREADS=n   | threads of a parallel=True kernel's split calls (default: the    |
+|                      | CPU affinity mask; read by the kernel's entry on each split call) |
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from compiler import config, frontend, progress
-from compiler.backend import jit as native, kernel, passes
+from compiler.backend import jit as native, kernel, parallel, passes
 from compiler.backend.target import Target
 from compiler.errors import (CompileError, InternalCompilerError, TransformArgumentError,
                              internal_error_message)
@@ -173,6 +173,7 @@ class Artifacts:
     errors: list[ErrorSite] = field(default_factory=list)   # status ERROR_BASE + i raises errors[i]
     random: bool = False         # takes the call's key after the symbols (docs/abi.md)
     library: list[str] = field(default_factory=list)   # BLAS/LAPACK routines it may call
+    parallel: str = ""           # parallel=True: how calls are split over threads, or why not
     _asm: str | None = field(default=None, repr=False)
 
     @property
@@ -201,9 +202,30 @@ def optimize_ir(fn: Function) -> Function:
     return run(window_loops, fn, name="windows")
 
 
-def codegen(fn: Function, name: str, target: Target, *, fastmath: bool = False) -> str:
-    """Optimized IR -> LLVM IR text exporting the C-ABI entry point `name`."""
-    return run(lambda f: kernel.build_module(f, name, target, fastmath=fastmath), fn, name="codegen")
+def codegen(fn: Function, name: str, target: Target, *, fastmath: bool = False,
+            split: parallel.Plan | None = None) -> str:
+    """Optimized IR -> LLVM IR text exporting the C-ABI entry point `name` (with `split`, an
+    entry running slices of the rows on threads: backend/parallel.py)."""
+    return run(lambda f: kernel.build_module(f, name, target, fastmath=fastmath, split=split), fn,
+               name="codegen")
+
+
+def parallel_plan(optimized: Function, name: str) -> tuple[parallel.Plan | None, str]:
+    """``parallel=True``: the split of the calls of the optimized function over its rows, or
+    None and why it runs serially (logged at AOTX_DEBUG=1)."""
+    symbols = kernel.symbols_of(optimized)
+    plan = parallel.analyze(optimized, symbols)
+    if isinstance(plan, parallel.Plan):
+        why = parallel.refuse_layout(optimized, symbols)
+        if why is None:
+            text = (f"parallel=True: calls split over the rows '{plan.symbol}' from "
+                    f"{2 * plan.min_rows} rows (at least {plan.min_rows} a thread)")
+            progress.note(f"{name}: {text}")
+            return plan, text
+        plan = why
+    text = f"parallel=True: runs serially: {plan}"
+    progress.note(f"{name}: {text}")
+    return None, text
 
 
 def compile_llvm(llvm_ir: str, target: Target, *, want_asm: bool = False) -> NativeCode:
@@ -215,16 +237,20 @@ def compile_llvm(llvm_ir: str, target: Target, *, want_asm: bool = False) -> Nat
     return NativeCode(str(module), obj, asm)
 
 
-def compile_ir(fn: Function, name: str, target: Target, *, fastmath: bool = False) -> Artifacts:
-    """IR after the transforms -> optimized native object code."""
+def compile_ir(fn: Function, name: str, target: Target, *, fastmath: bool = False,
+               parallel: bool = False) -> Artifacts:
+    """IR after the transforms -> optimized native object code (`parallel`: split calls
+    over the rows when the IR allows: backend/parallel.py)."""
     optimized = optimize_ir(fn)
-    llvm_ir = codegen(optimized, name, target, fastmath=fastmath)
+    split, how = parallel_plan(optimized, name) if parallel else (None, "")
+    llvm_ir = codegen(optimized, name, target, fastmath=fastmath, split=split)
     code = compile_llvm(llvm_ir, target)
     with _STATS_LOCK:
         STATS["llvm_compilations"] += 1
     return Artifacts(name, fn, optimized, llvm_ir, code.llvm_optimized, code.object, target,
                      kernel.symbols_of(optimized), kernel.error_sites(optimized),
-                     kernel.uses_random(optimized), kernel.library_routines(llvm_ir, name))
+                     kernel.uses_random(optimized), kernel.library_routines(llvm_ir, name),
+                     parallel=how)
 
 
 def load(artifacts: Artifacts) -> native.LoadedObject:

@@ -30,7 +30,7 @@ import numpy as np
 
 from compiler import cache, config, pipeline, progress
 from compiler.api import callbacks, display, pickling
-from compiler.backend import pyentry
+from compiler.backend import parallel, pyentry
 from compiler.backend import target as targets
 from compiler.function import trampoline
 from compiler.function.trampoline import raise_pending
@@ -38,7 +38,7 @@ from compiler.errors import CompileError, InternalCompilerError, user_facing
 from compiler.frontend import pytrees
 from compiler.frontend.values import Alias, Closure, Reject, Strided, Weak
 from compiler.ir.printer import format_function
-from compiler.ir import types
+from compiler.ir import dims, types
 from compiler.ir.types import TensorType, canonical_dtype
 from compiler.signature import parse_signature
 from runtime import interop
@@ -98,7 +98,8 @@ class Specialization:
             return
         with progress.compiling(what) as record:
             with self._probe.recording(), config.boundscheck_scope(self.boundscheck):
-                self.program = kernel.trace(abstract_args, abstract_kwargs, updates=True)
+                self.program = _trace_rows(kernel, abstract_args, abstract_kwargs) if kernel.parallel \
+                    else kernel.trace(abstract_args, abstract_kwargs, updates=True)
             # the results (the new values of updated arguments come after them)
             out_types = self.program.function.out_types
             self.out_types = [str(t) for t in out_types[:len(out_types) - len(self.program.updates)]]
@@ -114,7 +115,8 @@ class Specialization:
         fn = self.program.function
         with trampoline.recording_sites() as host_sites:
             self.artifacts = pipeline.compile_ir(fn, self.symbol, targets.host(),
-                                                 fastmath=self.kernel.fastmath)
+                                                 fastmath=self.kernel.fastmath,
+                                                 parallel=self.kernel.parallel)
         self.object = self.artifacts.object
         loaded = pipeline.load(self.artifacts)
         if host_sites:                       # the host callbacks' entries live as long as the code
@@ -141,9 +143,11 @@ class Specialization:
         if self.artifacts is None:
             if self.program.function is None:
                 with config.boundscheck_scope(self.boundscheck):
-                    self.program = self.kernel.trace(*self.abstract, updates=True)
+                    self.program = _trace_rows(self.kernel, *self.abstract) if self.kernel.parallel \
+                        else self.kernel.trace(*self.abstract, updates=True)
             self.artifacts = pipeline.compile_ir(self.program.function, self.symbol, targets.host(),
-                                                 fastmath=self.kernel.fastmath)
+                                                 fastmath=self.kernel.fastmath,
+                                                 parallel=self.kernel.parallel)
         return self.artifacts
     # ---- end of the compile/load path ------------------------------------------------------
 
@@ -178,6 +182,32 @@ class Specialization:
         return Lowered(*display.stage_texts(format_function(self.program.frontend_ir, with_locs=True),
                                             format_function(a.ir_optimized), a.llvm, a.llvm_optimized, a.asm),
                        name=display.call_text(self.kernel, *self.abstract), signature=outs)
+
+
+def _trace_rows(kernel: "Kernel", abstract_args: tuple, abstract_kwargs: dict) -> pipeline.Program:
+    """``parallel=True``: the kernel staged with its rows symbolic, so that one compiled code
+    serves every slice of them (compiler/backend/parallel.py): the largest leading dim of the
+    array arguments (the first of equal ones: a batch, not the weights of ``predict(w, x)``),
+    in every array argument that leads with that size, becomes the symbol ``rows``. When
+    there is no such dim (or it is symbolic already), or the function does not stage with it,
+    the kernel is staged as given."""
+    leaves, tree = pytrees.flatten((abstract_args, abstract_kwargs),
+                                   is_leaf=lambda x: isinstance(x, (TensorType, Weak, Alias)))
+    arrays = [x for x in leaves if isinstance(x, TensorType) and x.shape]
+    sizes = [x.shape[0] for x in arrays if isinstance(x.shape[0], int)]
+    size = max(sizes) if sizes and len(sizes) == len(arrays) else None
+    shared = any(isinstance(x, (Alias, Strided)) for x in leaves)    # arrays passed twice, overlapping
+    if isinstance(size, int) and size > 1 and not shared:
+        rows = dims.Sym(parallel.ROWS)
+        swapped = [TensorType(x.dtype, (rows, *x.shape[1:]))
+                   if isinstance(x, TensorType) and x.shape and x.shape[0] == size else x for x in leaves]
+        args, kwargs = pytrees.unflatten(tree, swapped)
+        try:
+            return kernel.trace(tuple(args), kwargs, updates=True)
+        except (CompileError, InternalCompilerError) as e:
+            progress.note(f"{kernel.__name__}: parallel=True: runs serially: the function does not "
+                          f"compile for any number of rows ({str(e).splitlines()[0]})")
+    return kernel.trace(abstract_args, abstract_kwargs, updates=True)
 
 
 def _scalarize(a: np.ndarray) -> Any:
@@ -815,7 +845,10 @@ def jit(fn: Callable[..., Any] | None = None, *, signature: str | None = None,
     """Compile `fn` to a native kernel (lazily per signature, or now with `signature=`).
 
     ``boundscheck=True`` makes run-time indices that are out of range raise IndexError
-    (default: AOTX_BOUNDSCHECK, else they are clamped)."""
+    (default: AOTX_BOUNDSCHECK, else they are clamped). ``parallel=True`` splits a large call
+    of a kernel that computes its results row by row over threads (AOTX_NUM_THREADS, else the
+    CPUs of the affinity mask); any other kernel runs serially, and AOTX_DEBUG=1 says why
+    (docs/guide.md, "Multithreading")."""
     options: dict[str, Any] = dict(signature=signature, static_argnums=static_argnums,
                                    fastmath=fastmath, parallel=parallel, cache=cache, name=name,
                                    boundscheck=boundscheck)

@@ -169,7 +169,7 @@ def _link(cc: list[str], kernels: list[BuiltKernel], lib: Path, table_sha256: st
                          f"__attribute__((used)) static const char aotx_manifest_sha256[] =\n"
                          f"    \"{EMBED_PREFIX.decode()}{table_sha256}\";\n")
         out_tmp = Path(tmp) / lib.name
-        cmd = [*cc, "-shared", "-fPIC", "-o", str(out_tmp), *objs, str(stamp), "-lm"]
+        cmd = [*cc, "-shared", "-fPIC", "-o", str(out_tmp), *objs, str(stamp), "-lm", "-pthread"]
         if sys.platform.startswith("linux"):
             cmd.insert(-1, "-Wl,-z,noexecstack")
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)

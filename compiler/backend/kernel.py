@@ -11,7 +11,7 @@ import re
 
 from llvmlite import ir as ll
 
-from compiler.backend import library
+from compiler.backend import library, parallel
 from compiler.backend.codegen import I64T, PTR, Buffer, Codegen, memory_type
 from compiler.backend.target import Target
 from compiler.ir import dims
@@ -53,8 +53,10 @@ def library_routines(llvm_ir: str, name: str) -> list[str]:
     return library.routines(llvm_ir, name)
 
 
-def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = False) -> str:
-    """LLVM IR text for `fn`, exported as `name`."""
+def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = False,
+                 split: parallel.Plan | None = None) -> str:
+    """LLVM IR text for `fn`, exported as `name` (with `split`, an entry that runs slices of
+    the rows on several threads: backend/parallel.py)."""
     module = ll.Module(name)
     syms = symbols_of(fn)
     n_in, n_out = len(fn.in_types), len(fn.out_types)
@@ -78,7 +80,12 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
     cg.check_sizes(fn.body)
     cg.lower_block(fn.body, ins, outs)
     cg.finish()
-    _emit_entry(module, impl, name, n_in, n_out, n_words)
+    if split is None or "windows" in target.triple:      # POSIX threads only
+        _emit_entry(module, impl, name, n_in, n_out, n_words)
+    else:
+        parallel.emit_entry(module, impl, name, fn, split, syms, n_words,
+                            [t.dtype.itemsize for t in list(fn.in_types) + list(fn.out_types)],
+                            "linux" in target.triple)
     text = _loop_ids(str(module))
     # a string attribute llvmlite cannot attach: use the host's full vector width
     attrs = f'"prefer-vector-width"="{target.vector_bits}" "min-legal-vector-width"="0"'
