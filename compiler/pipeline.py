@@ -173,6 +173,8 @@ class Artifacts:
     errors: list[ErrorSite] = field(default_factory=list)   # status ERROR_BASE + i raises errors[i]
     random: bool = False         # takes the call's key after the symbols (docs/abi.md)
     library: list[str] = field(default_factory=list)   # BLAS/LAPACK routines it may call
+    # updated arguments written where they live: their pointer is also their output's
+    in_place: list[int] = field(default_factory=list)
     _asm: str | None = field(default=None, repr=False)
 
     @property
@@ -201,9 +203,12 @@ def optimize_ir(fn: Function) -> Function:
     return run(window_loops, fn, name="windows")
 
 
-def codegen(fn: Function, name: str, target: Target, *, fastmath: bool = False) -> str:
-    """Optimized IR -> LLVM IR text exporting the C-ABI entry point `name`."""
-    return run(lambda f: kernel.build_module(f, name, target, fastmath=fastmath), fn, name="codegen")
+def codegen(fn: Function, name: str, target: Target, *, fastmath: bool = False,
+            updates: Sequence[int] = ()) -> str:
+    """Optimized IR -> LLVM IR text exporting the C-ABI entry point `name` (`updates`: the
+    arguments whose new values are the last results, backend/inplace.py)."""
+    return run(lambda f: kernel.build_module(f, name, target, fastmath=fastmath, updates=updates),
+               fn, name="codegen")
 
 
 def compile_llvm(llvm_ir: str, target: Target, *, want_asm: bool = False) -> NativeCode:
@@ -215,16 +220,18 @@ def compile_llvm(llvm_ir: str, target: Target, *, want_asm: bool = False) -> Nat
     return NativeCode(str(module), obj, asm)
 
 
-def compile_ir(fn: Function, name: str, target: Target, *, fastmath: bool = False) -> Artifacts:
+def compile_ir(fn: Function, name: str, target: Target, *, fastmath: bool = False,
+               updates: Sequence[int] = ()) -> Artifacts:
     """IR after the transforms -> optimized native object code."""
     optimized = optimize_ir(fn)
-    llvm_ir = codegen(optimized, name, target, fastmath=fastmath)
+    llvm_ir = codegen(optimized, name, target, fastmath=fastmath, updates=updates)
     code = compile_llvm(llvm_ir, target)
     with _STATS_LOCK:
         STATS["llvm_compilations"] += 1
     return Artifacts(name, fn, optimized, llvm_ir, code.llvm_optimized, code.object, target,
                      kernel.symbols_of(optimized), kernel.error_sites(optimized),
-                     kernel.uses_random(optimized), kernel.library_routines(llvm_ir, name))
+                     kernel.uses_random(optimized), kernel.library_routines(llvm_ir, name),
+                     in_place=kernel.in_place(optimized, updates))
 
 
 def load(artifacts: Artifacts) -> native.LoadedObject:
