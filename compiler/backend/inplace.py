@@ -19,6 +19,9 @@ write of another element:
   reversed or transposed read of ``x`` inside the loop (``np.roll(u, 1)``, ``u[::-1]``,
   ``u.T``) keeps the copy.
 
+A new value that is also returned (``u += 1; return u``) is computed in ``x``'s buffer and
+copied into the result's at the end of the call (``Codegen.lower_block``'s `assign`).
+
 Nothing is written in place in a kernel with checks or host calls (``effects``): a failing
 check returns an error after some elements were written, where NumPy's statement would not
 have written any.
@@ -57,9 +60,13 @@ def plan_arguments(fn: Function, updates: Sequence[int]) -> ArgumentPlan:
     if not updates or any(op.prim.effects for op in body.walk()):
         return plan
     first = len(body.results) - len(updates)
-    pairs = [(i, first + k) for k, i in enumerate(updates)
-             if body.args[i].type == body.results[first + k].type
-             and body.results.count(body.results[first + k]) == 1]
+    pairs: list[tuple[int, int]] = []
+    taken: set[Value] = set()             # a value written in place into one argument only
+    for k, i in enumerate(updates):
+        new = body.results[first + k]
+        if body.args[i].type == new.type and new not in taken:
+            pairs.append((i, first + k))
+            taken.add(new)
     if not pairs:
         return plan
     carried = plan_block(body, pairs)

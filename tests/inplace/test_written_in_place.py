@@ -227,3 +227,21 @@ def test_built_library_writes_in_place(tmp_path):
     np.testing.assert_allclose(m, want, rtol=1e-13)
     with pytest.raises(ValueError, match="share memory"):
         lib.axpy(a[1:], a[:-1], c[1:], 2.0)
+
+
+def bump_and_return(u, v):
+    u += v
+    return u
+
+
+def test_an_update_that_is_also_returned_is_written_in_place():
+    kernel = jit(bump_and_return)
+    u, v = RNG.normal(size=(3, 4)), RNG.normal(size=4)
+    for _ in range(2):                            # the checked path, then the native entry
+        got, want = u.copy(), u.copy()
+        result = kernel(got, v)
+        want_result = bump_and_return(want, v)
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+        np.testing.assert_allclose(result, want_result, rtol=1e-13)
+        assert not np.shares_memory(result, got)  # a new array, as every kernel result
+    assert in_place(kernel) == {(0,)}
