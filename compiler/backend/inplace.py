@@ -37,10 +37,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from compiler.backend.carries import COPY, IN_PLACE, PASS, plan_block
+from compiler.backend.carries import COPY, IN_PLACE, PASS, CarryPlan, plan_block
 from compiler.backend.fusion import Evaluation, schedule
-from compiler.ir.core import Function, Value
+from compiler.ir.core import Block, Function, Value
 from compiler.ir.primitive import ELEMENTWISE
+from compiler.primitives import ops
+
+_UPDATES = (ops.dynamic_update_slice_p, ops.update_slice_p, ops.scatter_p)
 
 
 @dataclass
@@ -70,7 +73,7 @@ def plan_arguments(fn: Function, updates: Sequence[int]) -> ArgumentPlan:
     if not pairs:
         return plan
     carried = plan_block(body, pairs)
-    plan.force = set(carried.force)
+    plan.force = _values_before_updates(body, pairs, carried) or set(carried.force)
     for (a, r), mode, chain in zip(pairs, carried.modes, carried.chains):
         if mode == PASS:
             plan.pairs[r] = a
@@ -85,6 +88,41 @@ def plan_arguments(fn: Function, updates: Sequence[int]) -> ArgumentPlan:
                 plan.pairs[r] = a
                 plan.assign[body.results[r]] = a
     return plan
+
+
+def _values_before_updates(body: Block, pairs: Sequence[tuple[int, int]], carried: CarryPlan
+                           ) -> set[Value] | None:
+    """When the chains need readers materialized (``u[1:-1] += c * (u[:-2] - 2 * u[1:-1] +
+    u[2:])`` reads shifted windows of ``u``), materializing each update's other operands (the
+    new window, the indices) instead costs one temporary of the window, not one per reader:
+    that set, if every other read of each link's old value is then evaluated before the
+    update; else None (the readers plan_block chose)."""
+    if not carried.force:
+        return None
+    force: set[Value] = set()
+    for mode, chain in zip(carried.modes, carried.chains):
+        if mode != IN_PLACE:
+            continue
+        for v in chain:
+            if v.op is None or v.op.prim not in _UPDATES:
+                return None
+            force.update(v.op.operands[1:])
+    evaluation = Evaluation(schedule(body, force))
+    for (a, _), mode, chain in zip(pairs, carried.modes, carried.chains):
+        if mode != IN_PLACE:
+            continue
+        prev = body.args[a]
+        for v in chain:
+            update = v.op
+            assert update is not None
+            at = evaluation.place[update]
+            for reader, slot in evaluation.users.get(prev, []):
+                if reader is update and slot == 0:
+                    continue
+                if not all(p < at for p in evaluation.places(reader)):
+                    return None
+            prev = v
+    return force
 
 
 def _elementwise_in_place(arg: Value, res: Value, evaluation: Evaluation) -> bool:

@@ -60,6 +60,19 @@ def minus_first(u):
     u -= u[0]
 
 
+def stencil(u, c):
+    u[1:-1] += c * (u[:-2] - 2 * u[1:-1] + u[2:])
+
+
+def shift_right(u):
+    u[1:] = u[:-1]
+
+
+def zero_the_max(u):
+    u[np.argmax(u)] = 0.0
+    u[::3] *= 2
+
+
 def update_and_return_old(u):
     old = u.copy()
     u += 1
@@ -68,7 +81,7 @@ def update_and_return_old(u):
 
 KERNELS = {f.__name__: jit(f) for f in (axpy, step, scale_shift, rows, rows_from_previous, plus_roll,
                                          plus_transpose, reversed_twice, minus_sum, minus_first,
-                                         update_and_return_old)}
+                                         update_and_return_old, stencil, shift_right, zero_the_max)}
 
 
 def in_place(kernel) -> set[tuple[int, ...]]:
@@ -114,9 +127,17 @@ def test_integer_updates_and_the_row_loop_are_written_in_place():
 
 
 @pytest.mark.parametrize("name", ["rows_from_previous", "plus_roll", "reversed_twice",
-                                  "minus_sum", "minus_first", "update_and_return_old"])
+                                  "minus_sum", "minus_first", "update_and_return_old",
+                                  "shift_right", "zero_the_max"])
 def test_reads_of_other_elements_of_the_old_value_give_numpys_result(name):
     run_both(name, RNG.normal(size=(9, 4)) if name == "rows_from_previous" else RNG.normal(size=11))
+
+
+def test_slice_updates_reading_shifted_windows_are_written_in_place():
+    """``u[1:-1] += ...u[:-2]...u[2:]``: the new window is computed first, then written where
+    u lives (no output, no copy back)."""
+    for dtype in (np.float64, np.float32):
+        assert in_place(run_both("stencil", RNG.normal(size=23).astype(dtype), 0.25)) == {(0,)}
 
 
 def test_a_transposed_read_keeps_the_copy():
