@@ -241,6 +241,13 @@ def test_built_library_writes_in_place(tmp_path):
         lib.axpy(view(got), b[:view(got).size], c[:view(got).size], 2.0)
         axpy(view(want), b[:view(want).size], c[:view(want).size], 2.0)
         np.testing.assert_allclose(got, want, rtol=1e-13)
+    native = lib.axpy.native                     # a caller passing its own output buffer
+    unaware = NativeKernel(native.name, native.address, native.inputs, native.outputs, native.symbols,
+                           keepalive=native._keepalive, updates=native.updates)
+    got, want = a.copy(), a.copy()
+    unaware(got, b, c, 2.0)
+    axpy(want, b, c, 2.0)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
     m = RNG.normal(size=(5, 5))
     want = m.copy()
     lib.plus_transpose(m)
