@@ -32,7 +32,7 @@ from compiler.backend import target as targets
 from compiler.backend.aot import (EMIT_KINDS, BuildError, BuildResult, BuiltKernel, Library, c_identifier,
                                   find_cc, required_features, write_library)
 from compiler.function.trampoline import check_buildable
-from compiler.backend.kernel import error_sites, library_routines, symbols_of, uses_random
+from compiler.backend.kernel import error_sites, in_place, library_routines, symbols_of, uses_random
 from compiler.backend.workspace import has_workspace
 from compiler.errors import CompileError, SourceLoc, source_excerpt
 from compiler.ir.printer import format_function
@@ -224,7 +224,8 @@ def _prepare(name: str, symbol: str, kernel: Kernel, target: targets.Target, wan
     check_buildable(fn, name)
     optimized = pipeline.optimize_ir(fn)
     split, how = pipeline.parallel_plan(optimized, name) if kernel.parallel else (None, "")
-    llvm_ir = pipeline.codegen(optimized, symbol, target, fastmath=kernel.fastmath, split=split)
+    llvm_ir = pipeline.codegen(optimized, symbol, target, fastmath=kernel.fastmath, split=split,
+                               updates=program.updates)
     names = fn.arg_names or [f"arg{i}" for i in range(len(fn.in_types))]
     ins = [parse_spec(n, str(t)).to_json() for n, t in zip(names, fn.in_types)]
     n_results = len(optimized.out_types) - len(program.updates)
@@ -232,6 +233,7 @@ def _prepare(name: str, symbol: str, kernel: Kernel, target: targets.Target, wan
     outs = [parse_spec(n, str(t)).to_json() for n, t in zip(out_names, optimized.out_types)]
     info = {"name": name, "symbol": symbol, "inputs": ins, "outputs": outs,
             "updates": list(program.updates), "contiguous": list(program.contiguous),
+            "in_place": in_place(optimized, program.updates),
             "symbols": symbols_of(optimized), "result": _result_tree(name, program),
             "errors": [e.to_json() for e in error_sites(optimized)],
             "random": uses_random(optimized),

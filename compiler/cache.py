@@ -473,6 +473,10 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
         if not isinstance(contiguous, list) or not all(type(i) is int for i in contiguous) \
                 or not set(contiguous) <= set(updates):
             raise ValueError(f"contiguous {contiguous!r}")
+        in_place = meta.get("in_place", [])     # written where they live (backend/inplace.py)
+        if not isinstance(in_place, list) or not all(type(i) is int for i in in_place) \
+                or not set(in_place) <= set(updates):
+            raise ValueError(f"in_place {in_place!r}")
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as e:
         raise BadEntry(f"meta.json does not describe a kernel ({type(e).__name__}: {e})") from None
     problem = object_problem(obj, target.triple)
@@ -484,7 +488,8 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
     except (RuntimeError, KeyError, ValueError, OSError) as e:
         raise BadEntry(f"object.o does not load ({e})") from None
     native = NativeKernel(name, address, inputs, outputs, symbols, keepalive=loaded, errors=errors,
-                          random=random, updates=updates, contiguous=contiguous)
+                          random=random, updates=updates, contiguous=contiguous,
+                          in_place=in_place)
     return Restored(meta, obj, out_tree, out_types, native)
 
 
@@ -679,6 +684,7 @@ class Probe:
                     "errors": [e.to_json() for e in spec.native.errors],
                     "random": spec.native.random, "updates": list(spec.native.updates),
                     "contiguous": list(spec.native.contiguous),
+                    "in_place": list(spec.native.in_place),
                     "routines": list(spec.artifacts.library) if spec.artifacts is not None else [],
                     "out_tree": tree_to_json(spec.program.out_tree), "deps": deps,
                     "signature": ", ".join(a.type_text for a in spec.native.inputs),

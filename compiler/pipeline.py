@@ -174,6 +174,8 @@ class Artifacts:
     random: bool = False         # takes the call's key after the symbols (docs/abi.md)
     library: list[str] = field(default_factory=list)   # BLAS/LAPACK routines it may call
     parallel: str = ""           # parallel=True: how calls are split over threads, or why not
+    # updated arguments written where they live: their pointer is also their output's
+    in_place: list[int] = field(default_factory=list)
     _asm: str | None = field(default=None, repr=False)
 
     @property
@@ -203,11 +205,12 @@ def optimize_ir(fn: Function) -> Function:
 
 
 def codegen(fn: Function, name: str, target: Target, *, fastmath: bool = False,
-            split: parallel.Plan | None = None) -> str:
+            split: parallel.Plan | None = None, updates: Sequence[int] = ()) -> str:
     """Optimized IR -> LLVM IR text exporting the C-ABI entry point `name` (with `split`, an
-    entry running slices of the rows on threads: backend/parallel.py)."""
-    return run(lambda f: kernel.build_module(f, name, target, fastmath=fastmath, split=split), fn,
-               name="codegen")
+    entry running slices of the rows on threads: backend/parallel.py; `updates`: the
+    arguments whose new values are the last results, backend/inplace.py)."""
+    return run(lambda f: kernel.build_module(f, name, target, fastmath=fastmath, split=split,
+                                             updates=updates), fn, name="codegen")
 
 
 def parallel_plan(optimized: Function, name: str) -> tuple[parallel.Plan | None, str]:
@@ -238,19 +241,20 @@ def compile_llvm(llvm_ir: str, target: Target, *, want_asm: bool = False) -> Nat
 
 
 def compile_ir(fn: Function, name: str, target: Target, *, fastmath: bool = False,
-               parallel: bool = False) -> Artifacts:
+               parallel: bool = False, updates: Sequence[int] = ()) -> Artifacts:
     """IR after the transforms -> optimized native object code (`parallel`: split calls
-    over the rows when the IR allows: backend/parallel.py)."""
+    over the rows when the IR allows: backend/parallel.py; `updates`: the arguments whose new
+    values are the last results)."""
     optimized = optimize_ir(fn)
     split, how = parallel_plan(optimized, name) if parallel else (None, "")
-    llvm_ir = codegen(optimized, name, target, fastmath=fastmath, split=split)
+    llvm_ir = codegen(optimized, name, target, fastmath=fastmath, split=split, updates=updates)
     code = compile_llvm(llvm_ir, target)
     with _STATS_LOCK:
         STATS["llvm_compilations"] += 1
     return Artifacts(name, fn, optimized, llvm_ir, code.llvm_optimized, code.object, target,
                      kernel.symbols_of(optimized), kernel.error_sites(optimized),
                      kernel.uses_random(optimized), kernel.library_routines(llvm_ir, name),
-                     parallel=how)
+                     parallel=how, in_place=kernel.in_place(optimized, updates))
 
 
 def load(artifacts: Artifacts) -> native.LoadedObject:

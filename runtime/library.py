@@ -65,7 +65,8 @@ class LibraryKernel:
                                    errors=[ErrorSite.from_json(e) for e in info.get("errors", [])],
                                    random=info.get("random", False) is True,
                                    updates=_updates(info.get("updates", []), len(ins), len(outs)),
-                                   contiguous=_contiguous(info.get("contiguous", []), info.get("updates", [])))
+                                   contiguous=_contiguous(info.get("contiguous", []), info.get("updates", [])),
+                                   in_place=_in_place(info.get("in_place", []), info.get("updates", [])))
         self.library_filled = 0      # how many of its BLAS/LAPACK pointers were set at load
         self._result = info.get("result", {"tuple": [trees.LEAF] * (len(outs) - len(self.native.updates))})
         self.__signature__ = inspect.Signature(
@@ -126,7 +127,8 @@ def _native_entry(kernel: LibraryKernel) -> Any:
                 [(s.dtype, tuple(s.dims)) for s in native.outputs], fallback=fallback,
                 on_error=on_error, wrap=None if result == trees.LEAF and n_results == 1
                 or result is None and n_results == 0 else wrap,
-                keepalive=native._keepalive, symbols=native.symbols, updates=native.updates)
+                keepalive=native._keepalive, symbols=native.symbols, updates=native.updates,
+                in_place=native.in_place)
 
 
 def _routines(value: Any) -> list[str]:
@@ -164,6 +166,15 @@ def _contiguous(value: Any, updates: list[int]) -> list[int]:
     """The manifest's "contiguous" (updated inputs written through a reshape), checked."""
     if not isinstance(value, list) or not set(value) <= set(updates):
         raise ValueError(f"bad \"contiguous\" {value!r}")
+    return value
+
+
+def _in_place(value: Any, updates: list[int]) -> list[int]:
+    """The manifest's "in_place" (updated inputs the kernel writes where they live: passed as
+    their new value's output too), checked."""
+    if not isinstance(value, list) or not all(type(i) is int for i in value) \
+            or not set(value) <= set(updates):
+        raise ValueError(f"bad \"in_place\" {value!r}")
     return value
 
 

@@ -5,7 +5,10 @@ A kernel that writes into some of its arguments (``x += y``, ``x[1:-1] = ...``
 under plain ``jit``: docs/guide.md, "In-place updates of arguments") lists
 them in ``updates``: its last results are their new values, which
 :meth:`NativeKernel.__call__` copies into the caller's arrays after a
-successful call (a strided array is updated in place, not a contiguous copy).
+successful call (a strided array is updated in place, not a contiguous copy). The
+kernel computes those in ``in_place`` in the argument's own buffer (compiler/backend/
+inplace.py): the argument is passed as that output too, and only a converted copy of it
+(another dtype's byte order, a non-contiguous array) is copied back.
 Before anything runs, an updated argument must be a writeable ndarray of the
 kernel's dtype that shares no memory with another argument.
 """
@@ -127,7 +130,7 @@ class NativeKernel:
     def __init__(self, name: str, address: int, inputs: Sequence[ArgSpec], outputs: Sequence[ArgSpec],
                  symbols: Sequence[str], keepalive: Any = None, errors: Sequence[ErrorSite] = (),
                  random: bool = False, updates: Sequence[int] = (),
-                 contiguous: Sequence[int] = ()) -> None:
+                 contiguous: Sequence[int] = (), in_place: Sequence[int] = ()) -> None:
         self.name = name
         self.address = address
         self.inputs = list(inputs)
@@ -141,6 +144,10 @@ class NativeKernel:
         # of those, the ones written through a reshape: NumPy's reshape is a view (so the
         # write reaches the caller's array) only of a C-contiguous array
         self.contiguous = tuple(int(i) for i in contiguous)
+        # of those, the ones the kernel writes where they live: the argument (the caller's
+        # array, or its converted copy) is passed as its new value's output too, and needs no
+        # copy afterwards unless it was converted (docs/abi.md)
+        self.in_place = tuple(int(i) for i in in_place)
         self._fn = KERNEL_CFUNC(address)
         self._keepalive = keepalive
 
@@ -163,6 +170,10 @@ class NativeKernel:
         # a negative size: the kernel's own checks raise NumPy's error at the user's line
         negative = any(n < 0 for shape in shapes for n in shape)
         outs = [np.empty(tuple(max(n, 0) for n in shape), dtype=s.dtype) for shape, s in zip(shapes, self.outputs)]
+        first = len(outs) - len(self.updates)
+        for k, i in enumerate(self.updates):
+            if i in self.in_place:              # written where the argument lives
+                outs[first + k] = arrays[i]
         # fresh pointer arrays per call: a kernel may be called from several threads
         in_ptrs = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
         out_ptrs = (ctypes.c_void_p * max(len(outs), 1))(*[o.ctypes.data for o in outs])
@@ -232,8 +243,8 @@ def write_back(outs: list[np.ndarray], args: Sequence[Any], updates: Sequence[in
         return outs
     n = len(outs) - len(updates)
     for k, i in enumerate(updates):
-        if not isinstance(args[i], np.ndarray):        # a 0-d scalar: NumPy rebinds it
-            continue
+        if not isinstance(args[i], np.ndarray) or outs[n + k] is args[i]:
+            continue               # a 0-d scalar (NumPy rebinds it), or written where it lives
         np.copyto(args[i], outs[n + k].reshape(args[i].shape), casting="no"
                   if args[i].dtype == outs[n + k].dtype else "equiv")
     return outs[:n]

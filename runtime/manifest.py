@@ -21,6 +21,9 @@ Written by ``aotx build`` next to ``MODULE.so`` and ``MODULE.h``::
                                                      # caller copies into them (x += y)
                    "contiguous": [],                 # of those, the ones that must be
                                                      # C-contiguous (written through a reshape)
+                   "in_place": [0],                  # of those, the ones the kernel writes
+                                                     # where they live: pass the input's
+                                                     # pointer as its new value's output too
                    "errors": [{"error": "IndexError", "message": "...", "dims": ["n"],
                                "where": "physics.py:12"}],   # status 16 + i (runtime/abi.py)
                    "result": ...,                    # structure (runtime/trees.py)

@@ -116,7 +116,8 @@ class Specialization:
         with trampoline.recording_sites() as host_sites:
             self.artifacts = pipeline.compile_ir(fn, self.symbol, targets.host(),
                                                  fastmath=self.kernel.fastmath,
-                                                 parallel=self.kernel.parallel)
+                                                 parallel=self.kernel.parallel,
+                                                 updates=self.program.updates)
         self.object = self.artifacts.object
         loaded = pipeline.load(self.artifacts)
         if host_sites:                       # the host callbacks' entries live as long as the code
@@ -127,7 +128,8 @@ class Specialization:
         self.native = NativeKernel(self.kernel.__name__, loaded.address(self.artifacts.name), ins, outs,
                                    self.artifacts.symbols, keepalive=loaded, errors=self.artifacts.errors,
                                    random=self.artifacts.random, updates=self.program.updates,
-                                   contiguous=self.program.contiguous)
+                                   contiguous=self.program.contiguous,
+                                   in_place=self.artifacts.in_place)
         self._probe.store(self)
         if self.state.startswith("staged"):   # a deferred one, compiled on its first call
             self.state, self.seconds = "compiled", None
@@ -147,7 +149,8 @@ class Specialization:
                         else self.kernel.trace(*self.abstract, updates=True)
             self.artifacts = pipeline.compile_ir(self.program.function, self.symbol, targets.host(),
                                                  fastmath=self.kernel.fastmath,
-                                                 parallel=self.kernel.parallel)
+                                                 parallel=self.kernel.parallel,
+                                                 updates=self.program.updates)
         return self.artifacts
     # ---- end of the compile/load path ------------------------------------------------------
 
@@ -222,6 +225,8 @@ class _FastPlan:
         self.ok = not native.symbols and not native.random and all(isinstance(d, int) for s in native.inputs + native.outputs
                                              for d in s.dims)
         self.updates = native.updates       # written back after the call (runtime/loader.py)
+        first = len(native.outputs) - len(native.updates)
+        self.in_place = [(first + k, i) for k, i in enumerate(native.updates) if i in native.in_place]
         self.spec = spec
         if not self.ok:
             return
@@ -243,6 +248,8 @@ class _FastPlan:
         if self.updates and not all(arrays[i].flags.writeable for i in self.updates):
             return self.spec.call(arrays)            # the checked path raises the error
         outs = [np.empty(shape, dtype) for dtype, shape in self.outs]
+        for k, i in self.in_place:           # written where the argument lives
+            outs[k] = arrays[i]
         in_ptrs = (ctypes.c_void_p * self.n_in)(*[a.ctypes.data for a in arrays])
         out_ptrs = (ctypes.c_void_p * self.n_out)(*[o.ctypes.data for o in outs])
         status = self.fn(in_ptrs, out_ptrs, self.syms)
@@ -301,7 +308,8 @@ def _native_entry(spec: Specialization) -> Callable[..., Any] | None:
     return pyentry.make_entry(native.address, inputs, outputs, fallback=spec.kernel._dispatch,
                               on_error=on_error,
                               wrap=None if single else wrap, keepalive=native._keepalive,
-                              symbols=native.symbols, updates=native.updates)
+                              symbols=native.symbols, updates=native.updates,
+                              in_place=native.in_place)
 
 
 def _entry_key(args: tuple) -> Any:

@@ -110,6 +110,7 @@ def _variant(key: Any, spec: Any) -> dict[str, Any] | None:
             "symbols": list(native.symbols), "out_types": list(spec.out_types),
             "errors": [e.to_json() for e in native.errors], "random": native.random,
             "updates": list(native.updates), "contiguous": list(native.contiguous),
+            "in_place": list(native.in_place),
             "routines": list(getattr(native._keepalive, "library", ())),
             "out_tree": trees.LEAF}    # checked by cache.restore; the real tree is `out_tree`
     return {"key": key, "fixed": key is None, "abstract": spec.abstract, "meta": meta,

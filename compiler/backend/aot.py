@@ -229,6 +229,9 @@ def _header_preamble(lib: Library, guard: str) -> list[str]:
         " * A function that writes into its arguments (x += y, x[1:-1] = ...: NAME_NUM_UPDATES > 0)",
         " * returns their new values as its last outputs (the manifest's \"updates\"); the",
         " * caller copies each into its argument after a successful call, as runtime.load does.",
+        " * An update written in place (the manifest's \"in_place\") is computed in the input's",
+        " * own buffer: pass the input's pointer as that output too, and there is nothing to copy",
+        " * (another output pointer gets a copy of the new value at the end of the call).",
         " * A kernel that may call BLAS/LAPACK (a large matrix product: NAME_NUM_ROUTINES > 0) has",
         " * a pointer per routine, NAME__ROUTINE (e.g. mod_f__dgemm), NULL until you set it to",
         " * an ILP64 (64-bit integer) Fortran-ABI routine, e.g. mod_f__dgemm = (void *)dgemm_64_;",
@@ -270,6 +273,10 @@ def _declaration(k: BuiltKernel) -> list[str]:
         lines.append(f" *   outputs[{i}]  {a['name']}: {_describe(a['type'])}")
         if i >= first:
             j = updates[i - first]
+            if j in info.get("in_place", []):
+                lines.append(f" *                the new value of inputs[{j}] ({info['inputs'][j]['name']}), "
+                             f"written where it lives: pass inputs[{j}] here too")
+                continue
             lines.append(f" *                the new value of inputs[{j}] ({info['inputs'][j]['name']}), "
                          "which the function updates in place: copy it into that array after a "
                          "successful call")

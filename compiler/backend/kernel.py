@@ -8,11 +8,13 @@ overlap checks.
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 from llvmlite import ir as ll
 
 from compiler.backend import library, parallel
 from compiler.backend.codegen import I64T, PTR, Buffer, Codegen, memory_type
+from compiler.backend.inplace import plan_arguments
 from compiler.backend.target import Target
 from compiler.ir import dims
 from compiler.ir.core import Function, Op
@@ -53,10 +55,21 @@ def library_routines(llvm_ir: str, name: str) -> list[str]:
     return library.routines(llvm_ir, name)
 
 
+def in_place(fn: Function, updates: Sequence[int]) -> list[int]:
+    """The updated arguments (of `updates`, the arguments whose new values are `fn`'s last
+    results) that the kernel writes where they live: the caller passes each one's pointer as
+    its new value's output too (backend/inplace.py)."""
+    plan = plan_arguments(fn, updates)
+    first = len(fn.out_types) - len(updates)
+    return [i for k, i in enumerate(updates) if first + k in plan.pairs]
+
+
 def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = False,
-                 split: parallel.Plan | None = None) -> str:
+                 split: parallel.Plan | None = None, updates: Sequence[int] = ()) -> str:
     """LLVM IR text for `fn`, exported as `name` (with `split`, an entry that runs slices of
-    the rows on several threads: backend/parallel.py)."""
+    the rows on several threads: backend/parallel.py). `updates`: the arguments whose new
+    values are the last results; those of ``in_place(fn, updates)`` are computed in the
+    argument's buffer, and copied into their output only when the caller passed another one."""
     module = ll.Module(name)
     syms = symbols_of(fn)
     n_in, n_out = len(fn.in_types), len(fn.out_types)
@@ -77,8 +90,17 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
 
     ins = [buffer(a, t) for a, t in zip(impl.args[:n_in], fn.in_types)]
     outs = [buffer(a, t) for a, t in zip(impl.args[n_in:n_in + n_out], fn.out_types)]
+    plan = plan_arguments(fn, updates)
+    written = list(outs)                   # where each result is computed
+    for r, a in plan.pairs.items():
+        written[r] = ins[a]
     cg.check_sizes(fn.body)
-    cg.lower_block(fn.body, ins, outs)
+    cg.lower_block(fn.body, ins, written, assign={v: ins[a] for v, a in plan.assign.items()} or None,
+                   force=plan.force)
+    for r, a in sorted(plan.pairs.items()):   # a caller that passed another output: a copy
+        other = cg.b.icmp_unsigned("!=", impl.args[n_in + r], impl.args[a])
+        with cg.b.if_then(other, likely=False):
+            cg.copy(ins[a], outs[r])
     cg.finish()
     if split is None or "windows" in target.triple:      # POSIX threads only
         _emit_entry(module, impl, name, n_in, n_out, n_words)

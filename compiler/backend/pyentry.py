@@ -48,8 +48,9 @@ from runtime import loader
 RELEASE_GIL_BYTES = 1 << 15
 
 #: the table's fixed header, in int64 words (then per argument: kind, and for an array dtype,
-#: itemsize, ndim, dims; per output: dtype, ndim, dims; a dim >= 0 is a size, -(k + 1) the
-#: kernel's symbol k; per updated argument: its index and its new value's output index)
+#: itemsize, ndim, dims; per output: dtype, the argument written in place as that output or -1,
+#: ndim, dims; a dim >= 0 is a size, -(k + 1) the kernel's symbol k; per updated argument: its
+#: index and its new value's output index)
 _KERNEL, _N_IN, _N_OUT, _MODE, _NDARRAY, _FLOAT, _NEW, _RETURN, _N_SYMBOLS, _N_UPDATES = range(10)
 _HEADER = 10
 MODE_RELEASE_GIL, MODE_SINGLE, MODE_SCALAR, MODE_NONE = 1, 2, 4, 8
@@ -306,15 +307,27 @@ out.head:
 out.body:
   %od.i = call i64 @word(ptr %d, i64 %q)
   %od = inttoptr i64 %od.i to ptr
-  call void @Py_IncRef(ptr %od)
-  %q1 = add i64 %q, 1
+  %qa = add i64 %q, 1
+  %alias = call i64 @word(ptr %d, i64 %qa)
+  %q1 = add i64 %q, 2
   %ond = call i64 @word(ptr %d, i64 %q1)
   %ond32 = trunc i64 %ond to i32
-  %q2 = add i64 %q, 2
+  %q2 = add i64 %q, 3
+  %aliased = icmp sge i64 %alias, 0
+  br i1 %aliased, label %out.alias, label %out.fresh
+
+out.alias:
+  %aargp = getelementptr ptr, ptr %args, i64 %alias
+  %aarg = load ptr, ptr %aargp
+  call void @Py_IncRef(ptr %aarg)
+  br label %out.ok
+
+out.fresh:
+  call void @Py_IncRef(ptr %od)
   br label %odim.head
 
 odim.head:
-  %m = phi i64 [0, %out.body], [%m.next, %odim.body]
+  %m = phi i64 [0, %out.fresh], [%m.next, %odim.body]
   %mmore = icmp slt i64 %m, %ond
   br i1 %mmore, label %odim.body, label %out.new
 
@@ -338,9 +351,10 @@ out.new:
   br i1 %anull, label %out.fail, label %out.ok
 
 out.ok:
+  %ao = phi ptr [%a, %out.new], [%aarg, %out.alias]
   %outoslot = getelementptr ptr, ptr %outo, i64 %j
-  store ptr %a, ptr %outoslot
-  %adatap = getelementptr i8, ptr %a, i64 16
+  store ptr %ao, ptr %outoslot
+  %adatap = getelementptr i8, ptr %ao, i64 16
   %adata = load ptr, ptr %adatap
   %outpslot = getelementptr ptr, ptr %outp, i64 %j
   store ptr %adata, ptr %outpslot
@@ -390,7 +404,9 @@ upd.body:
   %usrc = load ptr, ptr %uoutp
   %ubp = getelementptr i64, ptr %inbytes, i64 %uin
   %ub = load i64, ptr %ubp
-  call void @llvm.memmove.p0.p0.i64(ptr %udst, ptr %usrc, i64 %ub, i1 false)
+  %uself = icmp eq ptr %udst, %usrc
+  %ub.c = select i1 %uself, i64 0, i64 %ub
+  call void @llvm.memmove.p0.p0.i64(ptr %udst, ptr %usrc, i64 %ub.c, i1 false)
   %r.next = add i64 %r, 2
   %u.next = add i64 %u, 1
   br label %upd.head
@@ -556,7 +572,8 @@ def make_entry(kernel: int, inputs: Sequence[Input], outputs: Sequence[tuple[np.
                *, fallback: Callable[..., Any], on_error: Callable[..., Any],
                wrap: Callable[..., Any] | None, keepalive: Any,
                symbols: Sequence[str] = (),
-               updates: Sequence[int] = ()) -> Callable[..., Any] | None:
+               updates: Sequence[int] = (),
+               in_place: Sequence[int] = ()) -> Callable[..., Any] | None:
     """A callable ``entry(*args)`` that calls kernel address `kernel` when the arguments are
     exactly `inputs` (KIND_ARRAY: an ndarray of that dtype and shape, C-contiguous; KIND_FLOAT:
     a Python float, passed as a float64 0-d input), with new output arrays of `outputs`;
@@ -567,6 +584,8 @@ def make_entry(kernel: int, inputs: Sequence[Input], outputs: Sequence[tuple[np.
     last ``len(updates)`` outputs are their new values, copied into them after a successful
     call (such an argument must be writeable, and no two array arguments may share memory,
     else the fallback); the other outputs are the results. With one result and `wrap` None it
+    `in_place` lists those the kernel writes where they live: the argument itself is passed
+    as that output (no allocation, no copy). With one result and `wrap` None it
     returns that result (a 0-d one as a NumPy scalar), with no result and `wrap` None it
     returns None, else ``wrap(*results)``. None when this process's CPython or
     NumPy is not laid out as the entry expects, or a symbol is given by no argument dim."""
@@ -601,12 +620,13 @@ def make_entry(kernel: int, inputs: Sequence[Input], outputs: Sequence[tuple[np.
         kind = KIND_UPDATED if i in updates else KIND_ARRAY
         words += [kind, id(dtype), dtype.itemsize, len(dims), *encode(dims)]
         nbytes += size(dtype, dims)
-    for dtype, dims in outputs:
+    first = len(outputs) - len(updates)
+    alias = {first + k: i for k, i in enumerate(updates) if i in in_place}
+    for j, (dtype, dims) in enumerate(outputs):
         dtype = np.dtype(dtype)
         dtypes.append(dtype)
-        words += [id(dtype), len(dims), *encode(dims)]
-        nbytes += size(dtype, dims)
-    first = len(outputs) - len(updates)
+        words += [id(dtype), alias.get(j, -1), len(dims), *encode(dims)]
+        nbytes += size(dtype, dims) if j not in alias else 0
     for k, i in enumerate(updates):
         words += [i, first + k]
     mode = MODE_RELEASE_GIL if nbytes >= RELEASE_GIL_BYTES else 0
