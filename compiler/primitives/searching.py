@@ -233,14 +233,17 @@ def _at(b: Builder, a: Value, i: Value) -> Value:
 def _formula(b: Builder, x: Value, x0: Value, x1: Value, y0: Value, y1: Value, slope: Value,
              ends: list[Value]) -> Value:
     """np.interp's value at x in the interval (x0, y0)-(x1, y1) (all of x's shape; `ends` 0-d:
-    xp[0], xp[-1], fp[-1], left, right), as NumPy computes it: from the left point, from
-    the right one where that gives NaN, y0 where that too is NaN and y0 == y1."""
+    xp[0], xp[-1], fp[-1], left, right), as NumPy computes it: y0 at x = x0 (a query exactly
+    at a knot, whatever the slope: a repeated knot or an infinite value makes it infinite);
+    else from the left point, from the right one where that gives NaN, y0 where that too is
+    NaN and y0 == y1."""
     shape = tuple(x.type.shape)
     xl, xr, last, lo, hi = (_spread(b, e, shape) for e in ends)
     val = ops.add(b, ops.mul(b, slope, ops.sub(b, x, x0)), y0)
     other = ops.add(b, ops.mul(b, slope, ops.sub(b, x, x1)), y1)
     other = ops.select(b, ops.and_(b, ops.isnan(b, other), ops.eq(b, y0, y1)), y0, other)
     val = ops.select(b, ops.isnan(b, val), other, val)
+    val = ops.select(b, ops.eq(b, x, x0), y0, val)
     val = ops.select(b, ops.eq(b, x, xr), last, val)
     val = ops.select(b, ops.lt(b, x, xl), lo, val)
     val = ops.select(b, ops.gt(b, x, xr), hi, val)

@@ -136,3 +136,14 @@ def test_vmap_over_the_sorted_array_and_the_needles() -> None:
     np.testing.assert_array_equal(got, [right(row, v[0]) for row in a])
     got = compiler.vmap(lambda x, xp, fp: np.interp(x, xp, fp))(v, a, a ** 2)
     np.testing.assert_allclose(got, [np.interp(*t) for t in zip(v, a, a ** 2)], rtol=1e-14)
+
+
+def test_interp_at_a_repeated_knot_next_to_an_infinite_value() -> None:
+    """A query exactly at a knot takes that knot's value, as NumPy's interp does, even where
+    the interval's slope is infinite or NaN (repeated knots, infinite samples)."""
+    xp = np.array([0.0, 0.3, 0.3, 0.3, 0.4, 0.4, 0.5, 0.7, 1.0])
+    fp = np.array([1.0, 2.0, -1.0, 0.5, 3.0, np.inf, -np.inf, 2.0, 4.0])
+    for x in (np.repeat(xp, 300), np.tile(xp, 300), np.full(2000, 0.4), np.array([0.3, 0.4, 0.5])):
+        with np.errstate(invalid="ignore"):
+            want = np.interp(x, xp, fp)
+        np.testing.assert_allclose(INTERP(x, xp, fp), want, rtol=1e-14, atol=1e-15)
