@@ -19,6 +19,7 @@ import runtime
 from compiler import Function, jit
 from compiler.build import build
 from runtime import workspace
+from tests.lazy import lazy_jit
 from tests.runtime.subproc import run_python
 
 rng = np.random.default_rng(14)
@@ -60,9 +61,9 @@ def cholesky_sorted(a, x):
     return np.linalg.cholesky(a), np.sort(x)
 
 
-MIXED = jit(mixed, signature="f64[n]")
-CALLBACK = jit(sort_then_callback, signature="f64[n]")
-CHOLESKY = jit(cholesky_sorted, signature="f64[b, 4, 4], f64[n]")
+MIXED = lazy_jit(mixed, signature="f64[n]")
+CALLBACK = lazy_jit(sort_then_callback, signature="f64[n]")
+CHOLESKY = lazy_jit(cholesky_sorted, signature="f64[b, 4, 4], f64[n]")
 
 
 def spd(b: int) -> np.ndarray:

@@ -14,6 +14,7 @@ import pytest
 
 from compiler import errors, grad, hessian, jacfwd, jacrev, jit, jvp, vjp, vmap
 from compiler.backend import target
+from tests.lazy import lazy_jit
 
 RNG = np.random.default_rng(20261126)
 
@@ -232,7 +233,7 @@ def _products(z, w):
     return np.prod(z), np.cumprod(z), np.prod(w, axis=1), np.cumprod(w, axis=0), np.prod(w)
 
 
-_PRODUCTS = {dt: jit(_products, signature=f"{dt}[n], {dt}[n, m]") for dt in ("c64", "c128")}
+_PRODUCTS = {dt: lazy_jit(_products, signature=f"{dt}[n], {dt}[n, m]") for dt in ("c64", "c128")}
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])

@@ -16,6 +16,7 @@ import compiler
 from compiler import grad, hessian, jacrev, jit, vmap
 from compiler.primitives.lu import CHUNK
 from tests import fd
+from tests.lazy import lazy_jit
 
 RNG = np.random.default_rng(20261126)
 EPS64 = np.finfo(np.float64).eps
@@ -72,12 +73,12 @@ def _dets(a):
 DETS = jit(_dets)
 
 
-@jit(signature="f64[n,n], f64[n]")
+@lazy_jit(signature="f64[n,n], f64[n]")
 def solve_symbolic(a, b):
     return np.linalg.solve(a, b)
 
 
-@jit(signature="f64[k,n,n], f64[k,n,m]")
+@lazy_jit(signature="f64[k,n,n], f64[k,n,m]")
 def solve_symbolic_stack(a, b):
     return np.linalg.solve(a, b), np.linalg.det(a)
 

@@ -16,6 +16,7 @@ from llvmlite import ir as ll
 from compiler import jit, vmap
 from compiler.backend.target import host
 from compiler.primitives import quicksort
+from tests.lazy import lazy_jit
 
 rng = np.random.default_rng(12)
 
@@ -33,9 +34,9 @@ def _sort_rows(x):
     return np.sort(x, axis=-1)
 
 
-KERNELS = {np.dtype(d): jit(_sort, signature=f"{np.dtype(d).name}[n]".replace("float", "f")
+KERNELS = {np.dtype(d): lazy_jit(_sort, signature=f"{np.dtype(d).name}[n]".replace("float", "f")
                             .replace("uint", "u").replace("int", "i")) for d in DTYPES}
-rows_k = jit(_sort_rows, signature="f32[m, n]")
+rows_k = lazy_jit(_sort_rows, signature="f32[m, n]")
 vmap_k = jit(vmap(_sort))
 
 
@@ -47,10 +48,10 @@ def _argsort_rows(x):
     return np.argsort(x, axis=-1), np.sort(x, axis=-1, kind="stable")
 
 
-ARGSORTS = {np.dtype(d): jit(_argsort, signature=f"{t}[n]") for d, t in
+ARGSORTS = {np.dtype(d): lazy_jit(_argsort, signature=f"{t}[n]") for d, t in
             [(np.float64, "f64"), (np.float32, "f32"), (np.int64, "i64"), (np.uint64, "u64"),
              (np.int16, "i16"), (np.float16, "f16"), (np.bool_, "bool")]}
-arg_rows_k = jit(_argsort_rows, signature="f64[m, n]")
+arg_rows_k = lazy_jit(_argsort_rows, signature="f64[m, n]")
 arg_vmap_k = jit(vmap(_argsort))
 
 

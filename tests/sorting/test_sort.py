@@ -9,6 +9,7 @@ import pytest
 from compiler import grad, jacfwd, jacrev, jit, vmap
 from compiler.errors import CompileError, DynamicShapeError, UnsupportedError
 from tests import fd
+from tests.lazy import lazy_jit
 
 rng = np.random.default_rng(11)
 
@@ -35,8 +36,8 @@ def _sort_axis(x, axis):
 
 sort_k, stable_k, argsort_k = jit(_sort), jit(_sort_stable), jit(_argsort)
 axis_k = jit(_sort_axis, static_argnums=1)
-sym_sort = jit(_sort_stable, signature="f64[m, n]")
-sym_argsort = jit(_argsort, signature="f32[n]")
+sym_sort = lazy_jit(_sort_stable, signature="f64[m, n]")
+sym_argsort = lazy_jit(_argsort, signature="f32[n]")
 
 
 def _values(dtype, n):
