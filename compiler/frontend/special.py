@@ -325,7 +325,12 @@ def _rel_entr(kl: bool) -> Callable[..., Value]:
         both = ops.and_(b, ops.gt(b, x, zero), ops.gt(b, y, zero))
         sx = ops.select(b, both, x, _c(b, 1.0, x))
         sy = ops.select(b, both, y, _c(b, 1.0, y))
-        val = ops.mul(b, sx, ops.log(b, ops.div(b, sx, sy)))
+        # near x = y, log(x / y) loses the digits of x / y - 1: log1p((x - y) / y) keeps
+        # them (x - y is exact for y / 2 <= x <= 2 y, Sterbenz)
+        near = ops.and_(b, ops.ge(b, ops.add(b, sx, sx), sy), ops.le(b, sx, ops.add(b, sy, sy)))
+        log_ratio = ops.select(b, near, ops.log1p(b, ops.div(b, ops.sub(b, sx, sy), sy)),
+                               ops.log(b, ops.div(b, sx, sy)))
+        val = ops.mul(b, sx, log_ratio)
         if kl:
             val = ops.add(b, ops.sub(b, val, sx), sy)
         at0 = ops.and_(b, ops.eq(b, x, zero), ops.ge(b, y, zero))

@@ -376,3 +376,22 @@ def test_compiling_does_not_import_scipy(tmp_path):
     root = Path(__file__).resolve().parents[2]
     subprocess.run([sys.executable, str(script)], check=True, cwd=root, timeout=120,
                    env={**os.environ, "PYTHONPATH": str(root)})
+
+
+def _rel_entr(x, y):
+    return sp.rel_entr(x, y)
+
+
+_rel_entr_k = compiler.jit(_rel_entr)
+
+
+@pytest.mark.skipif(sp is None, reason="scipy is not installed")
+def test_rel_entr_keeps_its_digits_near_x_equal_y():
+    """x log(x / y) with x close to y: log1p((x - y) / y), within 4 ULP of mpmath."""
+    y = np.geomspace(1e-3, 1e3, 64)
+    x = y * (1 + np.concatenate([np.geomspace(1e-12, 0.4, 32), -np.geomspace(1e-12, 0.4, 32)]))
+    got = _rel_entr_k(x, y)
+    mp.mp.dps = 40
+    want = np.array([float(mp.mpf(a) * mp.log(mp.mpf(a) / mp.mpf(c))) for a, c in zip(x, y)])
+    ulp = np.abs(got - want) / np.spacing(np.abs(want))
+    assert ulp.max() <= 4, ulp.max()
