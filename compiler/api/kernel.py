@@ -74,7 +74,7 @@ class Specialization:
     """One compiled variant of a Kernel: staged program + native code."""
 
     # ---- compile/load path with the on-disk cache (compiler/cache.py; docs/aot.md) ----------
-    def __init__(self, kernel: "Kernel", abstract_args: tuple, abstract_kwargs: dict) -> None:
+    def __init__(self, kernel: "Kernel", abstract_args: tuple[Any, ...], abstract_kwargs: dict[str, Any]) -> None:
         self.kernel, self.abstract = kernel, (abstract_args, abstract_kwargs)
         self.symbol = _symbol_name(kernel.__name__)
         self.artifacts: pipeline.Artifacts | None = None
@@ -173,10 +173,10 @@ class Specialization:
     def entry(self) -> Callable[..., Any] | None:
         """The native entry of this specialization (compiler/backend/pyentry.py), made on
         first use; None when it has none (symbolic dims, updates, a random key, pytrees)."""
-        entry = self.__dict__.get("_entry", False)
+        entry: Callable[..., Any] | None | bool = self.__dict__.get("_entry", False)
         if entry is False:
             entry = self._entry = _native_entry(self)
-        return entry
+        return entry if callable(entry) else None
 
     def lowered(self) -> Lowered:
         a = self._ensure_artifacts()
@@ -187,7 +187,7 @@ class Specialization:
                        name=display.call_text(self.kernel, *self.abstract), signature=outs)
 
 
-def _trace_rows(kernel: "Kernel", abstract_args: tuple, abstract_kwargs: dict) -> pipeline.Program:
+def _trace_rows(kernel: "Kernel", abstract_args: tuple[Any, ...], abstract_kwargs: dict[str, Any]) -> pipeline.Program:
     """``parallel=True``: the kernel staged with its rows symbolic, so that one compiled code
     serves every slice of them (compiler/backend/parallel.py): the largest leading dim of the
     array arguments (the first of equal ones: a batch, not the weights of ``predict(w, x)``),
@@ -312,7 +312,7 @@ def _native_entry(spec: Specialization) -> Callable[..., Any] | None:
                               in_place=native.in_place)
 
 
-def _entry_key(args: tuple) -> Any:
+def _entry_key(args: tuple[Any, ...]) -> Any:
     """The key of the fast paths: (dtype, shape) per array argument, float per Python float;
     None unless every argument is one of those."""
     key: list[Any] = []
@@ -327,7 +327,7 @@ def _entry_key(args: tuple) -> Any:
     return tuple(key)
 
 
-def _windowed(a_args: tuple, a_kwargs: dict, dynamic: list[Any]) -> Any:
+def _windowed(a_args: tuple[Any, ...], a_kwargs: dict[str, Any], dynamic: list[Any]) -> Any:
     """The arguments with arrays that overlap (without being the same array) replaced by
     Strided views of one window of memory per group, the windows appended to the dynamic
     arrays: (key, args, kwargs, dynamic), or None when they cannot be (other dtypes, strides
@@ -434,7 +434,7 @@ class Kernel:
                  static_argnums: int | Sequence[int] = (), fastmath: bool = False,
                  parallel: bool = False, cache: bool = True, name: str | None = None,
                  boundscheck: bool | None = None,
-                 tracer: Callable[[tuple, dict], pipeline.Program] | None = None) -> None:
+                 tracer: Callable[[tuple[Any, ...], dict[str, Any]], pipeline.Program] | None = None) -> None:
         if isinstance(fn, Kernel):            # jit(vmap(f)), jit(jit(f)): keep what it stages
             inner: Kernel = fn
             tracer = tracer or inner._tracer
@@ -443,7 +443,7 @@ class Kernel:
         if not callable(fn):
             raise TypeError(f"jit expects a function, got {type(fn).__name__}")
         self.fn: Callable[..., Any] = fn
-        self._tracer: Callable[[tuple, dict], pipeline.Program] | None = tracer
+        self._tracer: Callable[[tuple[Any, ...], dict[str, Any]], pipeline.Program] | None = tracer
         self.fastmath = fastmath
         self.parallel = parallel
         self.cache = cache
@@ -476,7 +476,7 @@ class Kernel:
                 raise _boundary(e)
 
     # ---- specialization ------------------------------------------------------------------
-    def trace(self, abstract_args: tuple, abstract_kwargs: dict, *,
+    def trace(self, abstract_args: tuple[Any, ...], abstract_kwargs: dict[str, Any], *,
               updates: bool = False) -> pipeline.Program:
         """Stage this kernel's computation for abstract arguments: the frontend, then the
         transform passes of its tracer (IR + pytree structure). With `updates` (a plain
@@ -493,7 +493,7 @@ class Kernel:
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         return params[i] if i < len(params) else f"arg{i}"
 
-    def _bind(self, args: tuple, kwargs: dict) -> inspect.BoundArguments:
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
@@ -514,8 +514,8 @@ class Kernel:
                             f"but the function returns {got}")
         return spec
 
-    def _abstract(self, args: tuple, kwargs: dict,
-                  aliases: bool = False) -> tuple[Any, tuple, dict, list[Any]]:
+    def _abstract(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                  aliases: bool = False) -> tuple[Any, tuple[Any, ...], dict[str, Any], list[Any]]:
         """Arguments as passed (positional stay positional: vmap's in_dims apply to them;
         keywords stay keywords), arrays replaced by their types, in flattening order. With
         `aliases`, an array passed twice is one argument (an Alias for its repeats)."""
@@ -563,7 +563,7 @@ class Kernel:
         self._entry = entry
         self.__call__ = self._dispatch if entry is None else entry
 
-    def _call(self, args: tuple, kwargs: dict) -> Any:
+    def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The call without the fast path's entry: the specialization for these arguments
         (compiled on first use), called through its checked path."""
         if self._fixed is not None:
@@ -630,8 +630,8 @@ class Kernel:
         (compiler/api/callbacks.py; docs/interop.md)."""
         spec = self._for_signature(signature)
         if prototype is not None:
-            return callbacks.adapter(self.__name__, spec, prototype).address
-        return spec.native.address
+            return int(callbacks.adapter(self.__name__, spec, prototype).address)
+        return int(spec.native.address)
 
     def ctypes(self, signature: str | None = None, prototype: str | None = None) -> Any:
         """The C entry point as a ctypes function (see docs/abi.md), or with `prototype` a
@@ -645,13 +645,13 @@ class Kernel:
         return entry
 
     # ---- protocols of the layers below (they do not import this module) -----------------
-    def __aotx_stage_call__(self, stager: Any, args: list, kwargs: dict) -> Any:
+    def __aotx_stage_call__(self, stager: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Called inside compiled code: stage this kernel for the arguments and inline it
         (a transform's kernel takes NumPy arrays as dynamic arguments, as from Python)."""
         return stager._call_kernel(self, args, kwargs, arrays=self._tracer is not None,
                                    updates=self._tracer is None)
 
-    def __aotx_captures__(self) -> list:
+    def __aotx_captures__(self) -> list[Any]:
         """The values its function, defined inside compiled code, reads from the function
         being staged (frontend/closures.py); none for a Python function."""
         inner = getattr(self._tracer, "inner", None)
@@ -673,13 +673,13 @@ class Kernel:
         return Kernel(fn, tracer=tracer, name=self.__name__, static_argnums=self.static_argnums,
                       fastmath=self.fastmath, boundscheck=self.boundscheck)
 
-    def __aotx_cache_key__(self) -> tuple:
+    def __aotx_cache_key__(self) -> tuple[Any, ...]:
         """What the on-disk cache key covers of this kernel (compiler/cache.py)."""
         return (self.__name__, bool(self.fastmath), bool(self.parallel), list(self.static_argnums),
                 self.boundscheck, self.fn, self._tracer)
 
     # ---- pickling by value (compiler/api/pickling.py) -------------------------------------
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickled by value: the compiled variants' object code and manifests, and the function
         with its transforms to compile new variants (docs/aot.md)."""
         return pickling.reduce_kernel(self, Kernel, Specialization)
@@ -687,7 +687,7 @@ class Kernel:
     def __copy__(self) -> "Kernel":
         return self                      # a compiled function, as copy.copy(function)
 
-    def __deepcopy__(self, memo: dict) -> "Kernel":
+    def __deepcopy__(self, memo: dict[str, Any]) -> "Kernel":
         return self
 
     def __repr__(self) -> str:
