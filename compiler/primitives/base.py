@@ -35,3 +35,19 @@ def same_shape_rule(result_dtype: Callable[[tuple[np.dtype, ...], dict[str, Any]
         return (TensorType(result_dtype(tuple(t.dtype for t in in_types), params), shape),)
 
     return rule
+
+
+def emit_while(fn: Any, b: Any, cond: Callable[[], Any], body: Callable[[], None]) -> None:
+    """``while cond(): body()`` in LLVM function `fn` at builder `b` (hand-lowered kernels:
+    sorting, run-time FFT plans): `cond` emits the test at the loop's head, `body` the
+    iteration; the builder ends after the loop."""
+    head = fn.append_basic_block("while")
+    loop = fn.append_basic_block("while.body")
+    done = fn.append_basic_block("while.end")
+    b.branch(head)
+    b.position_at_end(head)
+    b.cbranch(cond(), loop, done)
+    b.position_at_end(loop)
+    body()
+    b.branch(head)
+    b.position_at_end(done)

@@ -44,7 +44,7 @@ from compiler.ir.builder import Builder
 from compiler.ir.primitive import define
 from compiler.ir.types import F32, F64, TensorType
 from compiler.primitives import ops
-from compiler.primitives.base import check
+from compiler.primitives.base import check, emit_while
 from compiler.primitives.fft import _butterfly, _complex_of, _Scalars
 
 RADICES = (8, 4, 2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31)   # the plan's radices, in the passes' order
@@ -107,17 +107,7 @@ class _Mem:
 
 
 def _while(cg: Any, cond: Callable[[], Any], body: Callable[[], None]) -> None:
-    b = cg.b
-    head = cg.fn.append_basic_block("while")
-    loop = cg.fn.append_basic_block("while.body")
-    done = cg.fn.append_basic_block("while.end")
-    b.branch(head)
-    b.position_at_end(head)
-    b.cbranch(cond(), loop, done)
-    b.position_at_end(loop)
-    body()
-    b.branch(head)
-    b.position_at_end(done)
+    emit_while(cg.fn, cg.b, cond, body)
 
 
 @contextlib.contextmanager

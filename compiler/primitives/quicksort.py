@@ -37,6 +37,7 @@ import numpy as np
 from llvmlite import ir as ll
 
 from compiler.ir.types import F32, F64, I32, I64, U32, U64, is_float, is_signed
+from compiler.primitives.base import emit_while
 
 #: the dtypes whose key has the element's width (the output row holds the keys)
 DTYPES = (F32, F64, I32, I64, U32, U64)
@@ -159,17 +160,7 @@ class _Emitter:
                 [self.b.select(less, v, u) for u, v in zip(x, y)])
 
     def while_(self, cond: Callable[[], Any], body: Callable[[], None]) -> None:
-        b = self.b
-        head = self.fn.append_basic_block("while")
-        loop = self.fn.append_basic_block("while.body")
-        done = self.fn.append_basic_block("while.end")
-        b.branch(head)
-        b.position_at_end(head)
-        b.cbranch(cond(), loop, done)
-        b.position_at_end(loop)
-        body()
-        b.branch(head)
-        b.position_at_end(done)
+        emit_while(self.fn, self.b, cond, body)
 
     # ---- the network --------------------------------------------------------------------
     def network(self, regs: list[Any]) -> list[Any]:
