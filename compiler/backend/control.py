@@ -35,16 +35,9 @@ def lower(cg: Any, op: Op) -> None:
 
 def _window(cg: Any, buf: Any, start: Any, n: Any) -> Any:
     """Rows [start, start + n) of a buffer whose axis 0 is the batch: no copy."""
-    row = cg.dim(_prod(buf.shape[1:]))
+    row = cg.dim(dims.product(buf.shape[1:]))
     ptr = cg.b.gep(buf.ptr, [cg.b.mul(start, row)], inbounds=True)
     return Buffer(ptr, buf.dtype, (n,) + tuple(buf.shape[1:]))
-
-
-def _prod(shape: Any) -> Any:
-    total: Any = 1
-    for d in shape:
-        total = dims.mul(total, d)
-    return total
 
 
 def _lower_chunked(cg: Any, op: Op) -> None:

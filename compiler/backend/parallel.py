@@ -267,7 +267,7 @@ def _op_rows(op: Op, ins: list[int | None], row: dims.Dim, sym: str) -> list[int
     elif name == "reshape":
         src = op.operands[0].type.shape
         dst = op.results[0].type.shape
-        if r is not None and _prod(src[:r]) == _prod(dst[:out]) and _prod(src[r + 1:]) == _prod(dst[out + 1:]):
+        if r is not None and dims.product(src[:r]) == dims.product(dst[:out]) and dims.product(src[r + 1:]) == dims.product(dst[out + 1:]):
             return outs
         raise _Refused(f"{where} mixes the rows with another axis")
     elif name == "slice":
@@ -294,13 +294,6 @@ def _op_rows(op: Op, ins: list[int | None], row: dims.Dim, sym: str) -> list[int
     elif name == "dot_general":
         return [_dot_rows(op, ins, out, where)]
     raise _Refused(f"{where} on the rows is not known to keep them apart")
-
-
-def _prod(ds: Any) -> Any:
-    out: Any = 1
-    for d in ds:
-        out = dims.mul(out, d)
-    return out
 
 
 def _dot_rows(op: Op, ins: list[int | None], out: int, where: str) -> int:

@@ -470,11 +470,7 @@ def truth_value(b: Builder, x: Staged) -> Value:
     return ops.ne(b, v, zero)
 
 
-def prod(shape: Sequence[Dim]) -> Dim:
-    total: Dim = 1
-    for d in shape:
-        total = dims.mul(total, d)
-    return total
+prod = dims.product          # the number of elements of a shape
 
 
 def view(value: Value, base: Any, readonly: bool = False) -> Staged:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Mapping, Union
+from typing import Iterable, Mapping, Union
 
 # A monomial is a sorted tuple of atom names; the empty tuple is the constant term.
 Monomial = tuple[str, ...]
@@ -143,6 +143,14 @@ def mul(a: Dim, b: Dim) -> Dim:
             m = tuple(sorted(ma + mb))
             out[m] = out.get(m, 0) + ca * cb
     return DimExpr.make(out)
+
+
+def product(shape: Iterable[Dim]) -> Dim:
+    """The number of elements of an array of `shape` (1 for a 0-d one)."""
+    total: Dim = 1
+    for d in shape:
+        total = mul(total, d)
+    return total
 
 
 def _atom(kind: str, *args: Dim) -> DimExpr:

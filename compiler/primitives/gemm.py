@@ -80,13 +80,6 @@ def may_call(m: Dim, n: Dim, k: Dim, dtype: np.dtype) -> bool:
     return bool(rules(m, n, k, dtype))
 
 
-def _product(shape: Sequence[Dim]) -> Dim:
-    total: Dim = 1
-    for d in shape:
-        total = dims.mul(total, d)
-    return total
-
-
 def _row_major(shape: Sequence[Dim]) -> list[Dim]:
     strides: list[Dim] = []
     acc: Dim = 1
@@ -163,7 +156,7 @@ def _layout(cg: Any, v: Any, batch: Sequence[int], rows: Sequence[int], cols: Se
     r, c = _group_stride(shape, strides, rows), _group_stride(shape, strides, cols)
     if r is None or c is None:
         return None
-    nrows, ncols = _product([shape[a] for a in rows]), _product([shape[a] for a in cols])
+    nrows, ncols = dims.product([shape[a] for a in rows]), dims.product([shape[a] for a in cols])
     bstrides = [strides[a] for a in batch]
     if c in (0, 1) and r != 0:
         return Operand(buf, bstrides, "N", r)
@@ -190,7 +183,7 @@ def _packed(cg: Any, v: Any, batch: Sequence[int], rows: Sequence[int], cols: Se
             for a, i in zip(order, idx):
                 at[a] = i
             cg.store(buf, idx, cg.read(v, at))
-        ncols = _product(shape[len(batch) + len(rows):])
+        ncols = dims.product(shape[len(batch) + len(rows):])
         return Operand(buf, _row_major(shape)[:len(batch)], "N", dims.maximum(ncols, 1))
     return emit
 
@@ -205,9 +198,9 @@ def lower(cg: Any, op: Any, out: Any, laxes: tuple, raxes: tuple,
     name = routine(dtype)
     if name is None:
         return False
-    m = _product([lhs.type.shape[a] for a in lfree])
-    n = _product([rhs.type.shape[a] for a in rfree])
-    k = _product([lhs.type.shape[a] for a in lc])
+    m = dims.product([lhs.type.shape[a] for a in lfree])
+    n = dims.product([rhs.type.shape[a] for a in rfree])
+    k = dims.product([lhs.type.shape[a] for a in lc])
     if not may_call(m, n, k, dtype):
         return False
     a, b = _layout(cg, lhs, lb, lfree, lc), _layout(cg, rhs, rb, rc, rfree)

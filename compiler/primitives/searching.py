@@ -203,7 +203,7 @@ def positions(b: Builder, h: Value, w: Value, side: str, nan_last: bool) -> Valu
     if isinstance(n, int) and n == 0:
         return ops.full(b, 0, TensorType(I64, shape))
     nv = _length(b, h)
-    flat = ops.reshape(b, w, (_size(shape),))
+    flat = ops.reshape(b, w, (dims.product(shape),))
     if isinstance(flat.type.shape[0], int) and flat.type.shape[0] <= SEARCH_CHUNK:
         return ops.reshape(b, search(b, h, nv, flat, side, n, nan_last), shape)
     pos = _windows(b, [h, nv], flat, SEARCH_CHUNK,
@@ -214,13 +214,6 @@ def positions(b: Builder, h: Value, w: Value, side: str, nan_last: bool) -> Valu
 def _length(b: Builder, h: Value) -> Value:
     n = h.type.shape[0]
     return ops.scalar(b, n, I64) if isinstance(n, int) else ops.size_of(b, n, I64)
-
-
-def _size(shape: tuple[Dim, ...]) -> Dim:
-    size: Dim = 1
-    for d in shape:
-        size = dims.mul(size, d)
-    return size
 
 
 # ---- interp -------------------------------------------------------------------------------
@@ -444,11 +437,11 @@ def _slopes(b: Builder, xp: Value, fp: Value, nv: Value) -> Value:
 def _decompose(b: Builder, op: Op, args: list[Value]) -> list[Value]:
     x, xp, fp, left, right = args
     shape = tuple(x.type.shape)
-    size = _size(shape)
+    size = dims.product(shape)
     if isinstance(size, int) and size < SMALL:
         return [reference(b, *args)]
     nv = _length(b, xp)
-    flat = ops.reshape(b, x, (_size(shape),))
+    flat = ops.reshape(b, x, (dims.product(shape),))
     samples = [xp, fp, _slopes(b, xp, fp, nv), nv]
     y = _windows(b, samples + _ends(b, xp, fp, nv, left, right), flat, WINDOW, _window, _tail)
     return [ops.reshape(b, y, shape)]

@@ -22,13 +22,6 @@ from compiler.primitives.batching import batched_at, reemit, shift_axes, to_fron
 Types = tuple[TensorType, ...]
 
 
-def _prod(shape: tuple[Dim, ...]) -> Dim:
-    total: Dim = 1
-    for d in shape:
-        total = dims.mul(total, d)
-    return total
-
-
 # ---- constant and iota -----------------------------------------------------------
 
 def _constant_rule(in_types: Types, params: dict[str, Any]) -> Types:
@@ -141,7 +134,7 @@ broadcast_in_dim = define(
 
 def _reshape_rule(in_types: Types, params: dict[str, Any]) -> Types:
     (x,), new = in_types, tuple(params["new_sizes"])
-    check(_prod(x.shape) == _prod(new), f"reshape: cannot reshape {x} to {list(map(str, new))}")
+    check(dims.product(x.shape) == dims.product(new), f"reshape: cannot reshape {x} to {list(map(str, new))}")
     return (x.with_shape(new),)
 
 

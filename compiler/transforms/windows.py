@@ -33,6 +33,7 @@ from compiler.ir.dims import Dim
 from compiler.ir.primitive import ELEMENTWISE
 from compiler.primitives import ops
 from compiler.primitives.control import chunk_counts
+from compiler.transforms.simplify import rebuilt
 
 #: bytes of carried elements a window keeps (L1-sized with room for the step's temporaries)
 WINDOW_BYTES = 16 * 1024
@@ -54,20 +55,15 @@ def _block(block: Block) -> Block:
         regions = tuple(_block(r) for r in op.regions)
         with b.at(op.loc):
             shape = _elementwise_shape(op) if op.prim is ops.for_p else None
-            results: Sequence[Value]
             if shape is not None:
-                results = _windowed(b, op, operands, shape)
+                results: Sequence[Value] = _windowed(b, op, operands, shape)
             else:
-                results = b.emit(op.prim, operands, op.params, regions) \
-                    if (tuple(operands) != op.operands or regions != op.regions) else _keep(b, op)
+                new = rebuilt(op, operands, regions)      # the op itself when nothing changed
+                out.ops.append(new)
+                results = new.results
         env.update(zip(op.results, results))
     out.results = [env.get(v, v) for v in block.results]
     return out
-
-
-def _keep(b: Builder, op: Op) -> tuple[Value, ...]:
-    b.block.ops.append(op)
-    return op.results
 
 
 def _elementwise_shape(op: Op) -> tuple[Dim, ...] | None:
@@ -85,7 +81,7 @@ def _elementwise_shape(op: Op) -> tuple[Dim, ...] | None:
     trip = op.params.get("trip")
     if isinstance(trip, int) and trip < 2:
         return None
-    size = _size(shape)
+    size = dims.product(shape)
     if isinstance(size, int) and size < 2 * _window(carried):
         return None
     for inner in body.ops:
@@ -104,13 +100,6 @@ def _elementwise_op(op: Op, shape: tuple[Dim, ...]) -> bool:
     if op.prim is ops.broadcast_in_dim_p:
         return ins == [()] and outs == [shape]
     return op.prim.kind == ELEMENTWISE and all(s == shape for s in ins + outs)
-
-
-def _size(shape: Sequence[Dim]) -> Dim:
-    size: Dim = 1
-    for d in shape:
-        size = dims.mul(size, d)
-    return size
 
 
 def _window(carried: Sequence[Value]) -> int:
@@ -137,7 +126,7 @@ def _windowed(b: Builder, op: Op, operands: list[Value], shape: tuple[Dim, ...])
     carried = body.args[1:]
     through = [r is a for a, r in zip(carried, body.results)]
     batched = [bool(v.type.ndim) for v in init]
-    size = _size(shape)
+    size = dims.product(shape)
     chunk = _divisor(size, _window(carried))
     flat = [ops.reshape(b, v, (size,)) if bt else v for v, bt in zip(init, batched)]
     changed = [k for k, (bt, t) in enumerate(zip(batched, through)) if bt and not t]
