@@ -5,7 +5,7 @@ deferred (so ``@jit(signature=...)`` runs the frontend and the transforms
 only), then takes every Kernel of the module that carries a signature through
 the rest of the pipeline (compiler/pipeline.py): ``optimize_ir`` and
 ``codegen`` for the chosen target with the exported symbol ``physics_NAME``,
-then ``compile_llvm`` (O3 + vectorization + object emission), in parallel worker
+then ``compile_llvm`` (O2 + vectorization + object emission), in parallel worker
 processes with ``--jobs``. compiler/backend/aot.py links the objects and writes
 the header and the manifest.
 """

@@ -6,7 +6,7 @@
     canonicalize -> complex -> simplify    IR -> optimized IR (complex values  optimize_ir()
                                            split into real pairs)
     codegen                                fusion + loop nests -> LLVM IR   codegen()
-    parse -> optimize -> emit              O3 + vectorization -> object     compile_llvm()
+    parse -> optimize -> emit              O2 + vectorization -> object     compile_llvm()
 
 ``compile_ir`` runs everything after the transforms for one function. ``aotx
 build`` (compiler/build.py) calls the same functions, the LLVM ones in worker
@@ -232,7 +232,7 @@ def parallel_plan(optimized: Function, name: str) -> tuple[parallel.Plan | None,
 
 
 def compile_llvm(llvm_ir: str, target: Target, *, want_asm: bool = False) -> NativeCode:
-    """LLVM IR text -> O3 + vectorization -> object code (and assembly if asked)."""
+    """LLVM IR text -> O2 + vectorization -> object code (and assembly if asked)."""
     module = run(lambda text: passes.parse(text, target), llvm_ir, name="parse")
     run(lambda m: passes.optimize(m, target), module, name="optimize")
     obj = run(lambda m: passes.emit_object(m, target), module, name="emit")
