@@ -16,6 +16,13 @@ of kept, and a call needing more than the limit leaves the cached block alone::
     body:     ...
     exits:    NAME.workspace_return(raw); ret status
 
+Each temporary's pointer comes from ``NAME.workspace_slice(data, offset)``, a ``noinline``
+function whose result is ``noalias``: to LLVM every temporary is then an object of its own.
+Carved from one pointer, they were one object, and a loop that writes one temporary while it
+reads another (softmax: ``exp(x - max)`` into a temporary, reading the row maxima from
+another) had an "unknown data dependence" and was left scalar (softmax of 4096 x 100
+float64: 1.55 ms scalar, 0.37 ms vectorized). The temporaries never overlap, so the promise holds.
+
 A module with temporaries exports two functions (C ABI, in the built header too):
 ``void NAME__workspace_limit(int64_t bytes)`` sets how many bytes the kernel keeps between
 calls (``DEFAULT_LIMIT`` until then; 0 keeps nothing) and frees the kept block;
@@ -58,10 +65,14 @@ class Workspace:
         self.block = cg.fn.append_basic_block("workspace")
         self.carve = ll.IRBuilder(self.block)
         raw = self.carve.load(self.raw_slot)
-        addr = self.carve.add(self.carve.ptrtoint(raw, I64T), ll.Constant(I64T, HEADER - 1))
-        addr = self.carve.and_(addr, ll.Constant(I64T, -64))
-        self.data = self.carve.inttoptr(addr, PTR)
+        start = self.carve.ptrtoint(raw, I64T)
+        addr = self.carve.and_(self.carve.add(start, ll.Constant(I64T, HEADER - 1)), ll.Constant(I64T, -64))
+        # an offset from the block, not inttoptr: LLVM then knows every temporary is in it
+        # and can bound each one's accesses (inttoptr hid that, and loops writing one
+        # temporary while reading another were left scalar)
+        self.data = self.carve.gep(raw, [self.carve.sub(addr, start)], inbounds=True)
         self._acquire, self._return = _helpers(cg.module, cg.name)
+        self._slice = _slice_function(cg.module, cg.name)
 
     def take(self, nbytes: ll.Value) -> ll.Value:
         """An i8* to `nbytes` (computed in the entry block) bytes of the call's block, aligned
@@ -75,7 +86,7 @@ class Workspace:
         self.size = entry.extract_value(pair, 0)
         negative = entry.icmp_signed("<", nbytes, ll.Constant(I64T, 0))   # an overflowed count
         self.over = entry.or_(self.over, entry.or_(entry.extract_value(pair, 1), negative))
-        return self.carve.gep(self.data, [offset], inbounds=True)
+        return self.carve.call(self._slice, [self.data, offset])
 
     def acquire(self, entry: ll.IRBuilder, body: ll.Block, out_of_memory: ll.Block) -> None:
         """At the end of the entry block: take a block of the summed size, then run the carve
@@ -179,6 +190,22 @@ def _helpers(module: ll.Module, name: str) -> tuple[ll.Function, ll.Function]:
     b.position_at_end(done)
     b.ret_void()
     return acquire, give
+
+
+def _slice_function(module: ll.Module, name: str) -> ll.Function:
+    """``noalias i8* NAME.workspace_slice(i8* data, i64 offset)``: data + offset, never inlined
+    (inlined, the ``noalias`` result would be lost: module docstring)."""
+    existing = module.globals.get(f"{name}.workspace_slice")
+    if existing is not None:
+        return existing
+    fn = ll.Function(module, ll.FunctionType(PTR, [PTR, I64T]), f"{name}.workspace_slice")
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("nounwind")
+    fn.return_value.add_attribute("noalias")
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(b.gep(fn.args[0], [fn.args[1]], inbounds=True))
+    return fn
 
 
 def _declare(module: ll.Module, name: str, fnty: ll.FunctionType) -> ll.Function:

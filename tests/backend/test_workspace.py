@@ -304,3 +304,23 @@ int main(void) {
     return 0;
 }
 """
+
+
+def softmax(x):
+    """Row maxima in one temporary, exp(x - max) in another: one loop writes the second
+    while it reads the first."""
+    p = np.exp(x - x.max(axis=1, keepdims=True))
+    return p / p.sum(axis=1, keepdims=True)
+
+
+softmax_k = jit(softmax)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_loop_between_two_temporaries_is_vectorized(dtype):
+    x = rng.standard_normal((256, 128)).astype(dtype)        # temporaries in the workspace
+    np.testing.assert_allclose(softmax_k(x), softmax(x), rtol=1e-5 if dtype == np.float32 else 1e-13)
+    text = softmax_k.lower(x).llvm_optimized
+    scalar = "fsub float" if dtype == np.float32 else "fsub double"
+    assert "workspace_slice" in text          # each temporary is an object of its own to LLVM
+    assert "fsub <" in text and scalar not in text    # x - max: vector code only (128 columns)
