@@ -434,11 +434,21 @@ def _roll1(b: Builder, x: Staged, shift: int, ax: int) -> Staged:
     return Staged(ops.concatenate(b, [head, tail], dimension=ax))
 
 
-def pad(b: Builder, x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Staged:
+#: np.pad modes that copy elements of the array: each is an index map along each axis
+_INDEX_MODES = ("edge", "reflect", "symmetric", "wrap")
+
+
+def pad(b: Builder, x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0,
+        reflect_type: str = "even") -> Staged:
     x = A.lift(b, x)
-    if mode != "constant":
+    if mode == "empty":              # NumPy leaves the pad uninitialized: zeros are one choice
+        mode = "constant"
+    if mode not in ("constant",) + _INDEX_MODES:
         raise Reject(UnsupportedError, f"np.pad mode={mode!r} is not supported",
-                     "use mode='constant', or np.concatenate slices")
+                     "supported modes: 'constant', 'edge', 'reflect', 'symmetric', 'wrap', 'empty'")
+    if reflect_type != "even":
+        raise Reject(UnsupportedError, "np.pad reflect_type='odd' is not supported",
+                     "reflect_type='even' (the default)")
     if _holds_staged(pad_width):
         raise Reject(UnsupportedError, "np.pad widths must be static integers",
                      "the result's shape would depend on run-time values")
@@ -451,10 +461,36 @@ def pad(b: Builder, x: Any, pad_width: Any, mode: str = "constant", constant_val
             raise Reject(CompileError, "`pad_width` must be of integral type.")
         if w < 0:
             raise Reject(CompileError, "index can't contain negative values")
+    low, high = ([int(w) for w in widths[:, side]] for side in (0, 1))
+    if mode in _INDEX_MODES:
+        v = x.value
+        for ax, (lo, hi) in enumerate(zip(low, high)):
+            v = _pad_axis(b, v, ax, lo, hi, mode)
+        return Staged(v)
     value = A.convert(b, A.lift(b, constant_values), x.dtype)
     v = A.reshape_value(b, value.value, ())
-    low, high = ([int(w) for w in widths[:, side]] for side in (0, 1))
     return Staged(ops.pad(b, x.value, v, low, high))
+
+
+def _pad_axis(b: Builder, v: Value, ax: int, lo: int, hi: int, mode: str) -> Value:
+    """`v` padded along `ax` in an index mode: the new elements gathered from `v` at the
+    positions NumPy's own padding of ``arange(n)`` gives (axis by axis, as NumPy pads)."""
+    if lo == hi == 0:
+        return v
+    n = v.type.shape[ax]
+    if not isinstance(n, int):
+        raise Reject(UnsupportedError, f"np.pad mode={mode!r} along an axis of symbolic size {n} is not supported",
+                     "give that axis a static size in the signature")
+    if n == 0:
+        raise Reject(CompileError, f"can't extend empty axis {ax} using modes other than 'constant' or 'empty'")
+    where = np.pad(np.arange(n), (lo, hi), mode=mode)
+    pieces = []
+    for idx in (where[:lo], None, where[lo + n:]):
+        if idx is None:
+            pieces.append(v)
+        elif len(idx):
+            pieces.append(ops.take(b, v, ops.constant(b, idx.astype(np.int64)), ax))
+    return ops.concatenate(b, pieces, dimension=ax)
 
 
 def _holds_staged(value: Any) -> bool:

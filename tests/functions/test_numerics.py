@@ -6,6 +6,8 @@ import math
 import numpy as np
 import pytest
 
+import compiler
+from compiler.errors import UnsupportedError
 from tests.functions.helpers import both_floats, check, randn, rng, uniform
 
 
@@ -344,3 +346,52 @@ def test_haversine_distance_atan2_form(dtype):
     g = rng(51)
     check(haversine_deg, uniform(g, -90, 90, 40, dtype=dtype), uniform(g, -180, 180, 40, dtype=dtype),
           uniform(g, -90, 90, 1, dtype=dtype), uniform(g, -180, 180, 1, dtype=dtype))
+
+
+PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
+
+
+def pad_all_modes(x):
+    """np.pad in every index mode, widths larger than the axis included (reflect then
+    folds more than once, as NumPy does)."""
+    return tuple(np.pad(x, ((1, 6), (2, 0)), mode=m) for m in PAD_MODES) + (
+        np.pad(x, 2, mode="edge"), np.pad(x, (3,), mode="wrap"))
+
+
+@both_floats
+def test_pad_index_modes(dtype):
+    got = check(pad_all_modes, randn(rng(46), 4, 3, dtype=dtype))
+    x = randn(rng(46), 4, 3, dtype=dtype)
+    for g, m in zip(got, PAD_MODES):         # exactly NumPy's elements (copies, no arithmetic)
+        np.testing.assert_array_equal(g, np.pad(x, ((1, 6), (2, 0)), mode=m))
+
+
+def blur_edge(img, k):
+    """A separable blur with edge padding (image-processing tutorials)."""
+    p = len(k) // 2
+    t = np.pad(img, ((0, 0), (p, p)), mode="edge")
+    out = sum(k[i] * t[:, i:i + img.shape[1]] for i in range(len(k)))
+    t = np.pad(out, ((p, p), (0, 0)), mode="reflect")
+    return sum(k[i] * t[i:i + img.shape[0], :] for i in range(len(k)))
+
+
+def test_pad_modes_under_grad_and_vmap():
+    k = np.array([1.0, 4.0, 6.0, 4.0, 1.0]) / 16
+    img = randn(rng(47), 9, 8, dtype=np.float64)
+    w = randn(rng(48), 9, 8, dtype=np.float64)
+    np.testing.assert_allclose(compiler.jit(blur_edge)(img, k), blur_edge(img, k), rtol=1e-13)
+    g = compiler.grad(lambda a: np.sum(blur_edge(a, k) * w))(img)
+    eps, fd = 1e-6, np.zeros_like(img)
+    for i in np.ndindex(img.shape):
+        e = np.zeros_like(img)
+        e[i] = eps
+        fd[i] = (np.sum(blur_edge(img + e, k) * w) - np.sum(blur_edge(img - e, k) * w)) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+    imgs = randn(rng(49), 3, 9, 8, dtype=np.float64)
+    np.testing.assert_allclose(compiler.vmap(lambda a: blur_edge(a, k))(imgs),
+                               np.stack([blur_edge(a, k) for a in imgs]), rtol=1e-13)
+
+
+def test_pad_modes_refused_clearly():
+    with pytest.raises(UnsupportedError, match="mode='maximum' is not supported"):
+        compiler.jit(lambda a: np.pad(a, 1, mode="maximum"))(np.ones(3))
