@@ -483,7 +483,7 @@ def _pad_axis(b: Builder, v: Value, ax: int, lo: int, hi: int, mode: str) -> Val
                      "give that axis a static size in the signature")
     if n == 0:
         raise Reject(CompileError, f"can't extend empty axis {ax} using modes other than 'constant' or 'empty'")
-    where = np.pad(np.arange(n), (lo, hi), mode=mode)
+    where = np.pad(np.arange(n), (lo, hi), mode=mode)  # type: ignore[call-overload]  # mode: a str
     pieces = []
     for idx in (where[:lo], None, where[lo + n:]):
         if idx is None:
