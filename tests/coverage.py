@@ -458,6 +458,12 @@ CASES: list[Case] = [
     Case("np.max (initial=)", EVERYDAY, lambda x: np.max(x, axis=0, initial=0.5), x45),
     Case("np.unique", EVERYDAY, lambda x: np.unique(x), int45, diff=False),
     Case("np.errstate", EVERYDAY, lambda x: _errstate(x), pos45),
+    Case("np.pad (edge, reflect, symmetric, wrap)", EVERYDAY,
+         lambda x: tuple(np.pad(x, ((1, 2), (3, 0)), mode=m) for m in ("edge", "reflect", "symmetric", "wrap")),
+         x45),
+    Case("np.vander", EVERYDAY, lambda x: np.vander(x[0], 3), x45),
+    Case("np.lib.stride_tricks.sliding_window_view", EVERYDAY,
+         lambda x: np.lib.stride_tricks.sliding_window_view(x, 3, axis=1).mean(axis=-1), x45),
     # the forms issue 12 (item 3) asks for beyond the calls above
     Case("np.diff (prepend, append)", EVERYDAY,
          lambda x: np.diff(x, axis=1, prepend=0.5, append=x[:, :2]), x45),

@@ -328,6 +328,8 @@ _FUNCTIONS_BY_NAME["abs"] = _ufunc_handler("absolute")
 NUMPY_FUNCTIONS: dict[Any, Handler] = {getattr(np, n): h for n, h in _FUNCTIONS_BY_NAME.items()
                                        if hasattr(np, n)}
 NUMPY_FUNCTIONS[np.linalg.norm] = L.norm
+NUMPY_FUNCTIONS[np.lib.stride_tricks.sliding_window_view] = S.sliding_window_view
+NUMPY_FUNCTIONS[np.vander] = S.vander
 NUMPY_FUNCTIONS[np.linalg.matmul] = L.matmul
 NUMPY_FUNCTIONS.update(LU.FUNCTIONS)      # solve, inv, det, slogdet, matrix_power, multi_dot, tensor*
 

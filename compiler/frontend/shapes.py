@@ -772,3 +772,81 @@ def split_along(which: str) -> Any:
         axis = {"hsplit": 1 if x.ndim > 1 else 0, "vsplit": 0, "dsplit": 2}[which]
         return split(b, x, indices_or_sections, axis)
     return handler
+
+
+# ---- windows and powers built from slices ------------------------------------------------
+
+#: at most this many elements in one window of sliding_window_view (one slice each)
+MAX_WINDOW_ELEMENTS = 256
+
+
+def sliding_window_view(b: Builder, x: Any, window_shape: Any, axis: Any = None,
+                        subok: bool = False, writeable: bool = False) -> Staged:
+    """``numpy.lib.stride_tricks.sliding_window_view``: NumPy's view as a stack of the
+    window's shifted slices (fused into what reads it: ``.mean(axis=-1)`` of the windows is
+    one loop, no window is stored)."""
+    x = A.lift(b, x)
+    if writeable:
+        raise Reject(UnsupportedError, "sliding_window_view(writeable=True) is not supported",
+                     "compiled code does not write through views of an argument's windows")
+    shape = tuple(window_shape) if isinstance(window_shape, (tuple, list)) else (window_shape,)
+    if axis is None:
+        axes = tuple(range(x.ndim - len(shape), x.ndim)) if len(shape) <= x.ndim else ()
+        if len(shape) != x.ndim:
+            raise Reject(CompileError, f"Since axis is `None`, must provide window_shape for all "
+                                       f"dimensions of `x`; got {len(shape)} window_shape elements "
+                                       f"and `x.ndim` is {x.ndim}.")
+    else:
+        axes = tuple(normalize_axis(a, x.ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+        if len(axes) != len(shape):
+            raise Reject(CompileError, "Must provide matching length window_shape and axis; "
+                                       f"got {len(shape)} window_shape elements and {len(axes)} axes elements.")
+    if any(not isinstance(w, (int, np.integer)) or isinstance(w, bool) for w in shape):
+        raise Reject(UnsupportedError, "sliding_window_view needs static window sizes",
+                     "the result's shape would depend on run-time values")
+    if any(w < 0 for w in shape):
+        raise Reject(CompileError, "`window_shape` cannot contain negative values")
+    if any(w == 0 for w in shape):
+        raise Reject(UnsupportedError, "sliding_window_view with an empty window is not supported",
+                     "every window has no elements: build the empty result with np.zeros")
+    if int(np.prod(shape)) > MAX_WINDOW_ELEMENTS:
+        raise Reject(UnsupportedError, f"sliding_window_view with windows of more than "
+                                       f"{MAX_WINDOW_ELEMENTS} elements is not supported",
+                     "for a moving sum or mean, take differences of np.cumsum")
+    v = x
+    for ax, w in zip(axes, shape):
+        n = v.shape[ax]
+        if isinstance(n, int) and n < w:
+            raise Reject(CompileError, "window shape cannot be larger than input array shape")
+        count = dims.add(n, 1 - int(w))
+        pieces = [expand_dims(b, Staged(static_slice(b, v, ax, j, dims.add(count, j))), v.ndim)
+                  for j in range(int(w))]
+        v = concatenate(b, pieces, v.ndim)
+    return v
+
+
+def vander(b: Builder, x: Any, N: Any = None, increasing: bool = False) -> Staged:
+    """np.vander: the powers of `x` by repeated products, as NumPy computes them."""
+    x = A.lift(b, x)
+    if x.ndim != 1:
+        raise Reject(CompileError, "x must be a one-dimensional array or sequence.")
+    n = x.shape[0] if N is None else N
+    if not isinstance(n, (int, np.integer)):
+        raise Reject(UnsupportedError, f"np.vander with {n} columns: the number of columns must be static",
+                     "pass N= as a Python int")
+    x = A.convert(b, x, np.promote_types(x.dtype, np.int64))     # NumPy's result type
+    cols: list[Staged] = []
+    power = None
+    for k in range(int(n)):
+        if k == 0:
+            power = A.convert(b, Staged(ops.full(b, 1, x.value.type)), x.dtype)
+        elif k == 1:
+            power = x
+        else:
+            power = binary(b, "multiply", power, x)
+        cols.append(power)
+    if not increasing:
+        cols.reverse()
+    if not cols:
+        return Staged(ops.full(b, 0, x.value.type.with_shape((x.shape[0], 0))))
+    return stack(b, cols, 1)

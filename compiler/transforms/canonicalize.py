@@ -275,6 +275,32 @@ def _cut(b: Builder, v: Value, axis: int, lo: int, hi: int) -> Value:
     return ops.slice_(b, v, tuple(start), tuple(limit))
 
 
+#: how the reductions of the pieces of a join combine
+_COMBINE = {ops.reduce_sum_p: ops.add, ops.reduce_prod_p: ops.mul, ops.reduce_max_p: ops.maximum,
+            ops.reduce_min_p: ops.minimum}
+
+
+def _reduce_of_join(b: Builder, op: Op) -> list[Value] | None:
+    """A reduction over the axis of a join reduces each piece and combines the results:
+    ``sliding_window_view(x, w).mean(-1)`` (a stack of w shifted slices) becomes w slices
+    added elementwise, one fused loop, instead of a stored (n, w) join read back."""
+    (x,) = op.operands
+    join = x.op
+    if join is None or join.prim is not ops.concatenate_p or join.params["dimension"] not in op.params["axes"]:
+        return None
+    combine, axes = _COMBINE[op.prim], op.params["axes"]
+
+    def reduced(piece: Value) -> Value:          # over axes of size 1: the piece itself
+        if all(piece.type.shape[a] == 1 for a in axes):
+            return ops.reshape(b, piece, op.results[0].type.shape)
+        return ops.reduce(op.prim, b, piece, axes)
+
+    total = reduced(join.operands[0])
+    for piece in join.operands[1:]:
+        total = combine(b, total, reduced(piece))
+    return [total]
+
+
 PATTERNS: dict[Primitive, Callable[[Builder, Op], list[Value] | None]] = {
     ops.update_slice_p: _update_slice,
     ops.add_p: _add,
@@ -282,4 +308,5 @@ PATTERNS: dict[Primitive, Callable[[Builder, Op], list[Value] | None]] = {
     ops.reshape_p: _reshape,
     ops.dot_general_p: _dot_general,
     ops.cond_p: expand_lanes,
+    **{prim: _reduce_of_join for prim in _COMBINE},
 }

@@ -395,3 +395,53 @@ def test_pad_modes_under_grad_and_vmap():
 def test_pad_modes_refused_clearly():
     with pytest.raises(UnsupportedError, match="mode='maximum' is not supported"):
         compiler.jit(lambda a: np.pad(a, 1, mode="maximum"))(np.ones(3))
+
+
+def rolling_stats(x):
+    """Moving mean, max and std over windows of 5 (the usual NumPy answer to "rolling
+    window"), and a 2-D window sum."""
+    w = np.lib.stride_tricks.sliding_window_view(x, 5)
+    return w.mean(axis=-1), w.max(axis=-1), w.std(axis=-1)
+
+
+def window_sums_2d(img):
+    return np.lib.stride_tricks.sliding_window_view(img, (2, 3)).sum(axis=(-2, -1))
+
+
+@both_floats
+def test_sliding_window_view(dtype):
+    x = randn(rng(50), 40, dtype=dtype)
+    check(rolling_stats, x)
+    check(window_sums_2d, randn(rng(51), 6, 7, dtype=dtype))
+    windows = compiler.jit(lambda a: np.lib.stride_tricks.sliding_window_view(a, 3, axis=0))(x[:12].reshape(6, 2))
+    np.testing.assert_array_equal(windows, np.lib.stride_tricks.sliding_window_view(x[:12].reshape(6, 2), 3, axis=0))
+
+
+def test_a_reduction_over_the_windows_stores_no_window():
+    """The mean over a window axis adds the shifted slices (canonicalize: reduce of a join)."""
+    x = randn(rng(52), 1000, dtype=np.float64)
+    k = compiler.jit(lambda a: np.lib.stride_tricks.sliding_window_view(a, 7).mean(axis=-1))
+    np.testing.assert_allclose(k(x), np.lib.stride_tricks.sliding_window_view(x, 7).mean(axis=-1), rtol=1e-13)
+    text = k.lower(x).ir_optimized
+    assert "concatenate" not in text and "reduce_sum" not in text
+
+
+def test_sliding_window_view_refusals():
+    with pytest.raises(UnsupportedError, match="more than 256 elements"):
+        compiler.jit(lambda a: np.lib.stride_tricks.sliding_window_view(a, 300))(np.ones(400))
+    with pytest.raises(compiler.errors.CompileError, match="window shape cannot be larger"):
+        compiler.jit(lambda a: np.lib.stride_tricks.sliding_window_view(a, 5))(np.ones(4))
+
+
+def vanders(x):
+    return np.vander(x), np.vander(x, 3, increasing=True), np.vander(x, 1)
+
+
+@both_floats
+def test_vander_is_numpys_products(dtype):
+    x = randn(rng(53), 6, dtype=dtype)
+    for got, want in zip(compiler.jit(vanders)(x), vanders(x)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)         # the same products in the same order
+    ints = np.arange(-3, 4, dtype=np.int32)
+    np.testing.assert_array_equal(compiler.jit(np.vander)(ints), np.vander(ints))
