@@ -62,7 +62,30 @@ def constant(b: Builder, value: Any, dtype: np.dtype | None = None, weak: bool =
     with np.errstate(all="ignore"):
         arr = np.asarray(value) if dtype is None else _cast_static(value, dtype)
     arr = np.array(arr.astype(supported_dtype(arr.dtype), copy=False), order="C")
+    ramp = _ramp(b, arr)
+    if ramp is not None:
+        return Staged(ramp, weak=weak)
     return Staged(b.emit1(P.constant, [], {"value": arr}), weak=weak)
+
+
+#: an integer ramp at least this long is staged as an index ramp, not stored as a literal
+RAMP_MIN = 32
+
+
+def _ramp(b: Builder, arr: np.ndarray) -> Value | None:
+    """``np.arange(n) * step + start`` of a static n (``x[np.arange(len(x)), y]``) as iota
+    arithmetic: computed where it is read, never a literal of n elements in the kernel."""
+    if arr.ndim != 1 or arr.dtype.kind not in "iu" or arr.size < RAMP_MIN:
+        return None
+    start, step = int(arr[0]), int(arr[1]) - int(arr[0])
+    if not np.array_equal(arr, start + step * np.arange(arr.size, dtype=np.int64)):
+        return None
+    v = ops.iota(b, arr.dtype, arr.shape, 0)
+    if step != 1:
+        v = ops.mul(b, v, ops.full(b, step, v.type))
+    if start != 0:
+        v = ops.add(b, v, ops.full(b, start, v.type))
+    return v
 
 
 def check_int64(value: Any) -> None:

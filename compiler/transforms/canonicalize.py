@@ -112,6 +112,24 @@ def _dot_general(b: Builder, op: Op) -> list[Value] | None:
     return [ops.mul(b, left, right)]
 
 
+def _inner_products(b: Builder, op: Op) -> list[Value] | None:
+    """A contraction without free axes (``np.einsum('ij,ij->i', a, b)``: one inner product per
+    batch element) is a product and a sum over the contracted axes: a reduction, vectorized
+    along each row (codegen's short rows), instead of a batched product whose rows are
+    gathered; the other contractions go on to `_dot_general`."""
+    lhs, rhs = op.operands
+    (lc, rc), (lb, rb) = op.params["dimension_numbers"]
+    if len(lc) == 0 or len(lb) + len(lc) != lhs.type.ndim or len(rb) + len(rc) != rhs.type.ndim \
+            or any(lhs.type.shape[a] == 1 for a in lc):
+        return _dot_general(b, op)
+    left = ops.transpose(b, lhs, list(lb) + list(lc))
+    right = ops.transpose(b, rhs, list(rb) + list(rc))
+    if left.type.shape != right.type.shape:
+        return _dot_general(b, op)
+    total = ops.reduce_sum(b, ops.mul(b, left, right), list(range(len(lb), len(lb) + len(lc))))
+    return [ops.convert(b, total, op.results[0].type.dtype) if total.type != op.results[0].type else total]
+
+
 def _with_identity(b: Builder, op: Op) -> list[Value] | None:
     """``X @ I`` contracts X's axis c with one axis of an identity matrix I (the one-hot basis
     of jacfwd and hessian: ``A @ e_j`` for every j at once); the result is X with axis c
@@ -306,7 +324,7 @@ PATTERNS: dict[Primitive, Callable[[Builder, Op], list[Value] | None]] = {
     ops.add_p: _add,
     ops.transpose_p: _transpose,
     ops.reshape_p: _reshape,
-    ops.dot_general_p: _dot_general,
+    ops.dot_general_p: _inner_products,
     ops.cond_p: expand_lanes,
     **{prim: _reduce_of_join for prim in _COMBINE},
 }

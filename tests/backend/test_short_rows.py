@@ -1,0 +1,45 @@
+"""Reductions over a short contiguous last axis (backend/codegen.py, SHORT_ROW) vectorize
+within each row, not across rows with gathers; a contraction without free axes (a batch of
+inner products) is a product and a sum (transforms/canonicalize.py). Results against NumPy."""
+import numpy as np
+import pytest
+
+from compiler import jit
+
+rng = np.random.default_rng(61)
+
+
+def row_stats(a, b):
+    return (a * b).sum(axis=1), np.abs(a).max(axis=-1), np.argmax(a, axis=1), np.sqrt((a * a).sum(axis=1))
+
+
+def inner_products(a, b, c, d):
+    return np.einsum("ij,ij->i", a, b), np.einsum("bij,bij->b", c, d), np.einsum("ij,ij->j", a, b)
+
+
+row_stats_k = jit(row_stats)
+inner_k = jit(inner_products)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("cols", [1, 5, 16, 64, 65])
+def test_short_row_reductions_match_numpy(dtype, cols):
+    a, b = (rng.standard_normal((300, cols)).astype(dtype) for _ in range(2))
+    rtol = 1e-5 if dtype == np.float32 else 1e-13
+    for got, want in zip(row_stats_k(a, b), row_stats(a, b)):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+
+
+def test_no_gathers_across_rows():
+    a, b = rng.standard_normal((1000, 16)), rng.standard_normal((1000, 16))
+    assert "masked.gather" not in row_stats_k.lower(a, b).llvm_optimized
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_inner_products_match_numpy(dtype):
+    a, b = (rng.integers(-5, 5, (200, 16)).astype(dtype) for _ in range(2))
+    c, d = (rng.integers(-5, 5, (3, 7, 9)).astype(dtype) for _ in range(2))
+    for got, want in zip(inner_k(a, b, c, d), inner_products(a, b, c, d)):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert "dot_general" not in inner_k.lower(a, b, c, d).ir_optimized
