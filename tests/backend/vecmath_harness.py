@@ -41,7 +41,8 @@ def kernel_ir(name: str, dtype, fastmath: bool = False, has_fma: bool | None = N
     i = b.phi(n.type)
     i.add_incoming(ir.Constant(n.type, 0), entry)
     vals = [b.load(b.gep(p, [i], source_etype=ty), typ=ty) for p in fn.args[:nargs]]
-    res = vecmath.call(b, name, vals, fastmath=fastmath, has_fma=has_fma)
+    res = vecmath.call(b, name, vals, fastmath=fastmath, has_fma=has_fma,
+                       vector_bits=target.host().vector_bits)
     b.store(res, b.gep(fn.args[nargs], [i], source_etype=ty))
     i1 = b.add(i, ir.Constant(n.type, 1))
     i.add_incoming(i1, loop)

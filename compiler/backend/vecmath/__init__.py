@@ -28,7 +28,7 @@ from compiler.backend.vecmath._define import inline_function
 _INLINE: dict[str, Callable] = {
     **exp_log.KERNELS, **hyperbolic.KERNELS, **inverse_trig.KERNELS, **power.KERNELS,
     **inverse_hyperbolic.KERNELS}
-_VECTOR: dict[str, Callable] = trig.KERNELS  # name -> define(module, name, ty, fast, fma)
+_VECTOR: dict[str, Callable] = trig.KERNELS  # name -> define(module, name, ty, fast, fma, bits)
 _NARGS = {"arctan2": 2, "pow": 2, "hypot": 2}
 
 SUPPORTED: frozenset[str] = frozenset(_INLINE) | frozenset(_VECTOR)
@@ -42,10 +42,12 @@ def symbol(name: str, ty: ir.Type, *, fastmath: bool, has_fma: bool) -> str:
 
 
 def call(builder: ir.IRBuilder, name: str, args: list[ir.Value], *,
-         fastmath: bool = False, has_fma: bool = True) -> ir.Value:
+         fastmath: bool = False, has_fma: bool = True, vector_bits: int = 512) -> ir.Value:
     """Emit ``name(*args)`` at the builder's position; defines the callee once per module.
 
     `args` are scalar double or float values of one type; the result has that type.
+    `vector_bits` (the target's widest vector register) picks the one width whose explicit
+    vector variant has a body (sin, cos, tan: see ``_define.vector_mapped_function``).
     """
     if name not in SUPPORTED:
         raise KeyError(f"vecmath has no function {name!r}; supported: {sorted(SUPPORTED)}")
@@ -58,7 +60,7 @@ def call(builder: ir.IRBuilder, name: str, args: list[ir.Value], *,
     sym = symbol(name, ty, fastmath=fastmath, has_fma=has_fma)
     module = builder.module
     if name in _VECTOR:
-        fn, mapping = _VECTOR[name](module, sym, ty, fastmath, has_fma)
+        fn, mapping = _VECTOR[name](module, sym, ty, fastmath, has_fma, vector_bits)
         instr = builder.call(fn, list(args))
         set.add(instr.attributes, mapping)  # string attribute: not in llvmlite's whitelist
         return instr
