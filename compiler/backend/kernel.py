@@ -12,7 +12,7 @@ from typing import Sequence
 
 from llvmlite import ir as ll
 
-from compiler.backend import library, parallel
+from compiler.backend import library, parallel, vecmath
 from compiler.backend.codegen import I64T, PTR, Buffer, Codegen, memory_type
 from compiler.backend.inplace import plan_arguments
 from compiler.backend.target import Target
@@ -108,7 +108,7 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
         parallel.emit_entry(module, impl, name, fn, split, syms, n_words,
                             [t.dtype.itemsize for t in list(fn.in_types) + list(fn.out_types)],
                             "linux" in target.triple)
-    text = _loop_ids(str(module))
+    text = _loop_ids(vecmath.link(str(module), module))
     # a string attribute llvmlite cannot attach: use the host's full vector width
     attrs = f'"prefer-vector-width"="{target.vector_bits}" "min-legal-vector-width"="0"'
     return re.sub(r'(define internal i32 @"[^"]*\.impl"\([^)]*\))', rf"\1 {attrs}", text, count=1)

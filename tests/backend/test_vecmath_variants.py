@@ -78,14 +78,15 @@ class _Variants:
         sym = vecmath.symbol(name, ty, fastmath=False, has_fma=has_fma)
         ptr = ir.PointerType()
         for n in self.widths:
-            callee = module.globals[sym if n == 1 else f"{sym}_v{n}"]
             vty = ty if n == 1 else ir.VectorType(ty, n)
+            callee = module.globals.get(sym) if n == 1 else \
+                ir.Function(module, ir.FunctionType(vty, [vty]), f"{sym}_v{n}")   # defined by link
             fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr]), f"apply{n}")
             b = ir.IRBuilder(fn.append_basic_block("entry"))
             item = ty.get_abi_size(target.host().machine().target_data)     # unaligned access
             b.store(b.call(callee, [b.load(fn.args[0], typ=vty, align=item)]), fn.args[1], align=item)
             b.ret_void()
-        self.module_text = str(module)
+        self.module_text = vecmath.link(str(module), module)
         tgt = target.host()
         optimized = passes.optimize(passes.parse(self.module_text, tgt), tgt)
         self._obj = native.LoadedObject(passes.emit_object(optimized, tgt), tgt)

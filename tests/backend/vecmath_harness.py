@@ -49,7 +49,7 @@ def kernel_ir(name: str, dtype, fastmath: bool = False, has_fma: bool | None = N
     b.cbranch(b.icmp_signed("<", i1, n), loop, done)
     b.position_at_end(done)
     b.ret_void()
-    return str(module)
+    return vecmath.link(str(module), module)
 
 
 class Kernel:
