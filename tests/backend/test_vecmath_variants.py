@@ -176,3 +176,21 @@ def test_kernel_on_every_length_with_huge_lanes() -> None:
         want = sin_exact[idx].astype(np.longdouble) + cos2_exact[idx].astype(np.longdouble)
         # each term within 1 ULP (<= 2^-52 below 1), the sum rounded once (<= 2^-52 below 2)
         assert np.all(np.abs(got - want) <= 3 * 2.0 ** -52), (n, got, want)
+
+
+def _shared(x):
+    return np.abs(x) * np.tanh(x) + np.sqrt(np.abs(x)) * np.arcsinh(np.sin(x))
+
+
+_shared_intrinsics = lazy_jit(_shared, signature="f64[n]")
+
+
+def test_linked_functions_share_the_kernels_declarations() -> None:
+    """llvm.fabs and llvm.sqrt, declared by the kernel's own code (abs, sqrt) and by the vecmath
+    bodies linked into its text (tanh, arcsinh), are declared once (LLVM rejects a second
+    declaration)."""
+    x = np.concatenate([np.linspace(-6, 6, 37), [1e22, -3e300]])
+    text = _shared_intrinsics.lower(x).llvm
+    for fn in ("llvm.fabs.f64", "llvm.sqrt.f64"):
+        assert len(re.findall(rf'^declare [^\n]*@"{re.escape(fn)}"\(', text, flags=re.M)) == 1, fn
+    np.testing.assert_allclose(_shared_intrinsics(x), _shared(x), rtol=1e-13, atol=1e-300)
