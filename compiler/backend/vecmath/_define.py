@@ -5,14 +5,12 @@ Two shapes are used:
 * :func:`inline_function` -- an ``internal alwaysinline`` scalar function whose body is
   branch-free. After inlining into the caller's loop, LoopVectorize widens it like any other
   arithmetic (4/8 lanes of double on AVX2/AVX-512, 8/16 lanes of float).
-* :func:`vector_mapped_function` / :func:`staged_vector_function` -- a ``noinline`` scalar
-  function plus explicit ``<N x T>`` variants tied to it by the
-  ``vector-function-abi-variant`` call-site attribute, so LoopVectorize calls the variant of
-  its chosen width.  Used when a rare input needs a slow, branchy path (huge-argument trig):
-  the variant runs the fast path on all lanes and falls back to a scalar function only for
-  the lanes that need it (for their result, or for an intermediate state such as the reduced
-  argument).  Only the variant of the target's natural width has that body; the scalar
-  function and the other widths call it.  The variants are kept alive through
+* :func:`vector_mapped_function` -- a ``noinline`` scalar function plus explicit
+  ``<N x T>`` variants tied to it by the ``vector-function-abi-variant`` call-site attribute,
+  so LoopVectorize calls the variant of its chosen width.  Used when a rare input needs a
+  slow, branchy path (huge-argument trig): the variant runs the fast path on all lanes and
+  falls back to a scalar function only for the lanes that need it.  Only the variant of the
+  target's natural width has that body; the scalar function and the other widths call it.  The variants are kept alive through
   ``@llvm.compiler.used`` (otherwise they are deleted before vectorization).
 """
 from __future__ import annotations
@@ -58,32 +56,12 @@ def natural_width(ty: ir.Type, vector_bits: int) -> int:
 
 
 def vector_mapped_function(module: ir.Module, name: str, ty: ir.Type, has_fma: bool,
-                           fast: Callable, needs_slow: Callable,
-                           slow: Callable, vector_bits: int = 512) -> tuple[ir.Function, str]:
+                           fast: Callable, needs_slow: Callable, slow_fn: ir.Function,
+                           vector_bits: int = 512) -> tuple[ir.Function, str]:
     """Get or define a one-argument function with explicit vector variants.
 
     fast(em, x) emits the vectorizable fast path, needs_slow(em, x) the i1 mask of lanes
-    whose result must come from slow(em, x) instead (emitted in a scalar function).
-    Returns the scalar function and the call-site attribute mapping it to its variants.
-    """
-    slow_fn = inline_function(module, name + "_slow", ty, 1, has_fma, slow)
-    slow_fn.attributes.discard("alwaysinline")
-    slow_fn.attributes.add("noinline")
-    return staged_vector_function(module, name, ty, has_fma, lambda em, x: (x, (fast(em, x),)),
-                                  needs_slow, slow_fn, lambda em, x, state: state[0],
-                                  vector_bits)
-
-
-def staged_vector_function(module: ir.Module, name: str, ty: ir.Type, has_fma: bool,
-                           start: Callable, needs_slow: Callable, slow_fn: ir.Function,
-                           finish: Callable, vector_bits: int = 512) -> tuple[ir.Function, str]:
-    """Get or define a one-argument function with explicit vector variants, whose slow path
-    replaces an intermediate state of the lanes that need it (trig: the reduced argument).
-
-    start(em, x) -> (xs, state): the fast path's state of every lane (a tuple of vectors) and
-    the vector whose lanes slow_fn takes; needs_slow(em, x) the i1 mask of the lanes whose
-    state comes from slow_fn instead (a scalar function returning the state's scalars: one
-    value, or a literal struct of them); finish(em, x, state) the result from the state.
+    whose result must come from slow_fn instead (a scalar function of one lane).
     Returns the scalar function and the call-site attribute mapping it to its variants.
 
     Only the variant of the target's natural width (:func:`natural_width`) has a body; the
@@ -96,8 +74,8 @@ def staged_vector_function(module: ir.Module, name: str, ty: ir.Type, has_fma: b
     main_name = f"{name}_v{natural}"
     main = module.globals.get(main_name)
     if main is None:
-        main = _define_vector(module, main_name, ir.VectorType(ty, natural), has_fma, start,
-                              needs_slow, slow_fn, finish)
+        main = _define_vector(module, main_name, ir.VectorType(ty, natural), has_fma, fast,
+                              needs_slow, slow_fn)
         _keep_alive(module, main)
     fn = module.globals.get(name)
     if fn is None:          # noinline: the loop vectorizer must see the call, not main's
@@ -146,47 +124,56 @@ def _define_wrapper(module: ir.Module, name: str, ty: ir.Type, main: ir.Function
     return fn
 
 
-def _define_vector(module, name, vty, has_fma, start, needs_slow, slow_fn, finish) -> ir.Function:
-    """The fast path on every lane; then, if some lanes need it, the slow path on each of
-    them, one lane per trip of a loop over the set bits of the mask (one copy of the call
-    whatever the width); then the result from the state."""
+def _define_vector(module, name, vty, has_fma, fast, needs_slow, slow_fn) -> ir.Function:
+    """The fast path on every lane; if some lanes need the slow path, a tail call of
+    `name`_lanes, which replaces their results. The call of the slow function is kept out of
+    this function: around a call, every live vector would be spilled to a stack frame
+    aligned for it, which this function would then set up on every call (measured: 7%
+    slower loops of float64 sin)."""
     fn = ir.Function(module, ir.FunctionType(vty, [vty]), name)
     fn.linkage = "internal"
     _attrs(fn, "noinline")     # one copy: not inlined into the wrappers of the other widths
-    entry = fn.append_basic_block("entry")
-    fix, done = fn.append_basic_block("slow_lanes"), fn.append_basic_block("done")
+    entry, slow, done = (fn.append_basic_block(n) for n in ("entry", "slow", "done"))
     b = ir.IRBuilder(entry)
     em = Em(b, vty, has_fma=has_fma)
     x = fn.args[0]
-    xs, state = start(em, x)
+    res = fast(em, x)
     i64 = ir.IntType(64)
     bits = b.zext(b.bitcast(needs_slow(em, x), ir.IntType(vty.count)), i64)
-    zero = ir.Constant(i64, 0)
-    b.cbranch(b.icmp_unsigned("!=", bits, zero), fix, done)
-    b.position_at_end(fix)
-    vecs, left = [b.phi(v.type) for v in state], b.phi(i64)
-    for phi, v in zip(vecs, state):
-        phi.add_incoming(v, entry)
-    left.add_incoming(bits, entry)
+    b.cbranch(b.icmp_unsigned("!=", bits, ir.Constant(i64, 0)), slow, done)
+    b.position_at_end(slow)
+    fixed = b.call(_define_lanes(module, name + "_lanes", vty, slow_fn), [x, res, bits], tail=True)
+    b.ret(fixed)
+    b.position_at_end(done)
+    b.ret(res)
+    return fn
+
+
+def _define_lanes(module, name, vty, slow_fn) -> ir.Function:
+    """``vty name(vty x, vty res, i64 bits)``: res with lane i replaced by slow_fn(x[i]) for
+    every set bit i, one lane per trip of a loop (one copy of the call whatever the width)."""
+    i64 = ir.IntType(64)
+    fn = ir.Function(module, ir.FunctionType(vty, [vty, vty, i64]), name)
+    fn.linkage = "internal"
+    _attrs(fn, "noinline")
+    entry, loop, done = (fn.append_basic_block(n) for n in ("entry", "lane", "done"))
+    b = ir.IRBuilder(entry)
+    x, res, bits = fn.args
+    b.branch(loop)
+    b.position_at_end(loop)
+    vec, left = b.phi(vty), b.phi(i64)
     cttz = module.globals.get("llvm.cttz.i64") or ir.Function(
         module, ir.FunctionType(i64, [i64, ir.IntType(1)]), "llvm.cttz.i64")
     lane = b.call(cttz, [left, ir.Constant(ir.IntType(1), 1)])
-    got = b.call(slow_fn, [b.extract_element(xs, lane)])
-    parts = [b.extract_value(got, i) for i in range(len(state))] if len(state) > 1 else [got]
-    fixed = [b.insert_element(phi, part, lane) for phi, part in zip(vecs, parts)]
+    fixed = b.insert_element(vec, b.call(slow_fn, [b.extract_element(x, lane)]), lane)
     rest = b.and_(left, b.sub(left, ir.Constant(i64, 1)))
-    for phi, v in zip(vecs, fixed):
-        phi.add_incoming(v, fix)
-    left.add_incoming(rest, fix)
-    b.cbranch(b.icmp_unsigned("!=", rest, zero), fix, done)
+    vec.add_incoming(res, entry)
+    vec.add_incoming(fixed, loop)
+    left.add_incoming(bits, entry)
+    left.add_incoming(rest, loop)
+    b.cbranch(b.icmp_unsigned("!=", rest, ir.Constant(i64, 0)), loop, done)
     b.position_at_end(done)
-    merged = []
-    for v, f in zip(state, fixed):
-        phi = b.phi(v.type)
-        phi.add_incoming(v, entry)
-        phi.add_incoming(f, fix)
-        merged.append(phi)
-    b.ret(finish(Em(b, vty, has_fma=has_fma), x, tuple(merged)))
+    b.ret(fixed)
     return fn
 
 

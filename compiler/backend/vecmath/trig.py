@@ -31,17 +31,15 @@ Special values: sin/tan(+-0) = +-0, subnormals exact, cos(+-0) = 1, +-inf and na
 
 The functions are emitted as a scalar function with explicit vector variants (see
 :mod:`compiler.backend.vecmath._define`), one of which, at the target's natural width, has
-a body: it reduces all lanes with the fast path, replaces the reduction of the lanes with |x|
-above the threshold by the scalar Payne-Hanek function (``aotx_vm_pio2_huge``, one per
-module, shared by sin, cos and tan), and evaluates all lanes together. float32 with FMA
-evaluates its fast path in binary32, so there the huge lanes' whole result is replaced (a
-binary64 evaluation of the huge reduction).
+a body: it evaluates the fast path on all lanes and calls the scalar slow path (the
+Payne-Hanek function ``aotx_vm_pio2_huge``, one per module, shared by sin, cos and tan, then
+the binary64 evaluation) only for lanes with |x| above the threshold.
 """
 from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from compiler.backend.vecmath._define import staged_vector_function, vector_mapped_function
+from compiler.backend.vecmath._define import vector_mapped_function
 from compiler.backend.vecmath._emit import F64, Em, _h
 
 SIN_F64 = (_h("-0x1.5555555555555p-3"), _h("0x1.1111111110ba4p-7"), _h("-0x1.a01a019e80c3cp-13"),
@@ -249,21 +247,29 @@ def _finish(em: Em, kind: str, x, res):
 
 
 # -- kernels ----------------------------------------------------------------------------------
-def _fast32(kind: str):
-    """float32 with FMA: the whole fast path natively in binary32 (8/16 lanes)."""
+def _fast(kind: str):
     def emit(em: Em, x):
-        k, rh, rl = reduce_fast(em, x)
-        return _finish(em, kind, x, eval_trig(em, kind, k, rh, rl, False))
+        if em.fmt.name == "f32" and em.has_fma:  # native binary32: 8/16 lanes
+            k, rh, rl = reduce_fast(em, x)
+            return _finish(em, kind, x, eval_trig(em, kind, k, rh, rl, False))
+        em64 = em.like(F64)
+        lowp = em.fmt.name == "f32"
+        xd = em.fpext(x, em64) if lowp else x
+        k, rh, rl = reduce_fast(em64, xd)
+        res = _finish(em64, kind, xd, eval_trig(em64, kind, k, rh, rl, lowp))
+        return em64.fptrunc(res, em) if lowp else res
     return emit
 
 
-def _slow32(kind: str):
-    """float32 with FMA, a huge lane: the binary64 reduction and evaluation, rounded once."""
+def _slow(kind: str):
     def emit(em: Em, x):
         em64 = em.like(F64)
-        got = em.b.call(_huge_reduction(em.b.module, em.has_fma), [em.fpext(x, em64)])
+        lowp = em.fmt.name == "f32"
+        xd = em.fpext(x, em64) if lowp else x
+        got = em.b.call(_huge_reduction(em.b.module, em.has_fma), [xd])
         k, rh, rl = (em.b.extract_value(got, i) for i in range(3))
-        return em64.fptrunc(eval_trig(em64, kind, k, rh, rl, True), em)
+        res = eval_trig(em64, kind, k, rh, rl, lowp)
+        return em64.fptrunc(res, em) if lowp else res
     return emit
 
 
@@ -273,32 +279,9 @@ def _needs_slow(em: Em, x):
     return em.and_(big, em.cmp("<", ax, em.c(float("inf"))))
 
 
-def _start(em: Em, x):
-    """(xd, (k, rh, rl)): the binary64 argument and its fast reduction (as in _fast)."""
-    em64 = em.like(F64)
-    xd = em.fpext(x, em64) if em.fmt.name == "f32" else x
-    return xd, reduce_fast(em64, xd)
-
-
-def _evaluate(kind: str):
-    def emit(em: Em, x, state):
-        em64 = em.like(F64)
-        lowp = em.fmt.name == "f32"
-        xd = em.fpext(x, em64) if lowp else x
-        k, rh, rl = state
-        res = _finish(em64, kind, xd, eval_trig(em64, kind, k, rh, rl, lowp))
-        return em64.fptrunc(res, em) if lowp else res
-    return emit
-
-
 def _huge_reduction(module: ir.Module, has_fma: bool) -> ir.Function:
     """``{i64, double, double} aotx_vm_pio2_huge(double x)``: Payne-Hanek's (n, rh, rl), one
-    scalar function per module that sin, cos and tan call for their huge lanes.
-
-    ``optnone``: LLVM's O3 and instruction selection spent 4-5 ms on this rarely run code
-    in every kernel calling sin, a fifth of the compile of a small one; unoptimized, a huge
-    lane costs about the same (tests/backend/test_vecmath_variants.py checks the results
-    against mpmath)."""
+    scalar function per module that the slow paths of sin, cos and tan call."""
     name = "aotx_vm_pio2_huge" + ("" if has_fma else "_nofma")
     fn = module.globals.get(name)
     if fn is not None:
@@ -307,7 +290,7 @@ def _huge_reduction(module: ir.Module, has_fma: bool) -> ir.Function:
     sty = ir.LiteralStructType([i64, F64, F64])
     fn = ir.Function(module, ir.FunctionType(sty, [F64]), name)
     fn.linkage = "internal"
-    for a in ("nounwind", "readnone", "noinline", "optnone"):
+    for a in _SLOW_ATTRS:
         fn.attributes.add(a)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     out = ir.Constant(sty, None)
@@ -317,17 +300,26 @@ def _huge_reduction(module: ir.Module, has_fma: bool) -> ir.Function:
     return fn
 
 
+#: The slow path is compiled ``optnone``: LLVM's O3 and instruction selection spent 6-8 ms on
+#: it in every kernel calling sin, a fifth of the compile of a small one, for code that runs
+#: only for huge arguments (there it costs about 1.5x; the results are the same bits:
+#: tests/backend/test_vecmath_variants.py checks them against mpmath).
+_SLOW_ATTRS = ("nounwind", "readnone", "noinline", "optnone")
+
+
 def _definer(kind: str):
     def define(module: ir.Module, sym: str, ty: ir.Type, fastmath: bool, has_fma: bool,
                vector_bits: int):
-        if str(ty) == "float" and has_fma:
-            # binary32 fast path, binary64 slow path: the slow lanes' whole result is replaced
-            return vector_mapped_function(module, sym, ty, has_fma, _fast32(kind), _needs_slow,
-                                          _slow32(kind), vector_bits)
-        # the fast and the slow path share the evaluation: only the reduction is replaced
-        return staged_vector_function(module, sym, ty, has_fma, _start, _needs_slow,
-                                      _huge_reduction(module, has_fma), _evaluate(kind),
-                                      vector_bits)
+        slow_fn = module.globals.get(sym + "_slow")
+        if slow_fn is None:
+            slow_fn = ir.Function(module, ir.FunctionType(ty, [ty]), sym + "_slow")
+            slow_fn.linkage = "internal"
+            for a in _SLOW_ATTRS:
+                slow_fn.attributes.add(a)
+            b = ir.IRBuilder(slow_fn.append_basic_block("entry"))
+            b.ret(_slow(kind)(Em(b, ty, has_fma=has_fma), slow_fn.args[0]))
+        return vector_mapped_function(module, sym, ty, has_fma, _fast(kind), _needs_slow,
+                                      slow_fn, vector_bits)
     return define
 
 
