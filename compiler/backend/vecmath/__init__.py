@@ -49,10 +49,11 @@ def symbol(name: str, ty: ir.Type, *, fastmath: bool, has_fma: bool) -> str:
 @dataclass(frozen=True)
 class _Unit:
     """The LLVM IR text of one function's definition and what it needs, made once per process:
-    the module-level entries (``(name, kind, text)``, kind ``declare``, ``define`` or
+    the function's symbol, the module-level entries (``(name, kind, text)``, kind ``declare``, ``define`` or
     ``global``), the functions to keep in ``@llvm.compiler.used``, and the call-site attribute
     mapping the function to its vector variants ("" for inline kernels)."""
 
+    symbol: str
     entries: tuple[tuple[str, str, str], ...]
     used: tuple[str, ...]
     mapping: str
@@ -78,7 +79,7 @@ def _unit(name: str, ty_name: str, fastmath: bool, has_fma: bool, vector_bits: i
             entries.append((gv.name, "declare" if gv.is_declaration else "define", str(gv)))
         else:
             entries.append((gv.name, "global", str(gv)))
-    return _Unit(tuple(entries), tuple(used), mapping)
+    return _Unit(sym, tuple(entries), tuple(used), mapping)
 
 
 #: the units each module's calls need, spliced into its text by link()
@@ -120,10 +121,11 @@ def call(builder: ir.IRBuilder, name: str, args: list[ir.Value], *,
 
 
 def link(text: str, module: ir.Module) -> str:
-    """`text` (``str(module)``) with the definitions of the vecmath functions `module` calls:
-    their declarations replaced, each helper and constant once, the intrinsics they use
-    declared unless the module declares them, their vector variants in one
-    ``@llvm.compiler.used``."""
+    """`text` (``str(module)``) with the definitions of the vecmath functions `module` calls,
+    each where the module declares it (LLVM's results depend on the order of functions, which
+    stays that of the definitions llvmlite would have printed), each helper and constant once,
+    the intrinsics they use declared unless the module declares them, their vector variants in
+    one ``@llvm.compiler.used``."""
     units = _LINKS.get(module)
     if not units:
         return text
@@ -131,22 +133,33 @@ def link(text: str, module: ir.Module) -> str:
     if "llvm.compiler.used" in own:
         raise ValueError("vecmath.link: the module has its own @llvm.compiler.used")
     seen: set[str] = set()
-    parts: list[str] = []
     used: list[str] = []
     for unit in units:
+        parts: list[str] = []
         for name, kind, body in unit.entries:
             if name in seen:
                 continue
             seen.add(name)
-            if name in own:
-                if kind == "declare":
-                    continue
-                text = re.sub(rf'^declare [^\n]*@"{re.escape(name)}"\([^\n]*\n', "", text,
-                              count=1, flags=re.M)
+            if name in own and kind == "declare":
+                continue
+            if name in own and name != unit.symbol:      # declared by the caller: defined here
+                text = _without_declaration(text, name)
             parts.append(body)
+        text = text.replace(_declaration(text, unit.symbol), "\n\n".join(parts) + "\n", 1)
         used += [u for u in unit.used if u not in used]
     if used:
         members = ", ".join(f'ptr @"{u}"' for u in used)
-        parts.append(f'@"llvm.compiler.used" = appending global [{len(used)} x ptr] [{members}], '
-                     'section "llvm.metadata"')
-    return text + "\n" + "\n\n".join(parts) + "\n"
+        text += (f'\n@"llvm.compiler.used" = appending global [{len(used)} x ptr] [{members}], '
+                 'section "llvm.metadata"\n')
+    return text
+
+
+def _declaration(text: str, name: str) -> str:
+    m = re.search(rf'^declare [^\n]*@"{re.escape(name)}"\([^\n]*\n', text, flags=re.M)
+    if m is None:
+        raise ValueError(f"vecmath.link: the module does not declare {name}")
+    return m.group(0)
+
+
+def _without_declaration(text: str, name: str) -> str:
+    return text.replace(_declaration(text, name), "", 1)
