@@ -126,7 +126,7 @@ def _define_wrapper(module: ir.Module, name: str, ty: ir.Type, main: ir.Function
 
 def _define_vector(module, name, vty, has_fma, fast, needs_slow, slow_fn) -> ir.Function:
     """The fast path on every lane; if some lanes need the slow path, a tail call of
-    `name`_lanes, which replaces their results. The call of the slow function is kept out of
+    NAME_lanes_vN, which replaces their results. The call of the slow function is kept out of
     this function: around a call, every live vector would be spilled to a stack frame
     aligned for it, which this function would then set up on every call (measured: 7%
     slower loops of float64 sin)."""
@@ -142,7 +142,9 @@ def _define_vector(module, name, vty, has_fma, fast, needs_slow, slow_fn) -> ir.
     bits = b.zext(b.bitcast(needs_slow(em, x), ir.IntType(vty.count)), i64)
     b.cbranch(b.icmp_unsigned("!=", bits, ir.Constant(i64, 0)), slow, done)
     b.position_at_end(slow)
-    fixed = b.call(_define_lanes(module, name + "_lanes", vty, slow_fn), [x, res, bits], tail=True)
+    base, width = name.rsplit("_v", 1)
+    lanes_fn = _define_lanes(module, f"{base}_lanes_v{width}", vty, slow_fn)
+    fixed = b.call(lanes_fn, [x, res, bits], tail=True)
     b.ret(fixed)
     b.position_at_end(done)
     b.ret(res)
