@@ -302,7 +302,7 @@ def _huge_reduction(module: ir.Module, has_fma: bool) -> ir.Function:
 
 #: The slow path is compiled ``optnone``: LLVM's O3 and instruction selection spent 6-8 ms on
 #: it in every kernel calling sin, a fifth of the compile of a small one, for code that runs
-#: only for huge arguments (there it costs about 1.5x; the results are the same bits:
+#: only for huge arguments (an array of nothing else: up to 1.5x slower; the same bits:
 #: tests/backend/test_vecmath_variants.py checks them against mpmath).
 _SLOW_ATTRS = ("nounwind", "readnone", "noinline", "optnone")
 
