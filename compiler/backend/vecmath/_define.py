@@ -10,8 +10,9 @@ Two shapes are used:
   so LoopVectorize calls the variant of its chosen width.  Used when a rare input needs a
   slow, branchy path (huge-argument trig): the variant runs the fast path on all lanes and
   falls back to a scalar function only for the lanes that need it.  Only the variant of the
-  target's natural width has that body; the scalar function and the other widths call it.  The variants are kept alive through
-  ``@llvm.compiler.used`` (otherwise they are deleted before vectorization).
+  target's natural width has that body; the scalar function and the other widths call it.
+  The variants are kept alive through ``@llvm.compiler.used`` (otherwise they are deleted
+  before vectorization).
 """
 from __future__ import annotations
 
