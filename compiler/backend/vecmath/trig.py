@@ -13,8 +13,8 @@ Reduction: x = n*(pi/2) + r, |r| <= pi/4, r carried as a double-double (rh, rl).
   multiplied by x's 53-bit integer mantissa (three 64x64->128 products, summed in three
   64-bit words), the two quadrant bits are read off, and the remaining 190-bit fraction is
   normalised and converted to a double-double (M. Payne & R. Hanek, "Radian reduction for
-  trigonometric functions", SIGNUM 1983; K. C. Ng, "Argument reduction for huge arguments: good to the last bit",
-  Sun 1992).
+  trigonometric functions", SIGNUM 1983; K. C. Ng, "Argument reduction for huge arguments:
+  good to the last bit", Sun 1992).
 
 Evaluation: minimax polynomials sin(r) = r + r^3 S(r^2), cos(r) = 1 - r^2/2 + r^4 C(r^2) on
 [-pi/4, pi/4] (fdlibm's structure, our coefficients), with the rl correction terms, quadrant
