@@ -50,8 +50,9 @@ def symbol(name: str, ty: ir.Type, *, fastmath: bool, has_fma: bool) -> str:
 class _Unit:
     """The LLVM IR text of one function's definition and what it needs, made once per process:
     the function's symbol, the module-level entries (``(name, kind, text)``, kind
-    ``declare``, ``define`` or ``global``), the functions to keep in ``@llvm.compiler.used``, and the call-site attribute
-    mapping the function to its vector variants ("" for inline kernels)."""
+    ``declare``, ``define`` or ``global``), the functions to keep in ``@llvm.compiler.used``,
+    and the call-site attribute mapping the function to its vector variants ("" for inline
+    kernels)."""
 
     symbol: str
     entries: tuple[tuple[str, str, str], ...]
