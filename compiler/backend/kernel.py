@@ -12,7 +12,7 @@ from typing import Sequence
 
 from llvmlite import ir as ll
 
-from compiler.backend import library, parallel
+from compiler.backend import library, parallel, vecmath
 from compiler.backend.codegen import I64T, PTR, Buffer, Codegen, memory_type
 from compiler.backend.inplace import plan_arguments
 from compiler.backend.target import Target
@@ -108,7 +108,7 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
         parallel.emit_entry(module, impl, name, fn, split, syms, n_words,
                             [t.dtype.itemsize for t in list(fn.in_types) + list(fn.out_types)],
                             "linux" in target.triple)
-    text = _loop_ids(str(module))
+    text = vecmath.link(_loop_ids(str(module)), module)
     # a string attribute llvmlite cannot attach: use the host's full vector width
     attrs = f'"prefer-vector-width"="{target.vector_bits}" "min-legal-vector-width"="0"'
     return re.sub(r'(define internal i32 @"[^"]*\.impl"\([^)]*\))', rf"\1 {attrs}", text, count=1)
@@ -118,16 +118,18 @@ def _loop_ids(text: str) -> str:
     """Turn the codegen's ``!N = !{!"aotx.loop.K.HINTS"}`` markers into distinct loop IDs
     (llvmlite cannot build self-referential metadata): hint ``i`` asks for interleave
     count 2, ``f`` for 4, ``u`` disables unrolling, ``v`` the loop vectorizer."""
-    marker = re.compile(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+\.([ifuv]+)" ?\}$', flags=re.M)
-    if marker.search(text) is None:
+    start = text.find("\n!")                    # llvmlite prints the metadata last
+    if start < 0 or 'aotx.loop.' not in text[start:]:
         return text
+    head, text = text[:start + 1], text[start + 1:]
+    marker = re.compile(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+\.([ifuv]+)" ?\}$', flags=re.M)
     top = max(int(m) for m in re.findall(r"^!(\d+) =", text, flags=re.M))
     nodes = {"i": f"!{top + 1}", "f": f"!{top + 2}", "u": f"!{top + 3}", "v": f"!{top + 4}"}
 
     def loop_id(m: re.Match[str]) -> str:      # one pass over the text: linear in its size
         refs = ", ".join(nodes[h] for h in m.group(2))
         return f"{m.group(1)} = distinct !{{{m.group(1)}, {refs}}}"
-    text = marker.sub(loop_id, text)
+    text = head + marker.sub(loop_id, text)
     return (text + f'\n{nodes["i"]} = !{{!"llvm.loop.interleave.count", i32 2}}'
             f'\n{nodes["f"]} = !{{!"llvm.loop.interleave.count", i32 4}}'
             f'\n{nodes["u"]} = !{{!"llvm.loop.unroll.disable"}}'

@@ -99,6 +99,8 @@ def char(value: str) -> ll.Constant:
 
 def routines(llvm_ir: str, symbol: str) -> list[str]:
     """The routines whose pointers the module of kernel `symbol` declares, in order."""
+    if slot_symbol(symbol, "") not in llvm_ir:      # most kernels: no scan of the whole text
+        return []
     prefix = re.escape(slot_symbol(symbol, ""))
     found = re.findall(rf'^@"?{prefix}([a-z][a-z0-9_]*)"? = (?:\w+ )*global', llvm_ir, flags=re.M)
     return list(dict.fromkeys(found))

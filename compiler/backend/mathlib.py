@@ -22,7 +22,8 @@ def _vecmath_supported() -> frozenset[str]:
 
 def call(cg: Any, name: str, args: list[ll.Value]) -> ll.Value:
     if name in _vecmath_supported():
-        return vecmath.call(cg.b, name, args, fastmath=cg.fastmath, has_fma=cg.has_fma)
+        return vecmath.call(cg.b, name, args, fastmath=cg.fastmath, has_fma=cg.has_fma,
+                           vector_bits=cg.vector_bits)
     if name in _INTRINSICS:
         return cg.intrinsic(_INTRINSICS[name], args)
     t = args[0].type

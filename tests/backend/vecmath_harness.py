@@ -41,14 +41,15 @@ def kernel_ir(name: str, dtype, fastmath: bool = False, has_fma: bool | None = N
     i = b.phi(n.type)
     i.add_incoming(ir.Constant(n.type, 0), entry)
     vals = [b.load(b.gep(p, [i], source_etype=ty), typ=ty) for p in fn.args[:nargs]]
-    res = vecmath.call(b, name, vals, fastmath=fastmath, has_fma=has_fma)
+    res = vecmath.call(b, name, vals, fastmath=fastmath, has_fma=has_fma,
+                       vector_bits=target.host().vector_bits)
     b.store(res, b.gep(fn.args[nargs], [i], source_etype=ty))
     i1 = b.add(i, ir.Constant(n.type, 1))
     i.add_incoming(i1, loop)
     b.cbranch(b.icmp_signed("<", i1, n), loop, done)
     b.position_at_end(done)
     b.ret_void()
-    return str(module)
+    return vecmath.link(str(module), module)
 
 
 class Kernel:

@@ -11,6 +11,7 @@ explicit vector variants (see :mod:`compiler.backend.vecmath._define`).
 Interface used by the backend::
 
     call(builder, "exp", [x], fastmath=False, has_fma=target.has_fma) -> ir.Value
+    link(str(module), module) -> str     # the module's text with the called functions defined
 
 Accuracy (measured, docs/vecmath.md): every function is below 1 ULP in float64 and float32
 (float32 exp 1.12 ULP, NumPy allows 3), with and without FMA. ``fastmath=True`` is accepted
@@ -18,6 +19,10 @@ and currently selects the same algorithms (same bounds); it is reserved for chea
 """
 from __future__ import annotations
 
+import functools
+import re
+import weakref
+from dataclasses import dataclass
 from typing import Callable
 
 import llvmlite.ir as ir
@@ -28,7 +33,7 @@ from compiler.backend.vecmath._define import inline_function
 _INLINE: dict[str, Callable] = {
     **exp_log.KERNELS, **hyperbolic.KERNELS, **inverse_trig.KERNELS, **power.KERNELS,
     **inverse_hyperbolic.KERNELS}
-_VECTOR: dict[str, Callable] = trig.KERNELS  # name -> define(module, name, ty, fast, fma)
+_VECTOR: dict[str, Callable] = trig.KERNELS  # name -> define(module, name, ty, fast, fma, bits)
 _NARGS = {"arctan2": 2, "pow": 2, "hypot": 2}
 
 SUPPORTED: frozenset[str] = frozenset(_INLINE) | frozenset(_VECTOR)
@@ -41,11 +46,59 @@ def symbol(name: str, ty: ir.Type, *, fastmath: bool, has_fma: bool) -> str:
             + ("" if has_fma else "_nofma"))
 
 
+@dataclass(frozen=True)
+class _Unit:
+    """The LLVM IR text of one function's definition and what it needs, made once per process:
+    the function's symbol, the module-level entries (``(name, kind, text)``, kind
+    ``declare``, ``define`` or ``global``), the functions to keep in ``@llvm.compiler.used``,
+    and the call-site attribute mapping the function to its vector variants ("" for inline
+    kernels)."""
+
+    symbol: str
+    entries: tuple[tuple[str, str, str], ...]
+    used: tuple[str, ...]
+    mapping: str
+
+
+@functools.lru_cache(maxsize=None)
+def _unit(name: str, ty_name: str, fastmath: bool, has_fma: bool, vector_bits: int) -> _Unit:
+    ty = {"double": ir.DoubleType(), "float": ir.FloatType()}[ty_name]
+    module = ir.Module(name="vecmath")
+    sym = symbol(name, ty, fastmath=fastmath, has_fma=has_fma)
+    mapping = ""
+    if name in _VECTOR:
+        _, mapping = _VECTOR[name](module, sym, ty, fastmath, has_fma, vector_bits)
+    else:
+        kernel = _INLINE[name]
+        # fastmath currently selects the same algorithms (see docs/vecmath.md, "fastmath")
+        inline_function(module, sym, ty, _NARGS.get(name, 1), has_fma, lambda em, *a: kernel(em, *a))
+    entries, used = [], []
+    for gv in module.globals.values():
+        if gv.name == "llvm.compiler.used":
+            used = [member.name for member in gv.initializer.constant]
+        elif isinstance(gv, ir.Function):
+            entries.append((gv.name, "declare" if gv.is_declaration else "define", str(gv)))
+        else:
+            entries.append((gv.name, "global", str(gv)))
+    return _Unit(sym, tuple(entries), tuple(used), mapping)
+
+
+#: the units each module's calls need, spliced into its text by link()
+_LINKS: weakref.WeakKeyDictionary[ir.Module, list[_Unit]] = weakref.WeakKeyDictionary()
+
+
 def call(builder: ir.IRBuilder, name: str, args: list[ir.Value], *,
-         fastmath: bool = False, has_fma: bool = True) -> ir.Value:
-    """Emit ``name(*args)`` at the builder's position; defines the callee once per module.
+         fastmath: bool = False, has_fma: bool = True, vector_bits: int = 512) -> ir.Value:
+    """Emit ``name(*args)`` at the builder's position.
 
     `args` are scalar double or float values of one type; the result has that type.
+    `vector_bits` (the target's widest vector register) picks the one width whose explicit
+    vector variant has a body (sin, cos, tan: see ``_define.vector_mapped_function``).
+
+    The callee is only declared in the builder's module: its definition, built once per
+    process as text, is added to the module's text by :func:`link`, which whoever prints
+    the module must call (building and printing the bodies with llvmlite for every kernel
+    took 4 of the 5 ms of a small kernel's codegen).
     """
     if name not in SUPPORTED:
         raise KeyError(f"vecmath has no function {name!r}; supported: {sorted(SUPPORTED)}")
@@ -57,12 +110,57 @@ def call(builder: ir.IRBuilder, name: str, args: list[ir.Value], *,
         raise TypeError(f"vecmath.{name} takes {_NARGS.get(name, 1)} arguments")
     sym = symbol(name, ty, fastmath=fastmath, has_fma=has_fma)
     module = builder.module
-    if name in _VECTOR:
-        fn, mapping = _VECTOR[name](module, sym, ty, fastmath, has_fma)
-        instr = builder.call(fn, list(args))
-        set.add(instr.attributes, mapping)  # string attribute: not in llvmlite's whitelist
-        return instr
-    kernel = _INLINE[name]
-    # fastmath currently selects the same algorithms (see docs/vecmath.md, "fastmath")
-    fn = inline_function(module, sym, ty, len(args), has_fma, lambda em, *a: kernel(em, *a))
-    return builder.call(fn, list(args))
+    unit = _unit(name, str(ty), fastmath, has_fma, vector_bits)
+    fn = module.globals.get(sym)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ty, [ty] * len(args)), sym)
+        _LINKS.setdefault(module, []).append(unit)
+    instr = builder.call(fn, list(args))
+    if unit.mapping:
+        set.add(instr.attributes, unit.mapping)  # string attribute: not in llvmlite's whitelist
+    return instr
+
+
+def link(text: str, module: ir.Module) -> str:
+    """`text` (``str(module)``) with the definitions of the vecmath functions `module` calls,
+    each where the module declares it (LLVM's results depend on the order of functions, which
+    stays that of the definitions llvmlite would have printed), each helper and constant once,
+    the intrinsics they use declared unless the module declares them, their vector variants in
+    one ``@llvm.compiler.used``."""
+    units = _LINKS.get(module)
+    if not units:
+        return text
+    own = module.globals
+    if "llvm.compiler.used" in own:
+        raise ValueError("vecmath.link: the module has its own @llvm.compiler.used")
+    seen: set[str] = set()
+    used: list[str] = []
+    for unit in units:
+        parts: list[str] = []
+        for name, kind, body in unit.entries:
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in own and kind == "declare":
+                continue
+            if name in own and name != unit.symbol:      # declared by the caller: defined here
+                text = _without_declaration(text, name)
+            parts.append(body)
+        text = text.replace(_declaration(text, unit.symbol), "\n\n".join(parts) + "\n", 1)
+        used += [u for u in unit.used if u not in used]
+    if used:
+        members = ", ".join(f'ptr @"{u}"' for u in used)
+        text += (f'\n@"llvm.compiler.used" = appending global [{len(used)} x ptr] [{members}], '
+                 'section "llvm.metadata"\n')
+    return text
+
+
+def _declaration(text: str, name: str) -> str:
+    m = re.search(rf'^declare [^\n]*@"{re.escape(name)}"\([^\n]*\n', text, flags=re.M)
+    if m is None:
+        raise ValueError(f"vecmath.link: the module does not declare {name}")
+    return m.group(0)
+
+
+def _without_declaration(text: str, name: str) -> str:
+    return text.replace(_declaration(text, name), "", 1)

@@ -7,10 +7,12 @@ Two shapes are used:
   arithmetic (4/8 lanes of double on AVX2/AVX-512, 8/16 lanes of float).
 * :func:`vector_mapped_function` -- a ``noinline`` scalar function plus explicit
   ``<N x T>`` variants tied to it by the ``vector-function-abi-variant`` call-site attribute,
-  so LoopVectorize calls the variant of its chosen width.  Used when a rare input needs a slow,
-  branchy path (huge-argument trig): the variant runs the fast path on all lanes and falls
-  back to the scalar function only for the lanes that need it.  The variants are kept alive
-  through ``@llvm.compiler.used`` (otherwise they are deleted before vectorization).
+  so LoopVectorize calls the variant of its chosen width.  Used when a rare input needs a
+  slow, branchy path (huge-argument trig): the variant runs the fast path on all lanes and
+  falls back to a scalar function only for the lanes that need it.  Only the variant of the
+  target's natural width has that body; the scalar function and the other widths call it.
+  The variants are kept alive through ``@llvm.compiler.used`` (otherwise they are deleted
+  before vectorization).
 """
 from __future__ import annotations
 
@@ -46,93 +48,135 @@ def inline_function(module: ir.Module, name: str, ty: ir.Type, nargs: int, has_f
     return fn
 
 
+def natural_width(ty: ir.Type, vector_bits: int) -> int:
+    """The lane count of one full vector register of `ty`, among VECTOR_WIDTHS: the width
+    LoopVectorize picks for a loop of `ty` arithmetic on a target of `vector_bits`."""
+    widths = VECTOR_WIDTHS[str(ty)]
+    lanes = vector_bits // (64 if str(ty) == "double" else 32)
+    return min(widths, key=lambda n: abs(n - lanes))
+
+
 def vector_mapped_function(module: ir.Module, name: str, ty: ir.Type, has_fma: bool,
-                           fast: Callable, needs_slow: Callable,
-                           slow: Callable) -> tuple[ir.Function, str]:
+                           fast: Callable, needs_slow: Callable, slow_fn: ir.Function,
+                           vector_bits: int = 512) -> tuple[ir.Function, str]:
     """Get or define a one-argument function with explicit vector variants.
 
     fast(em, x) emits the vectorizable fast path, needs_slow(em, x) the i1 mask of lanes
-    whose result must come from slow(em, x) instead (emitted in a scalar function).
+    whose result must come from slow_fn instead (a scalar function of one lane).
     Returns the scalar function and the call-site attribute mapping it to its variants.
+
+    Only the variant of the target's natural width (:func:`natural_width`) has a body; the
+    other widths, which LoopVectorize picks for epilogues and short loops, are a few
+    shuffles around a call of it (padded with zeros, or split in natural-width pieces), and
+    the scalar function is one lane of it: LLVM's time grows with the instructions of the
+    module, and every full copy of the body cost a few milliseconds of it.
     """
-    slow_fn = inline_function(module, name + "_slow", ty, 1, has_fma, slow)
-    slow_fn.attributes.discard("alwaysinline")
-    slow_fn.attributes.add("noinline")
+    natural = natural_width(ty, vector_bits)
+    main_name = f"{name}_v{natural}"
+    main = module.globals.get(main_name)
+    if main is None:
+        main = _define_vector(module, main_name, ir.VectorType(ty, natural), has_fma, fast,
+                              needs_slow, slow_fn)
+        _keep_alive(module, main)
     fn = module.globals.get(name)
-    if fn is None:
-        fn = _define_scalar(module, name, ty, has_fma, fast, needs_slow, slow_fn)
+    if fn is None:          # noinline: the loop vectorizer must see the call, not main's
+        fn = _define_wrapper(module, name, ty, main)
+        fn.attributes.add("noinline")
     variants = []
     for n in VECTOR_WIDTHS[str(ty)]:
         vname = f"{name}_v{n}"
         if module.globals.get(vname) is None:
-            vfn = _define_vector(module, vname, ir.VectorType(ty, n), has_fma, fast,
-                                 needs_slow, slow_fn)
-            _keep_alive(module, vfn)
+            _keep_alive(module, _define_wrapper(module, vname, ir.VectorType(ty, n), main))
         variants.append(f"_ZGV_LLVM_N{n}v_{name}({vname})")
     return fn, '"vector-function-abi-variant"="' + ",".join(variants) + '"'
 
 
-def _define_scalar(module, name, ty, has_fma, fast, needs_slow, slow_fn) -> ir.Function:
+def _define_wrapper(module: ir.Module, name: str, ty: ir.Type, main: ir.Function) -> ir.Function:
+    """``ty name(ty x)`` computed by `main` (a function of N-lane vectors): a scalar or
+    narrower x padded with zeros (a lane of zeros takes the fast path), a wider one in
+    N-lane pieces."""
+    vty = main.function_type.return_type
+    big = vty.count
     fn = ir.Function(module, ir.FunctionType(ty, [ty]), name)
     fn.linkage = "internal"
-    _attrs(fn, "noinline")
+    _attrs(fn)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    em = Em(b, ty, has_fma=has_fma)
     x = fn.args[0]
-    res = fast(em, x)
-    entry = b.block
-    with b.if_then(needs_slow(em, x), likely=False):
-        slow_res = b.call(slow_fn, [x])
-        slow_end = b.block
-    phi = b.phi(ty)
-    phi.add_incoming(res, entry)
-    phi.add_incoming(slow_res, slow_end)
-    b.ret(phi)
+    i32 = ir.IntType(32)
+
+    def mask(idx) -> ir.Constant:
+        return ir.Constant(ir.VectorType(i32, len(idx)), [ir.Constant(i32, i) for i in idx])
+    if not isinstance(ty, ir.VectorType):
+        wide = b.insert_element(ir.Constant(vty, None), x, ir.Constant(i32, 0))
+        b.ret(b.extract_element(b.call(main, [wide]), ir.Constant(i32, 0)))
+        return fn
+    n = ty.count
+    if n < big:      # lanes n.. from the zero vector (index n of the pair)
+        wide = b.shuffle_vector(x, ir.Constant(ty, None), mask([*range(n), *[n] * (big - n)]))
+        b.ret(b.shuffle_vector(b.call(main, [wide]), ir.Constant(vty, None), mask(range(n))))
+        return fn
+    parts = [b.call(main, [b.shuffle_vector(x, x, mask(range(k, k + big)))])
+             for k in range(0, n, big)]
+    while len(parts) > 1:
+        w = parts[0].type.count
+        parts = [b.shuffle_vector(parts[i], parts[i + 1], mask(range(2 * w)))
+                 for i in range(0, len(parts), 2)]
+    b.ret(parts[0])
     return fn
 
 
 def _define_vector(module, name, vty, has_fma, fast, needs_slow, slow_fn) -> ir.Function:
+    """The fast path on every lane; if some lanes need the slow path, a tail call of
+    NAME_lanes_vN, which replaces their results. The call of the slow function is kept out of
+    this function: around a call, every live vector would be spilled to a stack frame
+    aligned for it, which this function would then set up on every call (measured: 7%
+    slower loops of float64 sin)."""
     fn = ir.Function(module, ir.FunctionType(vty, [vty]), name)
     fn.linkage = "internal"
-    _attrs(fn)
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    _attrs(fn, "noinline")     # one copy: not inlined into the wrappers of the other widths
+    entry, slow, done = (fn.append_basic_block(n) for n in ("entry", "slow", "done"))
+    b = ir.IRBuilder(entry)
     em = Em(b, vty, has_fma=has_fma)
     x = fn.args[0]
     res = fast(em, x)
-    mask = needs_slow(em, x)
-    any_slow = b.call(_reduce_or(module, mask.type), [mask])
-    entry = b.block
-    with b.if_then(any_slow, likely=False):
-        fixed = res
-        for i in range(vty.count):
-            fixed = _fix_lane(b, fixed, x, mask, i, slow_fn)
-        slow_end = b.block
-    phi = b.phi(vty)
-    phi.add_incoming(res, entry)
-    phi.add_incoming(fixed, slow_end)
-    b.ret(phi)
+    i64 = ir.IntType(64)
+    bits = b.zext(b.bitcast(needs_slow(em, x), ir.IntType(vty.count)), i64)
+    b.cbranch(b.icmp_unsigned("!=", bits, ir.Constant(i64, 0)), slow, done)
+    b.position_at_end(slow)
+    base, width = name.rsplit("_v", 1)
+    lanes_fn = _define_lanes(module, f"{base}_lanes_v{width}", vty, slow_fn)
+    fixed = b.call(lanes_fn, [x, res, bits], tail=True)
+    b.ret(fixed)
+    b.position_at_end(done)
+    b.ret(res)
     return fn
 
 
-def _fix_lane(b: ir.IRBuilder, vec, x, mask, i: int, slow_fn):
-    """vec with lane i replaced by slow_fn(x[i]) when mask[i] is set."""
-    idx = ir.Constant(ir.IntType(32), i)
-    before = b.block
-    with b.if_then(b.extract_element(mask, idx), likely=False):
-        lane = b.call(slow_fn, [b.extract_element(x, idx)])
-        updated = b.insert_element(vec, lane, idx)
-        inner = b.block
-    phi = b.phi(vec.type)
-    phi.add_incoming(vec, before)
-    phi.add_incoming(updated, inner)
-    return phi
-
-
-def _reduce_or(module: ir.Module, mty: ir.VectorType) -> ir.Function:
-    name = f"llvm.vector.reduce.or.v{mty.count}i1"
-    fn = module.globals.get(name)
-    if fn is None:
-        fn = ir.Function(module, ir.FunctionType(ir.IntType(1), [mty]), name)
+def _define_lanes(module, name, vty, slow_fn) -> ir.Function:
+    """``vty name(vty x, vty res, i64 bits)``: res with lane i replaced by slow_fn(x[i]) for
+    every set bit i, one lane per trip of a loop (one copy of the call whatever the width)."""
+    i64 = ir.IntType(64)
+    fn = ir.Function(module, ir.FunctionType(vty, [vty, vty, i64]), name)
+    fn.linkage = "internal"
+    _attrs(fn, "noinline")
+    entry, loop, done = (fn.append_basic_block(n) for n in ("entry", "lane", "done"))
+    b = ir.IRBuilder(entry)
+    x, res, bits = fn.args
+    b.branch(loop)
+    b.position_at_end(loop)
+    vec, left = b.phi(vty), b.phi(i64)
+    cttz = module.globals.get("llvm.cttz.i64") or ir.Function(
+        module, ir.FunctionType(i64, [i64, ir.IntType(1)]), "llvm.cttz.i64")
+    lane = b.call(cttz, [left, ir.Constant(ir.IntType(1), 1)])
+    fixed = b.insert_element(vec, b.call(slow_fn, [b.extract_element(x, lane)]), lane)
+    rest = b.and_(left, b.sub(left, ir.Constant(i64, 1)))
+    vec.add_incoming(res, entry)
+    vec.add_incoming(fixed, loop)
+    left.add_incoming(bits, entry)
+    left.add_incoming(rest, loop)
+    b.cbranch(b.icmp_unsigned("!=", rest, ir.Constant(i64, 0)), loop, done)
+    b.position_at_end(done)
+    b.ret(fixed)
     return fn
 
 

@@ -10,11 +10,11 @@ Reduction: x = n*(pi/2) + r, |r| <= pi/4, r carried as a double-double (rh, rl).
   11.1), so 159 bits of pi/2 keep r accurate to ~2^-110 relative.
 * Slow path (scalar, only for lanes that need it): Payne-Hanek with integer arithmetic. The
   192-bit window of 2/pi that matters for x's exponent is taken from a table of 64-bit words,
-  multiplied by x's 53-bit integer mantissa (three 64x64->128 products), the two quadrant
-  bits are read off, and the remaining 190-bit fraction is normalised and converted to a
-  double-double (M. Payne & R. Hanek, "Radian reduction for trigonometric functions",
-  SIGNUM 1983; K. C. Ng, "Argument reduction for huge arguments: good to the last bit",
-  Sun 1992).
+  multiplied by x's 53-bit integer mantissa (three 64x64->128 products, summed in three
+  64-bit words), the two quadrant bits are read off, and the remaining 190-bit fraction is
+  normalised and converted to a double-double (M. Payne & R. Hanek, "Radian reduction for
+  trigonometric functions", SIGNUM 1983; K. C. Ng, "Argument reduction for huge arguments:
+  good to the last bit", Sun 1992).
 
 Evaluation: minimax polynomials sin(r) = r + r^3 S(r^2), cos(r) = 1 - r^2/2 + r^4 C(r^2) on
 [-pi/4, pi/4] (fdlibm's structure, our coefficients), with the rl correction terms, quadrant
@@ -30,8 +30,10 @@ Measured max error (>= 1e6 points incl. |x| up to 1.8e308, docs/vecmath.md): sin
 Special values: sin/tan(+-0) = +-0, subnormals exact, cos(+-0) = 1, +-inf and nan -> nan.
 
 The functions are emitted as a scalar function with explicit vector variants (see
-:mod:`compiler.backend.vecmath._define`): the variant evaluates the fast path on all lanes
-and calls the scalar slow path only for lanes with |x| above the threshold.
+:mod:`compiler.backend.vecmath._define`), one of which, at the target's natural width, has
+a body: it evaluates the fast path on all lanes and calls the scalar slow path (the
+Payne-Hanek function ``aotx_vm_pio2_huge``, one per module, shared by sin, cos and tan, then
+the binary64 evaluation) only for lanes with |x| above the threshold.
 """
 from __future__ import annotations
 
@@ -102,9 +104,11 @@ def reduce_fast(em: Em, x):
 
 
 def reduce_huge(em: Em, x):
-    """Payne-Hanek: (n as i64, rh, rl) for finite scalar binary64 |x| >= 2^-10."""
-    b, i64 = em.b, ir.IntType(64)
-    i128, i192 = ir.IntType(128), ir.IntType(192)
+    """Payne-Hanek: (n as i64, rh, rl) for finite scalar binary64 |x| >= 2^-10.
+
+    The 192-bit product is kept in three 64-bit words (w2 the top one) with explicit carries:
+    LLVM takes several times longer to optimize and select 192-bit integer arithmetic."""
+    b, i64, i128 = em.b, ir.IntType(64), ir.IntType(128)
     ix = b.and_(em.bits(x), em.ci(0x7FFFFFFFFFFFFFFF))
     mant = b.or_(b.and_(ix, em.ci((1 << 52) - 1)), em.ci(1 << 52))
     pos = b.sub(b.lshr(ix, em.ci(52)), em.ci(1075 + 1 - 63))  # window start bit, padded
@@ -115,15 +119,20 @@ def reduce_huge(em: Em, x):
          for j in range(4)]
     fshl = _intrinsic(b.module, "llvm.fshl.i64", i64, [i64, i64, i64])
     v0, v1, v2 = (b.call(fshl, [w[j], w[j + 1], shift]) for j in range(3))
-    m128 = b.zext(mant, i128)
-    p2 = b.zext(b.mul(m128, b.zext(v2, i128)), i192)
-    p1 = b.shl(b.zext(b.mul(m128, b.zext(v1, i128)), i192), ir.Constant(i192, 64))
-    p0 = b.shl(b.zext(b.mul(mant, v0), i192), ir.Constant(i192, 128))
-    # x*2/pi mod 4 = R * 2^-190; round to the nearest quadrant
-    r = b.add(b.add(b.add(p0, p1), p2), ir.Constant(i192, 1 << 189))
-    n = b.trunc(b.lshr(r, ir.Constant(i192, 190)), i64)
-    frac = b.sub(b.and_(r, ir.Constant(i192, (1 << 190) - 1)), ir.Constant(i192, 1 << 189))
-    f_hi, f_lo = _i192_to_dd(em, frac)
+
+    def wide_mul(v):            # mant * v as (high word, low word)
+        p = b.mul(b.zext(mant, i128), b.zext(v, i128))
+        return b.trunc(b.lshr(p, ir.Constant(i128, 64)), i64), b.trunc(p, i64)
+    hi1, lo1 = wide_mul(v1)
+    hi2, lo2 = wide_mul(v2)
+    # R = mant*v0 * 2^128 + mant*v1 * 2^64 + mant*v2 (mod 2^192), + 2^189 to round n
+    w1 = b.add(hi2, lo1)
+    carry = b.zext(b.icmp_unsigned("<", w1, lo1), i64)
+    w2 = b.add(b.add(b.add(b.mul(mant, v0), hi1), carry), em.ci(1 << 61))
+    # x*2/pi mod 4 = R * 2^-190: n the top two bits, the rest a signed fraction F
+    n = b.lshr(w2, em.ci(62))
+    f2 = b.sub(b.and_(w2, em.ci((1 << 62) - 1)), em.ci(1 << 61))
+    f_hi, f_lo = _words_to_dd(em, f2, w1, lo2)
     rh, rl = em.dd_mul(f_hi, f_lo, em.c(PIO2_DD[0]), em.c(PIO2_DD[1]))
     rh, rl = em.fast_two_sum(rh, rl)
     neg = b.icmp_signed("<", em.bits(x), em.ci(0))
@@ -131,19 +140,34 @@ def reduce_huge(em: Em, x):
     return n, em.sel(neg, em.neg(rh), rh), em.sel(neg, em.neg(rl), rl)
 
 
-def _i192_to_dd(em: Em, frac):
-    """A signed 192-bit integer F (|F| < 2^189, F != 0) as a double-double F * 2^-190."""
-    b, i64, i192 = em.b, ir.IntType(64), ir.IntType(192)
-    neg = b.icmp_signed("<", frac, ir.Constant(i192, 0))
-    mag = b.select(neg, b.sub(ir.Constant(i192, 0), frac), frac)
-    ctlz = _intrinsic(b.module, "llvm.ctlz.i192", i192, [i192, ir.IntType(1)])
-    lz = b.call(ctlz, [mag, ir.Constant(ir.IntType(1), 0)])
-    g = b.shl(mag, lz)
-    w1 = b.trunc(b.lshr(g, ir.Constant(i192, 128)), i64)
-    w2 = b.trunc(b.lshr(g, ir.Constant(i192, 64)), i64)
-    hi = b.uitofp(b.and_(w1, em.ci(~0x7FF)), F64)  # top 53 bits: exact
-    lo = em.mla(b.uitofp(w2, F64), em.c(2.0 ** -64), b.uitofp(b.and_(w1, em.ci(0x7FF)), F64))
-    scale = em.pow2(b.sub(em.ci(-62), b.trunc(lz, i64)))
+def _words_to_dd(em: Em, f2, f1, f0):
+    """The signed 192-bit integer F = f2*2^128 + f1*2^64 + f0 (f2 signed, |F| < 2^189,
+    F != 0) as a double-double F * 2^-190."""
+    b, i64 = em.b, ir.IntType(64)
+    zero = em.ci(0)
+    neg = b.icmp_signed("<", f2, zero)
+    # |F|: the two's complement negation of the three words when F < 0
+    n0 = b.sub(zero, f0)
+    borrow0 = b.zext(b.icmp_unsigned("!=", f0, zero), i64)
+    n1 = b.sub(b.sub(zero, f1), borrow0)
+    borrow1 = b.zext(b.or_(b.icmp_unsigned("!=", f1, zero), b.icmp_unsigned("!=", f0, zero)), i64)
+    n2 = b.sub(b.sub(zero, f2), borrow1)
+    m2, m1, m0 = (b.select(neg, nv, fv) for nv, fv in ((n2, f2), (n1, f1), (n0, f0)))
+    # normalize: whole-word shifts while the top word is zero, then a funnel shift
+    lz_base = zero
+    for _ in range(2):
+        empty = b.icmp_unsigned("==", m2, zero)
+        m2, m1, m0 = b.select(empty, m1, m2), b.select(empty, m0, m1), b.select(empty, zero, m0)
+        lz_base = b.add(lz_base, b.select(empty, em.ci(64), zero))
+    ctlz = _intrinsic(b.module, "llvm.ctlz.i64", i64, [i64, ir.IntType(1)])
+    c = b.call(ctlz, [m2, ir.Constant(ir.IntType(1), 0)])
+    fshl = _intrinsic(b.module, "llvm.fshl.i64", i64, [i64, i64, i64])
+    top = b.call(fshl, [m2, m1, c])
+    second = b.call(fshl, [m1, m0, c])
+    lz = b.add(lz_base, c)
+    hi = b.uitofp(b.and_(top, em.ci(~0x7FF)), F64)  # top 53 bits: exact
+    lo = em.mla(b.uitofp(second, F64), em.c(2.0 ** -64), b.uitofp(b.and_(top, em.ci(0x7FF)), F64))
+    scale = em.pow2(b.sub(em.ci(-62), lz))
     hi, lo = em.fast_two_sum(em.mul(hi, scale), em.mul(lo, scale))
     return em.sel(neg, em.neg(hi), hi), em.sel(neg, em.neg(lo), lo)
 
@@ -242,7 +266,8 @@ def _slow(kind: str):
         em64 = em.like(F64)
         lowp = em.fmt.name == "f32"
         xd = em.fpext(x, em64) if lowp else x
-        k, rh, rl = reduce_huge(em64, xd)
+        got = em.b.call(_huge_reduction(em.b.module, em.has_fma), [xd])
+        k, rh, rl = (em.b.extract_value(got, i) for i in range(3))
         res = eval_trig(em64, kind, k, rh, rl, lowp)
         return em64.fptrunc(res, em) if lowp else res
     return emit
@@ -254,10 +279,47 @@ def _needs_slow(em: Em, x):
     return em.and_(big, em.cmp("<", ax, em.c(float("inf"))))
 
 
+def _huge_reduction(module: ir.Module, has_fma: bool) -> ir.Function:
+    """``{i64, double, double} aotx_vm_pio2_huge(double x)``: Payne-Hanek's (n, rh, rl), one
+    scalar function per module that the slow paths of sin, cos and tan call."""
+    name = "aotx_vm_pio2_huge" + ("" if has_fma else "_nofma")
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    i64 = ir.IntType(64)
+    sty = ir.LiteralStructType([i64, F64, F64])
+    fn = ir.Function(module, ir.FunctionType(sty, [F64]), name)
+    fn.linkage = "internal"
+    for a in _SLOW_ATTRS:
+        fn.attributes.add(a)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    out = ir.Constant(sty, None)
+    for i, v in enumerate(reduce_huge(Em(b, F64, has_fma=has_fma), fn.args[0])):
+        out = b.insert_value(out, v, i)
+    b.ret(out)
+    return fn
+
+
+#: The slow path is compiled ``optnone``: LLVM's O3 and instruction selection spent 6-8 ms on
+#: it in every kernel calling sin, a fifth of the compile of a small one, for code that runs
+#: only for huge arguments (an array of nothing else: up to 1.5x slower; the same bits:
+#: tests/backend/test_vecmath_variants.py checks them against mpmath).
+_SLOW_ATTRS = ("nounwind", "readnone", "noinline", "optnone")
+
+
 def _definer(kind: str):
-    def define(module: ir.Module, sym: str, ty: ir.Type, fastmath: bool, has_fma: bool):
+    def define(module: ir.Module, sym: str, ty: ir.Type, fastmath: bool, has_fma: bool,
+               vector_bits: int):
+        slow_fn = module.globals.get(sym + "_slow")
+        if slow_fn is None:
+            slow_fn = ir.Function(module, ir.FunctionType(ty, [ty]), sym + "_slow")
+            slow_fn.linkage = "internal"
+            for a in _SLOW_ATTRS:
+                slow_fn.attributes.add(a)
+            b = ir.IRBuilder(slow_fn.append_basic_block("entry"))
+            b.ret(_slow(kind)(Em(b, ty, has_fma=has_fma), slow_fn.args[0]))
         return vector_mapped_function(module, sym, ty, has_fma, _fast(kind), _needs_slow,
-                                      _slow(kind))
+                                      slow_fn, vector_bits)
     return define
 
 
