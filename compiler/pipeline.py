@@ -166,7 +166,7 @@ class Artifacts:
     ir: Function                 # as handed to compile_ir (after the transforms)
     ir_optimized: Function
     llvm: str
-    llvm_optimized: str
+    _llvm_optimized: str | None   # None until asked for: printing a module costs ~1 ms a compile
     object: bytes
     target: Target
     symbols: list[str]
@@ -177,6 +177,14 @@ class Artifacts:
     # updated arguments written where they live: their pointer is also their output's
     in_place: list[int] = field(default_factory=list)
     _asm: str | None = field(default=None, repr=False)
+
+    @property
+    def llvm_optimized(self) -> str:
+        if self._llvm_optimized is None:
+            module = passes.parse(self.llvm, self.target)
+            passes.optimize(module, self.target)
+            self._llvm_optimized = str(module)
+        return self._llvm_optimized
 
     @property
     def asm(self) -> str:
@@ -231,13 +239,13 @@ def parallel_plan(optimized: Function, name: str) -> tuple[parallel.Plan | None,
     return None, text
 
 
-def compile_llvm(llvm_ir: str, target: Target, *, want_asm: bool = False) -> NativeCode:
+def compile_llvm(llvm_ir: str, target: Target, *, want_asm: bool = False, want_text: bool = True) -> NativeCode:
     """LLVM IR text -> O2 + vectorization -> object code (and assembly if asked)."""
     module = run(lambda text: passes.parse(text, target), llvm_ir, name="parse")
     run(lambda m: passes.optimize(m, target), module, name="optimize")
     obj = run(lambda m: passes.emit_object(m, target), module, name="emit")
     asm = passes.emit_assembly(module, target) if want_asm else ""
-    return NativeCode(str(module), obj, asm)
+    return NativeCode(str(module) if want_text else "", obj, asm)
 
 
 def compile_ir(fn: Function, name: str, target: Target, *, fastmath: bool = False,
@@ -248,10 +256,10 @@ def compile_ir(fn: Function, name: str, target: Target, *, fastmath: bool = Fals
     optimized = optimize_ir(fn)
     split, how = parallel_plan(optimized, name) if parallel else (None, "")
     llvm_ir = codegen(optimized, name, target, fastmath=fastmath, split=split, updates=updates)
-    code = compile_llvm(llvm_ir, target)
+    code = compile_llvm(llvm_ir, target, want_text=False)
     with _STATS_LOCK:
         STATS["llvm_compilations"] += 1
-    return Artifacts(name, fn, optimized, llvm_ir, code.llvm_optimized, code.object, target,
+    return Artifacts(name, fn, optimized, llvm_ir, None, code.object, target,
                      kernel.symbols_of(optimized), kernel.error_sites(optimized),
                      kernel.uses_random(optimized), kernel.library_routines(llvm_ir, name),
                      parallel=how, in_place=kernel.in_place(optimized, updates))
