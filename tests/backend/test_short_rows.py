@@ -43,3 +43,21 @@ def test_inner_products_match_numpy(dtype):
         assert got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=1e-6)
     assert "dot_general" not in inner_k.lower(a, b, c, d).ir_optimized
+
+
+def scale_rows(a, s):
+    return a * s[:, None] + 1.0
+
+
+scale_rows_k = jit(scale_rows)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("cols", [3, 10, 16, 37])
+def test_short_rows_of_an_elementwise_result(dtype, cols):
+    a = rng.standard_normal((500, cols)).astype(dtype)
+    s = rng.standard_normal(500).astype(dtype)
+    np.testing.assert_allclose(scale_rows_k(a, s), scale_rows(a, s), rtol=1e-6)
+    if cols == 10:      # each row vectorized, not the loop over rows with gathers and scatters
+        text = scale_rows_k.lower(a, s).llvm_optimized
+        assert "masked.gather" not in text and "masked.scatter" not in text
