@@ -52,9 +52,8 @@ import llvmlite.binding as llvm
 import numpy as np
 
 import runtime
-from compiler import config, pipeline, version
+from compiler import config, version
 from compiler.backend import jit as native_jit
-from compiler.function.trampoline import uses_host_callbacks
 from compiler.frontend import pytrees
 from compiler.frontend.source import SOURCE_READS
 from compiler.frontend.values import Weak
@@ -93,7 +92,10 @@ def enabled() -> bool:
 def diagnostics() -> dict[str, Any]:
     """Counters for this process: how often LLVM ran, and cache hits/misses/writes."""
     stats = disk().stats
-    return {"llvm_compilations": pipeline.STATS["llvm_compilations"],
+    # LLVM has run in this process only if the pipeline was imported (a cache hit does not)
+    pipeline = sys.modules.get("compiler.pipeline")
+    llvm_runs = pipeline.STATS["llvm_compilations"] if pipeline is not None else 0
+    return {"llvm_compilations": llvm_runs,
             "cache_hits": stats.hits, "cache_misses": stats.misses, "cache_writes": stats.writes,
             "cache_rejected": stats.rejected, "cache_write_errors": stats.write_errors,
             "cache_dir": str(disk().root), "cache_enabled": enabled() and disk().writable}
@@ -670,6 +672,7 @@ class Probe:
     def store(self, spec: Any) -> None:
         if self.key is None or not disk().writable:
             return
+        from compiler.function.trampoline import uses_host_callbacks   # deferred: DEFERRED_IMPORTS
         if uses_host_callbacks(spec.program.function):
             _log(f"not caching {self.kernel.__name__}: it calls back into Python")
             return
