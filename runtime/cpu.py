@@ -75,7 +75,7 @@ def host_features() -> frozenset[str] | None:
 
 def _linux() -> frozenset[str] | None:
     try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:   # (utf-8: loaded already)
             for line in f:
                 if line.startswith("flags"):
                     flags = line.partition(":")[2].split()

@@ -53,8 +53,9 @@ class LoadedObject:
                  library: Sequence[str] = ()) -> None:
         _initialize()
         _register_runtime_helpers()
+        # the engine compiles nothing but its empty module: at O0 (the object's code is made)
         self._engine = llvm.create_mcjit_compiler(
-            llvm.parse_assembly(""), target.machine(jit=True))
+            llvm.parse_assembly(""), target.machine(jit=True, opt=0))
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
         self.library = tuple(library)      # what the kernel may call (pickled with it: api/pickling.py)
