@@ -157,8 +157,8 @@ class Specialization:
             return self._compile()
 
     def _ensure_artifacts(self) -> pipeline.Artifacts:
-        from compiler import pipeline                               # deferred: DEFERRED_IMPORTS
         """A cache hit has no stages in memory: stage and compile again for lower()."""
+        from compiler import pipeline                               # deferred: DEFERRED_IMPORTS
         if self.artifacts is None:
             if self.program.function is None:
                 with config.boundscheck_scope(self.boundscheck):
