@@ -22,15 +22,15 @@ if TYPE_CHECKING:
     from compiler.api.autodiff import (LinearizedFn, VjpFn, grad, grad_and_value, hessian, jacfwd, jacrev,
                                        jvp, linearize, vjp)
     from compiler.api.loops import fori_loop, scan
-    from compiler.api.vmap import vmap
 
-__all__ = ["Kernel", "Lowered", "Specialization", "jit", "vmap", "grad", "grad_and_value", "jacrev",
+# vmap is compiler.vmap: compiler.api.vmap is its module (vmap.py)
+__all__ = ["Kernel", "Lowered", "Specialization", "jit", "grad", "grad_and_value", "jacrev",
            "jacfwd", "hessian", "vjp", "jvp", "linearize", "VjpFn", "LinearizedFn", "fori_loop", "scan"]
 
 #: the names of the modules loaded on first use, by the name they define
 _DEFERRED = {**dict.fromkeys(("grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "linearize",
                               "vjp", "LinearizedFn", "VjpFn"), "autodiff"),
-             "fori_loop": "loops", "scan": "loops", "vmap": "vmap"}
+             "fori_loop": "loops", "scan": "loops"}
 
 
 def __getattr__(name: str) -> Any:
@@ -41,9 +41,6 @@ def __getattr__(name: str) -> Any:
     if module == "loops":
         from compiler.api import loops              # deferred: DEFERRED_IMPORTS
         return getattr(loops, name)
-    if module == "vmap":   # until vmap.py is imported: then compiler.api.vmap is that module
-        from compiler.api.vmap import vmap          # deferred: DEFERRED_IMPORTS
-        return vmap
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -45,7 +45,6 @@ DEFERRED_IMPORTS: dict[tuple[str, str], str] = {
     ("compiler", "compiler.api.vmap"): "import time: compiler.vmap on first use",
     ("compiler.api", "compiler.api.autodiff"): "import time: grad, jacrev, ... on first use",
     ("compiler.api", "compiler.api.loops"): "import time: fori_loop, scan on first use",
-    ("compiler.api", "compiler.api.vmap"): "import time: vmap on first use",
     ("compiler.api", "compiler.api.staged"): "import time: registered before the first staging",
     ("compiler.api.kernel", "compiler.pipeline"): "import time: the compile machinery, on the first compile",
     ("compiler.api.kernel", "compiler.function.trampoline"): "import time: host callbacks, on the first compile",
