@@ -52,9 +52,8 @@ import llvmlite.binding as llvm
 import numpy as np
 
 import runtime
-from compiler import config, pipeline, version
+from compiler import config, version
 from compiler.backend import jit as native_jit
-from compiler.function.trampoline import uses_host_callbacks
 from compiler.frontend import pytrees
 from compiler.frontend.source import SOURCE_READS
 from compiler.frontend.values import Weak
@@ -93,7 +92,10 @@ def enabled() -> bool:
 def diagnostics() -> dict[str, Any]:
     """Counters for this process: how often LLVM ran, and cache hits/misses/writes."""
     stats = disk().stats
-    return {"llvm_compilations": pipeline.STATS["llvm_compilations"],
+    # LLVM has run in this process only if the pipeline was imported (a cache hit does not)
+    pipeline = sys.modules.get("compiler.pipeline")
+    llvm_runs = pipeline.STATS["llvm_compilations"] if pipeline is not None else 0
+    return {"llvm_compilations": llvm_runs,
             "cache_hits": stats.hits, "cache_misses": stats.misses, "cache_writes": stats.writes,
             "cache_rejected": stats.rejected, "cache_write_errors": stats.write_errors,
             "cache_dir": str(disk().root), "cache_enabled": enabled() and disk().writable}
@@ -110,21 +112,21 @@ def _log(message: str) -> None:
 def compiler_fingerprint() -> str:
     """aotx version + (path, size, mtime) of every installed compiler/runtime source file:
     a development checkout that changes the compiler invalidates the cache."""
-    h = hashlib.sha256(version.__version__.encode())
-    _fingerprint_dir(h, os.path.dirname(os.path.abspath(__file__)), "compiler")
-    _fingerprint_dir(h, os.path.dirname(os.path.abspath(runtime.__file__)), "runtime")
-    return h.hexdigest()
+    lines: list[str] = []
+    _fingerprint_dir(lines, os.path.dirname(os.path.abspath(__file__)), "compiler")
+    _fingerprint_dir(lines, os.path.dirname(os.path.abspath(runtime.__file__)), "runtime")
+    lines.sort()                          # one sort of the lines (it runs on every cache hit)
+    return hashlib.sha256("".join([version.__version__, "\n", *lines]).encode()).hexdigest()
 
 
-def _fingerprint_dir(h: Any, path: str, rel: str) -> None:
+def _fingerprint_dir(lines: list[str], path: str, rel: str) -> None:
     with os.scandir(path) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    for e in entries:
-        if e.name.endswith(".py"):
-            st = e.stat()
-            h.update(f"{rel}/{e.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-        elif e.name != "__pycache__" and e.is_dir():
-            _fingerprint_dir(h, e.path, f"{rel}/{e.name}")
+        for e in it:
+            if e.name.endswith(".py"):
+                st = e.stat()
+                lines.append(f"{rel}/{e.name}:{st.st_size}:{st.st_mtime_ns}\n")
+            elif e.name != "__pycache__" and e.is_dir():
+                _fingerprint_dir(lines, e.path, f"{rel}/{e.name}")
 
 
 @functools.cache
@@ -446,12 +448,12 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
     machine; BadEntry otherwise (also if LLVM refuses the object or lacks the symbol)."""
     try:
         symbol = meta["symbol"]
-        if not isinstance(symbol, str) or not re.fullmatch(r"aotx_\w+", symbol):
+        if not isinstance(symbol, str) or not _is_symbol(symbol):
             raise ValueError(f"symbol {symbol!r}")
         inputs = [ArgSpec.from_json(a) for a in meta["inputs"]]
         outputs = [ArgSpec.from_json(a) for a in meta["outputs"]]
         symbols, out_types = list(meta["symbols"]), list(meta["out_types"])
-        words = {w for spec in inputs for d in spec.dims for w in re.findall(r"[A-Za-z_]\w*", str(d))}
+        words = {w for spec in inputs for d in spec.dims for w in _names(d)}
         if not all(isinstance(t, str) for t in out_types) or not all(isinstance(t, str) for t in symbols) \
                 or not set(symbols) <= words:
             raise ValueError("inconsistent signature")
@@ -491,6 +493,21 @@ def restore(meta: dict[str, Any], obj: bytes, target: Any, name: str) -> Restore
                           random=random, updates=updates, contiguous=contiguous,
                           in_place=in_place)
     return Restored(meta, obj, out_tree, out_types, native)
+
+
+def _is_symbol(symbol: str) -> bool:
+    """``re.fullmatch(r"aotx_\\w+", symbol)``, without compiling a pattern on the cache-hit path
+    (``\\w``: what ``str.isalnum`` accepts, and ``_``)."""
+    return symbol.startswith("aotx_") and symbol[5:].replace("_", "a").isalnum()
+
+
+def _names(dim: Any) -> list[str]:
+    """The names in a dim (``re.findall(r"[A-Za-z_]\\w*", str(dim))``; a plain name without a
+    pattern)."""
+    text = str(dim)
+    if text.isascii() and text.isidentifier():
+        return [text]
+    return re.findall(r"[A-Za-z_]\w*", text)
 
 
 _ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "ppc64le": 21, "riscv64": 243}
@@ -670,6 +687,7 @@ class Probe:
     def store(self, spec: Any) -> None:
         if self.key is None or not disk().writable:
             return
+        from compiler.function.trampoline import uses_host_callbacks   # deferred: DEFERRED_IMPORTS
         if uses_host_callbacks(spec.program.function):
             _log(f"not caching {self.kernel.__name__}: it calls back into Python")
             return

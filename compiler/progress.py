@@ -17,19 +17,25 @@ What a compile logs (docs/debugging.md, "Compile progress and logging"):
 ``pipeline.run`` reports every stage with :func:`stage_done`; a compile is the block of
 :func:`compiling` around the stages it runs (``Specialization`` in compiler/api/kernel.py).
 Stages run outside such a block (``aotx build``'s own stages) are logged alone.
+
+``logging`` itself is imported with the first record (most processes log none: it would
+cost ~1.5 ms of every ``import compiler``; docs/internals.md, "Import time").
 """
 from __future__ import annotations
 
 import contextlib
-import logging
+import functools
 import sys
 import threading
 import time
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from compiler import config
 
-logger = logging.getLogger("aotx")
+if TYPE_CHECKING:
+    import logging
+
+DEBUG, INFO = 10, 20                 # logging.DEBUG, logging.INFO
 
 #: a compile longer than this (seconds) logs its summary at INFO without AOTX_DEBUG
 SLOW_SECONDS = 1.0
@@ -60,26 +66,39 @@ class Compile:
         return f"{self.done} {self.what} in {_duration(self.seconds)}" + (": " + ", ".join(parts) if parts else "")
 
 
-class _StderrFallback(logging.StreamHandler):
-    """AOTX_DEBUG's records on the current ``sys.stderr`` (looked up per record), unless a
-    handler of the root logger or of ``aotx`` writes to stderr already (no line twice)."""
-
-    def __init__(self) -> None:
-        super().__init__(sys.stderr)
-        self.setFormatter(logging.Formatter("[aotx] %(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if config.debug_level() < 1:       # the INFO line of a slow compile: the application's handlers
-            return
-        streams = (sys.stderr, sys.__stderr__)
-        others = [h for h in logging.getLogger().handlers + logger.handlers if h is not self]
-        if any(isinstance(h, logging.StreamHandler) and h.stream in streams for h in others):
-            return
-        self.stream = sys.stderr
-        super().emit(record)
+@functools.cache
+def _logger() -> logging.Logger:
+    """The logger ``aotx`` (logging imported now: the first record of the process)."""
+    import logging
+    return logging.getLogger("aotx")
 
 
-_FALLBACK = _StderrFallback()
+@functools.cache
+def _fallback() -> logging.Handler:
+    import logging
+    logger = _logger()
+
+    class _StderrFallback(logging.StreamHandler):
+        """AOTX_DEBUG's records on the current ``sys.stderr`` (looked up per record), unless a
+        handler of the root logger or of ``aotx`` writes to stderr already (no line twice)."""
+
+        def __init__(self) -> None:
+            super().__init__(sys.stderr)
+            self.setFormatter(logging.Formatter("[aotx] %(message)s"))
+
+        def emit(self, record: logging.LogRecord) -> None:
+            if config.debug_level() < 1:       # the INFO line of a slow compile: the application's handlers
+                return
+            streams = (sys.stderr, sys.__stderr__)
+            others = [h for h in logging.getLogger().handlers + logger.handlers if h is not self]
+            if any(isinstance(h, logging.StreamHandler) and h.stream in streams for h in others):
+                return
+            self.stream = sys.stderr
+            super().emit(record)
+
+    return _StderrFallback()
+
+
 _local = threading.local()
 
 
@@ -91,9 +110,11 @@ def _active() -> list[Compile]:
 
 
 def _emit(level: int, message: str) -> None:
+    logger = _logger()
     if config.debug_level() >= 1:
-        if _FALLBACK not in logger.handlers:
-            logger.addHandler(_FALLBACK)
+        fallback = _fallback()
+        if fallback not in logger.handlers:
+            logger.addHandler(fallback)
         record = logger.makeRecord(logger.name, level, __file__, 0, message, (), None)
         logger.handle(record)          # asked for with AOTX_DEBUG: the loggers' levels do not filter
     elif logger.isEnabledFor(level):
@@ -106,13 +127,13 @@ def stage_done(name: str, seconds: float) -> None:
     if stack:
         stack[-1].stages.append((name, seconds))
     if config.debug_level() >= 1:
-        _emit(logging.DEBUG, f"{name}: {1e3 * seconds:.2f} ms")
+        _emit(DEBUG, f"{name}: {1e3 * seconds:.2f} ms")
 
 
 def note(message: str) -> None:
     """A DEBUG record at AOTX_DEBUG=1 (a cache hit, a build step)."""
     if config.debug_level() >= 1:
-        _emit(logging.DEBUG, message)
+        _emit(DEBUG, message)
 
 
 @contextlib.contextmanager
@@ -132,7 +153,7 @@ def compiling(what: str) -> Iterator[Compile]:
         if stack:                          # a compile inside a compile: part of the outer one's time
             stack[-1].stages.extend(record.stages)
     if config.debug_level() >= 1 or record.seconds > SLOW_SECONDS:
-        _emit(logging.INFO, record.summary())
+        _emit(INFO, record.summary())
 
 
 def _duration(seconds: float) -> str:

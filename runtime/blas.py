@@ -117,6 +117,8 @@ def fill(routines: Sequence[str], slot_address: Callable[[str], int]) -> int:
     """Point each routine's slot at the provider's routine (NULL when there is none, or the
     library lacks it); `slot_address(routine)` is where the slot lives (0: the kernel has
     none). Returns how many slots were filled."""
+    if not routines:                       # most kernels: no provider looked up
+        return 0
     p = provider()
     filled = 0
     for routine in routines:

@@ -24,16 +24,14 @@ import inspect
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, overload
+from typing import TYPE_CHECKING, Any, Callable, Sequence, overload
 
 import numpy as np
 
-from compiler import cache, config, pipeline, progress
-from compiler.api import callbacks, display, pickling
-from compiler.backend import parallel, pyentry
+from compiler import cache, config, progress
+from compiler.api import display
+from compiler.backend import pyentry
 from compiler.backend import target as targets
-from compiler.function import trampoline
-from compiler.function.trampoline import raise_pending
 from compiler.errors import CompileError, InternalCompilerError, user_facing
 from compiler.frontend import pytrees
 from compiler.frontend.values import Alias, Closure, Reject, Strided, Weak
@@ -44,6 +42,22 @@ from compiler.signature import parse_signature
 from runtime import interop
 from runtime.abi import ERROR_BASE, is_symbol, kernel_error, parse_spec
 from runtime.loader import KERNEL_CFUNC, NativeKernel, bind_symbols, check_array_class, write_back
+
+if TYPE_CHECKING:
+    from compiler import pipeline
+
+# The compile machinery (compiler.pipeline: the frontend, the transforms, the code generator;
+# function/trampoline.py, backend/parallel.py) and what only some kernels use (api/callbacks.py,
+# api/pickling.py) are imported where they are first needed, not with this module: a kernel
+# loaded from the on-disk cache runs none of them (DEFERRED_IMPORTS; docs/internals.md,
+# "Import time").
+
+
+def _raise_pending() -> None:
+    """Status 2: re-raise the exception a host callback raised (the kernel has host callbacks,
+    so its compile imported the trampoline)."""
+    from compiler.function.trampoline import raise_pending      # deferred: DEFERRED_IMPORTS
+    raise_pending()
 
 
 @dataclass
@@ -112,6 +126,8 @@ class Specialization:
         self.seconds = record.seconds
 
     def _compile(self) -> NativeKernel:
+        from compiler import pipeline                               # deferred: DEFERRED_IMPORTS
+        from compiler.function import trampoline                    # deferred: DEFERRED_IMPORTS
         fn = self.program.function
         with trampoline.recording_sites() as host_sites:
             self.artifacts = pipeline.compile_ir(fn, self.symbol, targets.host(),
@@ -142,6 +158,7 @@ class Specialization:
 
     def _ensure_artifacts(self) -> pipeline.Artifacts:
         """A cache hit has no stages in memory: stage and compile again for lower()."""
+        from compiler import pipeline                               # deferred: DEFERRED_IMPORTS
         if self.artifacts is None:
             if self.program.function is None:
                 with config.boundscheck_scope(self.boundscheck):
@@ -158,7 +175,7 @@ class Specialization:
         try:
             outs = self.native(*dynamic)
         except RuntimeError:            # status 2: re-raise the host callback's own exception
-            raise_pending()
+            _raise_pending()
             raise
         return pytrees.unflatten(self.program.out_tree, [_scalarize(o) for o in outs])
 
@@ -179,6 +196,7 @@ class Specialization:
         return entry if callable(entry) else None
 
     def lowered(self) -> Lowered:
+        from compiler import pipeline                               # deferred: DEFERRED_IMPORTS
         a = self._ensure_artifacts()
         assert isinstance(self.program, pipeline.Program)
         outs = self.out_types[0] if len(self.out_types) == 1 else "(" + ", ".join(self.out_types) + ")"
@@ -194,6 +212,7 @@ def _trace_rows(kernel: "Kernel", abstract_args: tuple[Any, ...], abstract_kwarg
     in every array argument that leads with that size, becomes the symbol ``rows``. When
     there is no such dim (or it is symbolic already), or the function does not stage with it,
     the kernel is staged as given."""
+    from compiler.backend import parallel                           # deferred: DEFERRED_IMPORTS
     leaves, tree = pytrees.flatten((abstract_args, abstract_kwargs),
                                    is_leaf=lambda x: isinstance(x, (TensorType, Weak, Alias)))
     arrays = [x for x in leaves if isinstance(x, TensorType) and x.shape]
@@ -255,7 +274,7 @@ class _FastPlan:
         status = self.fn(in_ptrs, out_ptrs, self.syms)
         if status:
             if status == 2:                      # a host callback raised: its exception, no re-run
-                raise_pending()
+                _raise_pending()
             if status >= ERROR_BASE:             # a check failed: its exception (no symbols here)
                 raise kernel_error(self.name, status, self.errors, {})
             return self.spec.call(arrays)        # the checked path raises the proper error
@@ -299,7 +318,7 @@ def _native_entry(spec: Specialization) -> Callable[..., Any] | None:
 
     def on_error(status: int, *args: Any) -> Any:
         if status == 2:                      # a host callback raised: its exception
-            raise_pending()
+            _raise_pending()
         env = bind_symbols(names, [np.asarray(a) for a in args], specs) if native.symbols else {}
         raise kernel_error(name, status, errors, env)
 
@@ -482,6 +501,7 @@ class Kernel:
         transform passes of its tracer (IR + pytree structure). With `updates` (a plain
         jit's own specializations), writes into the arguments are compiled; a transform's
         tracer traces its inner kernel without, so they are a SideEffectError there."""
+        from compiler import pipeline                               # deferred: DEFERRED_IMPORTS
         with config.boundscheck_scope(self.boundscheck):
             if self._tracer is not None:
                 return self._tracer(abstract_args, abstract_kwargs)
@@ -628,6 +648,7 @@ class Kernel:
         """Address of the C entry point ``int32_t f(void**, void**, const int64_t*)``, or with
         `prototype` (``"double (double)"``) of a function of that C prototype calling it
         (compiler/api/callbacks.py; docs/interop.md)."""
+        from compiler.api import callbacks                          # deferred: DEFERRED_IMPORTS
         spec = self._for_signature(signature)
         if prototype is not None:
             return int(callbacks.adapter(self.__name__, spec, prototype).address)
@@ -637,6 +658,7 @@ class Kernel:
         """The C entry point as a ctypes function (see docs/abi.md), or with `prototype` a
         function of that C prototype (a ``scipy.LowLevelCallable``; docs/interop.md). It keeps
         the native code alive: it stays callable after the Kernel is gone."""
+        from compiler.api import callbacks                          # deferred: DEFERRED_IMPORTS
         spec = self._for_signature(signature)
         if prototype is not None:
             return callbacks.cfunc(self.__name__, spec, prototype)
@@ -682,6 +704,7 @@ class Kernel:
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled by value: the compiled variants' object code and manifests, and the function
         with its transforms to compile new variants (docs/aot.md)."""
+        from compiler.api import pickling                           # deferred: DEFERRED_IMPORTS
         return pickling.reduce_kernel(self, Kernel, Specialization)
 
     def __copy__(self) -> "Kernel":

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from compiler.api.autodiff import LinearizedFn, VjpFn, ad_kernel, kernel_for
-from compiler.api.kernel import Kernel
+from compiler.api.autodiff import (LinearizedFn, VjpFn, ad_kernel, grad, grad_and_value, hessian, jacfwd,
+                                   jacrev, jvp, kernel_for, linearize, vjp)
+from compiler.api.kernel import Kernel, jit
+from compiler.api.vmap import vmap
+from compiler.frontend.registry import register_function
 from compiler.frontend.closures import StagedFunction
 from compiler.frontend.values import Closure
 
@@ -61,3 +64,13 @@ def staged_linearize(stager: Any, func: Any, *primals: Any) -> Any:
     k, jvp_k = _kernels(func, "jvp", False)
     out = stager._call_kernel(k, list(primals), {}, arrays=True)
     return out, LinearizedFn(jvp_k, primals)
+
+
+def register() -> None:
+    """Let the frontend stage calls to the api's entry points (frontend/registry.py; run before
+    the first staging, api/__init__.py)."""
+    for transform in (jit, vmap, grad, grad_and_value, jacrev, jacfwd, hessian):
+        register_function(transform, staged_constructor(transform))
+    register_function(vjp, staged_vjp)
+    register_function(jvp, staged_jvp)
+    register_function(linearize, staged_linearize)

@@ -29,6 +29,7 @@ from compiler.frontend import reductions as R
 from compiler.frontend.closures import CAPTURED, closure_signature
 from compiler.frontend import ufunc_methods as UM
 from compiler.frontend import special as SPC
+from compiler.frontend import registry
 from compiler.frontend.control import assigned_names
 from compiler.frontend.pytrees import flatten_static, unflatten
 from compiler.frontend.source import function_source
@@ -43,18 +44,14 @@ from compiler.ir.dims import DimExpr
 from compiler.ir.types import F64, I64
 
 # external handlers registered by other packages (compiler.cond, compiler.random, ...):
-# fn -> handler(stager, *args, **kwargs)
-EXTERNAL: dict[Any, Callable[..., Any]] = {}
+# fn -> handler(stager, *args, **kwargs); registry.py
+EXTERNAL = registry.EXTERNAL
+register_function = registry.register_function
 
 
 # ndarray methods that write into the array: staged as the NumPy function registered above
 INPLACE_METHODS: dict[str, Any] = {"fill": np.ndarray.fill, "put": np.put,
                                    "sort": np.ndarray.sort}
-
-
-def register_function(fn: Any, handler: Callable[..., Any]) -> None:
-    """Let another part of the compiler stage calls to `fn` itself."""
-    EXTERNAL[fn] = handler
 
 
 _LIST_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",

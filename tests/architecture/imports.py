@@ -34,7 +34,27 @@ LAYERS: list[tuple[str, int]] = [
 ]
 
 #: function-body imports that are there on purpose, with the reason (module, imported module)
-DEFERRED_IMPORTS: dict[tuple[str, str], str] = {}
+DEFERRED_IMPORTS: dict[tuple[str, str], str] = {
+    # import time (docs/internals.md, "Import time"): `import compiler` loads what a kernel loaded
+    # from the on-disk cache needs (jit, Kernel, cache.py, MCJIT), not the frontend, the
+    # transforms and the code generator (~45 ms of `import compiler` before, measured with
+    # `python -X importtime`); they load with the first compile or the first use of their names
+    ("compiler", "compiler.api.control"): "import time: compiler.cond/switch/while_loop on first use",
+    ("compiler", "compiler.function"): "import time: compiler.Function on first use",
+    ("compiler", "compiler.random"): "import time: compiler.random on first use",
+    ("compiler", "compiler.api.vmap"): "import time: compiler.vmap on first use",
+    ("compiler.api", "compiler.api.autodiff"): "import time: grad, jacrev, ... on first use",
+    ("compiler.api", "compiler.api.loops"): "import time: fori_loop, scan on first use",
+    ("compiler.api", "compiler.api.staged"): "import time: registered before the first staging",
+    ("compiler.api.kernel", "compiler.pipeline"): "import time: the compile machinery, on the first compile",
+    ("compiler.api.kernel", "compiler.function.trampoline"): "import time: host callbacks, on the first compile",
+    ("compiler.api.kernel", "compiler.backend.parallel"): "import time: parallel=True, on its first compile",
+    ("compiler.api.kernel", "compiler.api.callbacks"): "import time: Kernel.ctypes/address(prototype=...)",
+    ("compiler.api.kernel", "compiler.api.pickling"): "import time: pickling a Kernel",
+    ("compiler.cache", "compiler.function.trampoline"): "import time: storing an entry (after a compile)",
+    ("compiler.frontend", "compiler.frontend.staging"): "import time: the staging interpreter and the NumPy "
+                                                        "API tables, on the first staging",
+}
 
 
 @dataclass(frozen=True)
