@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 
 import llvmlite.binding as llvm
 
+from compiler.backend import pool
 from compiler.backend.target import Target, _initialize
 from runtime import blas, workspace
 
@@ -48,6 +49,8 @@ class LoadedObject:
                  library: Sequence[str] = ()) -> None:
         _initialize()
         _register_runtime_helpers()
+        if pool.uses_pool(obj):            # parallel=True: the process's thread pool (backend/pool.py)
+            pool.ensure_loaded()
         self._engine = llvm.create_mcjit_compiler(
             llvm.parse_assembly(""), target.machine(jit=True))
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
