@@ -31,16 +31,16 @@ usual and runs serially (the reason is logged with ``AOTX_DEBUG=1``).
 The exported entry of an accepted kernel (:func:`emit_entry`) has the usual C ABI
 (docs/abi.md). It reads the row count from the symbols; below ``2 * min_rows`` rows (a
 work estimate of the IR: :func:`row_cost`, against ``WORK_PER_THREAD``) it calls the
-serial code directly. Above, it starts ``T - 1`` POSIX threads (T: ``AOTX_NUM_THREADS``,
-else the size of the process's CPU affinity mask, at most ``MAX_THREADS`` and at most
-``rows / min_rows``), each calling the serial code on its slice: the pointers of split
-arguments and results advanced by ``start * row_bytes``, the row symbol replaced by the
-slice's row count. The calling thread runs the first slice, joins the others and returns
-the first non-zero status. Threads are started per call rather than kept in a pool: the
-entry then lives in the object code alone (JIT, ``aotx build`` libraries and C callers get
-the same behaviour without a runtime), and starting and joining a thread costs a few
-microseconds against the hundreds the threshold asks of each slice (docs/performance.md,
-"Multithreading").
+serial code directly. Above, it cuts the rows into T slices (T: ``AOTX_NUM_THREADS``, else
+the size of the process's CPU affinity mask, at most ``MAX_THREADS`` and at most
+``rows / min_rows``; ``TASKS_PER_THREAD`` slices a thread when the rows allow), and hands
+them to the thread pool (backend/pool.py: ``aotx_pool_run``), which runs ``NAME.task`` on
+each: the serial code on its slice, the pointers of split arguments and results advanced
+by ``start * row_bytes``, the row symbol replaced by the slice's row count, the first
+non-zero status kept. The pool's workers are created once and parked between calls, so a
+split costs the wake-up of a parked thread (microseconds), and the calling thread takes
+any slice no worker has taken yet: on a machine whose cores are busy the call degrades to
+serial rather than waiting (docs/performance.md, "Multithreading").
 """
 from __future__ import annotations
 

@@ -9,16 +9,18 @@ library stays self-contained, with only libc and pthreads). Its one function is:
                        int64_t threads)
 
 which runs ``task(ctx, i)`` for every ``i < tasks`` on at most ``threads`` threads, the
-caller's included, and returns when all have run. Tasks are handed out with an atomic
-counter (a slice whose thread is slow is picked up by another).
+caller's included, and returns when all have run.
 
 * Workers are created on demand (at most ``MAX_WORKERS``, never more than a call asks for),
-  detached, and parked between calls: a worker that finished its part spins for a short
-  while (``SPIN`` rounds of ``pause``) on the generation counter, then sleeps on a condition
-  variable; a call publishes its job under the mutex, bumps the generation and broadcasts.
-  The caller runs tasks too, then waits (spinning, then on a second condition variable)
-  until every worker that took part has checked in: no worker is ever left holding a
-  finished job's context.
+  detached, and parked between calls: a worker spins for a short while (``SPIN`` rounds of
+  ``pause``) on the generation counter, then sleeps on a condition variable; a call
+  publishes its job under the mutex, bumps the generation and broadcasts.
+* Tasks are claimed with a compare-and-swap on one word holding the job's generation (low
+  32 bits) above the next task's index: the caller claims tasks too, and a worker that
+  wakes after its job is over finds another generation and claims nothing. The caller
+  waits (spinning, then on a second condition variable) only for tasks that a worker has
+  claimed and not finished, never for a worker to wake up: when the machine's cores are
+  busy, a call runs its slices itself rather than wait for a thread to be scheduled.
 * One job at a time: a caller that finds the pool busy (another thread's call, or a kernel
   called from inside a task) runs its tasks itself, serially. It never waits for the pool,
   so concurrent and nested calls cannot deadlock.
@@ -92,7 +94,7 @@ def module_ir(triple: str, *, hidden: bool) -> str:
     ntasks = glob("tasks", I64)
     part = glob("participants", I64)
     nxt = glob("next", I64, 64)
-    fin = glob("finished", I64, 64)
+    fin = glob("finished", I64, 64)        # tasks of the job run
 
     lock = _declare(m, "pthread_mutex_lock", I32, [I8P])
     unlock = _declare(m, "pthread_mutex_unlock", I32, [I8P])
@@ -130,14 +132,32 @@ def module_ir(triple: str, *, hidden: bool) -> str:
         b.branch(head)
         b.position_at_end(out)
 
-    def run_tasks(fn: ll.Function, b: ll.IRBuilder, f: ll.Value, c: ll.Value, n: ll.Value, tag: str) -> None:
-        head, body, out = (fn.append_basic_block(f"{tag}.{s}") for s in ("head", "body", "out"))
+    def run_tasks(fn: ll.Function, b: ll.IRBuilder, g: ll.Value, f: ll.Value, c: ll.Value, n: ll.Value,
+                  tag: str, signal: bool) -> None:
+        """Claim and run tasks of the job of generation `g` until none is left: `next` holds
+        the generation's low 32 bits above the next task's index, so that a worker that
+        wakes after its job is over claims nothing (and never touches a later job's tasks)."""
+        head, claim, body, out = (fn.append_basic_block(f"{tag}.{s}") for s in ("head", "claim", "body", "out"))
         b.branch(head)
         b.position_at_end(head)
-        i = b.atomic_rmw("add", nxt, c64(1), "seq_cst")
-        b.cbranch(b.icmp_signed("<", i, n), body, out)
+        w = b.load_atomic(nxt, "seq_cst", 8)
+        idx = b.and_(w, c64(0xFFFFFFFF))
+        ok = b.and_(b.icmp_unsigned("==", b.lshr(w, c64(32)), b.and_(g, c64(0xFFFFFFFF))),
+                    b.icmp_signed("<", idx, n))
+        b.cbranch(ok, claim, out)
+        b.position_at_end(claim)
+        won = b.extract_value(b.cmpxchg(nxt, w, b.add(w, c64(1)), "seq_cst", "seq_cst"), 1)
+        b.cbranch(won, body, head)
         b.position_at_end(body)
-        b.call(f, [c, i])
+        b.call(f, [c, idx])
+        last = b.icmp_signed("==", b.add(b.atomic_rmw("add", fin, c64(1), "seq_cst"), c64(1)), n)
+        if signal:                                  # the last task: wake the caller
+            wake = fn.append_basic_block(f"{tag}.wake")
+            b.cbranch(last, wake, head)
+            b.position_at_end(wake)
+            b.call(lock, [at(b, 0)])
+            b.call(broadcast, [at(b, 2)])
+            b.call(unlock, [at(b, 0)])
         b.branch(head)
         b.position_at_end(out)
 
@@ -166,19 +186,10 @@ def module_ir(triple: str, *, hidden: bool) -> str:
     p, f, c, n = b.load(part), b.load(task_fn), b.load(ctx), b.load(ntasks)
     b.call(unlock, [at(b, 0)])
     b.store(g, slot)
-    join, back = worker.append_basic_block("join"), worker.append_basic_block("back")
+    join = worker.append_basic_block("join")
     b.cbranch(b.icmp_signed("<", wid, p), join, wait)
     b.position_at_end(join)
-    run_tasks(worker, b, f, c, n, "tasks")
-    last = b.icmp_signed("==", b.add(b.atomic_rmw("add", fin, c64(1), "seq_cst"), c64(1)), p)
-    signal = worker.append_basic_block("signal")
-    b.cbranch(last, signal, back)
-    b.position_at_end(signal)
-    b.call(lock, [at(b, 0)])
-    b.call(broadcast, [at(b, 2)])
-    b.call(unlock, [at(b, 0)])
-    b.branch(back)
-    b.position_at_end(back)
+    run_tasks(worker, b, g, f, c, n, "tasks", signal=True)
     b.branch(wait)
 
     # ---- void aotx_pool_run(task, ctx, tasks, threads) ----
@@ -253,22 +264,23 @@ def module_ir(triple: str, *, hidden: bool) -> str:
     b.store(c, ctx)
     b.store(n, ntasks)
     b.store(p, part)
-    b.store_atomic(c64(0), nxt, "seq_cst", 8)
+    g = b.add(b.load_atomic(gen, "monotonic", 8), c64(1))
     b.store_atomic(c64(0), fin, "seq_cst", 8)
-    b.store_atomic(b.add(b.load_atomic(gen, "monotonic", 8), c64(1)), gen, "release", 8)
+    b.store_atomic(b.shl(g, c64(32)), nxt, "seq_cst", 8)
+    b.store_atomic(g, gen, "release", 8)
     b.call(broadcast, [at(b, 1)])
     b.call(unlock, [at(b, 0)])
-    run_tasks(run, b, f, c, n, "own")
-    spin_until(run, b, k, lambda b: b.icmp_signed(">=", b.load_atomic(fin, "acquire", 8), p), "await")
+    run_tasks(run, b, g, f, c, n, "own", signal=False)
+    spin_until(run, b, k, lambda b: b.icmp_signed(">=", b.load_atomic(fin, "acquire", 8), n), "await")
     w_check, w_sleep, w_done = (run.append_basic_block(f"await.{s}") for s in ("check", "sleep", "done"))
     checked = run.append_basic_block("await.lock")
-    b.cbranch(b.icmp_signed(">=", b.load_atomic(fin, "acquire", 8), p), w_done, checked)
+    b.cbranch(b.icmp_signed(">=", b.load_atomic(fin, "acquire", 8), n), w_done, checked)
     b.position_at_end(checked)
     b.call(lock, [at(b, 0)])
     locked_done = run.append_basic_block("await.unlock")
     b.branch(w_check)
     b.position_at_end(w_check)
-    b.cbranch(b.icmp_signed(">=", b.load_atomic(fin, "acquire", 8), p), locked_done, w_sleep)
+    b.cbranch(b.icmp_signed(">=", b.load_atomic(fin, "acquire", 8), n), locked_done, w_sleep)
     b.position_at_end(w_sleep)
     b.call(cond_wait, [at(b, 2), at(b, 0)])
     b.branch(w_check)
