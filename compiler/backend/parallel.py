@@ -59,9 +59,10 @@ from compiler.ir.types import TensorType
 #: the least work a thread is given, in :func:`row_cost` units (a transcendental function of one
 #: element 8, another elementwise op 0.5, a multiply-add of a product 1): W1's expression is 28
 #: units an element and takes about 2 ns of vectorized float64 code (AVX-512), so a unit is about
-#: 0.07 ns and this about 100 us; starting and joining a thread costs 10 to 20 us on a quiet
-#: machine (docs/performance.md, "Multithreading")
-WORK_PER_THREAD = 1_500_000
+#: 0.07 ns and this about 35 us; handing a slice to a parked worker of the pool (backend/pool.py)
+#: costs a few us, where starting and joining a thread per call cost 15 to 20 us
+#: (docs/performance.md, "Multithreading")
+WORK_PER_THREAD = 500_000
 #: the most threads a call uses
 MAX_THREADS = 64
 #: slices start at multiples of this many rows when they are larger (whole cache lines for

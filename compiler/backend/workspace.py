@@ -2,10 +2,12 @@
 
 Every temporary of a call (``Codegen.allocate``, ``Codegen.scratch``) is a slice of one block
 whose size, the sum of the temporaries' sizes rounded up to 64 bytes, is computed at entry
-from the symbols. The block is cached in a module global between calls: a call takes it with
-an atomic exchange (NULL, or too small: malloc a new one) and gives it back with another
-(freeing whatever it displaced), so that a large temporary is not a fresh ``mmap`` whose
-every page faults on each call, and calls from several threads stay correct (each call owns
+from the symbols. Blocks are cached in ``SLOTS`` module globals between calls: a call takes
+the first one with an atomic exchange (all NULL: malloc a new one; too small: free it and
+malloc) and gives it back to the first empty slot with a compare-and-swap (all full: it
+displaces the first slot's block, freed), so that a large temporary is not a fresh ``mmap``
+whose every page faults on each call, and calls from several threads at once (the slices of
+a ``parallel=True`` call: backend/parallel.py) each keep a block of their own (each call owns
 its block while it runs). Every exit of the kernel (success, a failed check, a host callback
 that raised) gives the block back; a block larger than the kernel's limit is freed instead
 of kept, and a call needing more than the limit leaves the cached block alone::
@@ -18,8 +20,8 @@ of kept, and a call needing more than the limit leaves the cached block alone::
 
 A module with temporaries exports two functions (C ABI, in the built header too):
 ``void NAME__workspace_limit(int64_t bytes)`` sets how many bytes the kernel keeps between
-calls (``DEFAULT_LIMIT`` until then; 0 keeps nothing) and frees the kept block;
-``void NAME__workspace_release(void)`` frees the kept block. The loader calls the first with
+calls (``DEFAULT_LIMIT`` until then; 0 keeps nothing) and frees the kept blocks;
+``void NAME__workspace_release(void)`` frees the kept blocks. The loader calls the first with
 ``AOTX_WORKSPACE_LIMIT`` when it is set (runtime/workspace.py), and the second before the
 code is unloaded.
 
