@@ -70,7 +70,7 @@ MAX_THREADS = 64
 ALIGN_ROWS = 64
 #: a split call is cut into this many tasks a thread (when each keeps at least the least work):
 #: a thread that a busy machine slows down leaves its last tasks to the others
-TASKS_PER_THREAD = 1
+TASKS_PER_THREAD = 4
 #: the symbolic dim of the rows of a parallel kernel compiled lazily for fixed shapes
 ROWS = "rows"
 #: the environment variable that sets the thread count (read on every split call)

@@ -34,6 +34,7 @@ caller's included, and returns when all have run.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -295,12 +296,18 @@ def module_ir(triple: str, *, hidden: bool) -> str:
 
 
 _ENGINE: list[Any] = []      # the in-memory pool's engine: kept for the life of the process
+_LOADING = threading.Lock()
 
 
-@functools.cache
 def ensure_loaded() -> int:
     """Compile the in-memory pool once per process and make ``aotx_pool_run`` resolvable by
     the kernels loaded after it; its address."""
+    with _LOADING:
+        return _load()
+
+
+@functools.cache
+def _load() -> int:
     triple = llvm.get_process_triple()
     module = llvm.parse_assembly(module_ir(triple, hidden=False))
     module.verify()
