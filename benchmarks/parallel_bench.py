@@ -8,7 +8,8 @@ Per case, three variants take turns in every round: the serial kernel (``jit(fn)
 symbolic rows and of the entry), and ``jit(fn, parallel=True)`` with the default thread count
 (the CPUs of the affinity mask). Wall time is what a split call saves (CPU time adds up the
 threads' time): each variant's median and min of all its calls, and the speed-up of the
-default over the serial kernel. CPU time per call (all threads) shows the work the split adds.
+default over the serial kernel. CPU time per call (all threads) shows the work the split adds. ``--overhead`` measures what a
+split costs at 1e3 to 1e5 elements instead (every call split in two, the threshold forced down).
 The load average before and after is printed: on a loaded machine the threads wait for cores
 and the speed-up is not the kernel's.
 """
@@ -26,6 +27,7 @@ import numpy as np
 sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
 
 from compiler import jit  # noqa: E402
+from compiler.backend import parallel  # noqa: E402
 
 
 def wave(x):
@@ -50,14 +52,47 @@ def cases() -> list[tuple[str, Callable[..., Any], tuple[np.ndarray, ...]]]:
     out.append(("W2 logsumexp rows 4096x1024", logsumexp_rows, (rng.standard_normal((4096, 1024)) * 4,)))
     out.append(("tanh(x @ W + b) 65536x64 @ 64x64", dense,
                 (rng.standard_normal((65536, 64)), rng.standard_normal((64, 64)), rng.standard_normal(64))))
+    out.append(("tanh(x @ W + b) 4096x256 @ 256x256", dense,
+                (rng.standard_normal((4096, 256)), rng.standard_normal((256, 256)), rng.standard_normal(256))))
     return out
+
+
+def overhead(rounds: int) -> None:
+    """What a split costs: W1 at 1e3 to 1e5 elements, every call split in two (the threshold
+    forced down to one unit of work a thread), against the serial kernel, interleaved."""
+    parallel.WORK_PER_THREAD = 1
+    ser, par = jit(wave), jit(wave, parallel=True)
+    os.environ["AOTX_NUM_THREADS"] = "2"
+    print(f"{'split overhead, W1 f64':36s} {'serial us (med/min)':>20s} {'split in 2 (med/min)':>20s}"
+          f" {'difference med/min':>20s}")
+    for n in (10**3, 10**4, 3 * 10**4, 10**5):
+        x = np.linspace(-4, 4, n)
+        np.testing.assert_allclose(par(x), ser(x), rtol=1e-12, atol=1e-12)
+        wall: dict[str, list[float]] = {"serial": [], "split": []}
+        for _ in range(rounds):
+            for label, kernel in (("serial", ser), ("split", par)):
+                kernel(x)
+                for _ in range(int(2e6 // n) + 20):
+                    t0 = time.perf_counter()
+                    kernel(x)
+                    wall[label].append(time.perf_counter() - t0)
+        s, p = wall["serial"], wall["split"]
+        print(f"{f'n={n:.0e}':36s} {statistics.median(s) * 1e6:9.1f}/{min(s) * 1e6:9.1f} "
+              f"{statistics.median(p) * 1e6:10.1f}/{min(p) * 1e6:9.1f} "
+              f"{(statistics.median(p) - statistics.median(s)) * 1e6:10.1f}/{(min(p) - min(s)) * 1e6:9.1f}", flush=True)
+    os.environ.pop("AOTX_NUM_THREADS", None)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--overhead", action="store_true", help="only the cost of a split at small sizes")
     args = p.parse_args()
     print(f"load average {os.getloadavg()}, {len(os.sched_getaffinity(0))} CPUs in the affinity mask")
+    if args.overhead:
+        overhead(args.rounds)
+        print(f"load average {os.getloadavg()}")
+        return
     print(f"{'case':36s} {'serial ms (med/min)':>20s} {'par, 1 thread':>20s} {'par, default':>20s}"
           f" {'speed-up med/min':>17s} {'CPU par/serial':>15s}")
     for name, fn, xs in cases():

@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 import llvmlite.binding as llvm
 
+from compiler.backend import pool
 from compiler.backend.target import Target, _initialize
 from runtime import blas, workspace
 
@@ -56,6 +57,8 @@ class LoadedObject:
         empty = llvm.parse_assembly("")
         _initialize()
         _register_runtime_helpers()
+        if pool.uses_pool(obj):            # parallel=True: the process's thread pool (backend/pool.py)
+            pool.ensure_loaded()
         self._engine = llvm.create_mcjit_compiler(
             empty, target.machine(jit=True))
         self._engine.remove_module(empty)

@@ -31,16 +31,16 @@ usual and runs serially (the reason is logged with ``AOTX_DEBUG=1``).
 The exported entry of an accepted kernel (:func:`emit_entry`) has the usual C ABI
 (docs/abi.md). It reads the row count from the symbols; below ``2 * min_rows`` rows (a
 work estimate of the IR: :func:`row_cost`, against ``WORK_PER_THREAD``) it calls the
-serial code directly. Above, it starts ``T - 1`` POSIX threads (T: ``AOTX_NUM_THREADS``,
-else the size of the process's CPU affinity mask, at most ``MAX_THREADS`` and at most
-``rows / min_rows``), each calling the serial code on its slice: the pointers of split
-arguments and results advanced by ``start * row_bytes``, the row symbol replaced by the
-slice's row count. The calling thread runs the first slice, joins the others and returns
-the first non-zero status. Threads are started per call rather than kept in a pool: the
-entry then lives in the object code alone (JIT, ``aotx build`` libraries and C callers get
-the same behaviour without a runtime), and starting and joining a thread costs a few
-microseconds against the hundreds the threshold asks of each slice (docs/performance.md,
-"Multithreading").
+serial code directly. Above, it cuts the rows into T slices (T: ``AOTX_NUM_THREADS``, else
+the size of the process's CPU affinity mask, at most ``MAX_THREADS`` and at most
+``rows / min_rows``; ``TASKS_PER_THREAD`` slices a thread when the rows allow), and hands
+them to the thread pool (backend/pool.py: ``aotx_pool_run``), which runs ``NAME.task`` on
+each: the serial code on its slice, the pointers of split arguments and results advanced
+by ``start * row_bytes``, the row symbol replaced by the slice's row count, the first
+non-zero status kept. The pool's workers are created once and parked between calls, so a
+split costs the wake-up of a parked thread (microseconds), and the calling thread takes
+any slice no worker has taken yet: on a machine whose cores are busy the call degrades to
+serial rather than waiting (docs/performance.md, "Multithreading").
 """
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ from typing import Any
 
 from llvmlite import ir as ll
 
+from compiler.backend import pool
 from compiler.ir import dims
 from compiler.ir.core import Function, Op, Value
 from compiler.ir.primitive import ELEMENTWISE
@@ -58,14 +59,18 @@ from compiler.ir.types import TensorType
 #: the least work a thread is given, in :func:`row_cost` units (a transcendental function of one
 #: element 8, another elementwise op 0.5, a multiply-add of a product 1): W1's expression is 28
 #: units an element and takes about 2 ns of vectorized float64 code (AVX-512), so a unit is about
-#: 0.07 ns and this about 100 us; starting and joining a thread costs 10 to 20 us on a quiet
-#: machine (docs/performance.md, "Multithreading")
-WORK_PER_THREAD = 1_500_000
+#: 0.07 ns and this about 35 us; handing a slice to a parked worker of the pool (backend/pool.py)
+#: costs a few us, where starting and joining a thread per call cost 15 to 20 us
+#: (docs/performance.md, "Multithreading")
+WORK_PER_THREAD = 500_000
 #: the most threads a call uses
 MAX_THREADS = 64
 #: slices start at multiples of this many rows when they are larger (whole cache lines for
 #: 1-d float arrays, the same vector loop alignment as the serial kernel)
 ALIGN_ROWS = 64
+#: a split call is cut into this many tasks a thread (when each keeps at least the least work):
+#: a thread that a busy machine slows down leaves its last tasks to the others
+TASKS_PER_THREAD = 4
 #: the symbolic dim of the rows of a parallel kernel compiled lazily for fixed shapes
 ROWS = "rows"
 #: the environment variable that sets the thread count (read on every split call)
@@ -369,18 +374,24 @@ def emit_entry(module: ll.Module, impl: ll.Function, name: str, fn: Function, pl
         args.append(count if k == plan.symbol_index else b.load(b.gep(syms, [ll.Constant(I64, k)])))
     b.ret(b.call(impl, args))
 
-    task_t = ll.LiteralStructType([pp, pp, i64p, I64, I64, I32])
-    worker = ll.Function(module, ll.FunctionType(I8P, [I8P]), f"{name}.worker")
-    worker.linkage = "internal"
-    b = ll.IRBuilder(worker.append_basic_block("entry"))
-    task = b.bitcast(worker.args[0], task_t.as_pointer())
-    fields = [b.load(b.gep(task, [ll.Constant(I32, 0), ll.Constant(I32, j)])) for j in range(5)]
-    b.store(b.call(chunk, fields), b.gep(task, [ll.Constant(I32, 0), ll.Constant(I32, 5)]))
-    b.ret(ll.Constant(I8P, None))
+    # a job: the call's pointers, the rows of a task, all the rows, the first failing status
+    job_t = ll.LiteralStructType([pp, pp, i64p, I64, I64, I32])
+    task = ll.Function(module, pool.TASK, f"{name}.task")
+    task.linkage = "internal"
+    b = ll.IRBuilder(task.append_basic_block("entry"))
+    job = b.bitcast(task.args[0], job_t.as_pointer())
+    fields = [b.load(b.gep(job, [ll.Constant(I32, 0), ll.Constant(I32, j)])) for j in range(5)]
+    per, rows = fields[3], fields[4]
+    first = b.mul(task.args[1], per)
+    left = b.sub(rows, first)
+    status = b.call(chunk, fields[:3] + [first, b.select(b.icmp_signed("<", per, left), per, left)])
+    with b.if_then(b.icmp_signed("!=", status, ll.Constant(I32, 0)), likely=False):
+        b.cmpxchg(b.gep(job, [ll.Constant(I32, 0), ll.Constant(I32, 5)]), ll.Constant(I32, 0), status,
+                  "monotonic", "monotonic")
+    b.ret_void()
 
     threads = _emit_threads(module, name, linux)
-    create = _declare(module, "pthread_create", I32, [i64p, I8P, worker.type, I8P])
-    join = _declare(module, "pthread_join", I32, [I64, I8P.as_pointer()])
+    run = pool.declare_run(module)
 
     entry = ll.Function(module, ll.FunctionType(I32, [pp, pp, i64p]), name)
     ins, outs, syms = entry.args
@@ -399,57 +410,19 @@ def emit_entry(module: ll.Module, impl: ll.Function, name: str, fn: Function, pl
     many = entry.append_basic_block("many")
     b.cbranch(b.icmp_signed("<=", c, ll.Constant(I64, 1)), serial, many)
     b.position_at_end(many)
-    per = b.sdiv(b.add(rows, b.sub(c, ll.Constant(I64, 1))), c)          # ceil(rows / c)
+    # TASKS_PER_THREAD tasks a thread when the rows allow (each at least min_rows)
+    pieces = b.mul(c, ll.Constant(I64, TASKS_PER_THREAD))
+    pieces = b.select(b.icmp_signed("<", pieces, most), pieces, most)
+    per = b.sdiv(b.add(rows, b.sub(pieces, ll.Constant(I64, 1))), pieces)        # ceil(rows / pieces)
     aligned = b.mul(b.sdiv(b.add(per, ll.Constant(I64, ALIGN_ROWS - 1)), ll.Constant(I64, ALIGN_ROWS)),
                     ll.Constant(I64, ALIGN_ROWS))
     per = b.select(b.icmp_signed(">", per, ll.Constant(I64, 4 * ALIGN_ROWS)), aligned, per)
-    tasks = b.alloca(task_t, ll.Constant(I64, MAX_THREADS))
-    tids = b.alloca(I64, ll.Constant(I64, MAX_THREADS))
-    started = b.alloca(ll.IntType(8), ll.Constant(I64, MAX_THREADS))
-    i = b.alloca(I64)
-
-    def loop(body_name: str, emit: Any) -> None:
-        b.store(ll.Constant(I64, 1), i)
-        head, body, done = (entry.append_basic_block(f"{body_name}.{s}") for s in ("head", "body", "done"))
-        b.branch(head)
-        b.position_at_end(head)
-        k = b.load(i)
-        b.cbranch(b.icmp_signed("<", k, c), body, done)
-        b.position_at_end(body)
-        emit(k)
-        b.store(b.add(b.load(i), ll.Constant(I64, 1)), i)
-        b.branch(head)
-        b.position_at_end(done)
-
-    def start_one(k: ll.Value) -> None:
-        first = b.mul(k, per)
-        first = b.select(b.icmp_signed("<", first, rows), first, rows)
-        left = b.sub(rows, first)
-        n = b.select(b.icmp_signed("<", per, left), per, left)
-        slot = b.gep(tasks, [k])
-        for j, v in enumerate([ins, outs, syms, first, n, ll.Constant(I32, 0)]):
-            b.store(v, b.gep(slot, [ll.Constant(I32, 0), ll.Constant(I32, j)]))
-        rc = b.call(create, [b.gep(tids, [k]), b.bitcast(ll.Constant(I8P, None), I8P), worker,
-                             b.bitcast(slot, I8P)])
-        ok = b.icmp_signed("==", rc, ll.Constant(I32, 0))
-        b.store(b.zext(ok, ll.IntType(8)), b.gep(started, [k]))
-        with b.if_then(b.not_(ok)):                    # no thread: this slice here
-            b.call(worker, [b.bitcast(slot, I8P)])
-
-    loop("start", start_one)
-    status = b.alloca(I32)
-    b.store(b.call(chunk, [ins, outs, syms, ll.Constant(I64, 0), b.select(b.icmp_signed("<", per, rows), per, rows)]),
-            status)
-
-    def join_one(k: ll.Value) -> None:
-        with b.if_then(b.icmp_unsigned("!=", b.load(b.gep(started, [k])), ll.Constant(ll.IntType(8), 0))):
-            b.call(join, [b.load(b.gep(tids, [k])), ll.Constant(I8P.as_pointer(), None)])
-        s = b.load(b.gep(b.gep(tasks, [k]), [ll.Constant(I32, 0), ll.Constant(I32, 5)]))
-        old = b.load(status)
-        b.store(b.select(b.icmp_signed("==", old, ll.Constant(I32, 0)), s, old), status)
-
-    loop("join", join_one)
-    b.ret(b.load(status))
+    count = b.sdiv(b.add(rows, b.sub(per, ll.Constant(I64, 1))), per)
+    job = b.alloca(job_t)
+    for j, v in enumerate([ins, outs, syms, per, rows, ll.Constant(I32, 0)]):
+        b.store(v, b.gep(job, [ll.Constant(I32, 0), ll.Constant(I32, j)]))
+    b.call(run, [task, b.bitcast(job, I8P), count, c])
+    b.ret(b.load(b.gep(job, [ll.Constant(I32, 0), ll.Constant(I32, 5)])))
 
 
 def _declare(module: ll.Module, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:

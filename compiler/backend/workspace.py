@@ -2,10 +2,12 @@
 
 Every temporary of a call (``Codegen.allocate``, ``Codegen.scratch``) is a slice of one block
 whose size, the sum of the temporaries' sizes rounded up to 64 bytes, is computed at entry
-from the symbols. The block is cached in a module global between calls: a call takes it with
-an atomic exchange (NULL, or too small: malloc a new one) and gives it back with another
-(freeing whatever it displaced), so that a large temporary is not a fresh ``mmap`` whose
-every page faults on each call, and calls from several threads stay correct (each call owns
+from the symbols. Blocks are cached in ``SLOTS`` module globals between calls: a call takes
+the first one with an atomic exchange (all NULL: malloc a new one; too small: free it and
+malloc) and gives it back to the first empty slot with a compare-and-swap (all full: it
+displaces the first slot's block, freed), so that a large temporary is not a fresh ``mmap``
+whose every page faults on each call, and calls from several threads at once (the slices of
+a ``parallel=True`` call: backend/parallel.py) each keep a block of their own (each call owns
 its block while it runs). Every exit of the kernel (success, a failed check, a host callback
 that raised) gives the block back; a block larger than the kernel's limit is freed instead
 of kept, and a call needing more than the limit leaves the cached block alone::
@@ -25,8 +27,8 @@ float64: 1.55 ms scalar, 0.37 ms vectorized). The temporaries never overlap, so 
 
 A module with temporaries exports two functions (C ABI, in the built header too):
 ``void NAME__workspace_limit(int64_t bytes)`` sets how many bytes the kernel keeps between
-calls (``DEFAULT_LIMIT`` until then; 0 keeps nothing) and frees the kept block;
-``void NAME__workspace_release(void)`` frees the kept block. The loader calls the first with
+calls (``DEFAULT_LIMIT`` until then; 0 keeps nothing) and frees the kept blocks;
+``void NAME__workspace_release(void)`` frees the kept blocks. The loader calls the first with
 ``AOTX_WORKSPACE_LIMIT`` when it is set (runtime/workspace.py), and the second before the
 code is unloaded.
 
@@ -45,6 +47,9 @@ from runtime.workspace import limit_symbol, release_symbol
 
 #: the bytes a kernel keeps between calls unless told otherwise (AOTX_WORKSPACE_LIMIT)
 DEFAULT_LIMIT = 64 << 20
+#: how many blocks a kernel keeps between calls: one a thread that calls it at the same time
+#: (the threads of a parallel=True call, or concurrent callers), each at most the limit
+SLOTS = 8
 #: the block's header (its capacity) and the alignment slack before the 64-byte aligned data
 HEADER = 128
 #: a larger request (or an overflowing sum) fails as out of memory instead of wrapping around
@@ -116,73 +121,98 @@ def _helpers(module: ll.Module, name: str) -> tuple[ll.Function, ll.Function]:
     if existing is not None:
         return existing, module.globals[f"{name}.workspace_return"]
     i64p = ll.PointerType(I64T)
-    kept = ll.GlobalVariable(module, PTR, name=f"{name}.workspace")
-    kept.initializer, kept.linkage, kept.align = ll.Constant(PTR, None), "internal", 8
+    kept_t = ll.ArrayType(PTR, SLOTS)
+    kept = ll.GlobalVariable(module, kept_t, name=f"{name}.workspace")
+    kept.initializer, kept.linkage, kept.align = ll.Constant(kept_t, None), "internal", 64
     limit = ll.GlobalVariable(module, I64T, name=f"{name}.workspace_limit")
     limit.initializer, limit.linkage, limit.align = ll.Constant(I64T, DEFAULT_LIMIT), "internal", 8
     malloc = _declare(module, "malloc", ll.FunctionType(PTR, [I64T]))
     free = _declare(module, "free", ll.FunctionType(ll.VoidType(), [PTR]))
+    null = ll.Constant(PTR, None)
+
+    def slot(b: ll.IRBuilder, k: int) -> ll.Value:
+        return b.gep(kept, [ll.Constant(ll.IntType(32), 0), ll.Constant(ll.IntType(32), k)])
 
     def capacity(b: ll.IRBuilder, raw: ll.Value) -> ll.Value:
         return b.load(b.bitcast(raw, i64p), align=8)
 
-    # void NAME__workspace_release(void): free the kept block
+    def free_all(b: ll.IRBuilder) -> None:
+        for k in range(SLOTS):
+            b.call(free, [b.atomic_rmw("xchg", slot(b, k), null, "acq_rel")])
+
+    # void NAME__workspace_release(void): free the kept blocks
     release = ll.Function(module, ll.FunctionType(ll.VoidType(), []), release_symbol(name))
     b = ll.IRBuilder(release.append_basic_block("entry"))
-    b.call(free, [b.atomic_rmw("xchg", kept, ll.Constant(PTR, None), "acq_rel")])
+    free_all(b)
     b.ret_void()
 
-    # void NAME__workspace_limit(int64_t bytes): keep at most `bytes`; frees the kept block
+    # void NAME__workspace_limit(int64_t bytes): keep at most `bytes`; frees the kept blocks
     set_limit = ll.Function(module, ll.FunctionType(ll.VoidType(), [I64T]), limit_symbol(name))
     b = ll.IRBuilder(set_limit.append_basic_block("entry"))
     bytes_ = set_limit.args[0]
     b.store_atomic(b.select(b.icmp_signed("<", bytes_, ll.Constant(I64T, 0)), ll.Constant(I64T, 0), bytes_),
                    limit, "monotonic", 8)
-    b.call(free, [b.atomic_rmw("xchg", kept, ll.Constant(PTR, None), "acq_rel")])
+    free_all(b)
     b.ret_void()
 
-    # i8* NAME.workspace_acquire(i64 need): the kept block if it is large enough, else a new one
+    # i8* NAME.workspace_acquire(i64 need): a kept block if one is large enough, else a new one
     acquire = ll.Function(module, ll.FunctionType(PTR, [I64T]), acquire_name)
     acquire.linkage = "internal"
     need = acquire.args[0]
     blocks = {k: acquire.append_basic_block(k) for k in
-              ("entry", "limited", "cached", "check", "reuse", "discard", "fresh", "init", "fail")}
+              ("entry", "limited", "discard", "fresh", "init", "fail")}
     b = ll.IRBuilder(blocks["entry"])
     b.cbranch(b.icmp_unsigned(">", need, ll.Constant(I64T, MAX_BYTES)), blocks["fail"], blocks["limited"])
     b.position_at_end(blocks["limited"])
     small = b.icmp_unsigned("<=", need, b.load_atomic(limit, "monotonic", 8))
-    b.cbranch(small, blocks["cached"], blocks["fresh"])        # too large to keep: leave it alone
-    b.position_at_end(blocks["cached"])
-    got = b.atomic_rmw("xchg", kept, ll.Constant(PTR, None), "acq_rel")
-    b.cbranch(b.icmp_unsigned("==", got, ll.Constant(PTR, None)), blocks["fresh"], blocks["check"])
-    b.position_at_end(blocks["check"])
-    b.cbranch(b.icmp_unsigned(">=", capacity(b, got), need), blocks["reuse"], blocks["discard"])
-    b.position_at_end(blocks["reuse"])
-    b.ret(got)
-    b.position_at_end(blocks["discard"])
-    b.call(free, [got])
+    first = acquire.append_basic_block("slot0")
+    b.cbranch(small, first, blocks["fresh"])        # too large to keep: leave them alone
+    got_phi = []
+    for k in range(SLOTS):                          # the first kept block found (one a thread)
+        b.position_at_end(first)
+        got = b.atomic_rmw("xchg", slot(b, k), null, "acq_rel")
+        check = acquire.append_basic_block(f"check{k}")
+        first = acquire.append_basic_block(f"slot{k + 1}") if k + 1 < SLOTS else blocks["fresh"]
+        b.cbranch(b.icmp_unsigned("==", got, null), first, check)
+        b.position_at_end(check)
+        reuse = acquire.append_basic_block(f"reuse{k}")
+        b.cbranch(b.icmp_unsigned(">=", capacity(b, got), need), reuse, blocks["discard"])
+        got_phi.append((got, check))
+        b.position_at_end(reuse)
+        b.ret(got)
+    b.position_at_end(blocks["discard"])             # too small: a new one
+    small_block = b.phi(PTR)
+    for v, blk in got_phi:
+        small_block.add_incoming(v, blk)
+    b.call(free, [small_block])
     b.branch(blocks["fresh"])
     b.position_at_end(blocks["fresh"])
     raw = b.call(malloc, [b.add(need, ll.Constant(I64T, HEADER))])
-    b.cbranch(b.icmp_unsigned("==", raw, ll.Constant(PTR, None)), blocks["fail"], blocks["init"])
+    b.cbranch(b.icmp_unsigned("==", raw, null), blocks["fail"], blocks["init"])
     b.position_at_end(blocks["init"])
     b.store(need, b.bitcast(raw, i64p), align=8)
     b.ret(raw)
     b.position_at_end(blocks["fail"])
-    b.ret(ll.Constant(PTR, None))
+    b.ret(null)
 
-    # void NAME.workspace_return(i8* raw): keep it (freeing the block it displaces) or free it
+    # void NAME.workspace_return(i8* raw): keep it in an empty slot (else in the first one,
+    # freeing the block it displaces) or free it when it is larger than the limit
     give = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR]), f"{name}.workspace_return")
     give.linkage = "internal"
     raw = give.args[0]
     entry, have, keep, drop, done = (give.append_basic_block(k) for k in ("entry", "have", "keep", "drop", "done"))
     b = ll.IRBuilder(entry)
-    b.cbranch(b.icmp_unsigned("==", raw, ll.Constant(PTR, None)), done, have)
+    b.cbranch(b.icmp_unsigned("==", raw, null), done, have)
     b.position_at_end(have)
     fits = b.icmp_unsigned("<=", capacity(b, raw), b.load_atomic(limit, "monotonic", 8))
     b.cbranch(fits, keep, drop)
     b.position_at_end(keep)
-    b.call(free, [b.atomic_rmw("xchg", kept, raw, "acq_rel")])      # free(NULL) does nothing
+    for k in range(SLOTS):
+        stored = b.extract_value(b.cmpxchg(slot(b, k), null, raw, "acq_rel", "monotonic"), 1)
+        nxt = give.append_basic_block(f"keep{k + 1}")
+        b.cbranch(stored, done, nxt)
+        b.position_at_end(nxt)
+    b.call(free, [b.atomic_rmw("xchg", slot(b, 0), raw, "acq_rel")])      # every slot full
     b.branch(done)
     b.position_at_end(drop)
     b.call(free, [raw])

@@ -52,6 +52,8 @@ DEFERRED_IMPORTS: dict[tuple[str, str], str] = {
     ("compiler.api.kernel", "compiler.api.callbacks"): "import time: Kernel.ctypes/address(prototype=...)",
     ("compiler.api.kernel", "compiler.api.pickling"): "import time: pickling a Kernel",
     ("compiler.cache", "compiler.function.trampoline"): "import time: storing an entry (after a compile)",
+    ("compiler.backend.pool", "compiler.backend.passes"): "import time: a cache hit loads the pool "
+                                                          "(jit.py); only `aotx build` optimizes it",
     ("compiler.frontend", "compiler.frontend.staging"): "import time: the staging interpreter and the NumPy "
                                                         "API tables, on the first staging",
 }
