@@ -108,10 +108,37 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
         parallel.emit_entry(module, impl, name, fn, split, syms, n_words,
                             [t.dtype.itemsize for t in list(fn.in_types) + list(fn.out_types)],
                             "linux" in target.triple)
-    text = _loop_ids(str(module))
+    text = alias_scopes(_loop_ids(str(module)))
     # a string attribute llvmlite cannot attach: use the host's full vector width
     attrs = f'"prefer-vector-width"="{target.vector_bits}" "min-legal-vector-width"="0"'
     return re.sub(r'(define internal i32 @"[^"]*\.impl"\([^)]*\))', rf"\1 {attrs}", text, count=1)
+
+
+def alias_scopes(text: str) -> str:
+    """Turn the codegen's ``!N = !{!"aotx.scope.K"}`` and ``!M = !{!"aotx.noalias.K"}``
+    markers (Codegen._scoped) into alias scopes: temporary K's loads and stores get the scope
+    list {K} and the noalias list of every other temporary's scope (none: the attachment
+    goes)."""
+    marker = re.compile(r'^(!\d+) = !\{ ?!"aotx\.(scope|noalias)\.(\d+)" ?\}$', flags=re.M)
+    found = marker.findall(text)
+    if not found:
+        return text
+    top = max(int(m) for m in re.findall(r"^!(\d+) =", text, flags=re.M))
+    ks = sorted({int(k) for _, _, k in found})
+    domain = f"!{top + 1}"
+    scope = {k: f"!{top + 2 + i}" for i, k in enumerate(ks)}
+    empty = [node for node, kind, k in found if kind == "noalias" and len(ks) == 1]
+
+    def node(m: re.Match[str]) -> str:
+        k = int(m.group(3))
+        refs = [scope[k]] if m.group(2) == "scope" else [scope[j] for j in ks if j != k]
+        return f"{m.group(1)} = !{{{', '.join(refs)}}}"
+    text = marker.sub(node, text)
+    for n in empty:
+        text = re.sub(rf", !noalias {n}\b", "", text)
+        text = re.sub(rf"^{n} = .*$\n?", "", text, flags=re.M)
+    return (text + f'\n{domain} = !{{!"aotx.temporaries"}}'
+            + "".join(f'\n{scope[k]} = !{{!"aotx.temporary.{k}", {domain}}}' for k in ks) + "\n")
 
 
 def _loop_ids(text: str) -> str:
