@@ -110,6 +110,8 @@ def _transposed_product(b: Builder, op: Op) -> list[Value] | None:
     order = list(range(nb)) + list(range(nb + nl, x.type.ndim)) + list(range(nb, nb + nl))
     if nl == 0 or nl == x.type.ndim - nb:     # no free axes on one side: nothing to swap
         return None
+    if _moves_unit_axes_only(x, op.params["permutation"]):   # a reshape (`_transpose`)
+        return None
     perm = [order.index(p) for p in op.params["permutation"]]       # of the swapped product
     kept = [p for p in perm if x.type.shape[order[p]] != 1]
     if kept != sorted(kept):
@@ -122,11 +124,14 @@ def _transposed_product(b: Builder, op: Op) -> list[Value] | None:
 def _transpose(b: Builder, op: Op) -> list[Value] | None:
     """A transpose that only moves size-1 axes keeps the memory order: a reshape."""
     (x,) = op.operands
-    perm = op.params["permutation"]
-    kept = [p for p in perm if x.type.shape[p] != 1]
-    if kept != sorted(kept):
+    if not _moves_unit_axes_only(x, op.params["permutation"]):
         return None
     return [ops.reshape(b, x, op.results[0].type.shape)]
+
+
+def _moves_unit_axes_only(x: Value, perm: tuple[int, ...]) -> bool:
+    kept = [p for p in perm if x.type.shape[p] != 1]
+    return kept == sorted(kept)
 
 
 def _reshape(b: Builder, op: Op) -> list[Value] | None:
