@@ -11,6 +11,8 @@ size-1 axis).
     %2 = dot_general(%a, %b) contracting two size-1 axes
     ->  %2 = mul(broadcast_in_dim(%a'), broadcast_in_dim(%b'))       (elementwise: fuses)
     %3 = reshape(reshape(%x)) -> reshape(%x);  reshape to the same shape -> %x
+    transpose(dot_general(%a, %b)) {rhs's free axes first}, the product's only use
+    ->  dot_general(%b, %a)                                          (writes that order)
     %4 = cond(%m, %x) {select=1} (per element, from vmap of compiler.cond)
     ->  both regions inlined, then select(%m, %t, %f)   (primitives/control.py expand_lanes)
 """
