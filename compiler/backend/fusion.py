@@ -15,7 +15,10 @@ A value is *materialized* (gets a buffer and its own loop nest) when
   axes with a stride (a slice of it still reads just the elements it keeps).
 
 Cheap values (constants, iota, and pure index remaps of materialized or cheap
-values, with casts) are never materialized: re-reading them costs a load.
+values, with casts) are never materialized: re-reading them costs a load. An operand of
+dot_general counts as materialized from its own op on, so that ``Xn @ Xn.T`` of a computed
+``Xn`` reads one buffer twice (gemm or syrk takes the transpose as a leading dimension)
+instead of copying it into a transposed second buffer.
 
 Two limits keep a fusion group a size the compiler handles in linear time:
 
@@ -61,6 +64,11 @@ class Schedule:
 
 def _has_loop(op: Op) -> bool:
     return op.prim.loops
+
+
+def _reads_whole(op: Op) -> bool:
+    """An OPAQUE op that needs its operands in buffers (dot_general)."""
+    return op.prim.kind == OPAQUE and not op.prim.streams_operands
 
 
 def _expanding(op: Op, operand: Value) -> bool:
@@ -116,6 +124,8 @@ def schedule(block: Block, force: Collection[Value] = ()) -> Schedule:
             cheap.update(op.results)        # (the real or imaginary part of a complex argument)
         if op.results and op.results[0] in cheap:
             cheap_depth.update((r, depth) for r in op.results)
+        else:       # an operand of dot_general gets its buffer now: a transpose of it is cheap
+            mat.update(r for r in op.results if any(_reads_whole(u) for u in users.get(r, ())))
         if op.prim.kind in (OPAQUE, CONTROL):
             mat.update(op.results)
             if op.prim.kind == CONTROL:
@@ -177,7 +187,7 @@ def schedule(block: Block, force: Collection[Value] = ()) -> Schedule:
                     size[root] = size.get(root, 0) + 1
     # operands of non-streaming opaque ops must be materialized unless cheap
     for op in block.ops:
-        if op.prim.kind == OPAQUE and not op.prim.streams_operands:
+        if _reads_whole(op):
             for v in op.operands:
                 if v not in cheap:
                     mat.add(v)

@@ -11,6 +11,8 @@ size-1 axis).
     %2 = dot_general(%a, %b) contracting two size-1 axes
     ->  %2 = mul(broadcast_in_dim(%a'), broadcast_in_dim(%b'))       (elementwise: fuses)
     %3 = reshape(reshape(%x)) -> reshape(%x);  reshape to the same shape -> %x
+    transpose(dot_general(%a, %b)) {rhs's free axes first}, the product's only use
+    ->  dot_general(%b, %a)                                          (writes that order)
     %4 = cond(%m, %x) {select=1} (per element, from vmap of compiler.cond)
     ->  both regions inlined, then select(%m, %t, %f)   (primitives/control.py expand_lanes)
 """
@@ -46,6 +48,8 @@ def _rewrite_block(block: Block) -> tuple[Block, bool]:
     env: dict[Value, Value] = {}
     out = Block(args=list(block.args))
     b = Builder(out)
+    counts = _use_counts(block)
+    uses: dict[Value, int] = {}              # the same counts, of the rewritten values
     for op in block.ops:
         regions = []
         for region in op.regions:
@@ -53,18 +57,34 @@ def _rewrite_block(block: Block) -> tuple[Block, bool]:
             regions.append(new_region if region_changed else region)
             changed |= region_changed
         new = rebuilt(op, [env.get(v, v) for v in op.operands], regions)
-        replaced = _apply_pattern(b, new)
+        replaced = _apply_pattern(b, new, uses)
         if replaced is None:
             out.ops.append(new)
             replaced = list(new.results)
         else:
             changed = True
         env.update(zip(op.results, replaced))
+        for old_value, value in zip(op.results, replaced):
+            uses[value] = uses.get(value, 0) + counts.get(old_value, 0)
     out.results = [env.get(v, v) for v in block.results]
     return out, changed
 
 
-def _apply_pattern(b: Builder, op: Op) -> list[Value] | None:
+def _use_counts(block: Block) -> dict[Value, int]:
+    """How many operands of the block's ops (and results of the block) each value is (regions
+    are isolated: they read only their own arguments)."""
+    counts: dict[Value, int] = {}
+    for v in [v for op in block.ops for v in op.operands] + list(block.results):
+        counts[v] = counts.get(v, 0) + 1
+    return counts
+
+
+def _apply_pattern(b: Builder, op: Op, uses: dict[Value, int]) -> list[Value] | None:
+    if op.prim is ops.transpose_p and uses.get(op.operands[0], 0) == 1:
+        with b.at(op.loc):
+            swapped = _transposed_product(b, op)
+        if swapped is not None:
+            return swapped
     pattern = PATTERNS.get(op.prim)
     if pattern is None:
         return None
@@ -72,14 +92,48 @@ def _apply_pattern(b: Builder, op: Op) -> list[Value] | None:
         return pattern(b, op)
 
 
+def _transposed_product(b: Builder, op: Op) -> list[Value] | None:
+    """The transpose of a product (its only use) that puts rhs's free axes before lhs's is the
+    product with its operands swapped, which writes that order directly: vmap of ``A @ x``
+    over the points x is ``A @ X.T`` read transposed, and its consumer (an elementwise loop
+    along the last axis) then reads the product with unit stride instead of gathering.
+
+        %1 = dot_general(%A, %X) {contract A 1, X 1} : f64[16, 256];  transpose(%1) {(1, 0)}
+        ->  dot_general(%X, %A) {contract X 1, A 1} : f64[256, 16]
+
+    Axes of size 1 may sit anywhere (a reshape moves them)."""
+    (x,) = op.operands
+    dot = x.op
+    if dot is None or dot.prim is not ops.dot_general_p:
+        return None
+    lhs, rhs = dot.operands
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    nb, nl = len(lb), len(free_axes(lhs.type.ndim, lc, lb))
+    order = list(range(nb)) + list(range(nb + nl, x.type.ndim)) + list(range(nb, nb + nl))
+    if nl == 0 or nl == x.type.ndim - nb:     # no free axes on one side: nothing to swap
+        return None
+    if _moves_unit_axes_only(x, op.params["permutation"]):   # a reshape (`_transpose`)
+        return None
+    perm = [order.index(p) for p in op.params["permutation"]]       # of the swapped product
+    kept = [p for p in perm if x.type.shape[order[p]] != 1]
+    if kept != sorted(kept):
+        return None
+    product = ops.dot_general(b, rhs, lhs, ((rc, lc), (rb, lb)))
+    shape = op.results[0].type.shape
+    return [product if product.type.shape == shape else ops.reshape(b, product, shape)]
+
+
 def _transpose(b: Builder, op: Op) -> list[Value] | None:
     """A transpose that only moves size-1 axes keeps the memory order: a reshape."""
     (x,) = op.operands
-    perm = op.params["permutation"]
-    kept = [p for p in perm if x.type.shape[p] != 1]
-    if kept != sorted(kept):
+    if not _moves_unit_axes_only(x, op.params["permutation"]):
         return None
     return [ops.reshape(b, x, op.results[0].type.shape)]
+
+
+def _moves_unit_axes_only(x: Value, perm: tuple[int, ...]) -> bool:
+    kept = [p for p in perm if x.type.shape[p] != 1]
+    return kept == sorted(kept)
 
 
 def _reshape(b: Builder, op: Op) -> list[Value] | None:
