@@ -8,7 +8,8 @@ A value is *materialized* (gets a buffer and its own loop nest) when
 * a consumer would read it more than once per element: a broadcast of it,
   an operand of dot_general, ... (recomputing a reduction for every element of
   a broadcast would turn O(n) into O(n^2));
-* its consumers sit in different loop nests (compute once, read twice);
+* its consumers sit in different loop nests (compute once, read twice), except where
+  those loop nests can be one (below);
 * its primitive computes it faster as a whole (``own_loop``) and its consumers read
   all of it: a reduction that keeps the last axis accumulates contiguous rows into
   its buffer, where reading it inside the consumer's loop would walk the reduced
@@ -17,9 +18,21 @@ A value is *materialized* (gets a buffer and its own loop nest) when
 Cheap values (constants, iota, and pure index remaps of materialized or cheap
 values, with casts) are never materialized: re-reading them costs a load.
 
+Materialized elementwise values of one shape share one loop nest (a *nest*, `_Nests`)
+when what they compute overlaps: a value read at their own index by the groups of several
+such roots joins them into one nest and is computed once per element, in registers; and a
+root that must be materialized anyway (read by a loop elsewhere too) is written by the
+nest of a reader that reads it at the nest's index, which then uses the register, not the
+buffer. The gradient and the Hessian-vector product of ``jvp(grad(f))`` (two results built
+from the same ``sqrt(1 - x**2)``, ``1 / ...``) are one loop, not one per shared value. A
+nest is emitted at the place of its last root, so nothing outside it may read one of its
+roots before that place (``y = e * x; z = e * sum(y)``: ``y``'s loop ends before ``z``'s
+starts), and it holds at most ``MAX_GROUP_OPS`` ops like a group. Roots forced into a
+buffer (`force`: in-place loop carries) stay in loops of their own.
+
 Two limits keep a fusion group a size the compiler handles in linear time:
 
-* at most ``MAX_GROUP_OPS`` ops per group: a longer chain (a thousand statements
+* at most ``MAX_GROUP_OPS`` ops per group (per nest): a longer chain (a thousand statements
   ``x = x * a + b``) is cut into loops of that many ops, each writing a buffer the
   next reads. LLVM's loop vectorizer takes time quadratic in the length of a loop
   body (about 3 s for a body of 4,000 dependent flops), one extra store and load per
