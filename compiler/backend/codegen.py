@@ -424,7 +424,7 @@ class Codegen:
         hit = self._cached(key)
         if hit is not None:
             return hit
-        if v in self.buffers and v is not self._computing:
+        if v in self.buffers and v not in self._computing:
             result = self.load(self.buffers[v], idx)
         elif self._fused_elementwise(v):
             result = self._compute_elementwise(v, idx, key[1])
@@ -433,7 +433,7 @@ class Codegen:
         self._cache[-1][key] = (result, tuple(idx))   # keeps idx alive: ids stay unique
         return result
 
-    _computing: Value | None = None
+    _computing: tuple[Value, ...] = ()      # the values the current loop nest writes
 
     def _cached(self, key: tuple[Value, tuple[int, ...]]) -> ll.Value | None:
         for scope in reversed(self._cache):
@@ -445,7 +445,7 @@ class Codegen:
         """Is `v` an elementwise result computed on the spot (not loaded from a buffer)?"""
         op = v.op
         return (op is not None and op.prim.kind == ELEMENTWISE and op.prim.lower is not None
-                and (v not in self.buffers or v is self._computing))
+                and (v not in self.buffers or v in self._computing))
 
     def _compute_elementwise(self, v: Value, idx: Sequence[ll.Value], ids: tuple[int, ...]) -> ll.Value:
         """`v` at `idx` with the elementwise expression below it evaluated in post-order from
@@ -493,7 +493,7 @@ class Codegen:
 
     def compute_into(self, v: Value, buf: Buffer) -> None:
         """A loop nest writing every element of `v` to `buf`."""
-        saved, self._computing = self._computing, v
+        saved, self._computing = self._computing, (v,)
         op = v.op
         try:
             if op is not None and op.prim.lower_root is not None and op.prim.lower_root(self, op, buf):
@@ -502,6 +502,19 @@ class Codegen:
                                 vectorize_last=not self._reduces_short_rows(v),
                                 rolled_rows=self._short_rows(v)) as idx:
                 self.store(buf, idx, self.read(v, idx))
+        finally:
+            self._computing = saved
+
+    def compute_nest(self, roots: Sequence[Value]) -> None:
+        """One loop nest writing every element of each of `roots` (elementwise values of one
+        shape: a nest of fusion.Schedule) to its buffer; a value their expressions share is
+        computed once per element (the read cache)."""
+        saved, self._computing = self._computing, tuple(roots)
+        try:
+            with self.loop_nest(roots[0].type.shape, row_bytes=_itemsize(roots[0].type.dtype),
+                                rolled_rows=self._short_rows(roots[0])) as idx:
+                for r in roots:
+                    self.store(self.buffers[r], idx, self.read(r, idx))
         finally:
             self._computing = saved
 
@@ -660,9 +673,11 @@ class Codegen:
                 copies.append((r, buf))
             else:
                 result_bufs[r] = buf
-        temporaries = _Temporaries(self, Evaluation(sched))
+        evaluation = Evaluation(sched)
+        temporaries = _Temporaries(self, evaluation)
         shared = _update_chains(block, sched, assign)
-        for v in sched.materialized:
+        # in the order they are written (a root of a nest: at its nest's place)
+        for v in sorted(sched.materialized, key=evaluation.written):
             if v in shared:
                 continue                            # given its chain's buffer below
             if assign is not None and v in assign:
@@ -694,7 +709,13 @@ class Codegen:
         else:
             for r in op.results:
                 if sched.is_materialized(r):
-                    self.compute_into(r, self.buffers[r])
+                    anchor = sched.anchor.get(r)
+                    if anchor is None:
+                        self.compute_into(r, self.buffers[r])
+                    elif anchor is r:
+                        self.compute_nest(sched.nests[r])
+                    else:
+                        continue                # written by its nest's loop, at the anchor
                     if sched is self.top_sched and self.top_gathers:
                         # a compiler-only barrier between the function body's loop nests (no
                         # instruction) when that body reads with run-time indices: LLVM 22's
@@ -792,7 +813,7 @@ class _Temporaries:
 
     def take(self, v: Value) -> Buffer:
         assert v.op is not None, v
-        at = self.evaluation.place[v.op]
+        at = self.evaluation.written(v)
         while self.busy and self.busy[0][0] < at:       # read for the last time before v
             _, _, key, buf = heapq.heappop(self.busy)
             self.free.setdefault(key, []).append(buf)
