@@ -61,3 +61,20 @@ def test_short_rows_of_an_elementwise_result(dtype, cols):
     if cols == 10:      # each row vectorized, not the loop over rows with gathers and scatters
         text = scale_rows_k.lower(a, s).llvm_optimized
         assert "masked.gather" not in text and "masked.scatter" not in text
+
+
+def softmax(x):
+    p = np.exp(x - x.max(axis=1, keepdims=True))
+    return p / p.sum(axis=1, keepdims=True)
+
+
+softmax_k = jit(softmax)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_over_ten_classes(dtype):
+    """keepdims reductions over rows of 10: no loop of their nests goes across rows."""
+    x = rng.standard_normal((400, 10)).astype(dtype)
+    np.testing.assert_allclose(softmax_k(x), softmax(x), rtol=1e-5 if dtype == np.float32 else 1e-13)
+    text = softmax_k.lower(x).llvm_optimized
+    assert "masked.gather" not in text and "masked.scatter" not in text
