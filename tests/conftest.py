@@ -11,6 +11,11 @@
   earlier blocks), which under ``load`` both workers compiled, usually at the same moment, so
   that neither found the other's in the on-disk cache.
 
+* The modules of the longest single tests (subprocesses: the wheel, the fuzz batches, the
+  benchmark suite, mypy, the site) run first (``FIRST``): under ``worksteal`` a worker that runs
+  out of tests takes the tail of the other's, which must then hold short tests only, or one
+  worker waits for the other's last long test at the end of the run.
+
 The variables are defaults: a variable already set in the environment wins, as does an explicit
 ``--dist``.
 """
@@ -35,3 +40,16 @@ def pytest_configure(config: pytest.Config) -> None:
     # xdist turns `-n N` into `--dist load` before this runs, and makes its scheduler after
     if getattr(config.option, "dist", "no") == "load" and not _explicit_dist(config):
         config.option.dist = "worksteal"
+
+
+#: modules whose tests take tens of seconds each (subprocesses), longest first; each moved whole
+#: (its module-scoped fixtures stay set up once), the rest of the collection keeps its order
+FIRST = ("tests/packaging/test_wheel.py", "tests/fuzz/test_fuzz.py", "tests/benchmarks/test_suite.py",
+         "tests/architecture/test_types.py", "tests/packaging/test_typing.py", "tests/docs/test_site.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::")[0]
+        return FIRST.index(path) if path in FIRST else len(FIRST)
+    items[:] = sorted(items, key=rank)      # stable: the order within a module and of the rest kept

@@ -12,6 +12,7 @@ import pytest
 
 import compiler
 from compiler.primitives.searching import SEARCH_CHUNK
+from tests.lazy import lazy_jit
 
 R = np.random.default_rng(12)
 
@@ -20,9 +21,9 @@ def _both(a, v):
     return np.searchsorted(a, v), np.searchsorted(a, v, side="right")
 
 
-SEARCH = compiler.jit(_both, signature="f64[n], f64[m]")
+SEARCH = lazy_jit(_both, signature="f64[n], f64[m]")
 SEARCH_2D = compiler.jit(_both)                                    # static lengths, 2-D needles
-INTERP = compiler.jit(lambda x, xp, fp: np.interp(x, xp, fp), signature="f64[m], f64[n], f64[n]")
+INTERP = lazy_jit(lambda x, xp, fp: np.interp(x, xp, fp), signature="f64[m], f64[n], f64[n]")
 INTERP_LR = compiler.jit(lambda x, xp, fp: (np.interp(x, xp, fp, left=-7.0, right=9.0),
                                             np.interp(x, xp, fp + 1j * fp[::-1]),
                                             np.interp(x, xp, fp, period=0.75)))
