@@ -134,6 +134,19 @@ def module_ir(triple: str, *, hidden: bool) -> str:
         b.branch(head)
         b.position_at_end(out)
 
+    def wait_locked(fn: ll.Function, b: ll.IRBuilder, ready: Any, cv: int, tag: str) -> None:
+        """Take the pool's mutex and wait on condition variable `cv` until `ready(b)`; the
+        builder ends with the mutex held."""
+        b.call(lock, [at(b, 0)])
+        check, sleep, done = (fn.append_basic_block(f"{tag}.{s}") for s in ("check", "sleep", "done"))
+        b.branch(check)
+        b.position_at_end(check)
+        b.cbranch(ready(b), done, sleep)
+        b.position_at_end(sleep)
+        b.call(cond_wait, [at(b, cv), at(b, 0)])
+        b.branch(check)
+        b.position_at_end(done)
+
     def run_tasks(fn: ll.Function, b: ll.IRBuilder, g: ll.Value, f: ll.Value, c: ll.Value, n: ll.Value,
                   tag: str, signal: bool) -> None:
         """Claim and run tasks of the job of generation `g` until none is left: `next` holds
@@ -174,16 +187,10 @@ def module_ir(triple: str, *, hidden: bool) -> str:
     b.branch(wait)
     b.position_at_end(wait)
     mine = b.load(slot)
-    spin_until(worker, b, rounds, lambda b: b.icmp_unsigned("!=", b.load_atomic(gen, "acquire", 8), mine), "spin")
-    b.call(lock, [at(b, 0)])
-    check, sleep, wake = (worker.append_basic_block(s) for s in ("check", "sleep", "woken"))
-    b.branch(check)
-    b.position_at_end(check)
-    b.cbranch(b.icmp_unsigned("==", b.load_atomic(gen, "acquire", 8), mine), sleep, wake)
-    b.position_at_end(sleep)
-    b.call(cond_wait, [at(b, 1), at(b, 0)])
-    b.branch(check)
-    b.position_at_end(wake)
+    def moved(b: ll.IRBuilder) -> ll.Value:         # a new job was published
+        return b.icmp_unsigned("!=", b.load_atomic(gen, "acquire", 8), mine)
+    spin_until(worker, b, rounds, moved, "spin")
+    wait_locked(worker, b, moved, 1, "sleep")
     g = b.load_atomic(gen, "acquire", 8)
     p, f, c, n = b.load(part), b.load(task_fn), b.load(ctx), b.load(ntasks)
     b.call(unlock, [at(b, 0)])
@@ -273,20 +280,13 @@ def module_ir(triple: str, *, hidden: bool) -> str:
     b.call(broadcast, [at(b, 1)])
     b.call(unlock, [at(b, 0)])
     run_tasks(run, b, g, f, c, n, "own", signal=False)
-    spin_until(run, b, k, lambda b: b.icmp_signed(">=", b.load_atomic(fin, "acquire", 8), n), "await")
-    w_check, w_sleep, w_done = (run.append_basic_block(f"await.{s}") for s in ("check", "sleep", "done"))
-    checked = run.append_basic_block("await.lock")
-    b.cbranch(b.icmp_signed(">=", b.load_atomic(fin, "acquire", 8), n), w_done, checked)
+    def finished(b: ll.IRBuilder) -> ll.Value:      # every task of the job has run
+        return b.icmp_signed(">=", b.load_atomic(fin, "acquire", 8), n)
+    spin_until(run, b, k, finished, "await")
+    w_done, checked = (run.append_basic_block(f"await.{s}") for s in ("done", "lock"))
+    b.cbranch(finished(b), w_done, checked)
     b.position_at_end(checked)
-    b.call(lock, [at(b, 0)])
-    locked_done = run.append_basic_block("await.unlock")
-    b.branch(w_check)
-    b.position_at_end(w_check)
-    b.cbranch(b.icmp_signed(">=", b.load_atomic(fin, "acquire", 8), n), locked_done, w_sleep)
-    b.position_at_end(w_sleep)
-    b.call(cond_wait, [at(b, 2), at(b, 0)])
-    b.branch(w_check)
-    b.position_at_end(locked_done)
+    wait_locked(run, b, finished, 2, "await")
     b.call(unlock, [at(b, 0)])
     b.branch(w_done)
     b.position_at_end(w_done)
