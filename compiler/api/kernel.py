@@ -21,6 +21,7 @@ import copy
 import ctypes
 import functools
 import inspect
+import os
 import threading
 import weakref
 from dataclasses import dataclass
@@ -440,6 +441,23 @@ class _Dispatch:
             raise _boundary(e)   # the message points at your code; see below
 
 
+
+#: every live Kernel, for the fork hook below
+_KERNELS: "weakref.WeakSet[Kernel]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has only the thread that forked: a specialization another thread of the
+    parent was compiling would hold its lock for good, and the child's first call of it would
+    wait forever. The child compiles it again itself."""
+    for kernel in list(_KERNELS):
+        kernel._lock = threading.Lock()
+        kernel._compiling = {}
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
 class Kernel:
     """A compiled function: call it with NumPy arrays, get NumPy arrays."""
 
@@ -486,6 +504,7 @@ class Kernel:
         self._fixed_called = False
         self._lock = threading.Lock()                  # guards _compiling
         self._compiling: dict[Any, threading.RLock] = {}   # key -> held while it compiles
+        _KERNELS.add(self)
         self.signature = signature
         self._fixed: Specialization | None = None
         if signature is not None:
