@@ -38,6 +38,7 @@ from compiler.ir.core import Block, Function, Op, Value
 from compiler.ir.dims import Dim
 from compiler.ir.primitive import ELEMENTWISE
 from compiler.primitives import ops
+from compiler.primitives.batching import inline_block
 from compiler.primitives.control import chunk_counts
 from compiler.transforms.simplify import rebuilt
 
@@ -117,11 +118,7 @@ def _unrolled(b: Builder, op: Op, operands: list[Value]) -> list[Value]:
         index = start
         if used and k:
             index = ops.add(b, start, ops.scalar(b, k * op.params["step"], start.type.dtype))
-        env = dict(zip(body.args, [index, *carried]))
-        for inner in body.ops:
-            with b.at(inner.loc):
-                env.update(zip(inner.results, b.emit(inner.prim, [env[v] for v in inner.operands], inner.params)))
-        carried = [env[v] for v in body.results]
+        carried = inline_block(b, body, [index, *carried])
     return carried
 
 
