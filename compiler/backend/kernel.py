@@ -114,26 +114,45 @@ def build_module(fn: Function, name: str, target: Target, *, fastmath: bool = Fa
     return re.sub(r'(define internal i32 @"[^"]*\.impl"\([^)]*\))', rf"\1 {attrs}", text, count=1)
 
 
+#: the loop hints of Codegen._loop_hints: each becomes one operand of a loop's ID
+_LOOP_HINTS = {
+    "i": '!{!"llvm.loop.interleave.count", i32 2}',
+    "f": '!{!"llvm.loop.interleave.count", i32 4}',
+    "o": '!{!"llvm.loop.interleave.count", i32 1}',
+    "u": '!{!"llvm.loop.unroll.disable"}',
+    "v": '!{!"llvm.loop.vectorize.enable", i1 false}',
+    "p": '!{!"llvm.loop.vectorize.predicate.enable", i1 false}',
+    "m": '!{!"llvm.loop.vectorize.predicate.enable", i1 true}',
+}
+
+
 def _loop_ids(text: str) -> str:
     """Turn the codegen's ``!N = !{!"aotx.loop.K.HINTS"}`` markers into distinct loop IDs
     (llvmlite cannot build self-referential metadata): hint ``i`` asks for interleave
-    count 2, ``f`` for 4, ``u`` disables unrolling, ``v`` the loop vectorizer."""
+    count 2, ``f`` for 4, ``o`` for none, ``u`` disables unrolling, ``v`` the loop
+    vectorizer, ``p`` its masked (predicated) remainder, ``m`` asks for one, ``wN`` for
+    vectors of N elements."""
     start = text.find("\n!")                    # llvmlite prints the metadata last
     if start < 0 or 'aotx.loop.' not in text[start:]:
         return text
     head, text = text[:start + 1], text[start + 1:]
-    marker = re.compile(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+\.([ifuv]+)" ?\}$', flags=re.M)
+    marker = re.compile(r'^(!\d+) = !\{ ?!"aotx\.loop\.\d+\.([a-z0-9]+)" ?\}$', flags=re.M)
     top = max(int(m) for m in re.findall(r"^!(\d+) =", text, flags=re.M))
-    nodes = {"i": f"!{top + 1}", "f": f"!{top + 2}", "u": f"!{top + 3}", "v": f"!{top + 4}"}
+    nodes: dict[str, str] = {}
+
+    def node(hint: str) -> str:
+        if hint not in nodes:
+            nodes[hint] = f"!{top + 1 + len(nodes)}"
+        return nodes[hint]
 
     def loop_id(m: re.Match[str]) -> str:      # one pass over the text: linear in its size
-        refs = ", ".join(nodes[h] for h in m.group(2))
+        refs = ", ".join(node(h) for h in re.findall(r"w\d+|[a-z]", m.group(2)))
         return f"{m.group(1)} = distinct !{{{m.group(1)}, {refs}}}"
     text = head + marker.sub(loop_id, text)
-    return (text + f'\n{nodes["i"]} = !{{!"llvm.loop.interleave.count", i32 2}}'
-            f'\n{nodes["f"]} = !{{!"llvm.loop.interleave.count", i32 4}}'
-            f'\n{nodes["u"]} = !{{!"llvm.loop.unroll.disable"}}'
-            f'\n{nodes["v"]} = !{{!"llvm.loop.vectorize.enable", i1 false}}\n')
+    defs = "".join(f"\n{ref} = " + (_LOOP_HINTS[h] if h in _LOOP_HINTS else
+                                     f'!{{!"llvm.loop.vectorize.width", i32 {h[1:]}}}')
+                   for h, ref in nodes.items())
+    return text + defs + "\n"
 
 
 def _emit_entry(module: ll.Module, impl: ll.Function, name: str, n_in: int, n_out: int, n_sym: int) -> None:

@@ -229,7 +229,12 @@ def _slice_function(module: ll.Module, name: str) -> ll.Function:
     if existing is not None:
         return existing
     fn = ll.Function(module, ll.FunctionType(PTR, [PTR, I64T]), f"{name}.workspace_slice")
-    fn.linkage = "internal"
+    # linkonce_odr, not internal: LLVM may then not assume this body is the one that runs,
+    # so it does not fold a call whose offset is the same everywhere (a kernel with a single
+    # temporary, at offset 0) into its argument, which dropped the noalias result and left
+    # a / a.sum(axis=1, keepdims=True) scalar. Every definition is the same two
+    # instructions, so whichever a built library's loader picks is right.
+    fn.linkage = "linkonce_odr"
     fn.attributes.add("noinline")
     fn.attributes.add("nounwind")
     fn.return_value.add_attribute("noalias")

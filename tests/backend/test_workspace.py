@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -324,3 +325,17 @@ def test_a_loop_between_two_temporaries_is_vectorized(dtype):
     scalar = "fsub float" if dtype == np.float32 else "fsub double"
     assert "workspace_slice" in text          # each temporary is an object of its own to LLVM
     assert "fsub <" in text and scalar not in text    # x - max: vector code only (128 columns)
+
+
+def _normalize_rows(a):
+    return a / a.sum(axis=1, keepdims=True)
+
+
+def test_a_single_temporary_stays_apart_from_the_output():
+    """A kernel with one temporary (at offset 0 of the workspace) keeps it a separate object
+    to LLVM: the division by the row sums is vectorized."""
+    a = np.random.default_rng(5).random((1000, 12)) + 0.5
+    k = jit(_normalize_rows)
+    np.testing.assert_allclose(k(a), _normalize_rows(a), rtol=1e-14)
+    text = k.lower(a).llvm_optimized
+    assert re.search(r"fdiv <\d+ x double>", text), "the division loop was left scalar"
