@@ -249,19 +249,31 @@ def lower_svd(cg: Any, op: Op, outs: Sequence[Any]) -> None:
     s_out = outs[0]
     ucols = m if full else k         # U: m x ucols; Vh: vrows x n
     vrows = n if full else k
+    # LAPACK's column-major view of a row-major matrix is its transpose, so a tall matrix
+    # reaches xgesdd wide, and the wide path is the slower one (10000 x 4 float64: 0.53 ms,
+    # against 0.18 ms for the tall one). A statically tall matrix is copied in column-major
+    # order instead, and U and Vᴴ are copied back out of column-major scratch.
+    tall = isinstance(m, int) and isinstance(n, int) and m > n
 
     def library(invoke: Callable[[Sequence[ll.Value]], None]) -> None:
         b = cg.b
-        work_a = cg.scratch_buffer(dtype, (m, n))
+        work_a = cg.scratch_buffer(dtype, (n, m) if tall else (m, n))
         work = cg.scratch_buffer(dtype, (lwork,))
         rwork = cg.scratch_buffer(rd, (lrwork,)) if cplx else None
         iwork = cg.scratch_buffer(I64, (dims.mul(8, k),))
+        u_cm = cg.scratch_buffer(dtype, (ucols, m)) if tall and uv else None   # column-major U
+        vh_cm = cg.scratch_buffer(dtype, (n, vrows)) if tall and uv else None  # and Vᴴ
         info = cg.alloca_scalar(I64)
         mm, nn, kk = cg.dim(m), cg.dim(n), cg.dim(k)
         with cg.loop_nest(batch) as bi:
-            with cg.loop(mm) as i:
+            if tall:
                 with cg.loop(nn) as j:
-                    cg.store(work_a, [i, j], cg.read(a, [*bi, i, j]))
+                    with cg.loop(mm) as i:
+                        cg.store(work_a, [j, i], cg.read(a, [*bi, i, j]))
+            else:
+                with cg.loop(mm) as i:
+                    with cg.loop(nn) as j:
+                        cg.store(work_a, [i, j], cg.read(a, [*bi, i, j]))
             at = _flat(cg, bi, batch)
             s_ptr = cg.pointer(s_out, b.mul(at, kk))
             if uv:
@@ -271,8 +283,14 @@ def lower_svd(cg: Any, op: Op, outs: Sequence[Any]) -> None:
             else:
                 u_ptr = vh_ptr = work.ptr
                 ldu = ldvt = ll.Constant(I64T, 1)
-            args = [cg.char(jobz), nn, mm, work_a.ptr, nn, s_ptr, vh_ptr, ldu, u_ptr, ldvt,
-                    work.ptr, cg.dim(lwork)]
+            if tall:
+                args = [cg.char(jobz), mm, nn, work_a.ptr, mm, s_ptr,
+                        u_cm.ptr if u_cm is not None else work.ptr, mm if uv else ldu,
+                        vh_cm.ptr if vh_cm is not None else work.ptr, cg.dim(vrows) if uv else ldvt,
+                        work.ptr, cg.dim(lwork)]
+            else:
+                args = [cg.char(jobz), nn, mm, work_a.ptr, nn, s_ptr, vh_ptr, ldu, u_ptr, ldvt,
+                        work.ptr, cg.dim(lwork)]
             if rwork is not None:
                 args.append(rwork.ptr)
             invoke(args + [iwork.ptr, info])
@@ -284,6 +302,13 @@ def lower_svd(cg: Any, op: Op, outs: Sequence[Any]) -> None:
                         _fill(cg, outs[1], b.mul(at, u_size), u_size, _nan(cg, dtype))
                         _fill(cg, outs[2], b.mul(at, vh_size), vh_size, _nan(cg, dtype))
                 with good:
+                    if u_cm is not None and vh_cm is not None:
+                        with cg.loop(cg.dim(ucols)) as j:
+                            with cg.loop(mm) as i:
+                                cg.store(outs[1], [*bi, i, j], cg.load(u_cm, [j, i]))
+                        with cg.loop(nn) as i:
+                            with cg.loop(cg.dim(vrows)) as j:
+                                cg.store(outs[2], [*bi, j, i], cg.load(vh_cm, [i, j]))
                     if uv:
                         # V[:, j] = conj(Vh[j, :]); its phase is Vh[j, top] / |Vh[j, top]|
                         u, vh = outs[1], outs[2]

@@ -152,7 +152,8 @@ svd_thin = jit(_svd_thin)
 CASES = [(eig, _eig, (3, N, N), np.float32, "ssyevd", 1), (eig, _eig, (3, N, N), np.float64, "dsyevd", 1),
          (eig, _eig, (N, N), np.complex128, "zheevd", 1),
          (svds, _svds, (2, N + 4, N), np.float64, "dgesdd", 2),
-         (svd_thin, _svd_thin, (N, N + 2), np.complex64, "cgesdd", 1)]
+         (svd_thin, _svd_thin, (N, N + 2), np.complex64, "cgesdd", 1),
+         (svd_thin, _svd_thin, (N + 3, N), np.complex128, "zgesdd", 1)]    # tall: column-major copy
 
 
 def _compare(fn, a, got, dtype):

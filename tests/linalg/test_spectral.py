@@ -7,6 +7,8 @@ differences; the hessian of sum(eigvalsh(A)**2) against its closed form.
 The kernels are module-level and shared by the parametrized cases."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -331,3 +333,17 @@ def test_linalg_error_where_numpy_raises():
     with pytest.raises(np.linalg.LinAlgError, match="Linear Least Squares"):
         _lstsq(inf, np.ones(2))
     assert np.isnan(eigh_l(bad)[0]).any() and np.isnan(np.linalg.eigh(bad)[0]).any()
+
+
+def test_thin_svd_of_a_tall_matrix_needs_no_square_temporary():
+    """Completing U (rank-deficient columns) works on m x k values, not an m x m projector:
+    the kernel's temporaries for a 2000 x 3 matrix stay far below 2000 x 2000 doubles."""
+    a = RNG.standard_normal((2000, 3))
+    a[:, 2] = a[:, 0]                       # rank 2: one column of U is completed
+    k = jit(lambda a: np.linalg.svd(a, full_matrices=False))
+    u, s, vh = k(a)
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), atol=1e-12)
+    np.testing.assert_allclose(mh(u) @ u, np.eye(3), atol=1e-13)
+    np.testing.assert_allclose((u * s) @ vh, a, atol=1e-12)
+    sizes = [int(n) for n in re.findall(r"@malloc\(i64 (\d+)\)", k.lower(a).llvm_optimized)]
+    assert sizes and max(sizes) < 2000 * 2000 * 8 // 10
