@@ -362,3 +362,18 @@ def test_symbolic_sizes():
         same(kernel(*args), _numpy(symbolic, *args))
     with pytest.raises(ValueError, match="at least as long"):
         kernel(R.standard_normal(3), R.standard_normal(4), m)
+
+
+def _insert_delete_big(x):
+    return np.insert(x, 0, 0.0), np.delete(x, [5, 6, 900]), np.insert(x, [3, 3, 70], -1.0)
+
+
+def test_runs_of_positions_are_slices():
+    """np.insert / np.delete at a few positions of a long array: joined slices, no index table
+    the size of the array (everyday._take_axis); values as NumPy's."""
+    x = np.random.default_rng(3).standard_normal(5000)
+    k = compiler.jit(_insert_delete_big)
+    for got, want in zip(k(x), _insert_delete_big(x)):
+        np.testing.assert_array_equal(got, want)
+    ir = k.lower(x).ir_optimized
+    assert "take(" not in ir and "gather" not in ir
