@@ -299,6 +299,10 @@ class _Parser:
             self.define(scope, tok, value)
 
     def primitive(self, tok: Token) -> Primitive:
+        if tok.text not in REGISTRY:
+            # the primitives register themselves when compiler.primitives is imported, which
+            # `import compiler` defers to the first compile (a cached kernel needs none)
+            importlib.import_module("compiler.primitives")
         try:
             return REGISTRY[tok.text]
         except KeyError:
