@@ -26,6 +26,24 @@ from compiler.ir.types import BOOL, F16, is_complex, is_float, is_unsigned, real
 from compiler.ir.primitive import CONTROL, ELEMENTWISE, INDEX, OPAQUE
 from compiler.primitives import ops
 
+#: a loop of SHORT_LOOP to FULL_UNROLL_TRIPS static trips around a loop that stays a loop (one of
+#: SHORT_LOOP trips or more, or of a run-time count) is not unrolled. O2 unrolled such loops whole
+#: once the loops inside were vectorized and unrolled, copying every inner loop once a trip for
+#: no gain at run time: the first compile of the W3 benchmark's per-example MLP gradients (batch
+#: 16: loops of 16 trips around rows of 64) took 100 ms, 75 without. Left to LLVM: a loop around
+#: short loops only, an innermost loop once they are unrolled (k-means' distances to 8 centroids
+#: in 2-D: 2.4 ms on 100000 points, 3.5 not unrolled); fewer trips (a contraction of 8 around rows
+#: of 700: 2% slower not unrolled); more (W3 at batch 1024, whose loop of 128 trips around rows of
+#: 64 LLVM unrolls in part: 1-2% slower not unrolled).
+FULL_UNROLL_TRIPS = 64
+SHORT_LOOP = 16
+
+
+def _trips_below(extent: ll.Value, bound: int) -> bool:
+    """A loop extent known at compile time and below `bound`."""
+    return isinstance(extent, ll.Constant) and isinstance(extent.constant, int) and extent.constant < bound
+
+
 #: a reduction over a contiguous last axis at most this long vectorizes within each row
 SHORT_ROW = 64
 
@@ -62,6 +80,7 @@ class Codegen:
         self.rolled_depth: int | None = None   # loop depth of rolled_code's region, else None
         self._loop_depth = 0         # loops open around the builder's position
         self._nest_heights: list[int] = [0]   # per open loop: the height of its tallest inner nest
+        self._nest_long: list[bool] = [False]  # per open loop: a loop below it stays a loop (loop())
 
     # ---- scalars -------------------------------------------------------------------
     def index(self, value: int) -> ll.Constant:
@@ -298,6 +317,7 @@ class Codegen:
         calls_before = self.math_calls
         self._loop_depth += 1
         self._nest_heights.append(0)
+        self._nest_long.append(False)
         try:
             yield i
         finally:
@@ -305,6 +325,8 @@ class Codegen:
             self._loop_depth -= 1
             height = 1 + self._nest_heights.pop()
             self._nest_heights[-1] = max(self._nest_heights[-1], height)
+            long_inside = self._nest_long.pop()
+            self._nest_long[-1] = self._nest_long[-1] or long_inside or not _trips_below(extent, SHORT_LOOP)
         # rolled_code: a loop of a nest at most two deep (an elementwise group over a stack,
         # not the three loops of a matrix product)
         rolled = self.rolled_depth is not None and self._loop_depth - self.rolled_depth + height <= 2
@@ -318,6 +340,9 @@ class Codegen:
             hints = "uv"
         elif rolled and "u" not in hints:
             hints += "u"
+        elif long_inside and _trips_below(extent, FULL_UNROLL_TRIPS + 1) \
+                and not _trips_below(extent, SHORT_LOOP) and "u" not in hints:
+            hints += "u"        # a few trips around a real loop: see FULL_UNROLL_TRIPS
         if hints:
             self._loop_hints(back, hints)
         b.position_at_end(exit_)
@@ -367,13 +392,15 @@ class Codegen:
         loop of the nest is vectorized (a reduction over short rows inside it: across rows
         it would gather, and the size-1 axes of ``keepdims`` are loops too);
         `rolled_rows`: the innermost loop is not unrolled (rows that are not a whole number
-        of vectors: the loop vectorizer takes the row, with a remainder)."""
+        of vectors: the loop vectorizer takes the row, with a remainder). A static axis of
+        length 1 is no loop, its index 0 (the size-1 axes of a vmap's products and keepdims
+        reductions: LLVM deletes such loops, but at a cost: 3 ms of the 75 of W3's compile)."""
         n = len(shape)
         last = shape[-1] if shape else 1
         across = not (row_bytes and n >= 2 and isinstance(last, int)
                       and last * row_bytes * 8 >= self.vector_bits) and not rolled_rows
         with contextlib.ExitStack() as stack:
-            yield [stack.enter_context(self.loop(
+            yield [self.index(0) if isinstance(d, int) and d == 1 else stack.enter_context(self.loop(
                 self.dim(d), vectorize=(across or k == n - 1) and vectorize,
                 unroll=not (rolled_rows and k == n - 1))) for k, d in enumerate(shape)]
 
