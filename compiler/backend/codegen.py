@@ -26,17 +26,18 @@ from compiler.ir.types import BOOL, F16, is_complex, is_float, is_unsigned, real
 from compiler.ir.primitive import CONTROL, ELEMENTWISE, INDEX, OPAQUE
 from compiler.primitives import ops
 
-#: a loop of SHORT_LOOP to FULL_UNROLL_TRIPS static trips around a loop that stays a loop (one of
-#: SHORT_LOOP trips or more, or of a run-time count) is not unrolled. O2 unrolled such loops whole
-#: once the loops inside were vectorized and unrolled, copying every inner loop once a trip for
-#: no gain at run time: the first compile of the W3 benchmark's per-example MLP gradients (batch
-#: 16: loops of 16 trips around rows of 64) took 100 ms, 75 without. Left to LLVM: a loop around
-#: short loops only, an innermost loop once they are unrolled (k-means' distances to 8 centroids
-#: in 2-D: 2.4 ms on 100000 points, 3.5 not unrolled); fewer trips (a contraction of 8 around rows
-#: of 700: 2% slower not unrolled); more (W3 at batch 1024, whose loop of 128 trips around rows of
-#: 64 LLVM unrolls in part: 1-2% slower not unrolled).
+#: a loop of SHORT_LOOP to FULL_UNROLL_TRIPS static trips around a loop of LONG_LOOP trips or more
+#: (or of a run-time count) is not unrolled. O2 unrolled such loops whole once the loops inside
+#: were vectorized and unrolled, copying the inner code once a trip for no gain at run time: the
+#: first compile of the W3 benchmark's per-example MLP gradients (batch 16: loops of 16 trips
+#: around rows of 64) took 100 ms, 75 without. Left to LLVM, which gains run time on them:
+#: loops around shorter loops (the 16 x 16 Jacobian of W4: 5% slower not unrolled; k-means'
+#: distances to 8 centroids in 2-D over 100000 points: 2.4 ms, 3.5 not unrolled), loops of fewer
+#: trips (a contraction of 8 around rows of 700: 2% slower) and of more (W3 at batch 1024,
+#: whose loop of 128 trips around rows of 64 LLVM unrolls in part: 1-2% slower).
 FULL_UNROLL_TRIPS = 64
 SHORT_LOOP = 16
+LONG_LOOP = 64
 
 
 def _trips_below(extent: ll.Value, bound: int) -> bool:
@@ -80,7 +81,7 @@ class Codegen:
         self.rolled_depth: int | None = None   # loop depth of rolled_code's region, else None
         self._loop_depth = 0         # loops open around the builder's position
         self._nest_heights: list[int] = [0]   # per open loop: the height of its tallest inner nest
-        self._nest_long: list[bool] = [False]  # per open loop: a loop below it stays a loop (loop())
+        self._nest_long: list[bool] = [False]  # per open loop: a long loop below it (loop())
 
     # ---- scalars -------------------------------------------------------------------
     def index(self, value: int) -> ll.Constant:
@@ -326,7 +327,7 @@ class Codegen:
             height = 1 + self._nest_heights.pop()
             self._nest_heights[-1] = max(self._nest_heights[-1], height)
             long_inside = self._nest_long.pop()
-            self._nest_long[-1] = self._nest_long[-1] or long_inside or not _trips_below(extent, SHORT_LOOP)
+            self._nest_long[-1] = self._nest_long[-1] or long_inside or not _trips_below(extent, LONG_LOOP)
         # rolled_code: a loop of a nest at most two deep (an elementwise group over a stack,
         # not the three loops of a matrix product)
         rolled = self.rolled_depth is not None and self._loop_depth - self.rolled_depth + height <= 2
