@@ -26,6 +26,25 @@ from compiler.ir.types import BOOL, F16, is_complex, is_float, is_unsigned, real
 from compiler.ir.primitive import CONTROL, ELEMENTWISE, INDEX, OPAQUE
 from compiler.primitives import ops
 
+#: a loop of SHORT_LOOP to FULL_UNROLL_TRIPS static trips around a loop of LONG_LOOP trips or more
+#: (or of a run-time count) is not unrolled. O2 unrolled such loops whole once the loops inside
+#: were vectorized and unrolled, copying the inner code once a trip for no gain at run time: the
+#: first compile of the W3 benchmark's per-example MLP gradients (batch 16: loops of 16 trips
+#: around rows of 64) took 100 ms, 75 without. Left to LLVM, which gains run time on them:
+#: loops around shorter loops (the 16 x 16 Jacobian of W4: 5% slower not unrolled; k-means'
+#: distances to 8 centroids in 2-D over 100000 points: 2.4 ms, 3.5 not unrolled), loops of fewer
+#: trips (a contraction of 8 around rows of 700: 2% slower) and of more (W3 at batch 1024,
+#: whose loop of 128 trips around rows of 64 LLVM unrolls in part: 1-2% slower).
+FULL_UNROLL_TRIPS = 64
+SHORT_LOOP = 16
+LONG_LOOP = 64
+
+
+def _trips_below(extent: ll.Value, bound: int) -> bool:
+    """A loop extent known at compile time and below `bound`."""
+    return isinstance(extent, ll.Constant) and isinstance(extent.constant, int) and extent.constant < bound
+
+
 #: a reduction over a contiguous last axis at most this long vectorizes within each row
 SHORT_ROW = 64
 
@@ -62,6 +81,7 @@ class Codegen:
         self.rolled_depth: int | None = None   # loop depth of rolled_code's region, else None
         self._loop_depth = 0         # loops open around the builder's position
         self._nest_heights: list[int] = [0]   # per open loop: the height of its tallest inner nest
+        self._nest_long: list[bool] = [False]  # per open loop: a long loop below it (loop())
 
     # ---- scalars -------------------------------------------------------------------
     def index(self, value: int) -> ll.Constant:
@@ -305,6 +325,7 @@ class Codegen:
         calls_before = self.math_calls
         self._loop_depth += 1
         self._nest_heights.append(0)
+        self._nest_long.append(False)
         try:
             yield i
         finally:
@@ -312,6 +333,8 @@ class Codegen:
             self._loop_depth -= 1
             height = 1 + self._nest_heights.pop()
             self._nest_heights[-1] = max(self._nest_heights[-1], height)
+            long_inside = self._nest_long.pop()
+            self._nest_long[-1] = self._nest_long[-1] or long_inside or not _trips_below(extent, LONG_LOOP)
         # rolled_code: a loop of a nest at most two deep (an elementwise group over a stack,
         # not the three loops of a matrix product)
         rolled = self.rolled_depth is not None and self._loop_depth - self.rolled_depth + height <= 2
@@ -329,6 +352,9 @@ class Codegen:
             hints = "uv"
         elif rolled and "u" not in hints:
             hints += "u"
+        elif long_inside and _trips_below(extent, FULL_UNROLL_TRIPS + 1) \
+                and not _trips_below(extent, SHORT_LOOP) and "u" not in hints:
+            hints += "u"        # a few trips around a real loop: see FULL_UNROLL_TRIPS
         if hints:
             self._loop_hints(back, hints)
         b.position_at_end(exit_)
@@ -381,7 +407,9 @@ class Codegen:
         vectors (`loop`'s row): its whole vectors, then a scalar remainder that the unroller
         and the SLP vectorizer shape (a row of 10 float64 is one 8-wide and one 2-wide
         multiply; LLVM's own choice, two masked 8-wide iterations, was 2.9x slower on
-        300000 x 10)."""
+        300000 x 10). A static axis of length 1 is no loop, its index 0 (the size-1 axes of
+        a vmap's products and keepdims reductions: LLVM deletes such loops, but at a cost:
+        3 ms of the 75 of W3's compile)."""
         n = len(shape)
         last = shape[-1] if shape else 1
         across = not (row_bytes and n >= 2 and isinstance(last, int)
@@ -392,7 +420,7 @@ class Codegen:
         # for 3e6 elements), and slower for float64 and for longer rows
         masked = row_bytes == 4 and isinstance(last, int) and last < 2 * lanes
         with contextlib.ExitStack() as stack:
-            yield [stack.enter_context(self.loop(
+            yield [self.index(0) if isinstance(d, int) and d == 1 else stack.enter_context(self.loop(
                 self.dim(d), vectorize=(across or k == n - 1) and vectorize,
                 row=lanes if rolled_rows and k == n - 1 else 0, row_masked=masked))
                 for k, d in enumerate(shape)]
