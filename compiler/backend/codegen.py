@@ -124,6 +124,23 @@ class Codegen:
         v = int(value) % (1 << bits)                        # the bits; uint64 max is -1
         return ll.Constant(t, v - (1 << bits) if v >= 1 << (bits - 1) else v)
 
+    def opaque_infinity(self, value: ll.Value) -> ll.Value:
+        """An infinite float constant loaded from a global LLVM may not assume unchanged
+        (``linkonce_odr``, never written), any other value as it is: the load is hoisted out
+        of loops, but InstCombine cannot see through it. ``max(acc, where(m, x, -inf))`` with
+        the -inf known folds into ``m ? max(acc, x) : acc``, a conditional reduction LLVM
+        leaves scalar (np.nanmax of 2000 rows of 1000: 10.5 ms, against 0.3 vectorized)."""
+        if not (isinstance(value, ll.Constant) and isinstance(value.type, (ll.DoubleType, ll.FloatType))
+                and isinstance(value.constant, float) and np.isinf(value.constant)):
+            return value
+        name = f"aotx.opaque.{value.type}.{'pos' if value.constant > 0 else 'neg'}inf"
+        gv = self.module.globals.get(name)
+        if gv is None:
+            gv = ll.GlobalVariable(self.module, value.type, name=name)
+            gv.linkage = "linkonce_odr"
+            gv.initializer = value
+        return self.b.load(gv)
+
     def icmp(self, dtype: np.dtype, pred: str, a: ll.Value, b: ll.Value) -> ll.Value:
         """An integer (or bool) comparison, unsigned for bool and the unsigned dtypes."""
         unsigned = dtype == BOOL or is_unsigned(dtype)

@@ -482,6 +482,10 @@ def _vjp_select(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[
 
 
 def _lower_select(cg: Any, op: Any, a: Any) -> Any:
+    # an infinite branch is the identity of a max or min reduction reading the select
+    # (np.where(mask, x, -np.inf).max(axis=1), nanmax): opaque, so that LLVM keeps the
+    # reduction vectorizable (Codegen.opaque)
+    a = [a[0], *(cg.opaque_infinity(v) for v in a[1:])]
     v = cg.b.select(*a)
     if op.params.get("unpredictable"):      # keeps X86's cmov conversion from making a branch
         v.set_metadata("unpredictable", cg.b.module.add_metadata([]))

@@ -373,7 +373,78 @@ def _reduce_of_join(b: Builder, op: Op) -> list[Value] | None:
     return [total]
 
 
+#: the longest head of a sorted row (``np.argsort(d, axis=1)[:, :k]``) selected without sorting,
+#: when it is at most a quarter of the row
+TOP_K = 8
+
+
+def _head_of_sort(b: Builder, op: Op) -> list[Value] | None:
+    """The first k elements of rows sorted by one real key (``np.sort(x)[..., :k]``,
+    ``np.argsort(d, axis=1)[:, :k]``: the k nearest neighbours) are selected, not sorted: k
+    rounds of two vectorized passes over each row, the least key among the candidates (NaN
+    last, as the sort orders them) and the first candidate holding it, which then leaves the
+    candidates. The order is the stable sort's. For k <= TOP_K and k <= n / 4: argsort of
+    2000 rows of 100 then a head of 5: 1.14 -> 0.68 ms (NumPy 0.85)."""
+    (x,) = op.operands
+    sort = x.op
+    if sort is None or sort.prim is not ops.sort_p or sort.params["num_keys"] != 1:
+        return None
+    key = sort.operands[0]
+    shape = tuple(x.type.shape)
+    *batch, n = shape
+    start, limit, strides = op.params["start_indices"], op.params["limit_indices"], op.params["strides"]
+    k = limit[-1]
+    if not (isinstance(n, int) and isinstance(k, int) and 0 < k <= TOP_K and 4 * k <= n
+            and all(isinstance(d, int) for d in batch) and key.type.dtype.kind in "iuf"
+            and key.type.dtype.itemsize >= 4 and all(s == 0 for s in start)
+            and all(s == 1 for s in strides) and tuple(limit[:-1]) == tuple(batch)):
+        return None
+    last = len(shape) - 1
+    dtype = key.type.dtype
+    rows = int(np.prod(batch, dtype=np.int64))
+    idx = ops.iota(b, np.dtype(np.int64), shape, last)
+    beyond = ops.full(b, n, idx.type)
+    is_float = dtype.kind == "f"
+    nan = ops.isnan(b, key) if is_float else None
+    big = ops.full(b, np.inf if is_float else np.iinfo(dtype).max, key.type)
+    row = ops.iota(b, np.dtype(np.int64), (rows,), 0)        # each row's first flat position
+    base = ops.reshape(b, ops.mul(b, row, ops.full(b, n, row.type)), tuple(batch) + (1,)) if batch else None
+    flats = [ops.reshape(b, v, (rows * n,)) for v in sort.operands]
+    picked: list[list[Value]] = [[] for _ in sort.operands]
+    cand: Value | None = None           # after the previous pick (v, i): keys after (v, i)
+    for _ in range(k):
+        plain = cand if nan is None else ops.not_(b, nan) if cand is None else \
+            ops.and_(b, cand, ops.not_(b, nan))
+        least = ops.reduce_min(b, key if plain is None else ops.select(b, plain, key, big), [last])
+        wide = ops.broadcast_in_dim(b, least, shape, tuple(range(last)))
+        hit = ops.eq(b, key, wide)
+        if nan is not None:       # only NaNs left: the first NaN
+            some = ops.reduce(ops.reduce_or_p, b, plain, [last])
+            hit = ops.select(b, ops.broadcast_in_dim(b, some, shape, tuple(range(last))), hit, nan)
+            least = ops.select(b, some, least, ops.full(b, np.nan, least.type))
+            wide = ops.broadcast_in_dim(b, least, shape, tuple(range(last)))
+        first = ops.reduce_min(b, ops.select(b, hit if cand is None else ops.and_(b, cand, hit),
+                                             idx, beyond), [last])
+        first = ops.reshape(b, first, tuple(batch) + (1,))
+        after = ops.gt(b, idx, ops.broadcast_in_dim(b, first, shape, tuple(range(len(shape)))))
+        later = ops.gt(b, key, wide)
+        if nan is not None:       # NaN sorts after every number, and NaNs by position
+            wide_nan = ops.isnan(b, wide)
+            later = ops.and_(b, ops.not_(b, wide_nan), ops.or_(b, later, nan))
+            hit = ops.or_(b, ops.eq(b, key, wide), ops.and_(b, nan, wide_nan))
+        else:
+            hit = ops.eq(b, key, wide)
+        cand = ops.or_(b, later, ops.and_(b, hit, after))
+        at = ops.add(b, first, base) if base is not None else first
+        for out, f in zip(picked, flats):
+            out.append(ops.take(b, f, ops.reshape(b, at, (rows,)), 0))
+    j = sort.results.index(x)
+    pieces = [ops.reshape(b, v, tuple(batch) + (1,)) for v in picked[j]]
+    return [ops.concatenate(b, pieces, last) if len(pieces) > 1 else pieces[0]]
+
+
 PATTERNS: dict[Primitive, Callable[[Builder, Op], list[Value] | None]] = {
+    ops.slice_p: _head_of_sort,
     ops.update_slice_p: _update_slice,
     ops.add_p: _add,
     ops.transpose_p: _transpose,
