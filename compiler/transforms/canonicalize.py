@@ -401,7 +401,10 @@ def _head_of_sort(b: Builder, op: Op) -> list[Value] | None:
         return None
     last = len(shape) - 1
     dtype = key.type.dtype
-    rows = int(np.prod(batch, dtype=np.int64))
+    rows = 1
+    for d in batch:
+        assert isinstance(d, int)
+        rows *= d
     idx = ops.iota(b, np.dtype(np.int64), shape, last)
     beyond = ops.full(b, n, idx.type)
     is_float = dtype.kind == "f"
@@ -418,7 +421,7 @@ def _head_of_sort(b: Builder, op: Op) -> list[Value] | None:
         least = ops.reduce_min(b, key if plain is None else ops.select(b, plain, key, big), [last])
         wide = ops.broadcast_in_dim(b, least, shape, tuple(range(last)))
         hit = ops.eq(b, key, wide)
-        if nan is not None:       # only NaNs left: the first NaN
+        if nan is not None and plain is not None:       # only NaNs left: the first NaN
             some = ops.reduce(ops.reduce_or_p, b, plain, [last])
             hit = ops.select(b, ops.broadcast_in_dim(b, some, shape, tuple(range(last))), hit, nan)
             least = ops.select(b, some, least, ops.full(b, np.nan, least.type))
