@@ -62,6 +62,10 @@ class Codegen:
         self.rolled_depth: int | None = None   # loop depth of rolled_code's region, else None
         self._loop_depth = 0         # loops open around the builder's position
         self._nest_heights: list[int] = [0]   # per open loop: the height of its tallest inner nest
+        # products computed with an earlier product in one pass over their shared matrix
+        # (primitives/glm.py): op -> the buffer holding its result
+        self.fused_products: dict[Op, Buffer] = {}
+        self.written_ahead: set[Value] = set()   # materialized values such a lowering wrote
 
     # ---- scalars -------------------------------------------------------------------
     def index(self, value: int) -> ll.Constant:
@@ -436,6 +440,16 @@ class Codegen:
 
     _computing: tuple[Value, ...] = ()      # the values the current loop nest writes
 
+    @contextlib.contextmanager
+    def computing(self, values: Sequence[Value]) -> Iterator[None]:
+        """Inside, `read` computes `values` on the spot even where they have buffers (a
+        lowering that evaluates them ahead of their own loop nest: primitives/glm.py)."""
+        saved, self._computing = self._computing, self._computing + tuple(values)
+        try:
+            yield
+        finally:
+            self._computing = saved
+
     def _cached(self, key: tuple[Value, tuple[int, ...]]) -> ll.Value | None:
         for scope in reversed(self._cache):
             if key in scope:
@@ -711,7 +725,7 @@ class Codegen:
             control.lower(self, op)
         else:
             for r in op.results:
-                if sched.is_materialized(r):
+                if sched.is_materialized(r) and r not in self.written_ahead:
                     anchor = sched.anchor.get(r)
                     if anchor is None:
                         self.compute_into(r, self.buffers[r])

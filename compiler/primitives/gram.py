@@ -26,8 +26,9 @@ from compiler.ir import dims
 from compiler.ir.types import F32, F64
 from compiler.primitives import gemm
 
-#: X's columns span at most this many vector registers (f64 on AVX-512: 32 columns)
-MAX_VECTORS = 4
+#: X's columns span at most this many vectors (float64: 48 columns; beyond, OpenBLAS syrk is
+#: about as fast: 80 columns 591 us against 649, one thread, Zen 4)
+MAX_VECTORS = 12
 #: accumulator registers of a block of G's rows (of 32 vector registers with AVX-512, 16 else)
 ACCUMULATORS = {512: 24, 256: 12}
 #: the width of the vectors: 256 bits also on AVX-512, whose 32 registers then hold more

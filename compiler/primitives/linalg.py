@@ -13,7 +13,7 @@ import numpy as np
 
 from compiler.ir.primitive import define
 from compiler.ir.types import TensorType
-from compiler.primitives import ad, gemm, gram, ops
+from compiler.primitives import ad, gemm, glm, gram, ops
 from compiler.primitives.base import check
 from compiler.primitives.batching import move_axis, reemit
 
@@ -85,6 +85,9 @@ def _lower_dot(cg: Any, op: Any, outs: list[Any]) -> None:
                          k_shape, packed)
     # X.T @ X of a narrow X: one blocked vector pass over X (gram.py)
     if gram.lower(cg, op, outs[0]):
+        return
+    # X @ w and a later X.T @ f(X @ w): one pass over X (glm.py)
+    if glm.finish(cg, op, outs[0]) or glm.lower(cg, op, outs[0]):
         return
     # large products through BLAS gemm, with the loop nest as the fallback (gemm.py)
     if not gemm.lower(cg, op, outs[0], (lb, lfree, lc), (rb, rfree, rc), loops):
