@@ -63,8 +63,8 @@ class Codegen:
         self._loop_depth = 0         # loops open around the builder's position
         self._nest_heights: list[int] = [0]   # per open loop: the height of its tallest inner nest
         # products computed with an earlier product in one pass over their shared matrix
-        # (primitives/glm.py): op -> the buffer holding its result
-        self.fused_products: dict[Op, Buffer] = {}
+        # (primitives/glm.py): op -> where its result waits
+        self.fused_products: dict[Op, Any] = {}
         self.written_ahead: set[Value] = set()   # materialized values such a lowering wrote
 
     # ---- scalars -------------------------------------------------------------------

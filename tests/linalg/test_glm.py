@@ -1,9 +1,9 @@
 """``X.T @ f(X @ w)`` (the gradient of a generalised linear model) in one pass over X
 (primitives/glm.py): written by hand as ``X.T @ r`` or ``r @ X``, made by grad, with z also
 returned, against NumPy in float64 and float32 (computed in float64), and against long-double
-sums; rows not a whole number of chunks, a single row, a run-time number of rows. Products
-that must stay apart (r depends on a reduction of z; X updated between them) give NumPy's
-results, and vmap over a batch of weights (a matrix product, not fused) too."""
+sums; rows not a whole number of chunks, a single row, a run-time number of rows, vmap over
+a batch of weight vectors. Products that must stay apart (r depends on a reduction of z; X
+updated between them) give NumPy's results."""
 from __future__ import annotations
 
 import functools
@@ -121,6 +121,10 @@ def test_the_fused_pass_is_the_one_compiled(monkeypatch):
     calls.clear()
     compiler.grad(loss).lower(w, X, np.sign(y))
     assert len(calls) == 1
+    for batch, fused in ((8, True), (glm.MAX_WEIGHTS + 1, False)):
+        calls.clear()
+        compiler.vmap(logistic, in_dims=(None, None, 0)).lower(X, y, np.ones((batch, N)))
+        assert len(calls) == fused
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -133,9 +137,17 @@ def test_gradient_of_the_logistic_loss(dtype):
     _close(got, want, dtype, float(np.abs(X64).sum()))
 
 
-def test_vmap_over_a_batch_of_weights():
-    X, y, _ = _data(400, np.float64, 5)
-    ws = np.random.default_rng(6).standard_normal((6, N)) * 0.3
-    got = compiler.vmap(logistic, in_dims=(None, None, 0))(X, y, ws)
-    want = np.stack([logistic(X, y, w) for w in ws])
-    _close(got, want, np.float64, float(np.abs(X).sum()))
+@functools.cache
+def _over_weights(fn):
+    return compiler.vmap(fn, in_dims=(None, None, 0))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fn", [logistic, poisson], ids=lambda f: f.__name__)
+def test_vmap_over_a_batch_of_weights(fn, dtype):
+    for rows, batch in ((400, 3), (1200, 8)):
+        X, y, _ = _data(rows, dtype, 5)
+        ws = (np.random.default_rng(6).standard_normal((batch, N)) * 0.3).astype(dtype)
+        got = _over_weights(fn)(X, y, ws)
+        want = np.stack([fn(X.astype(np.float64), y.astype(np.float64), w.astype(np.float64)) for w in ws])
+        _close(got, want, dtype, float(np.abs(X.astype(np.float64)).sum()))
