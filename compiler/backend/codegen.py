@@ -82,6 +82,10 @@ class Codegen:
         self._loop_depth = 0         # loops open around the builder's position
         self._nest_heights: list[int] = [0]   # per open loop: the height of its tallest inner nest
         self._nest_long: list[bool] = [False]  # per open loop: a long loop below it (loop())
+        # products computed with an earlier product in one pass over their shared matrix
+        # (primitives/glm.py): op -> where its result waits
+        self.fused_products: dict[Op, Any] = {}
+        self.written_ahead: set[Value] = set()   # materialized values such a lowering wrote
 
     # ---- scalars -------------------------------------------------------------------
     def index(self, value: int) -> ll.Constant:
@@ -501,6 +505,16 @@ class Codegen:
 
     _computing: tuple[Value, ...] = ()      # the values the current loop nest writes
 
+    @contextlib.contextmanager
+    def computing(self, values: Sequence[Value]) -> Iterator[None]:
+        """Inside, `read` computes `values` on the spot even where they have buffers (a
+        lowering that evaluates them ahead of their own loop nest: primitives/glm.py)."""
+        saved, self._computing = self._computing, self._computing + tuple(values)
+        try:
+            yield
+        finally:
+            self._computing = saved
+
     def _cached(self, key: tuple[Value, tuple[int, ...]]) -> ll.Value | None:
         for scope in reversed(self._cache):
             if key in scope:
@@ -782,7 +796,7 @@ class Codegen:
             control.lower(self, op)
         else:
             for r in op.results:
-                if sched.is_materialized(r):
+                if sched.is_materialized(r) and r not in self.written_ahead:
                     anchor = sched.anchor.get(r)
                     if anchor is None:
                         self.compute_into(r, self.buffers[r])

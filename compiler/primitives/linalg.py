@@ -13,7 +13,7 @@ import numpy as np
 
 from compiler.ir.primitive import define
 from compiler.ir.types import TensorType
-from compiler.primitives import ad, gemm, ops
+from compiler.primitives import ad, gemm, glm, gram, ops
 from compiler.primitives.base import check
 from compiler.primitives.batching import move_axis, reemit
 
@@ -80,12 +80,37 @@ def _lower_dot(cg: Any, op: Any, outs: list[Any]) -> None:
             else:
                 _lower_dot_rows(cg, op, outs[0], place, laxes, raxes, batch_shape + i_shape, k_shape)
             return
-        packed = _packed_rhs(cg, op, raxes) if _contiguous_along(cg, rhs, rc, rfree) else None
+        rhs_transposed = _contiguous_along(cg, rhs, rc, rfree)
+        few = _few(i_shape)
+        if few and rhs_transposed and _contiguous_along(cg, lhs, lc, lfree):
+            # W @ X.T with few rows of W: a dot product per output, each row of X read once
+            _lower_dot_rows(cg, op, outs[0], place, laxes, raxes, batch_shape + i_shape, k_shape,
+                            j_shape)
+            return
+        packed = _packed_rhs(cg, op, raxes) if rhs_transposed else None
         _lower_dot_loops(cg, op, outs[0], place, laxes, raxes, batch_shape, i_shape, j_shape,
-                         k_shape, packed)
+                         k_shape, packed, k_outer=few and packed is None)
+    # X.T @ X of a narrow X: one blocked vector pass over X (gram.py)
+    if gram.lower(cg, op, outs[0]):
+        return
+    # X @ w and a later X.T @ f(X @ w): one pass over X (glm.py)
+    if glm.finish(cg, op, outs[0]) or glm.lower(cg, op, outs[0]):
+        return
     # large products through BLAS gemm, with the loop nest as the fallback (gemm.py)
     if not gemm.lower(cg, op, outs[0], (lb, lfree, lc), (rb, rfree, rc), loops):
         loops()
+
+
+def _few(i_shape: tuple) -> bool:
+    """Has lhs at most gemm.FEW_ROWS rows (its free axes, static)? Such a product reads rhs
+    once, the few rows of the result in L1 (vmap over a batch of weight vectors: `W @ X.T`,
+    `R @ X`)."""
+    size = 1
+    for d in i_shape:
+        if not isinstance(d, int):
+            return False
+        size *= d
+    return size <= gemm.FEW_ROWS
 
 
 def _contiguous_along(cg: Any, v: Any, along: list[int] | tuple, across: list[int] | tuple) -> bool:
@@ -117,9 +142,10 @@ def _packed_rhs(cg: Any, op: Any, raxes: tuple) -> tuple[Any, tuple[int, ...]]:
 
 def _lower_dot_loops(cg: Any, op: Any, out: Any, place: Any, laxes: tuple, raxes: tuple,
                      batch_shape: tuple, i_shape: tuple, j_shape: tuple, k_shape: tuple,
-                     packed: tuple[Any, tuple[int, ...]] | None = None) -> None:
+                     packed: tuple[Any, tuple[int, ...]] | None = None, k_outer: bool = False) -> None:
     """The i-k-j loop nest: out[b, i, :] accumulated from rows of rhs (of its packed copy
-    when rhs is transposed)."""
+    when rhs is transposed). `k_outer` (few rows i): the k-i-j nest, each row of rhs read
+    once for all rows of out (the same sums, in the same order)."""
     lhs, rhs = op.operands
     (lb, lfree, lc), (rb, rfree, rc) = laxes, raxes
     dtype = op.results[0].dtype
@@ -131,6 +157,17 @@ def _lower_dot_loops(cg: Any, op: Any, out: Any, place: Any, laxes: tuple, raxes
             return cg.read(rhs, at)
         buf, order = packed
         return cg.load(buf, [at[a] for a in order])
+    if k_outer:
+        with cg.loop_nest(batch_shape) as bi:
+            with cg.loop_nest(i_shape + j_shape) as ij:
+                cg.store(out, bi + ij, cg.const(dtype, 0))
+            with cg.loop_nest(k_shape) as kk:
+                with cg.loop_nest(i_shape) as ii:
+                    a = cg.read(lhs, place(lhs.ndim, [(list(lb), bi), (lfree, ii), (list(lc), kk)]))
+                    with cg.loop_nest(j_shape) as jj:
+                        prod = cg.mul(dtype, a, rhs_at(bi, jj, kk))
+                        cg.store(out, bi + ii + jj, cg.add(dtype, cg.load(out, bi + ii + jj), prod))
+        return
     with cg.loop_nest(batch_shape + i_shape) as outer:
         bi, ii = outer[:len(batch_shape)], outer[len(batch_shape):]
         with cg.loop_nest(j_shape) as jj:
@@ -183,12 +220,27 @@ def _vmap_dot(b: Any, op: Any, args: list[Any], bdims: list[Any], size: Any) -> 
 
 
 def _lower_dot_rows(cg: Any, op: Any, out: Any, place: Any, laxes: tuple, raxes: tuple,
-                    outer_shape: tuple, k_shape: tuple) -> None:
+                    outer_shape: tuple, k_shape: tuple, j_shape: tuple = ()) -> None:
     """Matrix-vector products (no free rhs axis): a dot product per output element, the
-    contraction innermost so that it runs along contiguous rows and vectorizes."""
+    contraction innermost so that it runs along contiguous rows and vectorizes. With
+    `j_shape` (rhs's free axes, both operands contiguous along the contraction: `W @ X.T`),
+    the loops over them are outside those over lhs's rows: each row of rhs is read once, the
+    few rows of lhs stay in L1."""
     lhs, rhs = op.operands
     (lb, lfree, lc), (rb, rfree, rc) = laxes, raxes
     dtype, nb = op.results[0].dtype, len(lb)
+    if j_shape:
+        with cg.loop_nest(outer_shape[:nb]) as bi:
+            with cg.loop_nest(j_shape, vectorize=False) as jj:
+                with cg.loop_nest(outer_shape[nb:], vectorize=False) as ii:
+                    def pair(acc: list[Any], kk: list[Any]) -> list[Any]:
+                        a = cg.read(lhs, place(lhs.ndim, [(list(lb), bi), (lfree, ii), (list(lc), kk)]))
+                        r = cg.read(rhs, place(rhs.ndim, [(list(rb), bi), (rfree, jj), (list(rc), kk)]))
+                        total = cg.add(dtype, acc[0], cg.mul(dtype, a, r))
+                        return [cg.reassoc(total) if dtype.kind == "f" else total]
+                    (acc,) = cg.reduce(k_shape, tuple(range(len(k_shape))), [], [cg.const(dtype, 0)], pair)
+                    cg.store(out, list(bi) + list(ii) + list(jj), acc)
+        return
     ones = [cg.index(0)] * len(rfree)
     with cg.loop_nest(outer_shape) as outer:
         bi, ii = outer[:nb], outer[nb:]
