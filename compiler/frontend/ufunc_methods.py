@@ -8,9 +8,10 @@ binary ufunc of :data:`ufuncs.UFUNCS` (one mechanism, not one branch per name).
   (subtract, divide, power, arctan2) folds left to right, one step per element, as NumPy
   does. The empty reduction is the ufunc's identity (``np.logaddexp.identity`` is -inf),
   or NumPy's ValueError when it has none.
-* ``accumulate``: add and multiply are cumsum and cumprod; another associative ufunc
-  (maximum, minimum, logaddexp, ...) is a prefix scan of ``log2(n)`` shifted steps
-  (Hillis-Steele), a non-associative one a left-to-right scan.
+* ``accumulate``: add and multiply are cumsum and cumprod, maximum and minimum of real
+  numbers cummax and cummin (one pass); another associative ufunc (logaddexp, fmax, ...) is
+  a prefix scan of ``log2(n)`` shifted steps (Hillis-Steele), a non-associative one a
+  left-to-right scan.
 * Over an axis of symbolic size, ``accumulate`` (and ``reduce``, as its last row) is a
   ``for`` op carrying the result: ``out[k] = uf(out[k - 1], out[k])``.
 * ``outer(a, b)``: the ufunc of ``a`` reshaped to ``a.shape + (1,) * b.ndim`` and ``b``.
@@ -42,6 +43,8 @@ from compiler.primitives.loops import trip_count
 _REDUCTIONS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
                "logical_and": "all", "logical_or": "any"}
 _SCANS = {"add": "cumsum", "multiply": "cumprod"}
+#: accumulate as a running maximum / minimum: one pass (ops.cummax), not log2(n) shifted steps
+_RUNNING = {"maximum": ops.cummax, "minimum": ops.cummin}
 ASSOCIATIVE = {"add", "multiply", "maximum", "minimum", "fmax", "fmin", "logaddexp",
                "logaddexp2", "logical_and", "logical_or", "logical_xor", "bitwise_and",
                "bitwise_or", "bitwise_xor", "hypot"}
@@ -194,6 +197,8 @@ def accumulate(b: Builder, uf: np.ufunc, array: Any, axis: int = 0, dtype: Any =
         x = A.astype(b, x, dtype)
     dt = A.oracle(uf, [x, x])
     x = A.convert(b, x, dt)
+    if name in _RUNNING and np.dtype(dt).kind in "iuf":      # a one-pass scan primitive
+        return Staged(_RUNNING[name](b, x.value, ax))
     if not isinstance(x.shape[ax], int):
         return loop_scan(b, name, x, ax)
     n = x.shape[ax]

@@ -26,7 +26,7 @@ from compiler.primitives.indexing import (dynamic_slice, dynamic_update_slice, s
 from compiler.primitives.linalg import dot_general
 from compiler.primitives.lu import lu_, lu_solve_, triangular_solve_
 from compiler.primitives.random import philox, rng_key
-from compiler.primitives.reduce import (argmax, argmin, cumprod, cumsum, reduce_and, reduce_max,
+from compiler.primitives.reduce import (argmax, argmin, cummax, cummin, cumprod, cumsum, reduce_and, reduce_max,
                                         reduce_min, reduce_or, reduce_prod, reduce_sum)
 from compiler.primitives.spectral import eigh, svd
 from compiler.primitives.shape import (broadcast_in_dim, concatenate, constant, diagonal, iota, pad,

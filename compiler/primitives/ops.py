@@ -232,6 +232,8 @@ argmax_p = declare("argmax", INDEX)
 argmin_p = declare("argmin", INDEX)
 cumsum_p = declare("cumsum", OPAQUE)
 cumprod_p = declare("cumprod", OPAQUE)
+cummax_p = declare("cummax", OPAQUE)
+cummin_p = declare("cummin", OPAQUE)
 
 
 def reduce(prim: Primitive, b: Builder, x: Value, axes: Sequence[int]) -> Value:
@@ -270,6 +272,16 @@ def cumsum(b: Builder, x: Value, axis: int) -> Value:
 
 def cumprod(b: Builder, x: Value, axis: int) -> Value:
     return b.emit1(cumprod_p, [x], {"axis": axis})
+
+
+def cummax(b: Builder, x: Value, axis: int) -> Value:
+    """np.maximum.accumulate along `axis` (a nan stays from where it appears)."""
+    return b.emit1(cummax_p, [x], {"axis": axis})
+
+
+def cummin(b: Builder, x: Value, axis: int) -> Value:
+    """np.minimum.accumulate along `axis`."""
+    return b.emit1(cummin_p, [x], {"axis": axis})
 
 
 # ---- linear algebra and indexing (linalg.py, indexing.py) ----------------------------

@@ -240,15 +240,29 @@ def _lower_scan(kind: str) -> Callable[..., Any]:
                 cg.scan_pairwise(cg.dim(x.shape[axis]), cg.const(x.dtype, -0.0), pairwise(cg),
                                  lambda k: cg.read(x, at(k)), lambda k, v: cg.store(outs[0], at(k), v))
             return
+        running = kind in ("max", "min") and is_float(x.dtype) and not half
         with cg.loop_nest(outer) as idx:
             acc = cg.alloca_scalar(x.dtype, _init_value(cg, x.dtype, kind))
+            nan = cg.alloca_scalar(BOOL, cg.const(BOOL, False)) if running else None
             with cg.loop(cg.dim(x.shape[axis])) as k:
                 full = list(idx)
                 full[axis] = k
-                new = _combine(kind)(cg, x.dtype, cg.b.load(acc), cg.read(x, full))
-                new = cg.round_half(new) if half else new
-                cg.b.store(new, acc)
-                cg.store(outs[0], full, new)
+                if nan is not None:
+                    # NumPy's maximum keeps the running value unless the new one is greater
+                    # (so -0.0 stays before 0.0) and a nan for good: one compare and select
+                    # on the loop-carried path (llvm.maximum is a longer chain), the nan aside
+                    b, v = cg.b, cg.read(x, full)
+                    run = b.load(acc)
+                    new = b.select(b.fcmp_ordered(">" if kind == "max" else "<", v, run), v, run)
+                    seen = b.or_(b.load(nan), b.fcmp_unordered("uno", v, v))
+                    b.store(seen, nan)
+                    b.store(new, acc)
+                    cg.store(outs[0], full, b.select(seen, cg.const(x.dtype, np.nan), new))
+                else:
+                    new = _combine(kind)(cg, x.dtype, cg.b.load(acc), cg.read(x, full))
+                    new = cg.round_half(new) if half else new
+                    cg.b.store(new, acc)
+                    cg.store(outs[0], full, new)
     return lower
 
 
@@ -271,6 +285,28 @@ cumprod = define(
     lower=_lower_scan("prod"),
     vmap_rule=_vmap_scan,
     doc="running product along `axis`",
+)
+
+
+def _ref_extremum_scan(uf: np.ufunc) -> Callable[..., Any]:
+    return lambda x, axis: uf.accumulate(x, axis=axis)
+
+
+cummax = define(
+    ops.cummax_p,
+    shape_rule=_scan_rule,
+    numpy_ref=_ref_extremum_scan(np.maximum),
+    lower=_lower_scan("max"),
+    vmap_rule=_vmap_scan,
+    doc="running maximum along `axis` (np.maximum.accumulate)",
+)
+cummin = define(
+    ops.cummin_p,
+    shape_rule=_scan_rule,
+    numpy_ref=_ref_extremum_scan(np.minimum),
+    lower=_lower_scan("min"),
+    vmap_rule=_vmap_scan,
+    doc="running minimum along `axis` (np.minimum.accumulate)",
 )
 
 
@@ -378,3 +414,54 @@ for _prim in (reduce_max, reduce_min):
     define(_prim, jvp_rule=_jvp_extremum, vjp_rule=_vjp_extremum)
 define(reduce_prod, jvp_rule=_jvp_prod, vjp_rule=_vjp_prod)
 define(cumprod, jvp_rule=_jvp_cumprod, vjp_rule=_vjp_cumprod)
+
+
+def _dim_value(b: Any, d: Any) -> Any:
+    return ops.scalar(b, d, np.int64) if isinstance(d, int) else ops.size_of(b, d, np.int64)
+
+
+def _running_source(b: Any, x: Any, y: Any, axis: int) -> tuple[Any, Any]:
+    """For y = cummax(x) (cummin): the flat position of the element each y[k] is, the last
+    j <= k along `axis` where x[j] == y[j] (a running maximum of those positions), and the
+    flat size. y[k]'s derivative is x's at that position."""
+    shape = tuple(x.type.shape)
+    i64 = np.dtype(np.int64)
+    at = ops.iota(b, i64, shape, axis)
+    zero = ops.full(b, 0, at.type)
+    last = ops.cummax(b, ops.select(b, ops.eq(b, x, y), at, zero), axis)
+    flat = zero
+    stride: Any = 1
+    stride_at_axis = None
+    for d in reversed(range(len(shape))):
+        s = ops.broadcast_in_dim(b, _dim_value(b, stride), shape, ())
+        if d == axis:
+            stride_at_axis = s
+        flat = ops.add(b, flat, ops.mul(b, ops.iota(b, i64, shape, d), s))
+        stride = shape[d] * stride if isinstance(stride, int) and isinstance(shape[d], int) \
+            else dims.mul(stride, shape[d])
+    assert stride_at_axis is not None
+    source = ops.add(b, flat, ops.mul(b, ops.sub(b, last, at), stride_at_axis))
+    return ops.reshape(b, source, (stride,)), stride
+
+
+def _jvp_running(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
+    (x,), (t,) = primals, tangents
+    if t is None:
+        return [None]
+    y = ad.op_output(b, op, primals)
+    source, n = _running_source(b, x, y, op.params["axis"])
+    return [ops.reshape(b, ops.take(b, ops.reshape(b, t, (n,)), source, 0), tuple(x.type.shape))]
+
+
+def _vjp_running(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
+    (x,), (ct,) = primals, cts
+    if ct is None:
+        return [None]
+    source, n = _running_source(b, x, outs[0], op.params["axis"])
+    flat = ops.scatter(b, ops.full(b, 0, TensorType(ct.type.dtype, (n,))), source,
+                       ops.reshape(b, ct, (n,)), 0, "add")
+    return [ops.reshape(b, flat, tuple(x.type.shape))]
+
+
+define(cummax, jvp_rule=_jvp_running, vjp_rule=_vjp_running)
+define(cummin, jvp_rule=_jvp_running, vjp_rule=_vjp_running)

@@ -851,6 +851,23 @@ def _scan_samples(low: float = -3, high: float = 3) -> SampleFn:
     return gen
 
 
+def _running_samples() -> SampleFn:
+    """ufunc.accumulate of maximum / minimum: explicit axes, ties, nans, signed zeros."""
+    def gen(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+        for shape, axis in [((7,), 0), ((3, 4), 0), ((3, 4), 1), ((3, 4), -1), ((2, 3, 4), 1),
+                            ((1, 5), 0), ((2, 33), 1), ((0, 3), 1)]:
+            yield SampleInput((make(shape, dtype, rng, -3, 3),), {"axis": axis})
+        yield SampleInput((rng.integers(-2, 2, (4, 9)).astype(dtype),), {"axis": 1}, desc="ties")
+        if dtype.kind == "f":
+            yield SampleInput((np.array([1.0, NAN, 2.0, INF, -INF], dtype),), {"axis": 0}, desc="nan and inf")
+            yield SampleInput((np.array([-0.0, 0.0, -0.0, -1.0, 0.0], dtype),), {"axis": 0}, desc="signed zeros")
+    return gen
+
+
+op("maximum.accumulate", lambda x, axis: np.maximum.accumulate(x, axis=axis), _running_samples(),
+   dtypes=NUMERIC)
+op("minimum.accumulate", lambda x, axis: np.minimum.accumulate(x, axis=axis), _running_samples(),
+   dtypes=NUMERIC)
 op("cumsum", lambda x, axis: np.cumsum(x, axis=axis), _scan_samples(), dtypes=ALL_DTYPES, tol=REDUCTION)
 op("cumsum.method", lambda x, axis: x.cumsum(axis=axis), _scan_samples(), dtypes=NUMERIC, tol=REDUCTION, thin=3,
    alias_of="cumsum")
@@ -1891,6 +1908,8 @@ def _prim_scan(prim: str) -> PrimSampleFn:
 
 prims("cumsum", _prim_scan("cumsum"), dtypes=(F64,))
 prims("cumprod", _prim_scan("cumprod"), dtypes=(F64,))
+prims("maximum.accumulate", _prim_scan("cummax"), dtypes=(F64,))
+prims("minimum.accumulate", _prim_scan("cummin"), dtypes=(F64,))
 
 
 # ---- dot_general: any dimension numbers
