@@ -24,7 +24,7 @@ import numpy as np
 
 from compiler.ir.builder import Builder
 from compiler.ir.core import Block, Function, Op, Value
-from compiler.ir.primitive import Primitive
+from compiler.ir.primitive import ELEMENTWISE, Primitive
 from compiler.primitives import ops
 from compiler.primitives.control import expand_lanes
 from compiler.primitives.linalg import free_axes
@@ -86,10 +86,11 @@ def _apply_pattern(b: Builder, op: Op, uses: dict[Value, int]) -> list[Value] | 
         if swapped is not None:
             return swapped
     pattern = PATTERNS.get(op.prim)
-    if pattern is None:
-        return None
     with b.at(op.loc):
-        return pattern(b, op)
+        replaced = pattern(b, op) if pattern is not None else None
+        if replaced is None and op.prim.kind == ELEMENTWISE:
+            replaced = _sink_transpose(b, op)
+    return replaced
 
 
 def _transposed_product(b: Builder, op: Op) -> list[Value] | None:
@@ -124,11 +125,57 @@ def _transposed_product(b: Builder, op: Op) -> list[Value] | None:
 
 
 def _transpose(b: Builder, op: Op) -> list[Value] | None:
-    """A transpose that only moves size-1 axes keeps the memory order: a reshape."""
+    """A transpose that only moves size-1 axes keeps the memory order: a reshape; a transpose
+    of a transpose is one transpose (none if they cancel)."""
     (x,) = op.operands
-    if not _moves_unit_axes_only(x, op.params["permutation"]):
+    perm = tuple(op.params["permutation"])
+    if x.op is not None and x.op.prim is ops.transpose_p:
+        first = tuple(x.op.params["permutation"])
+        both = tuple(first[p] for p in perm)
+        src = x.op.operands[0]
+        return [src if both == tuple(range(len(both))) else ops.transpose(b, src, both)]
+    if not _moves_unit_axes_only(x, perm):
         return None
     return [ops.reshape(b, x, op.results[0].type.shape)]
+
+
+def _sink_transpose(b: Builder, op: Op) -> list[Value] | None:
+    """An elementwise op of a transposed array (and of broadcasts, or the same transpose of
+    others) is the transpose of the op in the array's own layout, so that the value is
+    computed (and stored, if it must be) in the order its source is read, and the transpose
+    reaches the consumer, which may read it as a strided view: ``np.cov(X.T)`` centres X.T and
+    multiplies it by its transpose, which becomes ``Y.T @ Y`` of the centred Y (one pass over
+    Y, primitives/gram.py) instead of a transposed copy and a product of long rows.
+
+        %1 = sub(transpose(%X) {(1, 0)}, broadcast_in_dim(%m) {(0,)})
+        ->  transpose(sub(%X, broadcast_in_dim(%m) {(1,)})) {(1, 0)}"""
+    perm: tuple[int, ...] | None = None
+    for v in op.operands:
+        if v.op is not None and v.op.prim is ops.transpose_p:
+            perm = tuple(v.op.params["permutation"])
+            break
+    if perm is None or len(op.results) != 1:
+        return None
+    shape = tuple(op.results[0].type.shape)
+    inner = tuple(shape[perm.index(i)] for i in range(len(perm)))     # the source's shape
+    args: list[Value] = []
+    for v in op.operands:
+        src = v.op
+        if src is not None and src.prim is ops.transpose_p and tuple(src.params["permutation"]) == perm:
+            args.append(src.operands[0])
+        elif src is not None and src.prim is ops.broadcast_in_dim_p:
+            x = src.operands[0]
+            where = [perm[d] for d in src.params["broadcast_dimensions"]]    # in the source
+            order = sorted(range(len(where)), key=lambda j: where[j])
+            if order != list(range(len(where))):
+                x = ops.transpose(b, x, order)
+            args.append(ops.broadcast_in_dim(b, x, inner, sorted(where)))
+        elif v.type.ndim == 0:
+            args.append(ops.broadcast_in_dim(b, v, inner, ()))
+        else:
+            return None
+    new = b.emit1(op.prim, args, dict(op.params))
+    return [ops.transpose(b, new, perm)]
 
 
 def _moves_unit_axes_only(x: Value, perm: tuple[int, ...]) -> bool:
