@@ -16,7 +16,7 @@ from typing import Any, Collection, Iterator, Mapping, Sequence
 import numpy as np
 from llvmlite import ir as ll
 
-from compiler.backend import casts, control, library, mathlib, pairwise
+from compiler.backend import casts, control, library, mathlib, online, pairwise
 from compiler.backend.workspace import Workspace
 from compiler.backend.buffers import I1T, I8T, I64T, PTR, Buffer, memory_type, scalar_type
 from compiler.backend.fusion import Evaluation, Schedule, schedule
@@ -416,6 +416,12 @@ class Codegen:
         """A running fold of element(k) for k < n, emit(k, prefix): blocked, with the
         previous blocks combined pairwise (pairwise.py)."""
         pairwise.scan(self, n, init, combine, element, emit)
+
+    def max_sumexp(self, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx: Sequence[ll.Value],
+                   dtype: np.dtype, element: Any) -> tuple[ll.Value, ll.Value]:
+        """(max, sum of exp(x - max)) of element(full_idx) over `axes`, one pass in chunks
+        (reduce_max_sumexp: backend/online.py)."""
+        return online.max_sumexp(self, shape, axes, out_idx, scalar_type(dtype), element)
 
     # ---- values -------------------------------------------------------------------------
     def read(self, v: Value, idx: Sequence[ll.Value]) -> ll.Value:

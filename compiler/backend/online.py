@@ -1,0 +1,161 @@
+"""The one-pass lowering of reduce_max_sumexp (primitives/online.py): for one output
+element, m = max(x) and s = sum(exp(x - m)) over the reduced positions, each position read
+from memory once.
+
+The reduced positions are walked in the chunks of blocked pairwise summation
+(pairwise.py: at most chunk_size() positions of the innermost reduced axis). For each chunk:
+
+1. a vectorized loop takes the chunk's max ``c`` (``llvm.maximum``: a NaN wins); its loads
+   bring the chunk into L1;
+2. ``new = maximum(m, c)``; when it differs from ``m`` (or is NaN) the partial sums (the
+   current leaf and the live levels of the pairwise stack) are multiplied by
+   ``exp(m - new)``, once per chunk, not per element: at most one rescale per chunk, and in
+   practice a few per row, since the running max of a row settles fast;
+3. a vectorized loop adds ``exp(x - new)`` over the chunk (read from L1) into the leaf.
+
+The exponentials of one chunk run while the hardware prefetcher brings the next chunk in,
+so the row's first pass no longer waits on memory (W2: docs/performance.md).
+
+Accuracy: the sums are the pairwise sums of the two-pass version, each partial multiplied by
+the rescale factors of the chunks after it (exp(m_old - m_new) <= 1, a few roundings of
+1 ulp each); float32 leaves and the tree are float64, as in pairwise.py.
+
+Special values, as NumPy's two passes: while the running max is -inf (every position so far
+-inf) the chunk's terms are exp(x - 0) = 0 and a row of -inf ends with s = nan (NumPy:
+exp(-inf - -inf)); a +inf max makes every finite term exp(-inf) = 0 and the +inf
+terms exp(nan): s = nan; a NaN makes the max NaN, and the rescale and every term NaN.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from llvmlite import ir as ll
+
+from compiler.backend import pairwise
+from compiler.ir import dims
+
+Element = Callable[[list[Any]], Any]
+
+#: how far the max of a chunk may be above its shift (and, before a chunk of the rows anchored
+#: the shift, below it) before the chunk is redone relative to its own max: the terms
+#: exp(x - shift) stay within exp(+-LEAD) (float64: 1e+-217, float32: 5e+-21), far from
+#: overflow, and the largest one far from the subnormals
+LEAD = {8: 500.0, 4: 50.0}
+
+
+def max_sumexp(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx: Sequence[Any],
+               elem: ll.Type, element: Element) -> tuple[Any, Any]:
+    """(max, sum of exp(x - max)) of element(full index) over `axes` of `shape`, the other
+    axes fixed by out_idx; `elem` is the LLVM type of an element (float or double)."""
+    b = cg.b
+    block = pairwise.chunk_size(cg, elem)
+    nbits = 64 if isinstance(elem, ll.DoubleType) else 32
+    bits, wide = ll.IntType(nbits), ll.DoubleType()
+    widen = not isinstance(elem, ll.DoubleType)
+    ninf, inf, zero = (ll.Constant(elem, v) for v in (float("-inf"), float("inf"), 0.0))
+    lead = ll.Constant(elem, LEAD[nbits // 8])
+    wzero = ll.Constant(wide, 0.0)
+
+    def wide_(v: Any) -> Any:
+        return b.fpext(v, wide) if widen else v
+
+    def key(v: Any) -> Any:
+        """The float's bits as an integer ordered as the floats are (-0 < +0; NaNs anywhere):
+        the max of a chunk is a vectorized integer max (llvm.maximum's NaN and signed-zero
+        handling cost six instructions a vector, on the loop's dependency chain)."""
+        i = b.bitcast(v, bits)
+        return b.xor(i, b.lshr(b.ashr(i, ll.Constant(bits, nbits - 1)), ll.Constant(bits, 1)))
+
+    def unkey(k: Any) -> Any:
+        return b.bitcast(key(b.bitcast(k, elem)), elem)
+
+    def smax(a: Any, v: Any) -> Any:
+        fn = cg.module.declare_intrinsic("llvm.smax", [bits], ll.FunctionType(bits, [bits, bits]))
+        return b.call(fn, [a, v])
+
+    def finite(v: Any) -> Any:
+        return b.fcmp_ordered("olt", cg.intrinsic("llvm.fabs", [v]), inf)
+
+    stack = pairwise._Stack(cg, wzero, lambda a, v: b.fadd(a, v))
+    leaf, filled = pairwise._slot(cg, wzero), pairwise._slot(cg, cg.index(0))
+    acc, tries = pairwise._slot(cg, zero), pairwise._slot(cg, cg.index(0))
+    cmax, row_key = pairwise._slot(cg, key(ninf)), pairwise._slot(cg, key(ninf))
+    anchored = pairwise._slot(cg, ll.Constant(ll.IntType(1), 0))
+    # the first shift of every output: the last max a chunk was redone with (any finite value
+    # is right; one near the rows' max spares their first chunk a second pass), set at entry:
+    # nothing waits for the row's own first element to come from memory
+    guess = cg.alloca_builder.alloca(elem)
+    cg.alloca_builder.store(zero, guess)
+    shift = pairwise._slot(cg, b.load(guess))
+
+    def rescale(factor: Any) -> None:
+        """The leaf and every level below the stack's count times `factor`."""
+        b.store(b.fmul(b.load(leaf), factor), leaf)
+        k, lvl = pairwise._slot(cg, b.load(stack.count)), pairwise._slot(cg, cg.index(0))
+        with pairwise._while(cg, lambda: b.icmp_unsigned("!=", b.load(k), cg.index(0))):
+            at = b.gep(stack.levels, [b.load(lvl)])
+            b.store(b.fmul(b.load(at), factor), at)
+            pairwise._shift(cg, k, lvl)
+
+    def chunk(full: Callable[[Any], list[Any]], n: Any) -> None:
+        b.store(cg.index(0), tries)
+        with pairwise._while(cg, lambda: b.icmp_signed("<", b.load(tries), cg.index(2))):
+            at = b.load(shift)
+            b.store(zero, acc)
+            b.store(key(ninf), cmax)
+            with cg.loop(n, interleave4=True) as t:      # one pass: the max and the sum
+                v = element(full(t))
+                b.store(smax(b.load(cmax), key(v)), cmax)
+                term = cg.vecmath("exp", [b.fsub(v, at)])
+                b.store(cg.reassoc(b.fadd(b.load(acc), term)), acc)
+            top = unkey(b.load(cmax))
+            near = b.fcmp_ordered("oge", top, b.fsub(at, lead))
+            fits = b.and_(b.fcmp_ordered("ole", top, b.fadd(at, lead)), b.or_(b.load(anchored), near))
+            ok = b.or_(b.or_(fits, b.fcmp_ordered("oeq", top, ninf)),      # -inf: terms are 0
+                       b.icmp_signed("!=", b.load(tries), cg.index(0)))
+            with b.if_else(ok, likely=True) as (then, otherwise):
+                with then:
+                    b.store(b.or_(b.load(anchored), near), anchored)
+                    b.store(cg.index(2), tries)
+                with otherwise:
+                    # a max more than LEAD above the shift (or +inf, nan), or far below it
+                    # before a chunk anchored it: redo the chunk relative to its max. The
+                    # partials (zero until anchored) scale by exp(shift - max) <= 1 (or nan)
+                    with b.if_then(b.load(anchored)):
+                        rescale(cg.vecmath("exp", [b.fsub(wide_(at), wide_(top))]))
+                    b.store(top, shift)
+                    b.store(b.select(finite(top), top, b.load(guess)), guess)
+                    b.store(cg.index(1), tries)
+        b.store(smax(b.load(row_key), b.load(cmax)), row_key)
+        b.store(b.fadd(b.load(leaf), wide_(b.load(acc))), leaf)
+        count = b.add(b.load(filled), n)
+        b.store(count, filled)
+        with b.if_then(b.icmp_signed(">=", count, cg.index(block))):
+            stack.push(b.load(leaf))
+            b.store(wzero, leaf)
+            b.store(cg.index(0), filled)
+
+    def place(red: list[Any]) -> list[Any]:
+        rest, it = iter(out_idx), iter(red)
+        return [next(it) if a in axes else next(rest) for a in range(len(shape))]
+
+    pairwise._chunks(cg, [shape[a] for a in axes], block, place, chunk)
+    m = unkey(b.load(row_key))
+    total = stack.total(b.load(leaf))
+    # the partials are relative to the shift (within LEAD of m): times exp(shift - m). Every
+    # position -inf: 0 * exp(shift + inf) is nan, as NumPy's exp(-inf - -inf)
+    at = b.load(shift)
+    factor = cg.vecmath("exp", [b.fsub(wide_(at), wide_(m))])
+    total = b.select(b.fcmp_unordered("une", at, m), b.fmul(total, factor), total)
+    s = b.fptrunc(total, elem) if widen else total
+    # a nan sum (a nan, a +inf or only -inf in the rows): the max as reduce_max computes it
+    # (a nan wins), which the integer keys do not promise
+    exact = pairwise._slot(cg, m)
+    with b.if_then(b.fcmp_unordered("uno", s, s), likely=False):
+        b.store(ninf, exact)
+
+        def walk(full: Callable[[Any], list[Any]], n: Any) -> None:
+            with cg.loop(n) as t:
+                b.store(cg.intrinsic("llvm.maximum", [b.load(exact), element(full(t))]), exact)
+        pairwise._chunks(cg, [shape[a] for a in axes], block, place, walk)
+    return b.load(exact), s
