@@ -418,10 +418,13 @@ class Codegen:
         pairwise.scan(self, n, init, combine, element, emit)
 
     def max_sumexp(self, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx: Sequence[ll.Value],
-                   dtype: np.dtype, element: Any) -> tuple[ll.Value, ll.Value]:
-        """(max, sum of exp(x - max)) of element(full_idx) over `axes`, one pass in chunks
-        (reduce_max_sumexp: backend/online.py)."""
+                   dtype: np.dtype, element: Any) -> tuple[ll.Value, ll.Value, ll.Value]:
+        """(max, total, gap) of element(full_idx) over `axes`, one pass in chunks: the sum of
+        exp(x - max) is ``max_sumexp_finish(total, gap)`` (reduce_max_sumexp: backend/online.py)."""
         return online.max_sumexp(self, shape, axes, out_idx, scalar_type(dtype), element)
+
+    def max_sumexp_finish(self, total: ll.Value, gap: ll.Value) -> ll.Value:
+        return online.finish(self, total, gap)
 
     # ---- values -------------------------------------------------------------------------
     def read(self, v: Value, idx: Sequence[ll.Value]) -> ll.Value:

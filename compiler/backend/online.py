@@ -44,9 +44,10 @@ LEAD = {8: 500.0, 4: 50.0}
 
 
 def max_sumexp(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx: Sequence[Any],
-               elem: ll.Type, element: Element) -> tuple[Any, Any]:
-    """(max, sum of exp(x - max)) of element(full index) over `axes` of `shape`, the other
-    axes fixed by out_idx; `elem` is the LLVM type of an element (float or double)."""
+               elem: ll.Type, element: Element) -> tuple[Any, Any, Any]:
+    """(max, total, gap) of element(full index) over `axes` of `shape`, the other axes fixed
+    by out_idx (`elem`: the LLVM type of an element, float or double): the sum of exp(x - max)
+    is finish(total, gap) (total and gap are float64)."""
     b = cg.b
     block = pairwise.chunk_size(cg, elem)
     nbits = 64 if isinstance(elem, ll.DoubleType) else 32
@@ -142,20 +143,24 @@ def max_sumexp(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx:
     pairwise._chunks(cg, [shape[a] for a in axes], block, place, chunk)
     m = unkey(b.load(row_key))
     total = stack.total(b.load(leaf))
-    # the partials are relative to the shift (within LEAD of m): times exp(shift - m). Every
-    # position -inf: 0 * exp(shift + inf) is nan, as NumPy's exp(-inf - -inf)
-    at = b.load(shift)
-    factor = cg.vecmath("exp", [b.fsub(wide_(at), wide_(m))])
-    total = b.select(b.fcmp_unordered("une", at, m), b.fmul(total, factor), total)
-    s = b.fptrunc(total, elem) if widen else total
-    # a nan sum (a nan, a +inf or only -inf in the rows): the max as reduce_max computes it
-    # (a nan wins), which the integer keys do not promise
+    # a nan sum (a nan, or +inf, in the rows): the max as reduce_max computes it (a nan
+    # wins), which the integer keys do not promise
     exact = pairwise._slot(cg, m)
-    with b.if_then(b.fcmp_unordered("uno", s, s), likely=False):
+    with b.if_then(b.fcmp_unordered("uno", total, total), likely=False):
         b.store(ninf, exact)
 
         def walk(full: Callable[[Any], list[Any]], n: Any) -> None:
             with cg.loop(n) as t:
                 b.store(cg.intrinsic("llvm.maximum", [b.load(exact), element(full(t))]), exact)
         pairwise._chunks(cg, [shape[a] for a in axes], block, place, walk)
-    return b.load(exact), s
+    # the partials are relative to the shift, within LEAD of m: s = total * exp(shift - m), in
+    # a vectorized loop over the outputs afterwards (finish). Every position -inf:
+    # 0 * exp(shift + inf) is nan, as NumPy's exp(-inf - -inf)
+    return b.load(exact), total, b.fsub(wide_(b.load(shift)), wide_(m))
+
+
+def finish(cg: Any, total: Any, gap: Any) -> Any:
+    """The sum of exp(x - max) from max_sumexp's `total` and `gap` (float64 values)."""
+    b = cg.b
+    factor = cg.vecmath("exp", [gap])
+    return b.select(b.fcmp_ordered("oeq", gap, ll.Constant(gap.type, 0.0)), total, b.fmul(total, factor))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from llvmlite import ir as ll
 
 from compiler.ir.primitive import define
 from compiler.ir.types import F32, F64, TensorType
@@ -47,12 +48,21 @@ def _numpy_ref(x: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, np.nda
 
 def _lower(cg: Any, op: Any, outs: list[Any]) -> None:
     x, axes = op.operands[0], tuple(op.params["axes"])
-    out_shape = op.results[0].type.shape
+    shape = op.results[0].type.shape
+    b, wide = cg.b, x.dtype != F64
+    # the sums relative to each output's shift and the shifts' distance to the max (float64),
+    # rescaled by exp(gap) in a vectorized loop afterwards, not one scalar exp per output
+    gaps = cg.scratch_buffer(F64, shape)
+    totals = cg.scratch_buffer(F64, shape) if wide else outs[1]
     # the loop over the outputs stays scalar: each output walks its own contiguous rows
-    with cg.loop_nest(out_shape, vectorize=False) as idx:
-        m, s = cg.max_sumexp(x.type.shape, axes, idx, x.dtype, lambda full: cg.read(x, full))
+    with cg.loop_nest(shape, vectorize=False) as idx:
+        m, total, gap = cg.max_sumexp(x.type.shape, axes, idx, x.dtype, lambda full: cg.read(x, full))
         cg.store(outs[0], idx, m)
-        cg.store(outs[1], idx, s)
+        cg.store(totals, idx, total)
+        cg.store(gaps, idx, gap)
+    with cg.loop_nest(shape) as idx:
+        s = cg.max_sumexp_finish(cg.load(totals, idx), cg.load(gaps, idx))
+        cg.store(outs[1], idx, b.fptrunc(s, ll.FloatType()) if wide else s)
 
 
 reduce_max_sumexp = define(
