@@ -1,29 +1,32 @@
-"""The one-pass lowering of reduce_max_sumexp (primitives/online.py): for one output
-element, m = max(x) and s = sum(exp(x - m)) over the reduced positions, each position read
-from memory once.
+"""The one-pass lowering of reduce_max_sumexp (primitives/online.py): for each output element,
+m = max(x) and s = sum(exp(x - m)) over the reduced positions, each position read from memory
+once, by one vectorized loop per chunk.
 
-The reduced positions are walked in the chunks of blocked pairwise summation
-(pairwise.py: at most chunk_size() positions of the innermost reduced axis). For each chunk:
+The reduced positions are walked in the chunks of blocked pairwise summation (pairwise.py: at
+most chunk_size() positions of the innermost reduced axis). The partial sums are relative to a
+*shift*, which must be within LEAD of the max (the terms exp(x - shift) then neither overflow nor
+lose the largest one to the subnormals). It is not the max, which is known only at the end:
 
-1. a vectorized loop takes the chunk's max ``c`` (``llvm.maximum``: a NaN wins); its loads
-   bring the chunk into L1;
-2. ``new = maximum(m, c)``; when it differs from ``m`` (or is NaN) the partial sums (the
-   current leaf and the live levels of the pairwise stack) are multiplied by
-   ``exp(m - new)``, once per chunk, not per element: at most one rescale per chunk, and in
-   practice a few per row, since the running max of a row settles fast;
-3. a vectorized loop adds ``exp(x - new)`` over the chunk (read from L1) into the leaf.
+1. the first shift of a row is a guess (the last max a chunk was redone with, any finite value
+   at first), so that nothing in the row waits for its first element to come from memory;
+2. one loop over the chunk adds exp(x - shift) and takes the chunk's max, as an integer max of
+   keys ordered as the floats (llvm.maximum costs six instructions a vector on the loop's
+   dependency chain; the keys, three off it): the chunk's loads overlap its exponentials;
+3. the chunk is kept when its max is at most LEAD above the shift (and, until a chunk of the
+   row anchored the shift, at most LEAD below it); else (a larger max, +inf, nan) the partials
+   are multiplied by exp(shift - max) <= 1 and the chunk is redone relative to its max, once;
+4. after the row, s = total * exp(shift - m) for every output in one vectorized loop
+   (:func:`finish`), not a scalar exponential per row.
 
-The exponentials of one chunk run while the hardware prefetcher brings the next chunk in,
-so the row's first pass no longer waits on memory (W2: docs/performance.md).
+Accuracy: the pairwise sums of exp(x - shift), each partial multiplied by the few rescale factors
+after it (1 ulp each), then by exp(shift - m), computed in float64 (float32 partials are float64
+as in pairwise.py).
 
-Accuracy: the sums are the pairwise sums of the two-pass version, each partial multiplied by
-the rescale factors of the chunks after it (exp(m_old - m_new) <= 1, a few roundings of
-1 ulp each); float32 leaves and the tree are float64, as in pairwise.py.
-
-Special values, as NumPy's two passes: while the running max is -inf (every position so far
--inf) the chunk's terms are exp(x - 0) = 0 and a row of -inf ends with s = nan (NumPy:
-exp(-inf - -inf)); a +inf max makes every finite term exp(-inf) = 0 and the +inf
-terms exp(nan): s = nan; a NaN makes the max NaN, and the rescale and every term NaN.
+Special values, as NumPy's two passes give them: a -inf term is exp(-inf) = 0; a row of -inf has
+total 0 and exp(shift + inf) = inf: s = nan (NumPy: exp(-inf - -inf)); a +inf max redoes the
+chunk relative to +inf, whose terms are 0 or nan (inf - inf): s = nan; a nan makes its term and
+s nan. When s is nan the max is recomputed with llvm.maximum (a nan wins), since the keys put a
+nan with its sign bit below every number.
 """
 from __future__ import annotations
 

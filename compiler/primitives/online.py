@@ -2,12 +2,11 @@
 
 ``m = max(x, axes); s = sum(exp(x - m), axes)`` is the core of logsumexp, softmax,
 log_softmax and cross-entropy. Written out it is two passes over x: every row's max, then
-every row's sum of exponentials. The first pass is a walk over memory with nothing to hide
-its latency behind. transforms/online.py replaces the pair, after vmap and AD, with this
-primitive, whose lowering walks each row once in chunks (the backend's pairwise chunks):
-the chunk's max (its loads bring the chunk into L1), then the chunk's sum of exp(x - m)
-from L1, with the running sum rescaled by exp(m_old - m_new) when the max grows
-(backend/online.py). The exponentials of one chunk overlap the memory traffic of the next.
+every row's sum of exponentials, and the first pass is a walk over memory with nothing to
+hide its latency behind. transforms/online.py replaces the pair, after vmap and AD, with this
+primitive, whose lowering (backend/online.py) walks each row once: one loop per chunk takes
+the chunk's max and the sum of exp(x - shift) for a shift near the max, so that the chunk's
+loads overlap its exponentials.
 
 NaN and infinities give what the two passes give in NumPy: a row holding a NaN gives
 (nan, nan); a row holding +inf gives (inf, nan) (inf - inf); a row of -inf gives
