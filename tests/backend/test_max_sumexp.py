@@ -80,6 +80,23 @@ def test_logsumexp_matches_fsum(dtype, cols):
     np.testing.assert_allclose(lse, [w[0] + math.log(w[1]) for w in want], rtol=rtol, atol=rtol)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sums_stay_accurate_when_rows_change_scale(dtype):
+    """Rows whose maxima jump within and beyond the lead a shift may have (backend/online.py,
+    LEAD), and rows alternating between two scales far apart (a shift guessed from the other
+    scale, kept if it were within the lead, would round every x - shift): every sum within 4
+    eps of math.fsum's (NumPy's: about 1.5)."""
+    r = np.random.default_rng(5)
+    x = r.standard_normal((64, 300)) + r.uniform(-16, 16, (64, 1)) * r.integers(0, 2, (64, 1)) \
+        + r.uniform(-30, 30, (64, 1))
+    big, mid = (600.3, 150.37) if dtype == np.float64 else (60.3, 15.37)
+    y = r.standard_normal((40, 300)) + np.where(np.arange(40) % 2 == 0, big, mid)[:, None]
+    for a in (x.astype(dtype), y.astype(dtype)):
+        _, s, _ = LSE_PARTS(a)
+        want = np.array([fsum_lse(row)[1] for row in a])
+        assert np.max(np.abs(s - want) / want) <= 4 * np.finfo(dtype).eps
+
+
 def test_the_pair_is_one_op():
     ir = LSE_PARTS.lower(np.zeros((3, 5))).ir_optimized
     assert "reduce_max_sumexp" in ir and "reduce_sum" not in ir and "reduce_max(" not in ir
