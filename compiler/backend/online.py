@@ -9,9 +9,11 @@ lose the largest one to the subnormals). It is not the max, which is known only 
 
 1. the first shift of a row is a guess (the last max a chunk was redone with, any finite value
    at first), so that nothing in the row waits for its first element to come from memory;
-2. one loop over the chunk adds exp(x - shift) and takes the chunk's max, as an integer max of
-   keys ordered as the floats (llvm.maximum costs six instructions a vector on the loop's
-   dependency chain; the keys, three off it): the chunk's loads overlap its exponentials;
+2. one loop over the chunk adds exp(x - shift) and takes the chunk's max, a plain vector max
+   under "no nan, no signed zero" (llvm.maximum's NaN and signed-zero handling costs six
+   instructions a vector on the loop's dependency chain), read only when the chunk's sum is a
+   number (a nan among the positions makes the max poison and the sum nan): the chunk's loads
+   overlap its exponentials;
 3. the chunk is kept when its max is at most LEAD above the shift (and, until a chunk of the
    row anchored the shift, at most LEAD below it); else (a larger max, +inf, nan) the partials
    are multiplied by exp(shift - max) <= 1 and the chunk is redone relative to its max, once;
@@ -20,13 +22,14 @@ lose the largest one to the subnormals). It is not the max, which is known only 
 
 Accuracy: the pairwise sums of exp(x - shift), each partial multiplied by the few rescale factors
 after it (1 ulp each), then by exp(shift - m), computed in float64 (float32 partials are float64
-as in pairwise.py).
+as in pairwise.py); the shift's distance to the max costs at most ulp(LEAD) / 2 in the terms near
+the max, none when x - shift is exact (an integer shift near x).
 
 Special values, as NumPy's two passes give them: a -inf term is exp(-inf) = 0; a row of -inf has
 total 0 and exp(shift + inf) = inf: s = nan (NumPy: exp(-inf - -inf)); a +inf max redoes the
 chunk relative to +inf, whose terms are 0 or nan (inf - inf): s = nan; a nan makes its term and
-s nan. When s is nan the max is recomputed with llvm.maximum (a nan wins), since the keys put a
-nan with its sign bit below every number.
+s nan. When s is nan, or the max is zero (of either sign), the max is recomputed with
+llvm.maximum (a nan wins, -0 < +0), as reduce_max computes it.
 """
 from __future__ import annotations
 
@@ -38,6 +41,7 @@ from compiler.backend import pairwise
 from compiler.ir import dims
 
 Element = Callable[[list[Any]], Any]
+FAST = ("nnan", "nsz")      # the chunk max: a vector max instruction
 
 #: how far the max of a chunk may be from its shift (below it only until a chunk of the row
 #: anchored the shift) before the chunk is redone relative to its own max. Overflow would allow
@@ -66,9 +70,8 @@ def max_sumexp(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx:
         return b.fpext(v, wide) if widen else v
 
     def key(v: Any) -> Any:
-        """The float's bits as an integer ordered as the floats are (-0 < +0; NaNs anywhere):
-        the max of a chunk is a vectorized integer max (llvm.maximum's NaN and signed-zero
-        handling cost six instructions a vector, on the loop's dependency chain)."""
+        """The float's bits as an integer ordered as the floats are (-0 < +0): the max of the
+        chunks' maxima is an integer max."""
         i = b.bitcast(v, bits)
         return b.xor(i, b.lshr(b.ashr(i, ll.Constant(bits, nbits - 1)), ll.Constant(bits, 1)))
 
@@ -87,11 +90,10 @@ def max_sumexp(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx:
     acc, tries = pairwise._slot(cg, zero), pairwise._slot(cg, cg.index(0))
     cmax, row_key = pairwise._slot(cg, key(ninf)), pairwise._slot(cg, key(ninf))
     fmax = pairwise._slot(cg, ninf)
-
     anchored = pairwise._slot(cg, ll.Constant(ll.IntType(1), 0))
-    # the first shift of every output: the last max a chunk was redone with, rounded (any finite value
-    # is right; one near the rows' max spares their first chunk a second pass), set at entry:
-    # nothing waits for the row's own first element to come from memory
+    # the first shift of every output: the last max a chunk was redone with, rounded (any finite
+    # value is right; one near the rows' max spares their first chunk a second pass), set at
+    # entry: nothing waits for the row's own first element to come from memory
     guess = cg.alloca_builder.alloca(elem)
     cg.alloca_builder.store(zero, guess)
     shift = pairwise._slot(cg, b.load(guess))
@@ -113,8 +115,8 @@ def max_sumexp(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx:
             b.store(ninf, fmax)
             with cg.loop(n, interleave4=True) as t:      # one pass: the max and the sum
                 v = element(full(t))
-                fast = ("nnan", "nsz")
-                b.store(b.select(b.fcmp_ordered(">", v, b.load(fmax), flags=fast), v, b.load(fmax), flags=fast), fmax)
+                best = b.load(fmax)
+                b.store(b.select(b.fcmp_ordered(">", v, best, flags=FAST), v, best, flags=FAST), fmax)
                 term = cg.vecmath("exp", [b.fsub(v, at)])
                 b.store(cg.reassoc(b.fadd(b.load(acc), term)), acc)
             # the max under "no nan" is poison when a nan was among the positions, and then
@@ -156,10 +158,11 @@ def max_sumexp(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx:
     pairwise._chunks(cg, [shape[a] for a in axes], block, place, chunk)
     m = unkey(b.load(row_key))
     total = stack.total(b.load(leaf))
-    # a nan sum (a nan, or +inf, in the rows): the max as reduce_max computes it (a nan
-    # wins), which the integer keys do not promise
+    # a nan sum (a nan, or +inf, in the rows) or a zero max (the chunk max ignores the sign of
+    # zero): the max as reduce_max computes it (a nan wins, -0 < +0)
     exact = pairwise._slot(cg, m)
-    with b.if_then(b.or_(b.fcmp_unordered("uno", total, total), b.fcmp_ordered("==", m, zero)), likely=False):
+    odd = b.or_(b.fcmp_unordered("uno", total, total), b.fcmp_ordered("==", m, zero))
+    with b.if_then(odd, likely=False):
         b.store(ninf, exact)
 
         def walk(full: Callable[[Any], list[Any]], n: Any) -> None:
