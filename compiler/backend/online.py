@@ -4,26 +4,28 @@ once, by one vectorized loop per chunk.
 
 The reduced positions are walked in the chunks of blocked pairwise summation (pairwise.py: at
 most chunk_size() positions of the innermost reduced axis). The partial sums are relative to a
-*shift*, which must be within LEAD of the max (the terms exp(x - shift) then neither overflow nor
-lose the largest one to the subnormals). It is not the max, which is known only at the end:
+*shift*, which must be near the max (the terms exp(x - shift) then neither overflow nor lose the
+largest one to the subnormals). It is not the max, which is known only at the end:
 
-1. the first shift of a row is a guess (the last max a chunk was redone with, any finite value
-   at first), so that nothing in the row waits for its first element to come from memory;
+1. every row starts with the shift 0, where x - shift is exact, and keeps it while the chunks'
+   maxima stay within ZERO_LEAD of 0: nothing in a row waits for its own elements to choose a
+   shift, and a row's results depend on that row alone;
 2. one loop over the chunk adds exp(x - shift) and takes the chunk's max, a plain vector max
    under "no nan, no signed zero" (llvm.maximum's NaN and signed-zero handling costs six
    instructions a vector on the loop's dependency chain), read only when the chunk's sum is a
    number (a nan among the positions makes the max poison and the sum nan): the chunk's loads
    overlap its exponentials;
-3. the chunk is kept when its max is at most LEAD above the shift (and, until a chunk of the
-   row anchored the shift, at most LEAD below it); else (a larger max, +inf, nan) the partials
-   are multiplied by exp(shift - max) <= 1 and the chunk is redone relative to its max, once;
+3. the chunk is kept when its max is at most the lead (ZERO_LEAD, then LEAD) above the shift
+   (and, until a chunk of the row anchored the shift, at most the lead below it); else (a larger
+   max, +inf, nan) the partials are multiplied by exp(shift - max) <= 1 and the chunk is redone
+   relative to its max, once;
 4. after the row, s = total * exp(shift - m) for every output in one vectorized loop
    (:func:`finish`), not a scalar exponential per row.
 
 Accuracy: the pairwise sums of exp(x - shift), each partial multiplied by the few rescale factors
 after it (1 ulp each), then by exp(shift - m), computed in float64 (float32 partials are float64
 as in pairwise.py); the shift's distance to the max costs at most ulp(LEAD) / 2 in the terms near
-the max, none when x - shift is exact (an integer shift near x).
+the max after a shift from the data, none with the shift 0.
 
 Special values, as NumPy's two passes give them: a -inf term is exp(-inf) = 0; a row of -inf has
 total 0 and exp(shift + inf) = inf: s = nan (NumPy: exp(-inf - -inf)); a +inf max redoes the
@@ -43,12 +45,14 @@ from compiler.ir import dims
 Element = Callable[[list[Any]], Any]
 FAST = ("nnan", "nsz")      # the chunk max: a vector max instruction
 
-#: how far the max of a chunk may be from its shift (below it only until a chunk of the row
-#: anchored the shift) before the chunk is redone relative to its own max. Overflow would allow
-#: hundreds; accuracy asks for less: the terms near the max are exp(fl(x - shift)), whose
-#: rounding (at most ulp(LEAD) / 2: 4 eps) NumPy's exp(x - max) does not have. The guesses are
-#: integers, which x - shift keeps exact whenever |x - shift| < 2|x|. (W2 with 16: the same
-#: time; with 4: 6% slower, a chunk in a few redone)
+#: every row starts with the shift 0, where x - shift is exact: a chunk is kept while its max
+#: is within ZERO_LEAD of 0 (float64: terms up to exp(500) = 1e217, float32: exp(50) = 5e21, far
+#: from overflow, and the largest one far from the subnormals), so that the rows of most data
+#: never redo a chunk, and a row's results depend on that row alone (chunked vmap, parallel=True)
+ZERO_LEAD = {8: 500.0, 4: 50.0}
+#: after a chunk was redone relative to its max, the max of a later chunk may be this far from
+#: that shift before the chunk is redone again: the terms near the max are exp(fl(x - shift)),
+#: whose rounding (at most ulp(LEAD) / 2: 4 eps) NumPy's exp(x - max) does not have
 LEAD = {8: 8.0, 4: 4.0}
 
 
@@ -63,7 +67,6 @@ def max_sumexp(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx:
     bits, wide = ll.IntType(nbits), ll.DoubleType()
     widen = not isinstance(elem, ll.DoubleType)
     ninf, inf, zero, nan = (ll.Constant(elem, v) for v in (float("-inf"), float("inf"), 0.0, float("nan")))
-    lead = ll.Constant(elem, LEAD[nbits // 8])
     wzero = ll.Constant(wide, 0.0)
 
     def wide_(v: Any) -> Any:
@@ -82,21 +85,14 @@ def max_sumexp(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx:
         fn = cg.module.declare_intrinsic("llvm.smax", [bits], ll.FunctionType(bits, [bits, bits]))
         return b.call(fn, [a, v])
 
-    def finite(v: Any) -> Any:
-        return b.fcmp_ordered("olt", cg.intrinsic("llvm.fabs", [v]), inf)
-
     stack = pairwise._Stack(cg, wzero, lambda a, v: b.fadd(a, v))
     leaf, filled = pairwise._slot(cg, wzero), pairwise._slot(cg, cg.index(0))
     acc, tries = pairwise._slot(cg, zero), pairwise._slot(cg, cg.index(0))
     cmax, row_key = pairwise._slot(cg, key(ninf)), pairwise._slot(cg, key(ninf))
     fmax = pairwise._slot(cg, ninf)
     anchored = pairwise._slot(cg, ll.Constant(ll.IntType(1), 0))
-    # the first shift of every output: the last max a chunk was redone with, rounded (any finite
-    # value is right; one near the rows' max spares their first chunk a second pass), set at
-    # entry: nothing waits for the row's own first element to come from memory
-    guess = cg.alloca_builder.alloca(elem)
-    cg.alloca_builder.store(zero, guess)
-    shift = pairwise._slot(cg, b.load(guess))
+    shift = pairwise._slot(cg, zero)
+    lead = pairwise._slot(cg, ll.Constant(elem, ZERO_LEAD[nbits // 8]))
 
     def rescale(factor: Any) -> None:
         """The leaf and every level below the stack's count times `factor`."""
@@ -124,8 +120,8 @@ def max_sumexp(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx:
             total = b.load(acc)
             top = b.select(b.fcmp_unordered("uno", total, total), nan, b.load(fmax))
             b.store(key(top), cmax)
-            near = b.fcmp_ordered("oge", top, b.fsub(at, lead))
-            fits = b.and_(b.fcmp_ordered("ole", top, b.fadd(at, lead)), b.or_(b.load(anchored), near))
+            near = b.fcmp_ordered("oge", top, b.fsub(at, b.load(lead)))
+            fits = b.and_(b.fcmp_ordered("ole", top, b.fadd(at, b.load(lead))), b.or_(b.load(anchored), near))
             ok = b.or_(b.or_(fits, b.fcmp_ordered("oeq", top, ninf)),      # -inf: terms are 0
                        b.icmp_signed("!=", b.load(tries), cg.index(0)))
             with b.if_else(ok, likely=True) as (then, otherwise):
@@ -139,8 +135,7 @@ def max_sumexp(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx:
                     with b.if_then(b.load(anchored)):
                         rescale(cg.vecmath("exp", [b.fsub(wide_(at), wide_(top))]))
                     b.store(top, shift)
-                    whole = cg.intrinsic("llvm.rint", [top])
-                    b.store(b.select(finite(top), whole, b.load(guess)), guess)
+                    b.store(ll.Constant(elem, LEAD[nbits // 8]), lead)
                     b.store(cg.index(1), tries)
         b.store(smax(b.load(row_key), b.load(cmax)), row_key)
         b.store(b.fadd(b.load(leaf), wide_(b.load(acc))), leaf)
