@@ -40,6 +40,7 @@ from compiler.transforms.canonicalize import canonicalize
 from compiler.transforms.complex import lower_complex
 from compiler.transforms.decompose import decompose
 from compiler.transforms.simplify import simplify
+from compiler.transforms.online import fuse_max_sumexp
 from compiler.transforms.windows import window_loops
 from runtime.abi import ErrorSite
 
@@ -209,6 +210,7 @@ def optimize_ir(fn: Function) -> Function:
     fn = run(decompose, fn, name="decompose")
     fn = run(lower_complex, fn, name="complex")
     fn = run(simplify, fn, name="simplify")
+    fn = run(fuse_max_sumexp, fn, name="max_sumexp")
     return run(window_loops, fn, name="windows")
 
 

@@ -16,7 +16,7 @@ from typing import Any, Collection, Iterator, Mapping, Sequence
 import numpy as np
 from llvmlite import ir as ll
 
-from compiler.backend import casts, control, library, mathlib, pairwise
+from compiler.backend import casts, control, library, mathlib, online, pairwise
 from compiler.backend.workspace import Workspace
 from compiler.backend.buffers import I1T, I8T, I64T, PTR, Buffer, memory_type, scalar_type
 from compiler.backend.fusion import Evaluation, Schedule, schedule
@@ -485,6 +485,15 @@ class Codegen:
         """A running fold of element(k) for k < n, emit(k, prefix): blocked, with the
         previous blocks combined pairwise (pairwise.py)."""
         pairwise.scan(self, n, init, combine, element, emit)
+
+    def max_sumexp(self, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx: Sequence[ll.Value],
+                   dtype: np.dtype, element: Any) -> tuple[ll.Value, ll.Value, ll.Value]:
+        """(max, total, gap) of element(full_idx) over `axes`, one pass in chunks: the sum of
+        exp(x - max) is ``max_sumexp_finish(total, gap)`` (reduce_max_sumexp: backend/online.py)."""
+        return online.max_sumexp(self, shape, axes, out_idx, scalar_type(dtype), element)
+
+    def max_sumexp_finish(self, total: ll.Value, gap: ll.Value) -> ll.Value:
+        return online.finish(self, total, gap)
 
     # ---- values -------------------------------------------------------------------------
     def read(self, v: Value, idx: Sequence[ll.Value]) -> ll.Value:

@@ -201,6 +201,8 @@ def row_cost(op: Op, t: TensorType, r: int, ins: list[int | None]) -> float:
         lhs = op.operands[0].type.shape
         k = math.prod(lhs[i] if isinstance(lhs[i], int) else 16 for i in lc)
         return _per_row(t, r) * max(k, 1)
+    if name == "reduce_max_sumexp" and ins and ins[0] is not None:   # an exp and a max per element,
+        return _per_row(op.operands[0].type, ins[0]) * 4.5                # counted once per result
     if op.prim.kind != ELEMENTWISE and ins and ins[0] is not None and op.prim.loops:
         return _per_row(op.operands[0].type, ins[0]) * 0.5     # reductions: per element read
     return _per_row(t, r) * 0.25
@@ -231,6 +233,11 @@ def _op_rows(op: Op, ins: list[int | None], row: dims.Dim, sym: str) -> list[int
         if any(r != outs[0] for r in ins + outs if r is not None) or len(mapped) != len(ins):
             raise _Refused(f"{where} mixes the rows with other values")
         return outs
+    if name == "reduce_max_sumexp":     # (max, sum of exp(x - max)) over trailing axes
+        row_axis = mapped[0]
+        if row_axis not in p["axes"] and all(o == row_axis for o in outs):
+            return outs
+        raise _Refused(f"{where} reduces along the rows")
     out = outs[0] if len(outs) == 1 else None
     if len(outs) != 1 or out is None:
         if name.startswith("reduce_") or name in ("argmax", "argmin"):

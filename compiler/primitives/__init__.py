@@ -38,6 +38,7 @@ from compiler.primitives.special import (bitcast, digamma, erf, erfc, erfcinv, e
 from compiler.primitives.fft import fft  # noqa: F401
 from compiler.primitives.searching import interp  # noqa: F401
 from compiler.primitives.fft_runtime import fft_runtime  # noqa: F401
+from compiler.primitives.online import reduce_max_sumexp  # noqa: F401
 
 if undefined():
     raise AssertionError(f"declared in ops.py but defined nowhere: {undefined()}")

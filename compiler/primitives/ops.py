@@ -571,3 +571,16 @@ def fft_runtime(b: Builder, re: Value, im: Value, sign: int, keep: Dim, real: bo
     decomposition of a symbolic length; compiler/primitives/fft_runtime.py). `real`: `im`
     is zero (real rows: the transform of half the length when n is even)."""
     return b.emit1(fft_runtime_p, [re, im], {"sign": int(sign), "keep": keep, "real": bool(real)})
+
+
+# ---- online max and sum of exponentials (compiler/primitives/online.py) ---------------------
+
+reduce_max_sumexp_p = declare("reduce_max_sumexp", OPAQUE)
+
+
+def reduce_max_sumexp(b: Builder, x: Value, axes: Sequence[int]) -> tuple[Value, Value]:
+    """(m, s): m = max(x, axes) and s = sum(exp(x - m), axes) in one pass over x (float32 or
+    float64 x, `axes` its trailing axes): made by transforms/online.py from
+    reduce_max, sub, exp and reduce_sum, after the transforms."""
+    m, s = b.emit(reduce_max_sumexp_p, [x], {"axes": tuple(axes)})
+    return m, s

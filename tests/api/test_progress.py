@@ -14,7 +14,7 @@ import numpy as np
 
 from compiler import jit, progress
 
-STAGES = ["frontend", "canonicalize", "decompose", "complex", "simplify", "windows", "codegen", "parse", "optimize", "emit"]
+STAGES = ["frontend", "canonicalize", "decompose", "complex", "simplify", "max_sumexp", "windows", "codegen", "parse", "optimize", "emit"]
 
 
 def wave(x):

@@ -308,9 +308,10 @@ int main(void) {
 
 
 def softmax(x):
-    """Row maxima in one temporary, exp(x - max) in another: one loop writes the second
-    while it reads the first."""
-    p = np.exp(x - x.max(axis=1, keepdims=True))
+    """Row minima in one temporary, exp(x - min) in another: one loop writes the second
+    while it reads the first. (With the max, softmax's max and sum are one op of their own:
+    backend/online.py.)"""
+    p = np.exp(x - x.min(axis=1, keepdims=True))
     return p / p.sum(axis=1, keepdims=True)
 
 

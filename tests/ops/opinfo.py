@@ -2806,3 +2806,28 @@ op("fft.rows", lambda x: np.fft.fft(x), _fft_rows_samples, dtypes=(np.dtype(np.c
    tol=_C_REDUCTION, supports_vmap=False, supports_jvp=False, supports_vjp=False, more_dtypes=(),
    notes="a window of rows: batch-innermost passes (fft_pass, fft_unpack)")
 prims("fft.rows", _prim_fft_passes, dtypes=(F64, F32))
+
+
+# reduce_max_sumexp is made after the transforms (transforms/online.py) from the max and the sum
+# of shifted exponentials that logsumexp and softmax spell: no vmap or AD rule of its own (the
+# surface function is transformed before it exists); tests/backend/test_max_sumexp.py covers
+# row lengths, special values, vmap and grad
+def _logsumexp_rows_samples(dtype: np.dtype, rng: np.random.Generator) -> Iterator[SampleInput]:
+    yield SampleInput((make((5, 40), dtype, rng, -20.0, 20.0),), desc="5 rows of 40")
+
+
+def _prim_max_sumexp(dtype: np.dtype, rng: np.random.Generator) -> Iterator[PrimSample]:
+    yield PrimSample("reduce_max_sumexp", (make((4, 9), dtype, rng, -20.0, 20.0),), {"axes": (1,)},
+                     desc="rows of 9", grad=False)
+    yield PrimSample("reduce_max_sumexp", (make((2, 3, 700), dtype, rng, -20.0, 20.0),), {"axes": (1, 2)},
+                     desc="two trailing axes", grad=False)
+
+
+def _logsumexp_rows(x: Any) -> Any:
+    m = np.max(x, axis=1, keepdims=True)
+    return np.log(np.sum(np.exp(x - m), axis=1)) + m[:, 0]
+
+
+op("logsumexp.rows", _logsumexp_rows, _logsumexp_rows_samples, tol=_C_REDUCTION, supports_vmap=False,
+   supports_jvp=False, supports_vjp=False, more_dtypes=(), notes="one pass: reduce_max_sumexp after the transforms")
+prims("logsumexp.rows", _prim_max_sumexp, dtypes=(F64, F32))

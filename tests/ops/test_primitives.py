@@ -57,7 +57,8 @@ TRANSFORM_MADE = {"chunked", "size_of"}
 #: fft_unpack, from fft of a window of rows or a long row (tests/fft/); triangular_solve,
 #: from lu_solve's and eig's generated code and the rules of lu and cholesky
 DECOMPOSITION_MADE = {"geev", "fft_pass", "fft_unpack", "triangular_solve",
-                      "fft_runtime"}      # fft's decomposition of a symbolic length (tests/fft/test_symbolic.py)
+                      "fft_runtime",      # fft's decomposition of a symbolic length (tests/fft/test_symbolic.py)
+                      "reduce_max_sumexp"}  # transforms/online.py, after the transforms (tests/backend/test_max_sumexp.py)
 
 
 def _param(op: OpInfo, dtype: np.dtype, sample: PrimSample, *extra: Any) -> pytest.param:

@@ -32,6 +32,7 @@ from compiler.ir.verify import verify
 from compiler.transforms.canonicalize import canonicalize
 from compiler.transforms.complex import lower_complex
 from compiler.transforms.jvp import jvp_function
+from compiler.transforms.online import fuse_max_sumexp
 from compiler.transforms.simplify import simplify
 from compiler.transforms.vjp import vjp_function
 from compiler.transforms.vmap import vmap_function
@@ -44,6 +45,7 @@ PASSES: dict[str, Callable[..., Function]] = {
     "jvp": lambda fn, active: jvp_function(fn, active),
     "vjp": lambda fn, active: vjp_function(fn, active),
     "complex": lambda fn: lower_complex(fn),
+    "max_sumexp": lambda fn: fuse_max_sumexp(fn),
 }
 
 CASES_DIR = Path(__file__).parent / "passes"
