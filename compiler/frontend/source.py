@@ -130,13 +130,16 @@ def _lambda_source(lines: list[str], first: int, code: types.CodeType, fn: types
     expression that is a lambda, and pick the one whose span holds the code's positions."""
     target = min(((ln, col) for ln, _, col, end in code.co_positions()
                   if ln is not None and col is not None and end != col), default=(first, 0))
+    # where the body ends: the value the lambda returns is the last thing its code computes
+    body_end = max(((ln, col) for _, ln, _, col in code.co_positions()
+                    if ln is not None and col is not None), default=None)
     names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
     best: tuple[tuple[int, int], ast.Lambda] | None = None
     for i, line in enumerate(lines):
         start = line.find("lambda")
         while start >= 0:
             pos = (first + i, start)
-            node = _parse_lambda_at(lines, i, start)
+            node = _parse_lambda_at(lines, i, start, (first + i, start), body_end)
             if node is not None and pos <= target and _arg_names(node) == names \
                     and _contains(node, pos, target) and (best is None or pos > best[0]):
                 best = (pos, node)
@@ -148,17 +151,30 @@ def _lambda_source(lines: list[str], first: int, code: types.CodeType, fn: types
     return FunctionSource(node, file, line_no, col)
 
 
-def _parse_lambda_at(lines: list[str], i: int, col: int) -> ast.Lambda | None:
+def _parse_lambda_at(lines: list[str], i: int, col: int, at: tuple[int, int],
+                     body_end: tuple[int, int] | None) -> ast.Lambda | None:
+    """The lambda expression starting at column `col` of lines[i] (file position `at`): the
+    longest text from there that parses as a lambda, inside parentheses (a lambda continued
+    on the next line inside the brackets around it, ``(lambda x: np.sin(x)\n + 1.0)``), whose
+    body ends where the code's last position does (`body_end`, when the code has positions):
+    the first line alone, ``lambda x: np.sin(x)``, is a lambda too, and it was taken."""
     text = lines[i][col:] + "".join(lines[i + 1:])
     for end in range(len(text), 0, -1):
         if end != len(text) and text[end] not in ",)]};\n":
             continue
         try:
-            tree = ast.parse(text[:end].strip(), mode="eval")
+            tree = ast.parse("(\n" + text[:end].rstrip() + "\n)", mode="eval")
         except SyntaxError:
             continue
-        if isinstance(tree.body, ast.Lambda):
-            return tree.body
+        node = tree.body
+        if not isinstance(node, ast.Lambda):
+            continue
+        ast.increment_lineno(tree, -1)
+        body = node.body
+        line = at[0] + (body.end_lineno or 1) - 1
+        ends = (line, (body.end_col_offset or 0) + (at[1] if body.end_lineno == 1 else 0))
+        if body_end is None or ends == body_end:
+            return node
     return None
 
 

@@ -557,3 +557,15 @@ def test_min_max_of_symbolic_sizes_stay_symbolic():
     k = jit(sized_by_max, signature="f64[n]")
     for n in (1, 2, 5):
         same(k(np.arange(float(n))), sized_by_max(np.arange(float(n))))
+
+
+def test_a_lambda_continued_on_the_next_line():
+    """The lambda's whole body, not its first line (which parses as a lambda too)."""
+    f = (lambda x: np.sin(x)
+         + 100.0)
+    g = [lambda y: y * 2, lambda y: (y
+                                    + 3)]
+    x = np.linspace(0, 1, 5)
+    np.testing.assert_allclose(jit(f)(x), np.sin(x) + 100.0)
+    np.testing.assert_allclose(jit(g[0])(x), x * 2)
+    np.testing.assert_allclose(jit(g[1])(x), x + 3)
