@@ -429,6 +429,7 @@ CASES: list[Case] = [
     Case("np.polyder", EVERYDAY, lambda x: np.polyder(x[0], m=2), x45),
     Case("np.polyint", EVERYDAY, lambda x: np.polyint(x[0]), x45),
     Case("np.trapezoid", EVERYDAY, lambda x: np.trapezoid(x, dx=0.5, axis=1), x45),
+    Case("np.unwrap", EVERYDAY, lambda x: np.unwrap(x * 3.0, axis=1), x45),
     Case("np.ptp", EVERYDAY, lambda x: np.ptp(x, axis=1), x45),
     Case("np.around", EVERYDAY, lambda x: np.around(x, decimals=2), x45, diff=False),
     Case("np.tril_indices", EVERYDAY, lambda x: x[np.tril_indices(4)], square),

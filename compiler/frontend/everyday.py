@@ -187,6 +187,37 @@ def trapezoid(b: Builder, y: Any, x: Any = None, dx: Any = 1.0, axis: Any = -1) 
     return R.reduce(b, "sum", _bin(b, "multiply", d, avg), ax)
 
 
+def unwrap(b: Builder, p: Any, discont: Any = None, axis: Any = -1, *, period: Any = 2 * np.pi) -> Staged:
+    """np.unwrap, as NumPy writes it: each jump along `axis` larger than `discont` (default
+    period / 2) is taken modulo `period` into [-period/2, period/2) (a jump of exactly
+    -period/2 upwards becomes +period/2), and the corrections are summed along the axis."""
+    pv = _arr(b, p)
+    if pv.ndim == 0:
+        raise Reject(CompileError, "diff requires input that is at least one dimensional")
+    ax = S.normalize_axis(axis, pv.ndim)
+    dd = diff(b, pv, axis=ax)
+    per = _arr(b, period)
+    dtype = result_type(b, dd, per)
+    if np.issubdtype(dtype, np.integer):
+        if isinstance(period, (Staged, DimExpr)):
+            raise Reject(UnsupportedError, "np.unwrap of integers needs a static period", None)
+        high, rem = divmod(period, 2)
+        ambiguous = rem == 0
+    else:
+        high, ambiguous = _bin(b, "true_divide", per, 2), True
+    low = _un(b, "negative", high)
+    ddmod = _bin(b, "add", _bin(b, "remainder", _bin(b, "subtract", dd, low), per), low)
+    if ambiguous:
+        edge = _bin(b, "logical_and", _bin(b, "equal", ddmod, low), _bin(b, "greater", dd, 0))
+        ddmod = U.where(b, edge, high, ddmod)
+    correct = _bin(b, "subtract", ddmod, dd)
+    limit = _bin(b, "true_divide", per, 2) if discont is None else discont
+    correct = U.where(b, _bin(b, "less", _un(b, "absolute", dd), limit), 0, correct)
+    head = A.astype(b, _sl(b, pv, ax, None, 1), dtype)
+    rest = _bin(b, "add", _sl(b, pv, ax, 1, None), R.scan(b, "cumsum", correct, ax, None))
+    return S.concatenate(b, [head, A.astype(b, rest, dtype)], ax)
+
+
 def gradient(b: Builder, f: Any, *varargs: Any, axis: Any = None, edge_order: Any = 1) -> Any:
     """np.gradient: second-order central differences inside, first or second order at the
     edges; spacings are scalars or 1-D coordinate arrays (one per axis)."""
@@ -1409,6 +1440,7 @@ def result_type(b: Builder, *arrays_and_dtypes: Any) -> np.dtype:
 
 FUNCTIONS: dict[Any, Handler] = {
     np.diff: diff, np.ediff1d: ediff1d, np.trapezoid: trapezoid, np.gradient: gradient,
+    np.unwrap: unwrap,
     np.isclose: isclose, np.allclose: allclose, np.array_equal: array_equal,
     np.nan_to_num: nan_to_num,
     np.nansum: _nan_reduction("sum"), np.nanprod: _nan_reduction("prod"),

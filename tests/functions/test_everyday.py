@@ -377,3 +377,20 @@ def test_runs_of_positions_are_slices():
         np.testing.assert_array_equal(got, want)
     ir = k.lower(x).ir_optimized
     assert "take(" not in ir and "gather" not in ir
+
+
+def _unwraps(p, i):
+    return (np.unwrap(p), np.unwrap(p, axis=0), np.unwrap(p, discont=4.0, axis=1),
+            np.unwrap(p, period=4.0), np.unwrap(i, period=10))
+
+
+def test_unwrap_matches_numpy():
+    """np.unwrap, the boundary case (a jump of exactly -period/2 upwards) included."""
+    r = np.random.default_rng(11)
+    p = r.uniform(-10, 10, (30, 40))
+    p[0, :5] = [0.0, np.pi, 0.0, -np.pi, 0.0]
+    i = (r.integers(0, 30, 40).cumsum() % 17).astype(np.int64)
+    got = compiler.jit(_unwraps)(p, i)
+    for g, w in zip(got, _unwraps(p, i)):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
