@@ -196,6 +196,15 @@ def table(results: dict[str, Any]) -> str:
         for row in results["scaling"]:
             lines.append(f"  {row['case']}: " + ", ".join(f"{p} {s:.2f}x" for p, s in row["speedup"].items()))
         lines.append("")
+    paired = [c for c in results["modes"].get("default", {}).get("W7", {}).get("cases", [])
+              if {"aotx", "aotx 1 thread"} <= {p for p, r in c["peers"].items() if r.get("status") == "ok"}
+              and c["kind"] == "sample"]
+    if paired:
+        lines.append("W7 aotx speed-up, 2 threads against 1 interleaved in one process (median, min):")
+        for c in paired:
+            one, two = c["peers"]["aotx 1 thread"], c["peers"]["aotx"]
+            lines.append(f"  {c['name']}: {one['median'] / two['median']:.2f}x, {one['min'] / two['min']:.2f}x")
+        lines.append("")
     skipped = sorted({f"{p}: {r['reason']}" for m in results["modes"].values() for w in m.values()
                       for c in w["cases"] for p, r in c["peers"].items()
                       if r.get("status") in ("skipped", "wrong", "error")})
