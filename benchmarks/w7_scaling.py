@@ -8,9 +8,11 @@ threading.
 
 In default threading each of these cases has a companion, "... 2 threads against 1,
 interleaved": the same ``parallel=True`` kernel with the default thread count ("aotx") and with
-``AOTX_NUM_THREADS=1`` ("aotx 1 thread"), each sample one batch of calls of each variant in
-turn (alternating which goes first), so that whatever slows the machine for a while slows both;
-the summary gives their ratio as aotx's speed-up. Timed one after the other, as they were
+``AOTX_NUM_THREADS=1`` ("aotx 1 thread"), and the serial kernel on the two halves of the rows in
+two Python threads at once ("aotx serial, 2 Python threads": what two cores give the same work
+without the pool), each sample one batch of calls of each variant in turn (the order reversed
+every other sample), so that whatever slows the machine for a while slows all three; the
+summary gives aotx's speed-up and the machine's (1 thread / 2 Python threads) side by side. Timed one after the other, as they were
 before, one run gave W1 float64 1e7 at 1.09x: both threads busy for the whole call (CPU time
 twice the wall time), the one-thread variant normal 0.3 s later (docs/performance.md,
 "Multithreading"). The companion prints, per variant, the kernel-mode share of the CPU time,
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from typing import Any, Callable, Iterator
 
@@ -55,6 +58,12 @@ def threads_env(value: str | None) -> Iterator[None]:
             os.environ["AOTX_NUM_THREADS"] = before
 
 
+#: the variants of a companion case: the parallel kernel with the default threads and with one,
+#: and the serial kernel on the two halves of the rows in two Python threads
+VARIANTS = ("default", "1", "halves")
+LABELS = {"default": "aotx", "1": "aotx 1 thread", "halves": "aotx serial, 2 Python threads"}
+
+
 class Interleaved:
     """One ``jit(fn, parallel=True)`` kernel timed with the default thread count and with one
     thread in turn: each `sample` is a batch of calls of each (about `min_sample` seconds
@@ -65,13 +74,42 @@ class Interleaved:
     def __init__(self, cfg: Config, fn: Callable[..., Any], args: tuple[np.ndarray, ...]) -> None:
         self.cfg, self.args = cfg, args
         self.kernel = jit(fn, parallel=True)
-        self.pending: dict[str, list[float]] = {"default": [], "1": []}
-        self.stats = {"default": threadstats.Stats(), "1": threadstats.Stats()}
-        self.calls = {"default": 0, "1": 0}
+        self.serial = jit(fn)
+        rows = args[0].shape[0] // 2
+        self.halves = [tuple(a[:rows] for a in args), tuple(a[rows:] for a in args)]
+        self.pending: dict[str, list[float]] = {v: [] for v in VARIANTS}
+        self.stats = {v: threadstats.Stats() for v in VARIANTS}
+        self.calls = dict.fromkeys(VARIANTS, 0)
         self.loops = 0
         self.turn = 0
 
+    def _halves(self) -> float:
+        """The serial kernel on each half of the rows in two Python threads at once (the GIL
+        released): what two cores give the same work without the pool."""
+        start = threading.Barrier(3)
+
+        def loop(args: tuple[np.ndarray, ...]) -> None:
+            start.wait()
+            for _ in range(self.loops):
+                self.serial(*args)
+        pair = [threading.Thread(target=loop, args=(h,)) for h in self.halves]
+        for t in pair:
+            t.start()
+        for h in self.halves:
+            self.serial(*h)                                           # warm
+        s0 = threadstats.snapshot()
+        start.wait()
+        t0 = time.perf_counter()
+        for t in pair:
+            t.join()
+        t = (time.perf_counter() - t0) / self.loops
+        self.stats["halves"] = self.stats["halves"] + (threadstats.snapshot() - s0)
+        self.calls["halves"] += self.loops
+        return t
+
     def _batch(self, variant: str) -> float:
+        if variant == "halves":
+            return self._halves()
         with threads_env(None if variant == "default" else "1"):
             self.kernel(*self.args)                                   # warm (and the pool's threads)
             s0, t0 = threadstats.snapshot(), time.perf_counter()
@@ -90,7 +128,7 @@ class Interleaved:
                     t0 = time.perf_counter()
                     self.kernel(*self.args)
                 self.loops = max(1, min(10_000, int(self.cfg.min_sample / max(time.perf_counter() - t0, 1e-9))))
-            order = ("default", "1") if self.turn % 2 == 0 else ("1", "default")
+            order = VARIANTS if self.turn % 2 == 0 else VARIANTS[::-1]
             self.turn += 1
             for v in order:
                 self.pending[v].append(self._batch(v))
@@ -104,8 +142,8 @@ class Interleaved:
     def report(self, name: str) -> None:
         if self.cfg.tiny:
             return
-        for v, label in (("default", "aotx"), ("1", "aotx 1 thread")):
-            print(f"    {name}, {label}: {self.stats[v].describe(self.calls[v])}", flush=True)
+        for v in VARIANTS:
+            print(f"    {name}, {LABELS[v]}: {self.stats[v].describe(self.calls[v])}", flush=True)
 
 
 def settled(cfg: Config, factory: Callable[[], Callable[[], Any]]) -> Callable[[], Callable[[], Any]]:
@@ -139,13 +177,12 @@ def interleaved(cfg: Config, name: str, fn: Callable[..., Any], *args: np.ndarra
                 time.sleep(0.3)                  # the peers' spinning threads go to sleep
             inter = get()
             thunk = inter.factory(v)()
-            if v == "1":                         # the second variant: the pairs are all made
+            if v == VARIANTS[-1]:                # the last variant: the batches are all made
                 return _reporting(thunk, inter, name, cfg)
             return thunk
         return make
     return Case(f"{name}: 2 threads against 1, interleaved",
-                {"aotx": variant("default"), "aotx 1 thread": variant("1")}, kind="sample",
-                per=args[0].size, modes=("default",))
+                {LABELS[v]: variant(v) for v in VARIANTS}, kind="sample", per=args[0].size, modes=("default",))
 
 
 def _reporting(thunk: Callable[[], float], inter: Interleaved, name: str, cfg: Config) -> Callable[[], float]:
