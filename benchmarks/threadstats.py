@@ -4,7 +4,9 @@ for a core (another process had it: /proc/self/task/*/schedstat), how many of it
 busy (a split call on 2 threads has 2: a third is some other library's thread spinning or
 working, which takes a core from the call), its page faults, and the kernel's
 transparent-huge-page faults that fell back to 4 KiB pages or stalled on memory compaction
-(/proc/vmstat, the whole machine).
+(/proc/vmstat, the whole machine). The kernel splits CPU time into user and kernel mode from
+samples at the clock tick (100 to 1000 a second): the kernel-mode share means something over
+spans of a second or more, the other figures over any span.
 
 A split call whose threads wait for cores, or whose fresh output is faulted in 4 KiB pages
 (80 MB of float64 then costs about 30 ms of kernel time more than with huge pages), runs
