@@ -10,7 +10,9 @@ In default threading each of these cases has a companion, "... 2 threads against
 interleaved": the same ``parallel=True`` kernel with the default thread count ("aotx") and with
 ``AOTX_NUM_THREADS=1`` ("aotx 1 thread"), and the serial kernel on the two halves of the rows in
 two Python threads at once ("aotx serial, 2 Python threads": what two cores give the same work
-without the pool), each sample one batch of calls of each variant in turn (the order reversed
+without the pool; but an output of 32 MB or less comes warm from the heap (glibc's mmap
+threshold) where a larger one is faulted in during each call, so at 1e7 float32 the halves
+skip the page faults of the whole: 4.2 against 6.0 ms), each sample one batch of calls of each variant in turn (the order reversed
 every other sample), so that whatever slows the machine for a while slows all three; the
 summary gives aotx's speed-up and the machine's (1 thread / 2 Python threads) side by side. Timed one after the other, as they were
 before, one run gave W1 float64 1e7 at 1.09x: both threads busy for the whole call (CPU time
