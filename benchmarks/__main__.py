@@ -196,6 +196,19 @@ def table(results: dict[str, Any]) -> str:
         for row in results["scaling"]:
             lines.append(f"  {row['case']}: " + ", ".join(f"{p} {s:.2f}x" for p, s in row["speedup"].items()))
         lines.append("")
+    paired = [c for c in results["modes"].get("default", {}).get("W7", {}).get("cases", [])
+              if {"aotx", "aotx 1 thread"} <= {p for p, r in c["peers"].items() if r.get("status") == "ok"}
+              and c["kind"] == "sample"]
+    if paired:
+        lines.append("W7 aotx speed-up, 2 threads against 1 interleaved in one process (median, min; and the same "
+                     "work in 2 Python threads without the pool):")
+        for c in paired:
+            one, two = c["peers"]["aotx 1 thread"], c["peers"]["aotx"]
+            py = c["peers"].get("aotx serial, 2 Python threads", {})
+            lines.append(f"  {c['name']}: {one['median'] / two['median']:.2f}x, {one['min'] / two['min']:.2f}x"
+                         + (f" (Python threads {one['median'] / py['median']:.2f}x, {one['min'] / py['min']:.2f}x)"
+                            if py.get("status") == "ok" else ""))
+        lines.append("")
     skipped = sorted({f"{p}: {r['reason']}" for m in results["modes"].values() for w in m.values()
                       for c in w["cases"] for p, r in c["peers"].items()
                       if r.get("status") in ("skipped", "wrong", "error")})

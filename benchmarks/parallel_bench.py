@@ -11,7 +11,10 @@ threads' time): each variant's median and min of all its calls, and the speed-up
 default over the serial kernel. CPU time per call (all threads) shows the work the split adds. ``--overhead`` measures what a
 split costs at 1e3 to 1e5 elements instead (every call split in two, the threshold forced down).
 The load average before and after is printed: on a loaded machine the threads wait for cores
-and the speed-up is not the kernel's.
+and the speed-up is not the kernel's. Under each case, the default variant's figures from
+benchmarks/threadstats.py: the kernel-mode share of its CPU time (page faults of the fresh
+output), the time its threads waited for a core (another process had it: not the kernel's
+speed), page faults per call, and the machine's huge-page fallbacks and compaction stalls.
 """
 from __future__ import annotations
 
@@ -24,8 +27,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(os.path.abspath(__file__))]
 
+import threadstats  # noqa: E402
 from compiler import jit  # noqa: E402
 from compiler.backend import parallel  # noqa: E402
 
@@ -102,6 +106,7 @@ def main() -> None:
         reps = max(3, min(300, int(3e6 // size)))
         wall: dict[str, list[float]] = {"serial": [], "one": [], "default": []}
         cpu: dict[str, list[float]] = {"serial": [], "default": []}
+        stats = {label: threadstats.Stats() for label in wall}
         for _ in range(args.rounds):
             for label in wall:
                 kernel = ser if label == "serial" else par
@@ -110,11 +115,12 @@ def main() -> None:
                 else:
                     os.environ.pop("AOTX_NUM_THREADS", None)
                 kernel(*xs)
-                c0 = time.process_time()
+                c0, s0 = time.process_time(), threadstats.snapshot()
                 for _ in range(reps):
                     t0 = time.perf_counter()
                     kernel(*xs)
                     wall[label].append(time.perf_counter() - t0)
+                stats[label] = stats[label] + (threadstats.snapshot() - s0)
                 if label in cpu:
                     cpu[label].append((time.process_time() - c0) / reps)
         os.environ.pop("AOTX_NUM_THREADS", None)
@@ -125,6 +131,8 @@ def main() -> None:
         print(f"{name:36s} {fmt(s):>20s} {fmt(wall['one']):>20s} {fmt(d):>20s} "
               f"{statistics.median(s) / statistics.median(d):8.2f}/{min(s) / min(d):.2f}x "
               f"{statistics.median(cpu['default']) / statistics.median(cpu['serial']):14.2f}", flush=True)
+        print(f"{'':36s} default: {stats['default'].describe(len(d))}; serial: "
+              f"{stats['serial'].describe(len(s))}", flush=True)
     print(f"load average {os.getloadavg()}")
 
 

@@ -33,7 +33,8 @@ The exported entry of an accepted kernel (:func:`emit_entry`) has the usual C AB
 work estimate of the IR: :func:`row_cost`, against ``WORK_PER_THREAD``) it calls the
 serial code directly. Above, it cuts the rows into T slices (T: ``AOTX_NUM_THREADS``, else
 the size of the process's CPU affinity mask, at most ``MAX_THREADS`` and at most
-``rows / min_rows``; ``TASKS_PER_THREAD`` slices a thread when the rows allow), and hands
+``rows / min_rows``; ``TASKS_PER_THREAD`` slices a thread when the rows allow, the rows of
+the last slice of each thread cut again in halving levels: ``TAIL_LEVELS``), and hands
 them to the thread pool (backend/pool.py: ``aotx_pool_run``), which runs ``NAME.task`` on
 each: the serial code on its slice, the pointers of split arguments and results advanced
 by ``start * row_bytes``, the row symbol replaced by the slice's row count, the first
@@ -71,6 +72,12 @@ ALIGN_ROWS = 64
 #: a split call is cut into this many tasks a thread (when each keeps at least the least work):
 #: a thread that a busy machine slows down leaves its last tasks to the others
 TASKS_PER_THREAD = 4
+#: the most levels of a call's tail: the rows of the last ``threads`` slices of the equal cut are
+#: cut again in levels of half the rest each (``threads`` slices a level, each at least the
+#: least work), so that the threads finish within a small slice of each other
+TAIL_LEVELS = 12
+#: a slice of the tail does at least this many times the fixed work of a slice (``slice_cost``)
+TAIL_SHARE = 16
 #: the symbolic dim of the rows of a parallel kernel compiled lazily for fixed shapes
 ROWS = "rows"
 #: the environment variable that sets the thread count (read on every split call)
@@ -94,6 +101,9 @@ class Plan:
     split_inputs: tuple[bool, ...]
     min_rows: int
     cost_per_row: float
+    #: the least rows of a slice of the tail (the last slices of a call): at least `min_rows`,
+    #: more when each slice has a fixed cost (:func:`slice_cost`)
+    tail_rows: int = 1
 
 
 class _Refused(Exception):
@@ -168,10 +178,12 @@ def _analyze(fn: Function, sym: str, symbols: list[str]) -> Plan:
             raise _Refused(f"argument {k} has the rows on axis {r}, not 0 ({t})")
         axis[a] = r
         split.append(r == 0)
-    cost = 0.0
+    cost, fixed = 0.0, 0.0
     for op in fn.body.ops:
         rs = _op_rows(op, [axis[v] for v in op.operands], row, sym)
         ins = [axis[v] for v in op.operands]
+        if any(r is not None for r in rs):
+            fixed += slice_cost(op, ins)
         for v, r in zip(op.results, rs):
             axis[v] = r
             if r is not None:
@@ -180,7 +192,20 @@ def _analyze(fn: Function, sym: str, symbols: list[str]) -> Plan:
         if axis.get(v) != 0:
             raise _Refused(f"result {k} is not computed row by row along axis 0 ({v.type})")
     cost = max(cost, 1.0)
-    return Plan(sym, symbols.index(sym), tuple(split), max(1, math.ceil(WORK_PER_THREAD / cost)), cost)
+    min_rows = max(1, math.ceil(WORK_PER_THREAD / cost))
+    return Plan(sym, symbols.index(sym), tuple(split), min_rows, cost,
+                max(min_rows, math.ceil(TAIL_SHARE * fixed / cost)))
+
+
+def slice_cost(op: Op, ins: list[int | None]) -> float:
+    """The work a slice repeats whatever its rows, in :func:`row_cost` units: a matrix product
+    of the rows by an operand without them packs that operand on every call (BLAS), about 8
+    units an element (W of 256 x 256 float64: about 38 us a slice, measured as the CPU time
+    that 12 more slices added to a split tanh(x @ W + b) of 4096 rows)."""
+    if op.prim.name != "dot_general" or all(r is not None for r in ins):
+        return 0.0
+    return sum(8.0 * math.prod(d if isinstance(d, int) else 16 for d in v.type.shape)
+               for v, r in zip(op.operands, ins) if r is None)
 
 
 def _per_row(t: TensorType, r: int) -> float:
@@ -381,20 +406,33 @@ def emit_entry(module: ll.Module, impl: ll.Function, name: str, fn: Function, pl
         args.append(count if k == plan.symbol_index else b.load(b.gep(syms, [ll.Constant(I64, k)])))
     b.ret(b.call(impl, args))
 
-    # a job: the call's pointers, the rows of a task, all the rows, the first failing status
-    job_t = ll.LiteralStructType([pp, pp, i64p, I64, I64, I32])
+    # a job: the call's pointers, the rows of a head task, all the rows, the first failing
+    # status, the head tasks, the threads, the tail's levels (the schedule: :func:`schedule`)
+    job_t = ll.LiteralStructType([pp, pp, i64p, I64, I64, I32, I64, I64, I64])
     task = ll.Function(module, pool.TASK, f"{name}.task")
     task.linkage = "internal"
     b = ll.IRBuilder(task.append_basic_block("entry"))
     job = b.bitcast(task.args[0], job_t.as_pointer())
-    fields = [b.load(b.gep(job, [ll.Constant(I32, 0), ll.Constant(I32, j)])) for j in range(5)]
-    per, rows = fields[3], fields[4]
-    first = b.mul(task.args[1], per)
-    left = b.sub(rows, first)
-    status = b.call(chunk, fields[:3] + [first, b.select(b.icmp_signed("<", per, left), per, left)])
+
+    def field(j: int) -> ll.Value:
+        return b.load(b.gep(job, [ll.Constant(I32, 0), ll.Constant(I32, j)]))
+    per, rows, head, c, levels = field(3), field(4), field(6), field(7), field(8)
+    i = task.args[1]
+    in_head = b.icmp_signed("<", i, head)
+    j = b.sub(i, head)
+    first, count = _tail_slice(b, rows, b.mul(head, per), c, levels, b.sdiv(j, c), b.srem(j, c))
+    first = b.select(in_head, b.mul(i, per), first)
+    count = b.select(in_head, per, count)
+    run_it = task.append_basic_block("run")
+    done = task.append_basic_block("done")
+    b.cbranch(b.icmp_signed(">", count, ll.Constant(I64, 0)), run_it, done)
+    b.position_at_end(run_it)
+    status = b.call(chunk, [field(0), field(1), field(2), first, count])
     with b.if_then(b.icmp_signed("!=", status, ll.Constant(I32, 0)), likely=False):
         b.cmpxchg(b.gep(job, [ll.Constant(I32, 0), ll.Constant(I32, 5)]), ll.Constant(I32, 0), status,
                   "monotonic", "monotonic")
+    b.branch(done)
+    b.position_at_end(done)
     b.ret_void()
 
     threads = _emit_threads(module, name, linux)
@@ -425,11 +463,59 @@ def emit_entry(module: ll.Module, impl: ll.Function, name: str, fn: Function, pl
                     ll.Constant(I64, ALIGN_ROWS))
     per = b.select(b.icmp_signed(">", per, ll.Constant(I64, 4 * ALIGN_ROWS)), aligned, per)
     count = b.sdiv(b.add(rows, b.sub(per, ll.Constant(I64, 1))), per)
+    # the last c slices' rows become the tail, cut in halving levels of c tasks each
+    head = b.sub(count, c)
+    head = b.select(b.icmp_signed("<", head, ll.Constant(I64, 0)), ll.Constant(I64, 0), head)
+    levels = _tail_levels(entry, b, b.sub(rows, b.mul(head, per)), c, plan.tail_rows)
     job = b.alloca(job_t)
-    for j, v in enumerate([ins, outs, syms, per, rows, ll.Constant(I32, 0)]):
+    for j, v in enumerate([ins, outs, syms, per, rows, ll.Constant(I32, 0), head, c, levels]):
         b.store(v, b.gep(job, [ll.Constant(I32, 0), ll.Constant(I32, j)]))
-    b.call(run, [task, b.bitcast(job, I8P), count, c])
+    b.call(run, [task, b.bitcast(job, I8P), b.add(head, b.mul(levels, c)), c])
     b.ret(b.load(b.gep(job, [ll.Constant(I32, 0), ll.Constant(I32, 5)])))
+
+
+def _align_down(b: ll.IRBuilder, v: ll.Value) -> ll.Value:
+    return b.mul(b.sdiv(v, ll.Constant(I64, ALIGN_ROWS)), ll.Constant(I64, ALIGN_ROWS))
+
+
+def _tail_levels(fn: ll.Function, b: ll.IRBuilder, tail: ll.Value, c: ll.Value, min_rows: int) -> ll.Value:
+    """The levels of a tail of `tail` rows on `c` threads: 1, and one more while the last
+    level (``tail >> (levels - 1)`` rows) still gives each thread `min_rows` (the plan's
+    ``tail_rows``; at most ``TAIL_LEVELS``)."""
+    k = b.alloca(I64)
+    b.store(ll.Constant(I64, 1), k)
+    head, body, out = (fn.append_basic_block(f"levels.{s}") for s in ("head", "body", "out"))
+    b.branch(head)
+    b.position_at_end(head)
+    n = b.load(k)
+    more = b.and_(b.icmp_signed("<", n, ll.Constant(I64, TAIL_LEVELS)),
+                  b.icmp_signed(">=", b.ashr(tail, n), b.mul(c, ll.Constant(I64, min_rows))))
+    b.cbranch(more, body, out)
+    b.position_at_end(body)
+    b.store(b.add(n, ll.Constant(I64, 1)), k)
+    b.branch(head)
+    b.position_at_end(out)
+    return b.load(k)
+
+
+def _tail_slice(b: ll.IRBuilder, rows: ll.Value, start: ll.Value, c: ll.Value, levels: ll.Value,
+                level: ll.Value, m: ll.Value) -> tuple[ll.Value, ll.Value]:
+    """The first row and the row count (<= 0: none) of task `m` of tail level `level`: the
+    tail (rows `start` to `rows`) is cut in levels of half the rest each (the last level takes
+    all that is left), each level in `c` slices, its bounds at multiples of ALIGN_ROWS."""
+    one = ll.Constant(I64, 1)
+    tail = b.sub(rows, start)
+    lo = b.add(start, _align_down(b, b.sub(tail, b.ashr(tail, level))))
+    last = b.icmp_signed(">=", b.add(level, one), levels)
+    nxt = b.add(level, one)
+    hi = b.select(last, rows, b.add(start, _align_down(b, b.sub(tail, b.ashr(tail, nxt)))))
+    q = b.sdiv(b.add(b.sub(hi, lo), b.sub(c, one)), c)                            # ceil(size / c)
+    aligned = b.mul(b.sdiv(b.add(q, ll.Constant(I64, ALIGN_ROWS - 1)), ll.Constant(I64, ALIGN_ROWS)),
+                    ll.Constant(I64, ALIGN_ROWS))
+    q = b.select(b.icmp_signed(">", q, ll.Constant(I64, 4 * ALIGN_ROWS)), aligned, q)
+    first = b.add(lo, b.mul(m, q))
+    left = b.sub(hi, first)
+    return first, b.select(b.icmp_signed("<", q, left), q, left)
 
 
 def _declare(module: ll.Module, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
