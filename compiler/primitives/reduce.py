@@ -270,44 +270,21 @@ def _ref_scan(fn: Callable[..., Any]) -> Callable[..., Any]:
     return lambda x, axis: fn(x, axis=axis, dtype=x.dtype)
 
 
-cumsum = define(
-    ops.cumsum_p,
-    shape_rule=_scan_rule,
-    numpy_ref=_ref_scan(np.cumsum),
-    lower=_lower_scan("sum"),
-    vmap_rule=_vmap_scan,
-    doc="running sum along `axis`",
-)
-cumprod = define(
-    ops.cumprod_p,
-    shape_rule=_scan_rule,
-    numpy_ref=_ref_scan(np.cumprod),
-    lower=_lower_scan("prod"),
-    vmap_rule=_vmap_scan,
-    doc="running product along `axis`",
-)
+def _scan(prim: Primitive, kind: str, ref: Callable[..., Any], doc: str) -> Primitive:
+    return define(prim, shape_rule=_scan_rule, numpy_ref=ref, lower=_lower_scan(kind),
+                  vmap_rule=_vmap_scan, doc=doc)
 
 
 def _ref_extremum_scan(uf: np.ufunc) -> Callable[..., Any]:
     return lambda x, axis: uf.accumulate(x, axis=axis)
 
 
-cummax = define(
-    ops.cummax_p,
-    shape_rule=_scan_rule,
-    numpy_ref=_ref_extremum_scan(np.maximum),
-    lower=_lower_scan("max"),
-    vmap_rule=_vmap_scan,
-    doc="running maximum along `axis` (np.maximum.accumulate)",
-)
-cummin = define(
-    ops.cummin_p,
-    shape_rule=_scan_rule,
-    numpy_ref=_ref_extremum_scan(np.minimum),
-    lower=_lower_scan("min"),
-    vmap_rule=_vmap_scan,
-    doc="running minimum along `axis` (np.minimum.accumulate)",
-)
+cumsum = _scan(ops.cumsum_p, "sum", _ref_scan(np.cumsum), "running sum along `axis`")
+cumprod = _scan(ops.cumprod_p, "prod", _ref_scan(np.cumprod), "running product along `axis`")
+cummax = _scan(ops.cummax_p, "max", _ref_extremum_scan(np.maximum),
+               "running maximum along `axis` (np.maximum.accumulate)")
+cummin = _scan(ops.cummin_p, "min", _ref_extremum_scan(np.minimum),
+               "running minimum along `axis` (np.minimum.accumulate)")
 
 
 # ---- differentiation rules ---------------------------------------------------------------
