@@ -229,7 +229,11 @@ def test_no_convergence_raises_linalgerror(monkeypatch):
     loaded with a failing provider); NaN and infinite inputs give NumPy's results."""
     rng = np.random.default_rng(6)
     a, b = rand(rng, (3, N, N), np.float64), rand(rng, (2, N + 4, N), np.float64)
-    eig(a), svds(b)                                   # compiled (and stored) first
+    # kernels of this test only: a module-level kernel loaded here, with the real provider,
+    # would stay bound to it, and test_library_path_and_generated_path, run later in the
+    # same xdist worker, would count no calls
+    eig_k, svds_k = jit(_eig), jit(_svds)
+    eig_k(a), svds_k(b)                               # compiled (and stored) first
     _use(monkeypatch, fail=True)
     with pytest.raises(np.linalg.LinAlgError, match="^Eigenvalues did not converge"):
         jit(_eig)(a)
@@ -237,9 +241,9 @@ def test_no_convergence_raises_linalgerror(monkeypatch):
         jit(_svds)(b)
     _use(monkeypatch)
     a[1, 2, 1] = np.inf          # NumPy: NaN results, no error
-    w, v = eig(a)
+    w, v = eig_k(a)
     assert np.isfinite(w[1]).all() == np.isfinite(np.linalg.eigvalsh(a[1])).all()
     assert np.isfinite(w[[0, 2]]).all()
     b[1, 3, 1] = np.nan          # NumPy: LinAlgError
     with pytest.raises(np.linalg.LinAlgError, match="^SVD did not converge"):
-        svds(b)
+        svds_k(b)
