@@ -138,19 +138,10 @@ def max_sumexp(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx:
                     b.store(ll.Constant(elem, LEAD[nbits // 8]), lead)
                     b.store(cg.index(1), tries)
         b.store(smax(b.load(row_key), b.load(cmax)), row_key)
-        b.store(b.fadd(b.load(leaf), wide_(b.load(acc))), leaf)
-        count = b.add(b.load(filled), n)
-        b.store(count, filled)
-        with b.if_then(b.icmp_signed(">=", count, cg.index(block))):
-            stack.push(b.load(leaf))
-            b.store(wzero, leaf)
-            b.store(cg.index(0), filled)
+        pairwise.into_leaf(cg, stack, leaf, filled, b.fadd(b.load(leaf), wide_(b.load(acc))), n,
+                           block, wzero)
 
-    def place(red: list[Any]) -> list[Any]:
-        rest, it = iter(out_idx), iter(red)
-        return [next(it) if a in axes else next(rest) for a in range(len(shape))]
-
-    pairwise._chunks(cg, [shape[a] for a in axes], block, place, chunk)
+    pairwise.over_axes(cg, shape, axes, out_idx, block, chunk)
     m = unkey(b.load(row_key))
     total = stack.total(b.load(leaf))
     # a nan sum (a nan, or +inf, in the rows) or a zero max (the chunk max ignores the sign of
@@ -163,7 +154,7 @@ def max_sumexp(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx:
         def walk(full: Callable[[Any], list[Any]], n: Any) -> None:
             with cg.loop(n) as t:
                 b.store(cg.intrinsic("llvm.maximum", [b.load(exact), element(full(t))]), exact)
-        pairwise._chunks(cg, [shape[a] for a in axes], block, place, walk)
+        pairwise.over_axes(cg, shape, axes, out_idx, block, walk)
     # the partials are relative to the shift, within LEAD of m: s = total * exp(shift - m), in
     # a vectorized loop over the outputs afterwards (finish). Every position -inf:
     # 0 * exp(shift + inf) is nan, as NumPy's exp(-inf - -inf)

@@ -97,21 +97,36 @@ def reduce(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx: Seq
         with cg.loop(m, interleave4=True) as t:     # A = 4 x lanes accumulators
             b.store(cg.reassoc(combine(b.load(acc), element(full(t)))), acc)
         total = b.fpext(b.load(acc), ll.DoubleType()) if widen else b.load(acc)
-        b.store(combine(b.load(leaf), total), leaf)
-        n = b.add(b.load(filled), m)
-        b.store(n, filled)
-        with b.if_then(b.icmp_signed(">=", n, cg.index(block))):
-            stack.push(b.load(leaf))
-            b.store(wide_init, leaf)
-            b.store(cg.index(0), filled)
+        into_leaf(cg, stack, leaf, filled, combine(b.load(leaf), total), m, block, wide_init)
 
+    over_axes(cg, shape, axes, out_idx, block, chunk)
+    result = stack.total(b.load(leaf))
+    return b.fptrunc(result, init.type) if widen else result
+
+
+def into_leaf(cg: Any, stack: "_Stack", leaf: Any, filled: Any, value: Any, n: Any, block: int,
+              empty: Any) -> None:
+    """The leaf becomes `value` (its sum with a chunk of n elements); a leaf of `block`
+    elements goes onto the stack and starts again from `empty`."""
+    b = cg.b
+    b.store(value, leaf)
+    count = b.add(b.load(filled), n)
+    b.store(count, filled)
+    with b.if_then(b.icmp_signed(">=", count, cg.index(block))):
+        stack.push(b.load(leaf))
+        b.store(empty, leaf)
+        b.store(cg.index(0), filled)
+
+
+def over_axes(cg: Any, shape: Sequence[dims.Dim], axes: Sequence[int], out_idx: Sequence[Any],
+              block: int, chunk: Callable[[Callable[[Any], list[Any]], Any], None]) -> None:
+    """chunk(full, n) over the reduced `axes` of `shape` in chunks of at most `block`
+    elements, the other axes fixed by out_idx; full(t) is the whole index of element t."""
     def place(red: list[Any]) -> list[Any]:
         rest, it = iter(out_idx), iter(red)
         return [next(it) if a in axes else next(rest) for a in range(len(shape))]
 
     _chunks(cg, [shape[a] for a in axes], block, place, chunk)
-    result = stack.total(b.load(leaf))
-    return b.fptrunc(result, init.type) if widen else result
 
 
 def scan(cg: Any, n: Any, init: Any, combine: Combine, element: Callable[[Any], Any],
