@@ -229,29 +229,25 @@ def _lower_dot_rows(cg: Any, op: Any, out: Any, place: Any, laxes: tuple, raxes:
     lhs, rhs = op.operands
     (lb, lfree, lc), (rb, rfree, rc) = laxes, raxes
     dtype, nb = op.results[0].dtype, len(lb)
+
+    def dot(bi: list[Any], ii: list[Any], jj: list[Any]) -> None:
+        """out[bi, ii, jj]: the dot product of lhs's row (bi, ii) and rhs's (bi, jj)."""
+        def pair(acc: list[Any], kk: list[Any]) -> list[Any]:
+            a = cg.read(lhs, place(lhs.ndim, [(list(lb), bi), (lfree, ii), (list(lc), kk)]))
+            r = cg.read(rhs, place(rhs.ndim, [(list(rb), bi), (rfree, jj), (list(rc), kk)]))
+            total = cg.add(dtype, acc[0], cg.mul(dtype, a, r))
+            return [cg.reassoc(total) if dtype.kind == "f" else total]
+        (acc,) = cg.reduce(k_shape, tuple(range(len(k_shape))), [], [cg.const(dtype, 0)], pair)
+        cg.store(out, list(bi) + list(ii) + list(jj), acc)
+
     if j_shape:
         with cg.loop_nest(outer_shape[:nb]) as bi:
             with cg.loop_nest(j_shape, vectorize=False) as jj:
                 with cg.loop_nest(outer_shape[nb:], vectorize=False) as ii:
-                    def pair(acc: list[Any], kk: list[Any]) -> list[Any]:
-                        a = cg.read(lhs, place(lhs.ndim, [(list(lb), bi), (lfree, ii), (list(lc), kk)]))
-                        r = cg.read(rhs, place(rhs.ndim, [(list(rb), bi), (rfree, jj), (list(rc), kk)]))
-                        total = cg.add(dtype, acc[0], cg.mul(dtype, a, r))
-                        return [cg.reassoc(total) if dtype.kind == "f" else total]
-                    (acc,) = cg.reduce(k_shape, tuple(range(len(k_shape))), [], [cg.const(dtype, 0)], pair)
-                    cg.store(out, list(bi) + list(ii) + list(jj), acc)
+                    dot(bi, ii, jj)
         return
-    ones = [cg.index(0)] * len(rfree)
     with cg.loop_nest(outer_shape) as outer:
-        bi, ii = outer[:nb], outer[nb:]
-
-        def body(acc: list[Any], kk: list[Any]) -> list[Any]:
-            a = cg.read(lhs, place(lhs.ndim, [(list(lb), bi), (lfree, ii), (list(lc), kk)]))
-            r = cg.read(rhs, place(rhs.ndim, [(list(rb), bi), (rfree, ones), (list(rc), kk)]))
-            total = cg.add(dtype, acc[0], cg.mul(dtype, a, r))
-            return [cg.reassoc(total) if dtype.kind == "f" else total]
-        (acc,) = cg.reduce(k_shape, tuple(range(len(k_shape))), [], [cg.const(dtype, 0)], body)
-        cg.store(out, bi + ii + ones, acc)
+        dot(outer[:nb], outer[nb:], [cg.index(0)] * len(rfree))
 
 
 dot_general = define(
