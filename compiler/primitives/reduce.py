@@ -18,6 +18,7 @@ from compiler.ir.types import BOOL, F16, I64, TensorType, is_float
 from compiler.primitives import ad, ops
 from compiler.primitives.base import check
 from compiler.primitives.batching import reemit, shift_axes
+from compiler.primitives.sorting import scatter_rows, take_rows
 
 Types = tuple[TensorType, ...]
 
@@ -393,32 +394,19 @@ define(reduce_prod, jvp_rule=_jvp_prod, vjp_rule=_vjp_prod)
 define(cumprod, jvp_rule=_jvp_cumprod, vjp_rule=_vjp_cumprod)
 
 
-def _dim_value(b: Any, d: Any) -> Any:
-    return ops.scalar(b, d, np.int64) if isinstance(d, int) else ops.size_of(b, d, np.int64)
+def _running_positions(b: Any, x: Any, y: Any, axis: int) -> tuple[Any, list[int]]:
+    """For y = cummax(x) (cummin), with `axis` moved last (`order`): the position along it of
+    the element each y[k] is, the last j <= k where x[j] == y[j] (a running maximum of those
+    positions). y[k]'s derivative is x's there."""
+    order = [a for a in range(x.type.ndim) if a != axis] + [axis]
+    xm, ym = ops.transpose(b, x, order), ops.transpose(b, y, order)
+    at = ops.iota(b, np.dtype(np.int64), tuple(xm.type.shape), xm.type.ndim - 1)
+    hit = ops.select(b, ops.eq(b, xm, ym), at, ops.full(b, 0, at.type))
+    return ops.cummax(b, hit, xm.type.ndim - 1), order
 
 
-def _running_source(b: Any, x: Any, y: Any, axis: int) -> tuple[Any, Any]:
-    """For y = cummax(x) (cummin): the flat position of the element each y[k] is, the last
-    j <= k along `axis` where x[j] == y[j] (a running maximum of those positions), and the
-    flat size. y[k]'s derivative is x's at that position."""
-    shape = tuple(x.type.shape)
-    i64 = np.dtype(np.int64)
-    at = ops.iota(b, i64, shape, axis)
-    zero = ops.full(b, 0, at.type)
-    last = ops.cummax(b, ops.select(b, ops.eq(b, x, y), at, zero), axis)
-    flat = zero
-    stride: Any = 1
-    stride_at_axis = None
-    for d in reversed(range(len(shape))):
-        s = ops.broadcast_in_dim(b, _dim_value(b, stride), shape, ())
-        if d == axis:
-            stride_at_axis = s
-        flat = ops.add(b, flat, ops.mul(b, ops.iota(b, i64, shape, d), s))
-        stride = shape[d] * stride if isinstance(stride, int) and isinstance(shape[d], int) \
-            else dims.mul(stride, shape[d])
-    assert stride_at_axis is not None
-    source = ops.add(b, flat, ops.mul(b, ops.sub(b, last, at), stride_at_axis))
-    return ops.reshape(b, source, (stride,)), stride
+def _back(b: Any, v: Any, order: list[int]) -> Any:
+    return ops.transpose(b, v, [order.index(a) for a in range(len(order))])
 
 
 def _jvp_running(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> list[Any]:
@@ -426,18 +414,16 @@ def _jvp_running(b: Any, op: Any, primals: list[Any], tangents: list[Any]) -> li
     if t is None:
         return [None]
     y = ad.op_output(b, op, primals)
-    source, n = _running_source(b, x, y, op.params["axis"])
-    return [ops.reshape(b, ops.take(b, ops.reshape(b, t, (n,)), source, 0), tuple(x.type.shape))]
+    last, order = _running_positions(b, x, y, op.params["axis"])
+    return [_back(b, take_rows(b, ops.transpose(b, t, order), last), order)]
 
 
 def _vjp_running(b: Any, op: Any, primals: list[Any], outs: list[Any], cts: list[Any]) -> list[Any]:
     (x,), (ct,) = primals, cts
     if ct is None:
         return [None]
-    source, n = _running_source(b, x, outs[0], op.params["axis"])
-    flat = ops.scatter(b, ops.full(b, 0, TensorType(ct.type.dtype, (n,))), source,
-                       ops.reshape(b, ct, (n,)), 0, "add")
-    return [ops.reshape(b, flat, tuple(x.type.shape))]
+    last, order = _running_positions(b, x, outs[0], op.params["axis"])
+    return [_back(b, scatter_rows(b, ops.transpose(b, ct, order), last), order)]
 
 
 define(cummax, jvp_rule=_jvp_running, vjp_rule=_vjp_running)
