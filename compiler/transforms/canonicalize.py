@@ -28,6 +28,7 @@ from compiler.ir.primitive import ELEMENTWISE, Primitive
 from compiler.primitives import ops
 from compiler.primitives.control import expand_lanes
 from compiler.primitives.linalg import free_axes
+from compiler.primitives.sorting import take_rows
 from compiler.transforms.simplify import rebuilt
 
 
@@ -448,19 +449,12 @@ def _head_of_sort(b: Builder, op: Op) -> list[Value] | None:
         return None
     last = len(shape) - 1
     dtype = key.type.dtype
-    rows = 1
-    for d in batch:
-        assert isinstance(d, int)
-        rows *= d
     idx = ops.iota(b, np.dtype(np.int64), shape, last)
     beyond = ops.full(b, n, idx.type)
     is_float = dtype.kind == "f"
     nan = ops.isnan(b, key) if is_float else None
     big = ops.full(b, np.inf if is_float else np.iinfo(dtype).max, key.type)
-    row = ops.iota(b, np.dtype(np.int64), (rows,), 0)        # each row's first flat position
-    base = ops.reshape(b, ops.mul(b, row, ops.full(b, n, row.type)), tuple(batch) + (1,)) if batch else None
-    flats = [ops.reshape(b, v, (rows * n,)) for v in sort.operands]
-    picked: list[list[Value]] = [[] for _ in sort.operands]
+    picked: list[Value] = []            # the position of each pick, [*batch, 1]
     cand: Value | None = None           # after the previous pick (v, i): keys after (v, i)
     for _ in range(k):
         plain = cand if nan is None else ops.not_(b, nan) if cand is None else \
@@ -485,12 +479,9 @@ def _head_of_sort(b: Builder, op: Op) -> list[Value] | None:
         else:
             hit = ops.eq(b, key, wide)
         cand = ops.or_(b, later, ops.and_(b, hit, after))
-        at = ops.add(b, first, base) if base is not None else first
-        for out, f in zip(picked, flats):
-            out.append(ops.take(b, f, ops.reshape(b, at, (rows,)), 0))
-    j = sort.results.index(x)
-    pieces = [ops.reshape(b, v, tuple(batch) + (1,)) for v in picked[j]]
-    return [ops.concatenate(b, pieces, last) if len(pieces) > 1 else pieces[0]]
+        picked.append(first)
+    positions = ops.concatenate(b, picked, last) if len(picked) > 1 else picked[0]
+    return [take_rows(b, sort.operands[sort.results.index(x)], positions)]
 
 
 PATTERNS: dict[Primitive, Callable[[Builder, Op], list[Value] | None]] = {
