@@ -76,6 +76,7 @@ class Codegen:
         self.checks: dict[Op, int] = {}              # check op -> its status (kernel.error_sites)
         self.too_big: ll.Value | None = None           # i1: an array's byte count overflows
         self.math_calls = 0          # vector-math calls emitted so far (see loop())
+        self.late_math_calls = 0     # those of them inlined after vectorization (see loop())
         self._loop_ids = 0
         self.scalar_loops = False    # loops left scalar and not unrolled (see scalar_code)
         self.rolled_depth: int | None = None   # loop depth of rolled_code's region, else None
@@ -187,7 +188,10 @@ class Codegen:
 
     def vecmath(self, name: str, args: Sequence[ll.Value]) -> ll.Value:
         self.math_calls += 1
-        return mathlib.call(self, name, list(args))
+        result = mathlib.call(self, name, list(args))
+        if mathlib.is_late(result):
+            self.late_math_calls += 1
+        return result
 
     def cast(self, v: ll.Value, src: np.dtype, dst: np.dtype) -> ll.Value:
         return casts.cast(self, v, src, dst)
@@ -343,7 +347,7 @@ class Codegen:
         b.cbranch(b.icmp_signed("<", i, extent), body, exit_)
         b.position_at_end(body)
         self._cache.append({})
-        calls_before = self.math_calls
+        calls_before, late_before = self.math_calls, self.late_math_calls
         self._loop_depth += 1
         self._nest_heights.append(0)
         self._nest_long.append(False)
@@ -376,6 +380,12 @@ class Codegen:
         elif long_inside and _trips_below(extent, FULL_UNROLL_TRIPS + 1) \
                 and not _trips_below(extent, SHORT_LOOP) and "u" not in hints:
             hints += "u"        # a few trips around a real loop: see FULL_UNROLL_TRIPS
+        if self.late_math_calls > late_before and not row and "u" not in hints:
+            # a call inlined only after vectorization (vecmath.is_late) looks cheap to the
+            # unroller: a short static reduction loop was unrolled whole, and the SLP vectorizer
+            # left its calls one lane each (rows of 20: 2.5x slower). An elementwise short row
+            # is still unrolled: there the SLP vectorizer calls the vector variants.
+            hints += "u"
         if hints:
             self._loop_hints(back, hints)
         b.position_at_end(exit_)

@@ -31,3 +31,10 @@ def call(cg: Any, name: str, args: list[ll.Value]) -> ll.Value:
     sym = _LIBM[name] + suffix
     fn = cg.module.globals.get(sym) or ll.Function(cg.module, ll.FunctionType(t, [t] * len(args)), sym)
     return cg.b.call(fn, args)
+
+
+def is_late(result: ll.Value) -> bool:
+    """Whether `result` is a call that stays a call until after vectorization (a vecmath
+    function with an explicit vector body: vecmath.late_definition)."""
+    callee = getattr(result, "callee", None)
+    return isinstance(callee, ll.Function) and vecmath.is_late(callee.name)

@@ -23,6 +23,7 @@ import llvmlite.binding as llvm
 from llvmlite.binding import newpassmanagers
 
 from compiler.backend.target import Target, _initialize
+from compiler.backend import vecmath
 
 
 def optimize(module: llvm.ModuleRef, target: Target) -> llvm.ModuleRef:
@@ -41,7 +42,26 @@ def optimize(module: llvm.ModuleRef, target: Target) -> llvm.ModuleRef:
         mpm.run(module, pb)
     finally:
         _free(mpm)
+    late = [text for fn in module.functions if fn.is_declaration
+            for text in [vecmath.late_definition(fn.name)] if text]
+    if late:
+        _inline_late(module, late, pb)
     return module
+
+
+def _inline_late(module: llvm.ModuleRef, texts: list[str], pb: object) -> None:
+    """Link in the scalar functions that had to stay calls until LoopVectorize had replaced
+    them by calls of their vector variants (vecmath._define.vector_inlined_function), inline
+    those variants and functions (``alwaysinline``), and drop what is left unused."""
+    for text in texts:     # parsed in the module's context (ModuleRef keeps it as _context)
+        module.link_in(llvm.parse_assembly(text, context=module._context))
+    late = llvm.create_new_module_pass_manager()
+    late.add_always_inliner_pass()
+    late.add_global_dead_code_eliminate_pass()
+    try:
+        late.run(module, pb)
+    finally:
+        _free(late)
 
 
 def _free(manager: llvm.ModulePassManager) -> None:

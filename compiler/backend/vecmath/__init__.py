@@ -28,22 +28,27 @@ from typing import Callable
 import llvmlite.ir as ir
 
 from compiler.backend.vecmath import exp_log, hyperbolic, inverse_hyperbolic, inverse_trig, power, trig
-from compiler.backend.vecmath._define import inline_function
+from compiler.backend.vecmath._define import inline_function, natural_width, vector_inlined_function
 
 _INLINE: dict[str, Callable] = {
     **exp_log.KERNELS, **hyperbolic.KERNELS, **inverse_trig.KERNELS, **power.KERNELS,
     **inverse_hyperbolic.KERNELS}
 _VECTOR: dict[str, Callable] = trig.KERNELS  # name -> define(module, name, ty, fast, fma, bits)
+#: name -> (scalar type, vector width, body): an explicit vector body where the target has the
+#: instructions it needs (AVX-512 permutes and vscalefpd), used for that type and width only
+_TABLED: dict[str, tuple[str, int, Callable]] = {"exp": ("double", 512, exp_log.exp_table)}
+_TABLED_SUFFIX = "_tbl"
 _NARGS = {"arctan2": 2, "pow": 2, "hypot": 2}
 
 SUPPORTED: frozenset[str] = frozenset(_INLINE) | frozenset(_VECTOR)
 
 
-def symbol(name: str, ty: ir.Type, *, fastmath: bool, has_fma: bool) -> str:
-    """The internal symbol of one variant, e.g. ``aotx_vm_exp_f64_fast``."""
+def symbol(name: str, ty: ir.Type, *, fastmath: bool, has_fma: bool, tabled: bool = False) -> str:
+    """The internal symbol of one variant, e.g. ``aotx_vm_exp_f64_fast`` (``_tbl``: the
+    explicit vector body of _TABLED)."""
     suffix = {"double": "f64", "float": "f32"}[str(ty)]
     return (f"aotx_vm_{name}_{suffix}" + ("_fast" if fastmath else "")
-            + ("" if has_fma else "_nofma"))
+            + ("" if has_fma else "_nofma") + (_TABLED_SUFFIX if tabled else ""))
 
 
 @dataclass(frozen=True)
@@ -51,23 +56,31 @@ class _Unit:
     """The LLVM IR text of one function's definition and what it needs, made once per process:
     the function's symbol, the module-level entries (``(name, kind, text)``, kind
     ``declare``, ``define`` or ``global``), the functions to keep in ``@llvm.compiler.used``,
-    and the call-site attribute mapping the function to its vector variants ("" for inline
-    kernels)."""
+    the call-site attribute mapping the function to its vector variants ("" for inline
+    kernels), and for a _TABLED function the module text that defines the scalar function
+    after vectorization (:func:`late_definition`)."""
 
     symbol: str
     entries: tuple[tuple[str, str, str], ...]
     used: tuple[str, ...]
     mapping: str
+    late: str = ""
 
 
 @functools.lru_cache(maxsize=None)
 def _unit(name: str, ty_name: str, fastmath: bool, has_fma: bool, vector_bits: int) -> _Unit:
     ty = {"double": ir.DoubleType(), "float": ir.FloatType()}[ty_name]
     module = ir.Module(name="vecmath")
-    sym = symbol(name, ty, fastmath=fastmath, has_fma=has_fma)
-    mapping = ""
+    tabled = _tabled(name, ty_name, has_fma, vector_bits)
+    sym = symbol(name, ty, fastmath=fastmath, has_fma=has_fma, tabled=tabled is not None)
+    mapping = late = ""
     if name in _VECTOR:
         _, mapping = _VECTOR[name](module, sym, ty, fastmath, has_fma, vector_bits)
+    elif tabled is not None:
+        late_module = ir.Module(name="vecmath_late")
+        _, mapping = vector_inlined_function(module, late_module, sym, ty, has_fma, tabled,
+                                             natural_width(ty, vector_bits))
+        late = str(late_module)
     else:
         kernel = _INLINE[name]
         # fastmath currently selects the same algorithms (see docs/vecmath.md, "fastmath")
@@ -80,7 +93,31 @@ def _unit(name: str, ty_name: str, fastmath: bool, has_fma: bool, vector_bits: i
             entries.append((gv.name, "declare" if gv.is_declaration else "define", str(gv)))
         else:
             entries.append((gv.name, "global", str(gv)))
-    return _Unit(sym, tuple(entries), tuple(used), mapping)
+    return _Unit(sym, tuple(entries), tuple(used), mapping, late)
+
+
+def _tabled(name: str, ty_name: str, has_fma: bool, vector_bits: int) -> Callable | None:
+    """The explicit vector body of `name` for this type and target, if _TABLED has one."""
+    entry = _TABLED.get(name)
+    return entry[2] if entry is not None and entry[:2] == (ty_name, vector_bits) and has_fma else None
+
+
+def is_late(sym: str) -> bool:
+    """Whether calls of `sym` stay calls until after vectorization (:func:`late_definition`)."""
+    return sym.startswith("aotx_vm_") and sym.endswith(_TABLED_SUFFIX)
+
+
+def late_definition(sym: str) -> str | None:
+    """The module text defining the scalar function `sym` after vectorization
+    (_define.vector_inlined_function), or None when `sym` is not such a function."""
+    if not is_late(sym):
+        return None
+    for name, (ty_name, bits, _) in _TABLED.items():
+        for fastmath in (False, True):
+            ty = {"double": ir.DoubleType(), "float": ir.FloatType()}[ty_name]
+            if symbol(name, ty, fastmath=fastmath, has_fma=True, tabled=True) == sym:
+                return _unit(name, ty_name, fastmath, True, bits).late
+    return None
 
 
 #: the units each module's calls need, spliced into its text by link()
@@ -108,9 +145,9 @@ def call(builder: ir.IRBuilder, name: str, args: list[ir.Value], *,
                         f"got {[str(a.type) for a in args]}")
     if len(args) != _NARGS.get(name, 1):
         raise TypeError(f"vecmath.{name} takes {_NARGS.get(name, 1)} arguments")
-    sym = symbol(name, ty, fastmath=fastmath, has_fma=has_fma)
     module = builder.module
     unit = _unit(name, str(ty), fastmath, has_fma, vector_bits)
+    sym = unit.symbol
     fn = module.globals.get(sym)
     if fn is None:
         fn = ir.Function(module, ir.FunctionType(ty, [ty] * len(args)), sym)
@@ -141,7 +178,7 @@ def link(text: str, module: ir.Module) -> str:
             if name in seen:
                 continue
             seen.add(name)
-            if name in own and kind == "declare":
+            if name in own and kind == "declare" and name != unit.symbol:
                 continue
             if name in own and name != unit.symbol:      # declared by the caller: defined here
                 text = _without_declaration(text, name)

@@ -25,6 +25,9 @@ from compiler.backend.vecmath._emit import Em
 _FN_ATTRS = ("nounwind", "readnone")
 _RAW_ATTRS = ("willreturn", "nosync", "nofree")
 VECTOR_WIDTHS = {"double": (2, 4, 8), "float": (4, 8, 16)}
+#: the name suffix of the alwaysinline vector variants that passes.optimize inlines after
+#: LoopVectorize has called them (:func:`vector_inlined_function`)
+INLINED_VARIANT = "_inlined"
 
 
 def _attrs(fn: ir.Function, *extra: str) -> None:
@@ -87,6 +90,47 @@ def vector_mapped_function(module: ir.Module, name: str, ty: ir.Type, has_fma: b
         vname = f"{name}_v{n}"
         if module.globals.get(vname) is None:
             _keep_alive(module, _define_wrapper(module, vname, ir.VectorType(ty, n), main))
+        variants.append(f"_ZGV_LLVM_N{n}v_{name}({vname})")
+    return fn, '"vector-function-abi-variant"="' + ",".join(variants) + '"'
+
+
+def vector_inlined_function(module: ir.Module, late: ir.Module, name: str, ty: ir.Type,
+                            has_fma: bool, body: Callable, lanes: int) -> tuple[ir.Function, str]:
+    """Declare a one-argument function in `module` whose `lanes`-wide variant has the explicit
+    vector body body(em, x) (target instructions that LoopVectorize cannot produce from a
+    scalar body, such as a permute from a table in registers), and define its scalar body in
+    `late`.
+
+    The calls stay calls until LoopVectorize has replaced those in vector loops by calls of
+    the variants, then passes.optimize links `late` in and inlines everything
+    (``alwaysinline``): vector loops keep their constants in registers instead of calling a
+    function per vector, and a scalar remainder computes one lane of the same vector code.
+    Every lane of every width therefore gives the same bits. The scalar function is only
+    declared while the pipeline runs because LLVM's inliner would otherwise inline it before
+    LoopVectorize sees the call (``noinline`` would keep it out for good).
+    """
+    main_name = f"{name}_v{lanes}{INLINED_VARIANT}"
+    vty = ir.VectorType(ty, lanes)
+    for target in (module, late):
+        main = ir.Function(target, ir.FunctionType(vty, [vty]), main_name)
+        main.linkage = "internal"
+        _attrs(main, "alwaysinline")
+        builder = ir.IRBuilder(main.append_basic_block("entry"))
+        builder.ret(body(Em(builder, vty, has_fma=has_fma), main.args[0]))
+    _keep_alive(module, module.globals[main_name])
+    scalar = _define_wrapper(late, name, ty, late.globals[main_name])
+    scalar.linkage = "linkonce_odr"
+    scalar.attributes.add("alwaysinline")
+    fn = ir.Function(module, ir.FunctionType(ty, [ty]), name)
+    _attrs(fn)
+    set.add(fn.attributes, "speculatable")
+    variants = []
+    for n in VECTOR_WIDTHS[str(ty)]:
+        vname = main_name if n == lanes else f"{name}_v{n}{INLINED_VARIANT}"
+        if n != lanes:
+            wrapper = _define_wrapper(module, vname, ir.VectorType(ty, n), module.globals[main_name])
+            wrapper.attributes.add("alwaysinline")
+            _keep_alive(module, wrapper)
         variants.append(f"_ZGV_LLVM_N{n}v_{name}({vname})")
     return fn, '"vector-function-abi-variant"="' + ",".join(variants) + '"'
 

@@ -1,0 +1,196 @@
+"""float64 exp on AVX-512: an explicit vector body with a table in registers.
+
+vecmath's exp for float64 on a target with 512-bit vectors and FMA is written as vector code
+(compiler/backend/vecmath/exp_log.py: exp_table, a 16-entry table read with vpermi2pd and
+vscalefpd for the scaling). Its calls stay calls until LoopVectorize has replaced them by the
+vector variants; passes.optimize then links in the scalar function and inlines everything
+(vecmath._define.vector_inlined_function). Checked here: every width against the correctly
+rounded result (mpmath) on mixed lanes, every width giving the same bits, kernels of every
+length (vector loop, epilogue, remainder), reductions over short rows, and that other
+targets keep the inline kernel.
+"""
+from __future__ import annotations
+
+import ctypes
+import re
+
+import llvmlite.ir as ir
+import numpy as np
+import pytest
+
+from compiler.backend import jit as native, passes, target, vecmath
+from tests.backend import vecmath_harness as H
+from tests.lazy import lazy_jit
+
+needs_avx512 = pytest.mark.skipif(target.host().vector_bits < 512,
+                                  reason="the explicit exp body is AVX-512 code")
+
+#: docs/vecmath.md: float64 exp below 0.76 ULP (0.55 for normal results), against the exact
+#: value (long double here); against the correctly rounded double that means one of its two
+#: neighbours at most: 1 ULP
+TOL, TOL_NORMAL, FAITHFUL = 0.76, 0.56, 1.0
+
+
+def _pool() -> np.ndarray:
+    """Ordinary arguments, the ends of the table's reduction, the overflow and underflow
+    thresholds, subnormal results, and special values."""
+    ln2_32 = np.log(2) / 32
+    vals = [0.5, -2.0, 3.0, 1e-300, -1e-20, ln2_32, -ln2_32, 15 * ln2_32, 17 * ln2_32, 700.0,
+            -700.0, 709.782712893384, 709.7827128933841, -708.4, -720.5, -744.0,
+            -745.1332191019411, -745.1332191019412, -746.0, 710.0, 1e300, -1e300,
+            0.0, -0.0, np.inf, -np.inf, np.nan]
+    return np.array(vals)
+
+
+def _exact(x: np.ndarray) -> np.ndarray:
+    """The correctly rounded exp (mpmath); beyond |x| = 1000 (inf or 0) and for inf, nan and
+    zero, NumPy's."""
+    out = []
+    for v in x:
+        r = H.correctly_rounded("exp", (v,), np.dtype(np.float64)) if abs(v) < 1000 else None
+        with np.errstate(over="ignore"):
+            out.append(float(np.exp(v)) if r is None else r)
+    return np.array(out)
+
+
+class _Widths:
+    """The scalar function and every vector variant of float64 exp for a target width, called
+    directly on arrays (the module is optimized as a kernel's is: late link and inlining)."""
+
+    def __init__(self, vector_bits: int):
+        ty = ir.DoubleType()
+        module = ir.Module(name="tabled_exp")
+        user = ir.Function(module, ir.FunctionType(ty, [ty]), "scalar_user")
+        b = ir.IRBuilder(user.append_basic_block("entry"))
+        call = vecmath.call(b, "exp", [user.args[0]], has_fma=True, vector_bits=vector_bits)
+        b.ret(call)
+        self.symbol = call.callee.name
+        variants = dict(re.findall(r"_ZGV_LLVM_N(\d+)v_[\w.]+\(([\w.]+)\)", str(call)))
+        self.widths = (1,) + tuple(sorted(int(n) for n in variants))
+        ptr = ir.PointerType()
+        for n in self.widths:
+            vty = ty if n == 1 else ir.VectorType(ty, n)
+            callee = user if n == 1 else ir.Function(module, ir.FunctionType(vty, [vty]), variants[str(n)])
+            fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr]), f"apply{n}")
+            b = ir.IRBuilder(fn.append_basic_block("entry"))
+            b.store(b.call(callee, [b.load(fn.args[0], typ=vty, align=8)]), fn.args[1], align=8)
+            b.ret_void()
+        self.text = vecmath.link(str(module), module)
+        tgt = target.host()
+        optimized = passes.optimize(passes.parse(self.text, tgt), tgt)
+        self.optimized = str(optimized)
+        self._obj = native.LoadedObject(passes.emit_object(optimized, tgt), tgt)
+        proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+        self._fns = {n: proto(self._obj.address(f"apply{n}")) for n in self.widths}
+
+    def __call__(self, n: int, x: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        out = np.full(n, 7.0)
+        self._fns[n](x.ctypes.data, out.ctypes.data)
+        return out
+
+
+_WIDTHS: dict[int, _Widths] = {}
+
+
+def _widths(bits: int) -> _Widths:
+    if bits not in _WIDTHS:
+        _WIDTHS[bits] = _Widths(bits)
+    return _WIDTHS[bits]
+
+
+@needs_avx512
+def test_every_width_on_mixed_lanes_is_accurate_and_gives_the_same_bits() -> None:
+    v = _widths(512)
+    assert v.symbol.endswith("_tbl") and v.widths == (1, 2, 4, 8)
+    pool = _pool()
+    exact = _exact(pool)
+    rng = np.random.default_rng(5)
+    rows = {n: [np.roll(np.arange(len(pool)), -k)[:n] for k in range(len(pool))]
+            + [rng.integers(0, len(pool), n) for _ in range(40)] for n in v.widths}
+    one = {}
+    for n in v.widths:
+        for row in rows[n]:
+            got = v(n, pool[row])
+            assert np.array_equal(np.isnan(got), np.isnan(exact[row])), (n, pool[row], got)
+            err = H.ulp_error(got, exact[row])
+            assert err.max() <= FAITHFUL, f"width {n}: {err.max():.3f} ULP at {pool[row][np.argmax(err)]!r}"
+            for i, g in zip(row, got):
+                one.setdefault(int(i), set()).add(g.tobytes())
+    assert all(len(bits) == 1 for bits in one.values()), "the widths differ in some lane"
+
+
+@needs_avx512
+def test_random_arguments_against_long_double() -> None:
+    """Uniform over the normal range and over the subnormal results, and small magnitudes,
+    through the 8-wide variant and the scalar function, against exp in long double (64-bit
+    mantissa: the reference's own error is below 2^-60 of a double's ULP)."""
+    v = _widths(512)
+    rng = np.random.default_rng(11)
+    for lo, hi, tol in ((-708.0, 709.7, TOL_NORMAL), (-745.0, -708.5, TOL), (-0.05, 0.05, TOL_NORMAL)):
+        x = rng.uniform(lo, hi, 40000)
+        exact = np.exp(x.astype(np.longdouble))
+        for n in (8, 1):
+            got = np.concatenate([v(n, x[i:i + n]) for i in range(0, len(x), n)])
+            err = H.ulp_error(got, exact)
+            assert err.max() <= tol, f"[{lo}, {hi}] width {n}: {err.max():.3f} ULP"
+
+
+_exp = lazy_jit(lambda x: np.exp(x), signature="f64[n]")
+
+
+def test_kernel_every_length_matches_the_long_loop_bit_for_bit() -> None:
+    """Lengths 1 to 40 run the vector loop, its epilogue and the scalar remainder in every
+    mix; each element has the bits it has inside a long array, within the bound of NumPy's
+    reference in long double."""
+    x = np.random.default_rng(2).uniform(-30, 30, 1000)
+    long = _exp(x)
+    for n in range(1, 41):
+        assert _exp(x[:n]).tobytes() == long[:n].tobytes(), n
+    ref = np.exp(x.astype(np.longdouble))
+    assert H.ulp_error(long, ref).max() <= TOL_NORMAL
+
+
+_lse = lazy_jit(lambda x: np.log(np.sum(np.exp(x - x.max(axis=1, keepdims=True)), axis=1))
+                + x.max(axis=1))
+_row_sums = lazy_jit(lambda x: np.exp(x).sum(axis=1))
+
+
+@pytest.mark.parametrize("cols", [1, 3, 7, 8, 9, 20, 31, 64, 67])
+def test_reductions_over_short_rows(cols: int) -> None:
+    """Reduction loops of a static length keep their exp vectorized (they are not unrolled
+    whole: codegen's loop hint), and their results are NumPy's."""
+    x = np.random.default_rng(cols).standard_normal((50, cols)) * 3
+    want = np.log(np.sum(np.exp(x - x.max(axis=1, keepdims=True)), axis=1)) + x.max(axis=1)
+    np.testing.assert_allclose(_lse(x), want, rtol=4e-16 * cols + 1e-15, atol=1e-15)
+    np.testing.assert_allclose(_row_sums(x), np.exp(x).sum(axis=1), rtol=2e-16 * cols + 1e-15)
+
+
+def test_other_targets_keep_the_inline_kernel() -> None:
+    """Without 512-bit vectors (or FMA) exp is the inline scalar kernel: no AVX-512
+    instruction, no late link; it runs on this host too and stays accurate."""
+    v = _widths(256)
+    assert not v.symbol.endswith("_tbl")
+    assert "avx512" not in v.text and "avx512" not in v.optimized
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.uniform(-745, 709.7, 400), _pool()])
+    exact = _exact(x)
+    for n in v.widths:
+        got = np.concatenate([v(n, np.resize(x[i:i + n], n))[:len(x[i:i + n])]
+                              for i in range(0, len(x), n)])
+        assert np.array_equal(np.isnan(got), np.isnan(exact))
+        assert H.ulp_error(got, exact).max() <= FAITHFUL
+    ty = ir.DoubleType()
+    module = ir.Module(name="no_fma")
+    fn = ir.Function(module, ir.FunctionType(ty, [ty]), "f")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    assert not vecmath.call(b, "exp", [fn.args[0]], has_fma=False, vector_bits=512).callee.name.endswith("_tbl")
+
+
+@needs_avx512
+def test_the_vector_loop_uses_the_table_and_calls_nothing() -> None:
+    asm = H.compile_kernel("exp", "float64").asm
+    start = asm.index("\nkernel:")
+    loop = asm[start:asm.find(".Lfunc_end", start)]
+    assert re.search(r"vperm[ti]2pd\s.*%zmm", loop) and re.search(r"vscalefpd\s.*%zmm", loop)
+    assert not re.search(r"\bcall", loop)
