@@ -597,9 +597,10 @@ class Codegen:
         try:
             if op is not None and op.prim.lower_root is not None and op.prim.lower_root(self, op, buf):
                 return
-            with self.loop_nest(v.type.shape, row_bytes=_itemsize(v.type.dtype),
-                                vectorize=not self._reduces_short_rows(v),
-                                rolled_rows=self._short_rows(v)) as idx:
+            with self._flat_nest([v]) or self.loop_nest(
+                    v.type.shape, row_bytes=_itemsize(v.type.dtype),
+                    vectorize=not self._reduces_short_rows(v),
+                    rolled_rows=self._short_rows(v)) as idx:
                 self.store(buf, idx, self.read(v, idx))
         finally:
             self._computing = saved
@@ -610,12 +611,51 @@ class Codegen:
         computed once per element (the read cache)."""
         saved, self._computing = self._computing, tuple(roots)
         try:
-            with self.loop_nest(roots[0].type.shape, row_bytes=_itemsize(roots[0].type.dtype),
-                                rolled_rows=self._short_rows(roots[0])) as idx:
+            with self._flat_nest(roots) or self.loop_nest(
+                    roots[0].type.shape, row_bytes=_itemsize(roots[0].type.dtype),
+                    rolled_rows=self._short_rows(roots[0])) as idx:
                 for r in roots:
                     self.store(self.buffers[r], idx, self.read(r, idx))
         finally:
             self._computing = saved
+
+    def _flat_nest(self, roots: Sequence[Value]) -> contextlib.AbstractContextManager[list[ll.Value]] | None:
+        """One loop over all the elements of `roots` (elementwise values of one shape of two
+        or more axes), when every element they read is at the position it is written to: each
+        leaf of their expressions is a buffer of that same shape (buffers are row-major, so
+        the index (0, ..., 0, k) is the k-th element of each) or a broadcast scalar, with no
+        other broadcast, view or index-dependent op between. Else None. A nest of short rows would be a short loop per
+        row, with a remainder each (np.exp of 100000 x 31 float64: 2.7 ms in rows, 0.8 ms
+        flat)."""
+        shape = roots[0].type.shape
+        if len(shape) < 2:
+            return None
+        todo, seen = list(roots), set()
+        while todo:
+            u = todo.pop()
+            if u in seen:
+                continue
+            seen.add(u)
+            if u in self.buffers and u not in self._computing:
+                if u.type.shape != shape:
+                    return None
+                continue
+            op = u.op
+            if op is not None and op.prim is ops.broadcast_in_dim_p and op.operands[0].type.ndim == 0:
+                continue                    # a scalar (a constant): the same for every index
+            if op is None or op.prim.kind != ELEMENTWISE or op.prim.lower is None \
+                    or op.prim.lower_root is not None:
+                return None
+            todo.extend(op.operands)
+        return self._flat_loop(shape)
+
+    @contextlib.contextmanager
+    def _flat_loop(self, shape: Sequence[dims.Dim]) -> Iterator[list[ll.Value]]:
+        total = self.dim(shape[0])
+        for d in shape[1:]:
+            total = self.b.mul(total, self.dim(d), flags=("nsw", "nuw"))
+        with self.loop(total) as k:
+            yield [self.index(0)] * (len(shape) - 1) + [k]
 
     def _short_rows(self, v: Value) -> bool:
         """Is `v` made of many short rows: a static last axis longer than LLVM's widest
