@@ -321,7 +321,7 @@ class Codegen:
     # ---- loops -----------------------------------------------------------------------
     @contextlib.contextmanager
     def loop(self, extent: ll.Value, *, unroll: bool = True, interleave4: bool = False,
-             vectorize: bool = True, row: int = 0, row_masked: bool = False
+             vectorize: bool = True, row: int = 0, row_masked: int = 0
              ) -> Iterator[ll.Value]:
         """for (i = 0; i < extent; i++) { body }; the builder ends after the loop.
         unroll=False keeps LLVM from unrolling it (so that one copy of an inner loop
@@ -332,9 +332,10 @@ class Codegen:
         row=N (the elements of a vector register) makes it a short row of a static length
         that is not a whole number of vectors (loop_nest's rolled_rows): without vector
         math in the body, vectors of N and a scalar remainder (for the unroller and the SLP
-        vectorizer to shape); with it, `row_masked` asks for vectors of N and a masked last
-        one (the default, two interleaved vectors a step, leaves a row shorter than two
-        vectors to scalar math), otherwise the hints of any loop calling vector math."""
+        vectorizer to shape); with it, `row_masked` (2 or 4) asks for one masked trip of
+        that many interleaved vectors of N (the default, two interleaved vectors a step,
+        leaves up to 15 elements of a row to scalar math), otherwise (0) the hints of any
+        loop calling vector math."""
         b = self.b
         pre = b.block
         header = self.fn.append_basic_block("loop")
@@ -372,7 +373,7 @@ class Codegen:
         if row and vectorize and not math:
             hints = f"w{row}p"
         elif row and vectorize and row_masked:
-            hints = f"w{row}m"
+            hints = f"w{row}m" + ("i" if row_masked == 2 else "f")
         if self.scalar_loops:
             hints = "uv"
         elif rolled and "u" not in hints:
@@ -446,10 +447,12 @@ class Codegen:
         across = not (row_bytes and n >= 2 and isinstance(last, int)
                       and last * row_bytes * 8 >= self.vector_bits) and not rolled_rows
         lanes = self.vector_bits // (8 * max(row_bytes, 4)) if row_bytes else 0
-        # measured on AVX-512, tanh(a * w + b) over rows of 9 to 63: a masked last vector
-        # is up to 5.9x faster for float32 rows shorter than two vectors (20: 7.5 -> 2.1 ms
-        # for 3e6 elements), and slower for float64 and for longer rows
-        masked = row_bytes == 4 and isinstance(last, int) and last < 2 * lanes
+        # a row of vector math shorter than 4 vectors is one trip of a masked loop whose
+        # interleaved vectors cover it (2 or 4 of them): their long dependency chains overlap.
+        # Measured on AVX-512, tanh(a * w + b) of 3e6 float64 elements: rows of 20 8.3 ->
+        # 2.9 ms, of 31 8.6 -> 3.3 (NumPy 6-7 ms); the default, two interleaved vectors and
+        # a scalar remainder, or a masked loop of several trips, were up to 5x slower
+        masked = (2 if last <= 2 * lanes else 4) if isinstance(last, int) and last < 4 * lanes else 0
         with contextlib.ExitStack() as stack:
             yield [self.index(0) if isinstance(d, int) and d == 1 else stack.enter_context(self.loop(
                 self.dim(d), vectorize=(across or k == n - 1) and vectorize,
