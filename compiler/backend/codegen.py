@@ -186,6 +186,10 @@ class Codegen:
         fn = self.module.declare_intrinsic(name, [t], ll.FunctionType(t, [t] * len(args)))
         return self.b.call(fn, list(args))
 
+    def constant_power(self, x: ll.Value, y: ll.Value) -> ll.Value | None:
+        """x ** y without pow when y is one of the constants mathlib.constant_power handles."""
+        return mathlib.constant_power(self, x, y)
+
     def vecmath(self, name: str, args: Sequence[ll.Value]) -> ll.Value:
         self.math_calls += 1
         result = mathlib.call(self, name, list(args))

@@ -8,6 +8,8 @@ from typing import Any
 from llvmlite import ir as ll
 
 from compiler.backend import vecmath
+from compiler.backend.vecmath import power
+from compiler.backend.vecmath._emit import Em
 
 _INTRINSICS = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": "llvm.log2",
                "log10": "llvm.log10", "sin": "llvm.sin", "cos": "llvm.cos", "tan": "llvm.tan",
@@ -38,3 +40,21 @@ def is_late(result: ll.Value) -> bool:
     function with an explicit vector body: vecmath.late_definition)."""
     callee = getattr(result, "callee", None)
     return isinstance(callee, ll.Function) and vecmath.is_late(callee.name)
+
+
+def constant_power(cg: Any, x: ll.Value, y: ll.Value) -> ll.Value | None:
+    """x ** y by products and a square root (vecmath.power.constant_power) when y is a
+    constant of power.CONSTANT_POWERS and x a float; else None. float32 is computed in
+    float64 and rounded once."""
+    if not isinstance(y, ll.Constant) or not isinstance(x.type, (ll.DoubleType, ll.FloatType)):
+        return None
+    try:
+        v = float(y.constant)
+    except (TypeError, ValueError):
+        return None
+    if v not in power.CONSTANT_POWERS:
+        return None
+    wide = ll.DoubleType()
+    x64 = x if isinstance(x.type, ll.DoubleType) else cg.b.fpext(x, wide)
+    r = power.constant_power(Em(cg.b, wide, has_fma=cg.has_fma), x64, v)
+    return r if isinstance(x.type, ll.DoubleType) else cg.b.fptrunc(r, x.type)

@@ -277,6 +277,9 @@ def _lower_divmod(which: int) -> Lower:
 def _lower_pow(cg: Any, op: Any, a: list[Any]) -> Any:
     if not is_float(op.operands[0].dtype):
         return cg.int_pow(*a, signed=not is_unsigned(op.operands[0].dtype))
+    const = cg.constant_power(*a)          # x ** 3, x ** -0.5, ...: products and a sqrt
+    if const is not None:
+        return const
     out = cg.vecmath("pow", a)
     if op.params.get("scalar_exponent"):
         x, y = a
