@@ -1,5 +1,7 @@
 """float64 exp on AVX-512: an explicit vector body with a table in registers.
 
+(tanh, sinh and cosh, built on the same table: test_vecmath_tabled_hyperbolic.py.)
+
 vecmath's exp for float64 on a target with 512-bit vectors and FMA is written as vector code
 (compiler/backend/vecmath/exp_log.py: exp_table, a 16-entry table read with vpermi2pd and
 vscalefpd for the scaling). Its calls stay calls until LoopVectorize has replaced them by the
@@ -54,15 +56,16 @@ def _exact(x: np.ndarray) -> np.ndarray:
 
 
 class _Widths:
-    """The scalar function and every vector variant of float64 exp for a target width, called
-    directly on arrays (the module is optimized as a kernel's is: late link and inlining)."""
+    """The scalar function and every vector variant of float64 `name` for a target width,
+    called directly on arrays (the module is optimized as a kernel's is: late link and
+    inlining)."""
 
-    def __init__(self, vector_bits: int):
+    def __init__(self, vector_bits: int, name: str = "exp"):
         ty = ir.DoubleType()
-        module = ir.Module(name="tabled_exp")
+        module = ir.Module(name=f"tabled_{name}")
         user = ir.Function(module, ir.FunctionType(ty, [ty]), "scalar_user")
         b = ir.IRBuilder(user.append_basic_block("entry"))
-        call = vecmath.call(b, "exp", [user.args[0]], has_fma=True, vector_bits=vector_bits)
+        call = vecmath.call(b, name, [user.args[0]], has_fma=True, vector_bits=vector_bits)
         b.ret(call)
         self.symbol = call.callee.name
         variants = dict(re.findall(r"_ZGV_LLVM_N(\d+)v_[\w.]+\(([\w.]+)\)", str(call)))
@@ -90,13 +93,13 @@ class _Widths:
         return out
 
 
-_WIDTHS: dict[int, _Widths] = {}
+_WIDTHS: dict[tuple[int, str], _Widths] = {}
 
 
-def _widths(bits: int) -> _Widths:
-    if bits not in _WIDTHS:
-        _WIDTHS[bits] = _Widths(bits)
-    return _WIDTHS[bits]
+def _widths(bits: int, name: str = "exp") -> _Widths:
+    if (bits, name) not in _WIDTHS:
+        _WIDTHS[bits, name] = _Widths(bits, name)
+    return _WIDTHS[bits, name]
 
 
 @needs_avx512
@@ -190,6 +193,153 @@ def test_other_targets_keep_the_inline_kernel() -> None:
 @needs_avx512
 def test_the_vector_loop_uses_the_table_and_calls_nothing() -> None:
     asm = H.compile_kernel("exp", "float64").asm
+    start = asm.index("\nkernel:")
+    loop = asm[start:asm.find(".Lfunc_end", start)]
+    assert re.search(r"vperm[ti]2pd\s.*%zmm", loop) and re.search(r"vscalefpd\s.*%zmm", loop)
+    assert not re.search(r"\bcall", loop)
+
+
+# -- tanh, sinh, cosh: the same table (exp_log.exp_table_pair) in hyperbolic.TABLED ----------
+HYPERBOLIC = ("tanh", "sinh", "cosh")
+#: measured on 1e6 uniform points per range against long double (docs/vecmath.md): tanh 0.59
+#: (|x| >= 1/8; the inline kernel 0.87), sinh 0.69 for |x| >= 1, cosh 0.80 for |x| >= 1/2 (its
+#: sum h + (l + 1/(4h)) near 1/2, as the inline kernel's); the bounds leave a little margin
+TOL_HYP = {"tanh": 0.65, "sinh": 0.75, "cosh": 0.85}
+#: the ranges of the exponential branch (the polynomial branches are the inline kernel's code)
+RANGES_HYP = {"tanh": ((0.125, 0.6), (0.6, 3.0), (3.0, 23.0)),
+              "sinh": ((1.0, 3.0), (3.0, 45.0), (45.0, 710.47)),
+              "cosh": ((0.5, 3.0), (3.0, 45.0), (45.0, 710.47))}
+_LN2_64 = np.log(2) / 64       # the ends of the table's reduction of 2|x| for tanh
+
+
+def _pool_hyp(name: str) -> np.ndarray:
+    """Both branches and their boundary, the ends of the table's reduction, the clamps,
+    the overflow threshold, tiny and subnormal arguments, and special values."""
+    common = [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1e-300, -1e-20, 1e-8,
+              0.3, -2.5, 7.0, 1e300, -1e300, np.inf, -np.inf, np.nan]
+    own = {"tanh": [0.125, 0.12499999999999999, -0.125, 0.12500000000000003, 17 * _LN2_64,
+                    -31 * _LN2_64, 33 * _LN2_64, 19.06, 21.9, 22.0, 22.5, -30.0],
+           "sinh": [1.0, 0.9999999999999999, -1.0, 1.0000000000000002, 17 * _LN2_64 * 2,
+                    39.9, 40.0, 40.1, -300.0, 709.78, 710.4758600739439, 710.475860073944,
+                    -710.475860073944, 711.0, 720.0],
+           "cosh": [0.5, 0.49999999999999994, -0.5, 0.5000000000000001, 33 * _LN2_64 * 2,
+                    39.9, 40.0, 40.1, -300.0, 709.78, 710.4758600739439, 710.475860073944,
+                    -710.475860073944, 711.0, 720.0]}[name]
+    return np.array(common + own)
+
+
+def _exact_hyp(name: str, x: np.ndarray) -> np.ndarray:
+    """The correctly rounded value (mpmath, overflow to inf included); NumPy's for inf, nan,
+    zero and arguments beyond 1000 (where the result is +-1 or +-inf)."""
+    out = []
+    for v in x:
+        r = H.correctly_rounded(name, (v,), np.dtype(np.float64)) if abs(v) < 1000 else None
+        with np.errstate(over="ignore"):
+            out.append(float(getattr(np, name)(v)) if r is None else r)
+    return np.array(out)
+
+
+@needs_avx512
+@pytest.mark.parametrize("name", HYPERBOLIC)
+def test_hyperbolic_every_width_on_mixed_lanes(name: str) -> None:
+    """Each width, each lane position: within 1 ULP of the correctly rounded value (so on the
+    right side of the overflow threshold), NumPy's special values, and the same bits in
+    every width."""
+    v = _widths(512, name)
+    assert v.symbol.endswith("_tbl") and v.widths == (1, 2, 4, 8)
+    pool = _pool_hyp(name)
+    exact = _exact_hyp(name, pool)
+    rng = np.random.default_rng(len(name))
+    one: dict[int, set[bytes]] = {}
+    for n in v.widths:
+        rows = [np.roll(np.arange(len(pool)), -k)[:n] for k in range(len(pool))] \
+            + [rng.integers(0, len(pool), n) for _ in range(20)]
+        for row in rows:
+            got = v(n, pool[row])
+            assert np.array_equal(np.isnan(got), np.isnan(exact[row])), (n, pool[row], got)
+            err = H.ulp_error(got, exact[row])
+            assert err.max() <= FAITHFUL, f"width {n}: {err.max():.3f} ULP at {pool[row][np.argmax(err)]!r}"
+            for i, g in zip(row, got):
+                one.setdefault(int(i), set()).add(g.tobytes())
+    assert all(len(bits) == 1 for bits in one.values()), "the widths differ in some lane"
+    special = ~np.isfinite(pool) | (pool == 0) | (np.abs(pool) < 1e-200) | (np.abs(pool) > 1e3)
+    with np.errstate(over="ignore"):
+        want = getattr(np, name)(pool[special])
+    got = np.array([v(1, np.array([a]))[0] for a in pool[special]])
+    assert got.tobytes() == want.tobytes(), (pool[special], want, got)   # zero signs, nan, inf
+
+
+@needs_avx512
+@pytest.mark.parametrize("name", HYPERBOLIC)
+def test_hyperbolic_random_arguments_against_long_double(name: str) -> None:
+    """The exponential branch, uniform over its ranges (both signs), through the 8-wide
+    variant and the scalar function, against long double."""
+    v = _widths(512, name)
+    rng = np.random.default_rng(13)
+    for lo, hi in RANGES_HYP[name]:
+        x = rng.uniform(lo, hi, 24000) * rng.choice([-1.0, 1.0], 24000)
+        exact = H.reference(name, x)
+        for n in (8, 1):
+            got = np.concatenate([v(n, x[i:i + n]) for i in range(0, len(x), n)])
+            err = H.ulp_error(got, exact)
+            assert err.max() <= TOL_HYP[name], f"[{lo}, {hi}] width {n}: {err.max():.3f} ULP"
+
+
+_HYP_KERNELS = {"tanh": lazy_jit(lambda x: np.tanh(x), signature="f64[n]"),
+                "sinh": lazy_jit(lambda x: np.sinh(x), signature="f64[n]"),
+                "cosh": lazy_jit(lambda x: np.cosh(x), signature="f64[n]")}
+
+
+@pytest.mark.parametrize("name", HYPERBOLIC)
+def test_hyperbolic_kernel_every_length_matches_the_long_loop(name: str) -> None:
+    x = np.random.default_rng(4).uniform(-25, 25, 600)
+    kernel = _HYP_KERNELS[name]
+    long = kernel(x)
+    for n in range(1, 41):
+        assert kernel(x[:n]).tobytes() == long[:n].tobytes(), n
+    assert H.ulp_error(long, H.reference(name, x)).max() <= 1.0
+
+
+_tanh_affine = lazy_jit(lambda a, w, b: np.tanh(a * w + b))
+_tanh_row_sums = lazy_jit(lambda x: np.tanh(x).sum(axis=1))
+
+
+@pytest.mark.parametrize("cols", [3, 20, 31])
+def test_tanh_over_short_rows(cols: int) -> None:
+    """tanh(a * w + b) over rows (the flat loop) and summed over short rows (a reduction loop
+    of a static length), against NumPy."""
+    rng = np.random.default_rng(cols)
+    a, w, b = rng.standard_normal((40, cols)), rng.standard_normal(cols), rng.standard_normal(cols)
+    want = np.tanh(a * w + b)
+    np.testing.assert_allclose(_tanh_affine(a, w, b), want, rtol=4e-16, atol=0)
+    np.testing.assert_allclose(_tanh_row_sums(a * 3), np.tanh(a * 3).sum(axis=1),
+                               rtol=2e-16 * cols + 1e-15, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", HYPERBOLIC)
+def test_hyperbolic_other_targets_and_float32_keep_the_inline_kernel(name: str) -> None:
+    v = _widths(256, name)
+    assert not v.symbol.endswith("_tbl")
+    assert "avx512" not in v.text and "avx512" not in v.optimized
+    pool = _pool_hyp(name)
+    exact = _exact_hyp(name, pool)
+    for n in v.widths:
+        got = np.concatenate([v(n, np.resize(pool[i:i + n], n))[:len(pool[i:i + n])]
+                              for i in range(0, len(pool), n)])
+        assert np.array_equal(np.isnan(got), np.isnan(exact))
+        assert H.ulp_error(got, exact).max() <= FAITHFUL
+    for ty, fma in ((ir.FloatType(), True), (ir.DoubleType(), False)):
+        module = ir.Module(name="inline")
+        fn = ir.Function(module, ir.FunctionType(ty, [ty]), "f")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        call = vecmath.call(b, name, [fn.args[0]], has_fma=fma, vector_bits=512)
+        assert not call.callee.name.endswith("_tbl")
+
+
+@needs_avx512
+@pytest.mark.parametrize("name", HYPERBOLIC)
+def test_hyperbolic_vector_loop_uses_the_table_and_calls_nothing(name: str) -> None:
+    asm = H.compile_kernel(name, "float64").asm
     start = asm.index("\nkernel:")
     loop = asm[start:asm.find(".Lfunc_end", start)]
     assert re.search(r"vperm[ti]2pd\s.*%zmm", loop) and re.search(r"vscalefpd\s.*%zmm", loop)

@@ -150,27 +150,22 @@ EXP_TABLE_LO = tuple(_h(v) for v in (
 LN2_16 = (_h("0x1.62e42fefa0000p-5"), _h("0x1.cf79abc9e3b3ap-44"))
 
 
-def exp_table(em: Em, x):
-    """exp(x) for a vector of 8 float64 on AVX-512, with a table of 2^(j/16) in two registers.
+def exp_table_pair(em: Em, y):
+    """e^y = (hi + lo) 2^floor(m) for a vector of 8 float64 on AVX-512 (|y| <= 746 or nan):
+    returns (hi, lo, m), hi the table's 2^(j/16), |lo| < 0.023 hi, m a float for
+    :func:`scalef`. The relative error of hi + lo is about 2^-58 (see :func:`exp_table`).
 
-    Algorithm (Tang's table-driven method; Muller, "Elementary Functions", 3rd ed., ch. 6):
-    n = round(16 x / ln2), x = n ln2/16 + r with |r| <= ln2/32 (r rounded once: its error is
-    2^-59 of e^r), n = 16 m + j, e^x = 2^m * 2^(j/16) * e^r. 2^(j/16) = hi + lo comes from
-    the table by one vpermi2pd each (the index is the low bits of n, which the rounding shifter
-    leaves in place), e^r - 1 = p by a degree-6 polynomial, and the mantissa hi + (hi p + lo)
-    is rounded once; vscalefpd multiplies by 2^m with gradual underflow and overflow to inf.
-    Half the multiplications of :func:`exp`'s degree-11 polynomial and pair arithmetic; the
-    measured error is within exp's bound (docs/vecmath.md).
-    Special values as :func:`exp` (the clamp to [-746, 710] sends +-inf to inf and 0; nan
-    stays nan through every step).
+    Reduction: n = round(16 y / ln2), y = n ln2/16 + r with |r| <= ln2/32 (r rounded once),
+    n = 16 m + j; hi + lo_j = 2^(j/16) by one vpermi2pd each (the index is the low bits of n,
+    which the rounding shifter leaves in place), p = e^r - 1 of degree 6, lo = hi p + lo_j.
+    Shared by exp, tanh, sinh and cosh (their _TABLED bodies in vecmath/__init__.py).
     """
     b = em.b
     c = C(em)
-    x = clamp(em, x, c.exp_lo, c.exp_hi)
     shifter = em.c(1.5 * 2.0 ** 52)
-    t = em.mla(x, em.c(16.0 * c.log2e), shifter)
+    t = em.mla(y, em.c(16.0 * c.log2e), shifter)
     n = em.sub(t, shifter)
-    r = em.mla(n, em.c(-LN2_16[1]), em.mla(n, em.c(-LN2_16[0]), x))
+    r = em.mla(n, em.c(-LN2_16[1]), em.mla(n, em.c(-LN2_16[0]), y))
     r2 = em.mul(r, r)
     p = em.mla(r2, em.estrin(r, EXP_TABLE_POLY, r2), r)
     index = em.bits(t)              # bits 0-3: j = n mod 16 (the shifter is 0 mod 16)
@@ -181,12 +176,36 @@ def exp_table(em: Em, x):
         return b.call(permute, [ir.Constant(vty, [ir.Constant(em.sty, v) for v in table[:8]]), index,
                                 ir.Constant(vty, [ir.Constant(em.sty, v) for v in table[8:]])])
     hi = lookup(EXP_TABLE_HI)
-    y = em.add(hi, em.mla(hi, p, lookup(EXP_TABLE_LO)))
-    scalef = _intrinsic(b.module, "llvm.x86.avx512.mask.scalef.pd.512", vty,
-                        [vty, vty, vty, ir.IntType(8), ir.IntType(32)])
-    # vscalefpd: y * 2^floor(n / 16), rounded once (the current rounding mode: 4)
-    return b.call(scalef, [y, em.mul(n, em.c(1.0 / 16)), ir.Constant(vty, None),
-                           ir.Constant(ir.IntType(8), -1), ir.Constant(ir.IntType(32), 4)])
+    return hi, em.mla(hi, p, lookup(EXP_TABLE_LO)), em.mul(n, em.c(1.0 / 16))
+
+
+def scalef(em: Em, v, m):
+    """v * 2^floor(m) rounded once (vscalefpd on 8 float64: gradual underflow, overflow to
+    inf, nan and inf kept)."""
+    vty = em.ty
+    fn = _intrinsic(em.b.module, "llvm.x86.avx512.mask.scalef.pd.512", vty,
+                    [vty, vty, vty, ir.IntType(8), ir.IntType(32)])
+    # the current rounding mode: 4
+    return em.b.call(fn, [v, m, ir.Constant(vty, None), ir.Constant(ir.IntType(8), -1),
+                          ir.Constant(ir.IntType(32), 4)])
+
+
+def exp_table(em: Em, x):
+    """exp(x) for a vector of 8 float64 on AVX-512, with a table of 2^(j/16) in two registers.
+
+    Algorithm (Tang's table-driven method; Muller, "Elementary Functions", 3rd ed., ch. 6):
+    n = round(16 x / ln2), x = n ln2/16 + r with |r| <= ln2/32 (r rounded once: its error is
+    2^-59 of e^r), n = 16 m + j, e^x = 2^m * 2^(j/16) * e^r (:func:`exp_table_pair`), and the
+    mantissa hi + (hi p + lo) is rounded once; vscalefpd multiplies by 2^m with gradual
+    underflow and overflow to inf.
+    Half the multiplications of :func:`exp`'s degree-11 polynomial and pair arithmetic; the
+    measured error is within exp's bound (docs/vecmath.md).
+    Special values as :func:`exp` (the clamp to [-746, 710] sends +-inf to inf and 0; nan
+    stays nan through every step).
+    """
+    c = C(em)
+    hi, lo, m = exp_table_pair(em, clamp(em, x, c.exp_lo, c.exp_hi))
+    return scalef(em, em.add(hi, lo), m)
 
 
 def _intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
