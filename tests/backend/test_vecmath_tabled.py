@@ -1,6 +1,6 @@
 """float64 exp on AVX-512: an explicit vector body with a table in registers.
 
-(tanh, sinh and cosh, built on the same table: test_vecmath_tabled_hyperbolic.py.)
+(exp2, tanh, sinh and cosh, built on the same table: the second half of this file.)
 
 vecmath's exp for float64 on a target with 512-bit vectors and FMA is written as vector code
 (compiler/backend/vecmath/exp_log.py: exp_table, a 16-entry table read with vpermi2pd and
@@ -199,25 +199,29 @@ def test_the_vector_loop_uses_the_table_and_calls_nothing() -> None:
     assert not re.search(r"\bcall", loop)
 
 
-# -- tanh, sinh, cosh: the same table (exp_log.exp_table_pair) in hyperbolic.TABLED ----------
-HYPERBOLIC = ("tanh", "sinh", "cosh")
-#: measured on 1e6 uniform points per range against long double (docs/vecmath.md): tanh 0.59
-#: (|x| >= 1/8; the inline kernel 0.87), sinh 0.69 for |x| >= 1, cosh 0.80 for |x| >= 1/2 (its
-#: sum h + (l + 1/(4h)) near 1/2, as the inline kernel's); the bounds leave a little margin
-TOL_HYP = {"tanh": 0.65, "sinh": 0.75, "cosh": 0.85}
-#: the ranges of the exponential branch (the polynomial branches are the inline kernel's code)
-RANGES_HYP = {"tanh": ((0.125, 0.6), (0.6, 3.0), (3.0, 23.0)),
-              "sinh": ((1.0, 3.0), (3.0, 45.0), (45.0, 710.47)),
-              "cosh": ((0.5, 3.0), (3.0, 45.0), (45.0, 710.47))}
+# -- exp2, tanh, sinh, cosh: the same table (exp_log.exp_table_pair, _table_pair) ------------
+ON_TABLE = ("exp2", "tanh", "sinh", "cosh")
+#: (lo, hi, bound) per range, measured on 1e6 uniform points per range against long double
+#: (docs/vecmath.md): exp2 0.55 for normal results, 0.75 subnormal (the scaling rounds twice);
+#: tanh 0.59 (|x| >= 1/8; the inline kernel 0.87), sinh 0.69 for |x| >= 1, cosh 0.80 for
+#: |x| >= 1/2 (its sum h + (l + 1/(4h)) near 1/2, as the inline kernel's); the bounds leave a
+#: little margin. tanh, sinh, cosh: the ranges of the exponential branch, both signs (the
+#: polynomial branches are the inline kernel's code)
+RANGES_ON_TABLE = {"exp2": ((-1022.0, 1023.99, 0.56), (-1074.0, -1022.0, 0.76), (-0.1, 0.1, 0.56)),
+              "tanh": ((0.125, 0.6, 0.65), (0.6, 3.0, 0.65), (3.0, 23.0, 0.65)),
+              "sinh": ((1.0, 3.0, 0.75), (3.0, 45.0, 0.75), (45.0, 710.47, 0.75)),
+              "cosh": ((0.5, 3.0, 0.85), (3.0, 45.0, 0.85), (45.0, 710.47, 0.85))}
 _LN2_64 = np.log(2) / 64       # the ends of the table's reduction of 2|x| for tanh
 
 
-def _pool_hyp(name: str) -> np.ndarray:
+def _pool_on_table(name: str) -> np.ndarray:
     """Both branches and their boundary, the ends of the table's reduction, the clamps,
     the overflow threshold, tiny and subnormal arguments, and special values."""
     common = [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1e-300, -1e-20, 1e-8,
               0.3, -2.5, 7.0, 1e300, -1e300, np.inf, -np.inf, np.nan]
-    own = {"tanh": [0.125, 0.12499999999999999, -0.125, 0.12500000000000003, 17 * _LN2_64,
+    own = {"exp2": [1.0 / 32, -1.0 / 32, 0.0625, 17.0 / 32, -1022.0, -1022.5, -1074.0, -1074.5,
+                    -1075.0, -1080.0, 1023.0, 1023.9999999999999, 1024.0, 1025.0, -3000.0],
+           "tanh": [0.125, 0.12499999999999999, -0.125, 0.12500000000000003, 17 * _LN2_64,
                     -31 * _LN2_64, 33 * _LN2_64, 19.06, 21.9, 22.0, 22.5, -30.0],
            "sinh": [1.0, 0.9999999999999999, -1.0, 1.0000000000000002, 17 * _LN2_64 * 2,
                     39.9, 40.0, 40.1, -300.0, 709.78, 710.4758600739439, 710.475860073944,
@@ -228,7 +232,7 @@ def _pool_hyp(name: str) -> np.ndarray:
     return np.array(common + own)
 
 
-def _exact_hyp(name: str, x: np.ndarray) -> np.ndarray:
+def _exact_on_table(name: str, x: np.ndarray) -> np.ndarray:
     """The correctly rounded value (mpmath, overflow to inf included); NumPy's for inf, nan,
     zero and arguments beyond 1000 (where the result is +-1 or +-inf)."""
     out = []
@@ -240,15 +244,15 @@ def _exact_hyp(name: str, x: np.ndarray) -> np.ndarray:
 
 
 @needs_avx512
-@pytest.mark.parametrize("name", HYPERBOLIC)
-def test_hyperbolic_every_width_on_mixed_lanes(name: str) -> None:
+@pytest.mark.parametrize("name", ON_TABLE)
+def test_on_table_every_width_on_mixed_lanes(name: str) -> None:
     """Each width, each lane position: within 1 ULP of the correctly rounded value (so on the
     right side of the overflow threshold), NumPy's special values, and the same bits in
     every width."""
     v = _widths(512, name)
     assert v.symbol.endswith("_tbl") and v.widths == (1, 2, 4, 8)
-    pool = _pool_hyp(name)
-    exact = _exact_hyp(name, pool)
+    pool = _pool_on_table(name)
+    exact = _exact_on_table(name, pool)
     rng = np.random.default_rng(len(name))
     one: dict[int, set[bytes]] = {}
     for n in v.widths:
@@ -270,30 +274,31 @@ def test_hyperbolic_every_width_on_mixed_lanes(name: str) -> None:
 
 
 @needs_avx512
-@pytest.mark.parametrize("name", HYPERBOLIC)
-def test_hyperbolic_random_arguments_against_long_double(name: str) -> None:
-    """The exponential branch, uniform over its ranges (both signs), through the 8-wide
-    variant and the scalar function, against long double."""
+@pytest.mark.parametrize("name", ON_TABLE)
+def test_on_table_random_arguments_against_long_double(name: str) -> None:
+    """Uniform over the ranges (tanh, sinh, cosh: of the exponential branch, both signs),
+    through the 8-wide variant and the scalar function, against long double."""
     v = _widths(512, name)
     rng = np.random.default_rng(13)
-    for lo, hi in RANGES_HYP[name]:
-        x = rng.uniform(lo, hi, 24000) * rng.choice([-1.0, 1.0], 24000)
+    for lo, hi, tol in RANGES_ON_TABLE[name]:
+        x = rng.uniform(lo, hi, 24000) * (1.0 if name == "exp2" else rng.choice([-1.0, 1.0], 24000))
         exact = H.reference(name, x)
         for n in (8, 1):
             got = np.concatenate([v(n, x[i:i + n]) for i in range(0, len(x), n)])
             err = H.ulp_error(got, exact)
-            assert err.max() <= TOL_HYP[name], f"[{lo}, {hi}] width {n}: {err.max():.3f} ULP"
+            assert err.max() <= tol, f"[{lo}, {hi}] width {n}: {err.max():.3f} ULP"
 
 
-_HYP_KERNELS = {"tanh": lazy_jit(lambda x: np.tanh(x), signature="f64[n]"),
+_ON_TABLE_KERNELS = {"exp2": lazy_jit(lambda x: np.exp2(x), signature="f64[n]"),
+                "tanh": lazy_jit(lambda x: np.tanh(x), signature="f64[n]"),
                 "sinh": lazy_jit(lambda x: np.sinh(x), signature="f64[n]"),
                 "cosh": lazy_jit(lambda x: np.cosh(x), signature="f64[n]")}
 
 
-@pytest.mark.parametrize("name", HYPERBOLIC)
-def test_hyperbolic_kernel_every_length_matches_the_long_loop(name: str) -> None:
+@pytest.mark.parametrize("name", ON_TABLE)
+def test_on_table_kernel_every_length_matches_the_long_loop(name: str) -> None:
     x = np.random.default_rng(4).uniform(-25, 25, 600)
-    kernel = _HYP_KERNELS[name]
+    kernel = _ON_TABLE_KERNELS[name]
     long = kernel(x)
     for n in range(1, 41):
         assert kernel(x[:n]).tobytes() == long[:n].tobytes(), n
@@ -316,13 +321,13 @@ def test_tanh_over_short_rows(cols: int) -> None:
                                rtol=2e-16 * cols + 1e-15, atol=1e-15)
 
 
-@pytest.mark.parametrize("name", HYPERBOLIC)
-def test_hyperbolic_other_targets_and_float32_keep_the_inline_kernel(name: str) -> None:
+@pytest.mark.parametrize("name", ON_TABLE)
+def test_on_table_other_targets_and_float32_keep_the_inline_kernel(name: str) -> None:
     v = _widths(256, name)
     assert not v.symbol.endswith("_tbl")
     assert "avx512" not in v.text and "avx512" not in v.optimized
-    pool = _pool_hyp(name)
-    exact = _exact_hyp(name, pool)
+    pool = _pool_on_table(name)
+    exact = _exact_on_table(name, pool)
     for n in v.widths:
         got = np.concatenate([v(n, np.resize(pool[i:i + n], n))[:len(pool[i:i + n])]
                               for i in range(0, len(pool), n)])
@@ -337,8 +342,8 @@ def test_hyperbolic_other_targets_and_float32_keep_the_inline_kernel(name: str) 
 
 
 @needs_avx512
-@pytest.mark.parametrize("name", HYPERBOLIC)
-def test_hyperbolic_vector_loop_uses_the_table_and_calls_nothing(name: str) -> None:
+@pytest.mark.parametrize("name", ON_TABLE)
+def test_on_table_vector_loop_uses_the_table_and_calls_nothing(name: str) -> None:
     asm = H.compile_kernel(name, "float64").asm
     start = asm.index("\nkernel:")
     loop = asm[start:asm.find(".Lfunc_end", start)]

@@ -37,8 +37,7 @@ _VECTOR: dict[str, Callable] = trig.KERNELS  # name -> define(module, name, ty, 
 #: name -> (scalar type, vector width, body): an explicit vector body where the target has the
 #: instructions it needs (AVX-512 permutes and vscalefpd), used for that type and width only
 _TABLED: dict[str, tuple[str, int, Callable]] = {
-    "exp": ("double", 512, exp_log.exp_table),
-    **{name: ("double", 512, body) for name, body in hyperbolic.TABLED.items()}}
+    name: ("double", 512, body) for name, body in {**exp_log.TABLED, **hyperbolic.TABLED}.items()}
 _TABLED_SUFFIX = "_tbl"
 _NARGS = {"arctan2": 2, "pow": 2, "hypot": 2}
 
