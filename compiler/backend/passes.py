@@ -44,7 +44,9 @@ def optimize(module: llvm.ModuleRef, target: Target) -> llvm.ModuleRef:
         _free(mpm)
     late = [text for fn in module.functions if fn.is_declaration
             for text in [vecmath.late_definition(fn.name)] if text]
-    if late:
+    # a loop of a static trip count that the vector body covers whole calls only the variants:
+    # the scalar function is gone, the variants still need inlining
+    if late or any(vecmath.is_late_variant(fn.name) for fn in module.functions):
         _inline_late(module, late, pb)
     return module
 

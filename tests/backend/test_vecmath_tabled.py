@@ -349,3 +349,20 @@ def test_on_table_vector_loop_uses_the_table_and_calls_nothing(name: str) -> Non
     loop = asm[start:asm.find(".Lfunc_end", start)]
     assert re.search(r"vperm[ti]2pd\s.*%zmm", loop) and re.search(r"vscalefpd\s.*%zmm", loop)
     assert not re.search(r"\bcall", loop)
+
+
+_static_exp = lazy_jit(lambda x: np.exp(x), signature="f64[4096]")
+_static_tanh = lazy_jit(lambda x: np.tanh(x), signature="f64[64,32]")
+
+
+@needs_avx512
+def test_static_trip_counts_covered_by_the_vector_body_inline_the_variants() -> None:
+    """A loop of a static trip count that the vector body covers whole leaves no scalar call:
+    the variants it calls are inlined all the same (they were left as calls through a
+    register, 10% slower), and the results are the dynamic-length kernel's bits."""
+    x = np.random.default_rng(6).uniform(-20, 20, 4096)
+    for kernel, dynamic, arg in ((_static_exp, _exp, x),
+                                 (_static_tanh, _ON_TABLE_KERNELS["tanh"], x[:2048].reshape(64, 32))):
+        text = kernel.lower(arg).llvm_optimized
+        assert not re.search(r"call [^\n]*@\"?aotx_vm_\w*_tbl", text), "a call of the vector variant is left"
+        assert kernel(arg).tobytes() == dynamic(arg.ravel()).tobytes()

@@ -28,7 +28,8 @@ from typing import Callable
 import llvmlite.ir as ir
 
 from compiler.backend.vecmath import exp_log, hyperbolic, inverse_hyperbolic, inverse_trig, power, trig
-from compiler.backend.vecmath._define import inline_function, natural_width, vector_inlined_function
+from compiler.backend.vecmath._define import (INLINED_VARIANT, inline_function, natural_width,
+                                              vector_inlined_function)
 
 _INLINE: dict[str, Callable] = {
     **exp_log.KERNELS, **hyperbolic.KERNELS, **inverse_trig.KERNELS, **power.KERNELS,
@@ -106,6 +107,13 @@ def _tabled(name: str, ty_name: str, has_fma: bool, vector_bits: int) -> Callabl
 def is_late(sym: str) -> bool:
     """Whether calls of `sym` stay calls until after vectorization (:func:`late_definition`)."""
     return sym.startswith("aotx_vm_") and sym.endswith(_TABLED_SUFFIX)
+
+
+def is_late_variant(sym: str) -> bool:
+    """Whether `sym` is a vector variant of such a function (``alwaysinline``, but called only
+    once LoopVectorize has run: passes.optimize inlines it afterwards)."""
+    base, _, width = sym.removesuffix(INLINED_VARIANT).rpartition("_v")
+    return sym.endswith(INLINED_VARIANT) and width.isdigit() and is_late(base)
 
 
 def late_definition(sym: str) -> str | None:
