@@ -150,7 +150,7 @@ EXP_TABLE_LO = tuple(_h(v) for v in (
 LN2_16 = (_h("0x1.62e42fefa0000p-5"), _h("0x1.cf79abc9e3b3ap-44"))
 
 
-def exp_table_pair(em: Em, y):
+def exp_table_pair(em: Em, y, times: float = 1.0):
     """e^y = (hi + lo) 2^floor(m) for a vector of 8 float64 on AVX-512 (|y| <= 746 or nan):
     returns (hi, lo, m), hi the table's 2^(j/16), |lo| < 0.023 hi, m a float for
     :func:`scalef`. The relative error of hi + lo is about 2^-58 (see :func:`exp_table`).
@@ -159,11 +159,14 @@ def exp_table_pair(em: Em, y):
     n = 16 m + j; hi + lo_j = 2^(j/16) by one vpermi2pd each (the index is the low bits of n,
     which the rounding shifter leaves in place), p = e^r - 1 of degree 6, lo = hi p + lo_j.
     Shared by exp, tanh, sinh and cosh (their _TABLED bodies in vecmath/__init__.py).
+    With `times` (a power of two) the argument is times * y, and n is rounded from y itself:
+    tanh's e^(2|x|) saves an addition on its critical path.
     """
     c = C(em)
     shifter = em.c(1.5 * 2.0 ** 52)
-    t = em.mla(y, em.c(16.0 * c.log2e), shifter)
+    t = em.mla(y, em.c(16.0 * times * c.log2e), shifter)
     n = em.sub(t, shifter)
+    y = y if times == 1.0 else em.mul(y, em.c(times))      # exact: times is a power of two
     r = em.mla(n, em.c(-LN2_16[1]), em.mla(n, em.c(-LN2_16[0]), y))
     return _table_pair(em, t, n, r)
 

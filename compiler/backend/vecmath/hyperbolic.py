@@ -79,7 +79,7 @@ def _exp_2x(em: Em, a):
 
 def _exp_2x_table(em: Em, a):
     """e^(2a) from the AVX-512 table (exp_log.exp_table_pair), scaled exactly (2a <= 44)."""
-    hi, lo, m = exp_log.exp_table_pair(em, em.add(a, a))
+    hi, lo, m = exp_log.exp_table_pair(em, a, times=2.0)
     return exp_log.scalef(em, hi, m), exp_log.scalef(em, lo, m)
 
 
