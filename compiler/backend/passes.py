@@ -57,6 +57,9 @@ def _inline_late(module: llvm.ModuleRef, texts: list[str], pb: object) -> None:
     those variants and functions (``alwaysinline``), and drop what is left unused."""
     for text in texts:     # parsed in the module's context (ModuleRef keeps it as _context)
         module.link_in(llvm.parse_assembly(text, context=module._context))
+    for fn in module.functions:    # external until now (_define): dropped below where unused
+        if vecmath.is_late_variant(fn.name) and not fn.is_declaration:
+            fn.linkage = "internal"
     late = llvm.create_new_module_pass_manager()
     late.add_always_inliner_pass()
     late.add_global_dead_code_eliminate_pass()

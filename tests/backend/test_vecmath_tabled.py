@@ -371,4 +371,6 @@ def test_static_trip_counts_covered_by_the_vector_body_inline_the_variants() -> 
                                  (_static_tanh, _ON_TABLE_KERNELS["tanh"], x[:2048].reshape(64, 32))):
         text = kernel.lower(arg).llvm_optimized
         assert not re.search(r"call [^\n]*@\"?aotx_vm_\w*_tbl", text), "a call of the vector variant is left"
+        # and no variant is left to compile (they were kept whole, every width)
+        assert not re.search(r"^define [^\n]*@\"?aotx_vm_\w*_tbl", text, flags=re.M), "a variant is left"
         assert kernel(arg).tobytes() == dynamic(arg.ravel()).tobytes()

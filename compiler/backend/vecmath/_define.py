@@ -117,7 +117,10 @@ def vector_inlined_function(module: ir.Module, late: ir.Module, name: str, ty: i
         _attrs(main, "alwaysinline")
         builder = ir.IRBuilder(main.append_basic_block("entry"))
         builder.ret(body(Em(builder, vty, has_fma=has_fma), main.args[0]))
-    _keep_alive(module, module.globals[main_name])
+    # external, not in @llvm.compiler.used: the pipeline keeps them for LoopVectorize, and
+    # passes._inline_late makes them internal once they are inlined, so that unused widths
+    # are not compiled to machine code
+    module.globals[main_name].linkage = ""
     scalar = _define_wrapper(late, name, ty, late.globals[main_name])
     scalar.linkage = "linkonce_odr"
     scalar.attributes.add("alwaysinline")
@@ -130,7 +133,7 @@ def vector_inlined_function(module: ir.Module, late: ir.Module, name: str, ty: i
         if n != lanes:
             wrapper = _define_wrapper(module, vname, ir.VectorType(ty, n), module.globals[main_name])
             wrapper.attributes.add("alwaysinline")
-            _keep_alive(module, wrapper)
+            wrapper.linkage = ""
         variants.append(f"_ZGV_LLVM_N{n}v_{name}({vname})")
     return fn, '"vector-function-abi-variant"="' + ",".join(variants) + '"'
 
