@@ -38,7 +38,8 @@ _VECTOR: dict[str, Callable] = trig.KERNELS  # name -> define(module, name, ty, 
 #: name -> (scalar type, vector width, body): an explicit vector body where the target has the
 #: instructions it needs (AVX-512 permutes and vscalefpd), used for that type and width only
 _TABLED: dict[str, tuple[str, int, Callable]] = {
-    name: ("double", 512, body) for name, body in {**exp_log.TABLED, **hyperbolic.TABLED}.items()}
+    name: ("double", 512, body)
+    for name, body in {**exp_log.TABLED, **hyperbolic.TABLED, **power.TABLED}.items()}
 _TABLED_SUFFIX = "_tbl"
 _NARGS = {"arctan2": 2, "pow": 2, "hypot": 2}
 
@@ -81,7 +82,7 @@ def _unit(name: str, ty_name: str, fastmath: bool, has_fma: bool, vector_bits: i
     elif tabled is not None:
         late_module = ir.Module(name="vecmath_late")
         _, mapping = vector_inlined_function(module, late_module, sym, ty, has_fma, tabled,
-                                             natural_width(ty, vector_bits))
+                                             natural_width(ty, vector_bits), _NARGS.get(name, 1))
         late = str(late_module)
     else:
         kernel = _INLINE[name]
