@@ -5,8 +5,8 @@ the unrolled factorization, one short loop over the chunk per entry and step. Un
 those hundreds of loops doubled the time LLVM took to optimize and emit the kernel and
 made no faster code, so they carry ``llvm.loop.unroll.disable``; loop nests three deep (a
 matrix product) and the loops of small bodies are left to LLVM (except a loop calling a vecmath
-function inlined after vectorization, float64 exp, exp2, expm1, tanh, sinh and cosh on
-AVX-512: codegen.loop).
+function inlined after vectorization, float64 exp, exp2, expm1, tanh, sinh, cosh and
+pow on AVX-512: codegen.loop).
 """
 from __future__ import annotations
 
