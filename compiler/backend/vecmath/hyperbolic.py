@@ -16,6 +16,8 @@ for the choice of formulas (our code and coefficients).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from compiler.backend.vecmath import exp_log
 from compiler.backend.vecmath._emit import Em, _h
 
@@ -173,5 +175,5 @@ def cosh_table(em: Em, x):
 
 KERNELS = {"tanh": tanh, "sinh": sinh, "cosh": cosh}
 #: the explicit AVX-512 float64 bodies (vecmath._TABLED)
-TABLED = {"tanh": tanh_table, "sinh": sinh_table, "cosh": cosh_table}
+TABLED: dict[str, Callable] = {"tanh": tanh_table, "sinh": sinh_table, "cosh": cosh_table}
 

@@ -22,6 +22,8 @@ precision) and Handbook of Floating-Point Arithmetic ch. 4 (error-free transform
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from compiler.backend.vecmath import exp_log
 from compiler.backend.vecmath._emit import F64, Em, _h
 from compiler.backend.vecmath.inverse_trig import _exponent_scale, _in_f64
@@ -215,4 +217,4 @@ def pow_any(em: Em, x, y, fast: bool = False):
 
 KERNELS = {"pow": pow_any, "hypot": _in_f64(hypot), "cbrt": _in_f64(cbrt)}
 #: the explicit AVX-512 float64 bodies (vecmath._TABLED)
-TABLED = {"pow": pow_table}
+TABLED: dict[str, Callable] = {"pow": pow_table}
