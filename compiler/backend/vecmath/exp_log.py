@@ -170,16 +170,22 @@ def exp_table_pair(em: Em, y, times: float = 1.0):
     n = em.sub(t, shifter)
     y = y if times == 1.0 else em.mul(y, em.c(times))      # exact: times is a power of two
     r = em.mla(n, em.c(-LN2_16[1]), em.mla(n, em.c(-LN2_16[0]), y))
-    return _table_pair(em, t, n, r)
+    return (*_table_pair(em, t, r), table_scale(em, n))
 
 
-def _table_pair(em: Em, t, n, r):
-    """(hi, lo, m) of :func:`exp_table_pair` from the reduction t = n + 1.5 2^52 (as float),
-    n, and r (|r| <= ln2/32)."""
+def _table_pair(em: Em, t, r):
+    """(hi, lo) of :func:`exp_table_pair` from the reduction t = n + 1.5 2^52 (as float) and
+    r (|r| <= ln2/32)."""
     r2 = em.mul(r, r)
     p = em.mla(r2, em.estrin(r, EXP_TABLE_POLY, r2), r)
     hi, lo = _table_lookup(em, t)
-    return hi, em.mla(hi, p, lo), em.mul(n, em.c(1.0 / 16))
+    return hi, em.mla(hi, p, lo)
+
+
+def table_scale(em: Em, n):
+    """m for :func:`scalef` (floor(n / 16)), emitted by each caller where it uses it (exp's
+    loop keeps the instruction order of its own body)."""
+    return em.mul(n, em.c(1.0 / 16))
 
 
 def _table_lookup(em: Em, t):
@@ -220,8 +226,12 @@ def exp_table(em: Em, x):
     stays nan through every step).
     """
     c = C(em)
-    hi, lo, m = exp_table_pair(em, clamp(em, x, c.exp_lo, c.exp_hi))
-    return scalef(em, em.add(hi, lo), m)
+    y = clamp(em, x, c.exp_lo, c.exp_hi)
+    shifter = em.c(1.5 * 2.0 ** 52)
+    t = em.mla(y, em.c(16.0 * c.log2e), shifter)
+    n = em.sub(t, shifter)
+    hi, lo = _table_pair(em, t, em.mla(n, em.c(-LN2_16[1]), em.mla(n, em.c(-LN2_16[0]), y)))
+    return scalef(em, em.add(hi, lo), table_scale(em, n))
 
 
 def exp2_table(em: Em, x):
@@ -241,8 +251,8 @@ def exp2_table(em: Em, x):
     n = em.sub(t, shifter)
     d = em.mla(n, em.c(-1.0 / 16), x)
     r = em.mla(d, em.c(c.ln2_a), em.mul(d, em.c(c.ln2_b)))
-    hi, lo, m = _table_pair(em, t, n, r)
-    return scalef(em, em.add(hi, lo), m)
+    hi, lo = _table_pair(em, t, r)
+    return scalef(em, em.add(hi, lo), table_scale(em, n))
 
 
 def expm1_table(em: Em, x):

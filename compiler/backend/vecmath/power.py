@@ -85,8 +85,8 @@ def _pow_magnitude_table(em: Em, ax, y):
     n = em.sub(t, shifter)
     rh = em.mla(n, em.c(-exp_log.LN2_16[0]), phc)           # exact
     r = em.add(rh, em.mla(n, em.c(-exp_log.LN2_16[1]), pl))
-    hi, lo, m = exp_log._table_pair(em, t, n, r)
-    return exp_log.scalef(em, em.add(hi, lo), m)
+    hi, lo = exp_log._table_pair(em, t, r)
+    return exp_log.scalef(em, em.add(hi, lo), exp_log.table_scale(em, n))
 
 
 def pow_table(em: Em, x, y):
