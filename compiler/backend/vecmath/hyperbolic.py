@@ -45,8 +45,9 @@ def tanh(em: Em, x, fast: bool = False, exp_2x=None):
     2^-54.9 / 2^-26.2). |x| is clamped to 22 (f64) / 10 (f32), where tanh rounds to 1.
     Measured max error: f64 0.79 ULP, f32 0.71 ULP (NumPy allows 2).
     Special values: tanh(+-0) = +-0, subnormal x gives x, tanh(+-inf) = +-1, nan -> nan.
-    `exp_2x(em, a)` gives E = e^(2a) as a pair (H, L), |L| < 0.1 H, for 0 <= a <= 22 (or nan):
-    by default the exp kernel (:func:`_exp_2x`); :func:`tanh_table` passes the AVX-512 table's.
+    `exp_2x(em, a)` gives E = e^(2a) as a pair (H, L), |L| < 0.1 H, for 0 <= a <= 22 (or nan),
+    L as a function emitting it where it is used: by default the exp kernel (:func:`_exp_2x`);
+    :func:`tanh_table` passes the AVX-512 table's.
     """
     d = em.fmt.name == "f64"
     one = em.c(1.0)
@@ -57,7 +58,7 @@ def tanh(em: Em, x, fast: bool = False, exp_2x=None):
     big_e, small_e = (exp_2x or _exp_2x)(em, axc)
     # E + 1 = H + 1 + L (|L| < 0.06 H: it holds the polynomial) as a pair
     a, ea = em.fast_two_sum(big_e, one)  # E >= 1
-    dh, eb = em.fast_two_sum(a, small_e)
+    dh, eb = em.fast_two_sum(a, small_e())
     dl = em.add(ea, eb)
     q0 = em.div(em.c(2.0), dh)
     resid = em.sub(em.exact_fms(q0, dh, em.c(2.0)), em.mul(q0, dl))  # 2 - q0 (dh + dl)
@@ -69,20 +70,21 @@ def tanh(em: Em, x, fast: bool = False, exp_2x=None):
 
 
 def _exp_2x(em: Em, a):
-    """e^(2a) = (hi + lo) 2^k from the exp kernel, as the pair (hi 2^k, lo 2^k)."""
+    """e^(2a) = (hi + lo) 2^k from the exp kernel, as the pair (hi 2^k, lo 2^k) (the second
+    emitted when called: the instruction order of the kernel as it was before the table)."""
     c = exp_log.C(em)
     # 2a = n ln2 + rh + rl; n is rounded from a (2 log2(e) is exact) to save latency
     n, k = em.round_mul_to_int(a, 2.0 * c.log2e)
     rh = em.mla(n, em.c(-c.ln2_hi), em.add(a, a))
     hi, lo = exp_log.exp_core(em, c, rh, em.mul(n, em.c(-c.ln2_lo)))
     scale = em.pow2(k)
-    return em.mul(hi, scale), em.mul(lo, scale)
+    return em.mul(hi, scale), lambda: em.mul(lo, scale)
 
 
 def _exp_2x_table(em: Em, a):
     """e^(2a) from the AVX-512 table (exp_log.exp_table_pair), scaled exactly (2a <= 44)."""
     hi, lo, m = exp_log.exp_table_pair(em, a, times=2.0)
-    return exp_log.scalef(em, hi, m), exp_log.scalef(em, lo, m)
+    return exp_log.scalef(em, hi, m), lambda: exp_log.scalef(em, lo, m)
 
 
 def tanh_table(em: Em, x):
