@@ -44,7 +44,9 @@ def optimize(module: llvm.ModuleRef, target: Target) -> llvm.ModuleRef:
         _free(mpm)
     late = [text for fn in module.functions if fn.is_declaration
             for text in [vecmath.late_definition(fn.name)] if text]
-    if late:
+    # a loop of a static trip count that the vector body covers whole calls only the variants:
+    # the scalar function is gone, the variants still need inlining
+    if late or any(vecmath.is_late_variant(fn.name) for fn in module.functions):
         _inline_late(module, late, pb)
     return module
 
@@ -55,6 +57,9 @@ def _inline_late(module: llvm.ModuleRef, texts: list[str], pb: object) -> None:
     those variants and functions (``alwaysinline``), and drop what is left unused."""
     for text in texts:     # parsed in the module's context (ModuleRef keeps it as _context)
         module.link_in(llvm.parse_assembly(text, context=module._context))
+    for fn in module.functions:    # external until now (_define): dropped below where unused
+        if vecmath.is_late_variant(fn.name) and not fn.is_declaration:
+            fn.linkage = "internal"
     late = llvm.create_new_module_pass_manager()
     late.add_always_inliner_pass()
     late.add_global_dead_code_eliminate_pass()

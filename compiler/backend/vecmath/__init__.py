@@ -28,7 +28,8 @@ from typing import Callable
 import llvmlite.ir as ir
 
 from compiler.backend.vecmath import exp_log, hyperbolic, inverse_hyperbolic, inverse_trig, power, trig
-from compiler.backend.vecmath._define import inline_function, natural_width, vector_inlined_function
+from compiler.backend.vecmath._define import (INLINED_VARIANT, inline_function, natural_width,
+                                              vector_inlined_function)
 
 _INLINE: dict[str, Callable] = {
     **exp_log.KERNELS, **hyperbolic.KERNELS, **inverse_trig.KERNELS, **power.KERNELS,
@@ -36,7 +37,9 @@ _INLINE: dict[str, Callable] = {
 _VECTOR: dict[str, Callable] = trig.KERNELS  # name -> define(module, name, ty, fast, fma, bits)
 #: name -> (scalar type, vector width, body): an explicit vector body where the target has the
 #: instructions it needs (AVX-512 permutes and vscalefpd), used for that type and width only
-_TABLED: dict[str, tuple[str, int, Callable]] = {"exp": ("double", 512, exp_log.exp_table)}
+_TABLED: dict[str, tuple[str, int, Callable]] = {
+    name: ("double", 512, body)
+    for name, body in {**exp_log.TABLED, **hyperbolic.TABLED, **power.TABLED}.items()}
 _TABLED_SUFFIX = "_tbl"
 _NARGS = {"arctan2": 2, "pow": 2, "hypot": 2}
 
@@ -79,7 +82,7 @@ def _unit(name: str, ty_name: str, fastmath: bool, has_fma: bool, vector_bits: i
     elif tabled is not None:
         late_module = ir.Module(name="vecmath_late")
         _, mapping = vector_inlined_function(module, late_module, sym, ty, has_fma, tabled,
-                                             natural_width(ty, vector_bits))
+                                             natural_width(ty, vector_bits), _NARGS.get(name, 1))
         late = str(late_module)
     else:
         kernel = _INLINE[name]
@@ -105,6 +108,13 @@ def _tabled(name: str, ty_name: str, has_fma: bool, vector_bits: int) -> Callabl
 def is_late(sym: str) -> bool:
     """Whether calls of `sym` stay calls until after vectorization (:func:`late_definition`)."""
     return sym.startswith("aotx_vm_") and sym.endswith(_TABLED_SUFFIX)
+
+
+def is_late_variant(sym: str) -> bool:
+    """Whether `sym` is a vector variant of such a function (``alwaysinline``, but called only
+    once LoopVectorize has run: passes.optimize inlines it afterwards)."""
+    base, _, width = sym.removesuffix(INLINED_VARIANT).rpartition("_v")
+    return sym.endswith(INLINED_VARIANT) and width.isdigit() and is_late(base)
 
 
 def late_definition(sym: str) -> str | None:

@@ -95,9 +95,10 @@ def vector_mapped_function(module: ir.Module, name: str, ty: ir.Type, has_fma: b
 
 
 def vector_inlined_function(module: ir.Module, late: ir.Module, name: str, ty: ir.Type,
-                            has_fma: bool, body: Callable, lanes: int) -> tuple[ir.Function, str]:
-    """Declare a one-argument function in `module` whose `lanes`-wide variant has the explicit
-    vector body body(em, x) (target instructions that LoopVectorize cannot produce from a
+                            has_fma: bool, body: Callable, lanes: int,
+                            nargs: int = 1) -> tuple[ir.Function, str]:
+    """Declare a function of `nargs` arguments in `module` whose `lanes`-wide variant has the
+    explicit vector body body(em, x, ...) (target instructions that LoopVectorize cannot produce from a
     scalar body, such as a permute from a table in registers), and define its scalar body in
     `late`.
 
@@ -112,16 +113,19 @@ def vector_inlined_function(module: ir.Module, late: ir.Module, name: str, ty: i
     main_name = f"{name}_v{lanes}{INLINED_VARIANT}"
     vty = ir.VectorType(ty, lanes)
     for target in (module, late):
-        main = ir.Function(target, ir.FunctionType(vty, [vty]), main_name)
+        main = ir.Function(target, ir.FunctionType(vty, [vty] * nargs), main_name)
         main.linkage = "internal"
         _attrs(main, "alwaysinline")
         builder = ir.IRBuilder(main.append_basic_block("entry"))
-        builder.ret(body(Em(builder, vty, has_fma=has_fma), main.args[0]))
-    _keep_alive(module, module.globals[main_name])
+        builder.ret(body(Em(builder, vty, has_fma=has_fma), *main.args))
+    # external, not in @llvm.compiler.used: the pipeline keeps them for LoopVectorize, and
+    # passes._inline_late makes them internal once they are inlined, so that unused widths
+    # are not compiled to machine code
+    module.globals[main_name].linkage = ""
     scalar = _define_wrapper(late, name, ty, late.globals[main_name])
     scalar.linkage = "linkonce_odr"
     scalar.attributes.add("alwaysinline")
-    fn = ir.Function(module, ir.FunctionType(ty, [ty]), name)
+    fn = ir.Function(module, ir.FunctionType(ty, [ty] * nargs), name)
     _attrs(fn)
     set.add(fn.attributes, "speculatable")
     variants = []
@@ -130,36 +134,37 @@ def vector_inlined_function(module: ir.Module, late: ir.Module, name: str, ty: i
         if n != lanes:
             wrapper = _define_wrapper(module, vname, ir.VectorType(ty, n), module.globals[main_name])
             wrapper.attributes.add("alwaysinline")
-            _keep_alive(module, wrapper)
-        variants.append(f"_ZGV_LLVM_N{n}v_{name}({vname})")
+            wrapper.linkage = ""
+        variants.append(f"_ZGV_LLVM_N{n}{'v' * nargs}_{name}({vname})")
     return fn, '"vector-function-abi-variant"="' + ",".join(variants) + '"'
 
 
 def _define_wrapper(module: ir.Module, name: str, ty: ir.Type, main: ir.Function) -> ir.Function:
-    """``ty name(ty x)`` computed by `main` (a function of N-lane vectors): a scalar or
-    narrower x padded with zeros (a lane of zeros takes the fast path), a wider one in
-    N-lane pieces."""
+    """``ty name(ty x, ...)`` computed by `main` (a function of N-lane vectors, of as many
+    arguments): a scalar or narrower x padded with zeros (a lane of zeros takes the fast
+    path), a wider one in N-lane pieces."""
     vty = main.function_type.return_type
     big = vty.count
-    fn = ir.Function(module, ir.FunctionType(ty, [ty]), name)
+    fn = ir.Function(module, ir.FunctionType(ty, [ty] * len(main.args)), name)
     fn.linkage = "internal"
     _attrs(fn)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    x = fn.args[0]
+    xs = fn.args
     i32 = ir.IntType(32)
 
     def mask(idx) -> ir.Constant:
         return ir.Constant(ir.VectorType(i32, len(idx)), [ir.Constant(i32, i) for i in idx])
     if not isinstance(ty, ir.VectorType):
-        wide = b.insert_element(ir.Constant(vty, None), x, ir.Constant(i32, 0))
-        b.ret(b.extract_element(b.call(main, [wide]), ir.Constant(i32, 0)))
+        wide = [b.insert_element(ir.Constant(vty, None), x, ir.Constant(i32, 0)) for x in xs]
+        b.ret(b.extract_element(b.call(main, wide), ir.Constant(i32, 0)))
         return fn
     n = ty.count
     if n < big:      # lanes n.. from the zero vector (index n of the pair)
-        wide = b.shuffle_vector(x, ir.Constant(ty, None), mask([*range(n), *[n] * (big - n)]))
-        b.ret(b.shuffle_vector(b.call(main, [wide]), ir.Constant(vty, None), mask(range(n))))
+        wide = [b.shuffle_vector(x, ir.Constant(ty, None), mask([*range(n), *[n] * (big - n)]))
+                for x in xs]
+        b.ret(b.shuffle_vector(b.call(main, wide), ir.Constant(vty, None), mask(range(n))))
         return fn
-    parts = [b.call(main, [b.shuffle_vector(x, x, mask(range(k, k + big)))])
+    parts = [b.call(main, [b.shuffle_vector(x, x, mask(range(k, k + big))) for x in xs])
              for k in range(0, n, big)]
     while len(parts) > 1:
         w = parts[0].type.count

@@ -16,6 +16,8 @@ for the choice of formulas (our code and coefficients).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from compiler.backend.vecmath import exp_log
 from compiler.backend.vecmath._emit import Em, _h
 
@@ -31,7 +33,7 @@ TANH_F32 = (_h("-0x1.555556p-2"), _h("0x1.111048p-3"), _h("-0x1.b96b3cp-5"), _h(
 COSH_F32 = (_h("0x1.555556p-5"), _h("0x1.6c161ap-10"), _h("0x1.a1d68ep-16"))
 
 
-def tanh(em: Em, x, fast: bool = False):
+def tanh(em: Em, x, fast: bool = False, exp_2x=None):
     """Hyperbolic tangent, branch-free, one division.
 
     Algorithm: for |x| >= T (1/8 in f64, 0.3 in f32) tanh|x| = 1 - 2/(E + 1) with
@@ -43,22 +45,20 @@ def tanh(em: Em, x, fast: bool = False):
     2^-54.9 / 2^-26.2). |x| is clamped to 22 (f64) / 10 (f32), where tanh rounds to 1.
     Measured max error: f64 0.79 ULP, f32 0.71 ULP (NumPy allows 2).
     Special values: tanh(+-0) = +-0, subnormal x gives x, tanh(+-inf) = +-1, nan -> nan.
+    `exp_2x(em, a)` gives E = e^(2a) as a pair (H, L), |L| < 0.1 H, for 0 <= a <= 22 (or nan),
+    L as a function emitting it where it is used: by default the exp kernel (:func:`_exp_2x`);
+    :func:`tanh_table` passes the AVX-512 table's.
     """
     d = em.fmt.name == "f64"
-    c = exp_log.C(em)
     one = em.c(1.0)
     ax = em.fabs(x)
     z = em.mul(ax, ax)
     small = em.mla(em.mul(ax, z), em.estrin(z, TANH_F64 if d else TANH_F32), ax)
     axc = exp_log.clamp(em, ax, 0.0, 22.0 if d else 10.0)
-    # 2|x| = n ln2 + rh + rl; n is rounded from |x| (2 log2(e) is exact) to save latency
-    n, k = em.round_mul_to_int(axc, 2.0 * c.log2e)
-    rh = em.mla(n, em.c(-c.ln2_hi), em.add(axc, axc))
-    hi, lo = exp_log.exp_core(em, c, rh, em.mul(n, em.c(-c.ln2_lo)))
-    scale = em.pow2(k)
-    # E + 1 = hi 2^k + 1 + lo 2^k (|lo| < 0.06 hi: it holds the polynomial) as a pair
-    a, ea = em.fast_two_sum(em.mul(hi, scale), one)  # E >= 1
-    dh, eb = em.fast_two_sum(a, em.mul(lo, scale))
+    big_e, small_e = (exp_2x or _exp_2x)(em, axc)
+    # E + 1 = H + 1 + L (|L| < 0.06 H: it holds the polynomial) as a pair
+    a, ea = em.fast_two_sum(big_e, one)  # E >= 1
+    dh, eb = em.fast_two_sum(a, small_e())
     dl = em.add(ea, eb)
     q0 = em.div(em.c(2.0), dh)
     resid = em.sub(em.exact_fms(q0, dh, em.c(2.0)), em.mul(q0, dl))  # 2 - q0 (dh + dl)
@@ -67,6 +67,31 @@ def tanh(em: Em, x, fast: bool = False):
     big = em.sub(s, em.mla(resid, em.mul(q0, em.c(0.5)), em.neg(e)))
     res = em.sel(em.cmp("<", ax, em.c(0.125 if d else 0.3)), small, big)
     return em.copysign(res, x)
+
+
+def _exp_2x(em: Em, a):
+    """e^(2a) = (hi + lo) 2^k from the exp kernel, as the pair (hi 2^k, lo 2^k) (the second
+    emitted when called: the instruction order of the kernel as it was before the table)."""
+    c = exp_log.C(em)
+    # 2a = n ln2 + rh + rl; n is rounded from a (2 log2(e) is exact) to save latency
+    n, k = em.round_mul_to_int(a, 2.0 * c.log2e)
+    rh = em.mla(n, em.c(-c.ln2_hi), em.add(a, a))
+    hi, lo = exp_log.exp_core(em, c, rh, em.mul(n, em.c(-c.ln2_lo)))
+    scale = em.pow2(k)
+    return em.mul(hi, scale), lambda: em.mul(lo, scale)
+
+
+def _exp_2x_table(em: Em, a):
+    """e^(2a) from the AVX-512 table (exp_log.exp_table_pair), scaled exactly (2a <= 44)."""
+    hi, lo, m = exp_log.exp_table_pair(em, a, times=2.0)
+    return exp_log.scalef(em, hi, m), lambda: exp_log.scalef(em, lo, m)
+
+
+def tanh_table(em: Em, x):
+    """tanh of 8 float64 on AVX-512: :func:`tanh` with E = e^(2|x|) from the table of
+    exp_log.exp_table_pair instead of the degree-11 exp kernel (same special values;
+    measured max error in docs/vecmath.md)."""
+    return tanh(em, x, exp_2x=_exp_2x_table)
 
 
 def _half_exp(em: Em, ax):
@@ -79,6 +104,14 @@ def _half_exp(em: Em, ax):
     return em.scale(hi, km1), em.scale(lo, km1), em.scale(em.add(hi, lo), km1)
 
 
+def _half_exp_table(em: Em, ax):
+    """:func:`_half_exp` from the AVX-512 table (exp_log.exp_table_pair): (hi + lo) 2^(m-1)."""
+    hi, lo, m = exp_log.exp_table_pair(em, ax)
+    m1 = em.sub(m, em.c(1.0))
+    return (exp_log.scalef(em, hi, m1), exp_log.scalef(em, lo, m1),
+            exp_log.scalef(em, em.add(hi, lo), m1))
+
+
 def _near_overflow(em: Em, ax):
     """Past this |x| the 1/(4h) term is below half an ULP: use the single-rounded h."""
     return em.cmp(">", ax, em.c(40.0 if em.fmt.name == "f64" else 20.0))
@@ -88,7 +121,7 @@ def _big_bound(em: Em) -> float:
     return 711.0 if em.fmt.name == "f64" else 90.0
 
 
-def sinh(em: Em, x, fast: bool = False):
+def sinh(em: Em, x, fast: bool = False, half_exp=_half_exp):
     """Hyperbolic sine.
 
     Algorithm: odd minimax polynomial of degree 15 (f64) / 9 (f32) for |x| < 1, otherwise
@@ -101,13 +134,13 @@ def sinh(em: Em, x, fast: bool = False):
     ax = em.fabs(x)
     z = em.mul(x, x)
     poly = em.mla(em.mul(x, z), em.estrin(z, SINH_F64 if d else SINH_F32), x)
-    h, l, hs = _half_exp(em, exp_log.clamp(em, ax, 0.0, _big_bound(em)))
+    h, l, hs = half_exp(em, exp_log.clamp(em, ax, 0.0, _big_bound(em)))
     big = em.add(h, em.sub(l, em.div(em.c(0.25), em.add(h, l))))
     big = em.sel(_near_overflow(em, ax), hs, big)
     return em.sel(em.cmp("<", ax, em.c(1.0)), poly, em.copysign(big, x))
 
 
-def cosh(em: Em, x, fast: bool = False):
+def cosh(em: Em, x, fast: bool = False, half_exp=_half_exp):
     """Hyperbolic cosine.
 
     Algorithm: 1 + x^2/2 + x^4 Q(x^2) for |x| < 0.5 (1 + x^2/2 split exactly), otherwise
@@ -124,11 +157,25 @@ def cosh(em: Em, x, fast: bool = False):
     if em.has_fma:
         tail = em.add(tail, em.mul(em.c(0.5), em.fma(x, x, em.neg(z))))
     poly = em.add(s, tail)
-    h, l, hs = _half_exp(em, exp_log.clamp(em, ax, 0.0, _big_bound(em)))
+    h, l, hs = half_exp(em, exp_log.clamp(em, ax, 0.0, _big_bound(em)))
     big = em.add(h, em.add(l, em.div(em.c(0.25), em.add(h, l))))
     big = em.sel(_near_overflow(em, ax), hs, big)
     return em.sel(em.cmp("<", ax, em.c(0.5)), poly, big)
 
 
+def sinh_table(em: Em, x):
+    """sinh of 8 float64 on AVX-512: :func:`sinh` with h = e^|x|/2 from the table of
+    exp_log.exp_table_pair (same special values; measured max error in docs/vecmath.md)."""
+    return sinh(em, x, half_exp=_half_exp_table)
+
+
+def cosh_table(em: Em, x):
+    """cosh of 8 float64 on AVX-512: :func:`cosh` with h = e^|x|/2 from the table of
+    exp_log.exp_table_pair (same special values; measured max error in docs/vecmath.md)."""
+    return cosh(em, x, half_exp=_half_exp_table)
+
+
 KERNELS = {"tanh": tanh, "sinh": sinh, "cosh": cosh}
+#: the explicit AVX-512 float64 bodies (vecmath._TABLED)
+TABLED: dict[str, Callable] = {"tanh": tanh_table, "sinh": sinh_table, "cosh": cosh_table}
 

@@ -22,6 +22,8 @@ precision) and Handbook of Floating-Point Arithmetic ch. 4 (error-free transform
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from compiler.backend.vecmath import exp_log
 from compiler.backend.vecmath._emit import F64, Em, _h
 from compiler.backend.vecmath.inverse_trig import _exponent_scale, _in_f64
@@ -128,6 +130,31 @@ def _reciprocal(em: Em, hi, lo, exact):
     refined = em.mla(q, e, q)
     good = em.and_(exact, em.cmp("<", em.fabs(refined), em.c(float("inf"))))
     return em.sel(good, refined, q)
+
+
+def _pow_magnitude_table(em: Em, ax, y):
+    """:func:`_pow_magnitude` for 8 float64 on AVX-512: e^(ph + pl) from the table of
+    exp_log.exp_table_pair (n = round(16 ph / ln2), r = ph - n ln2/16 + pl rounded once,
+    vscalefpd for 2^m, gradual underflow included) instead of the degree-11 exp kernel."""
+    c = exp_log.C(em)
+    lh, ll = log_dd(em, ax)
+    ph, pl = em.two_prod(y, lh)
+    pl = em.mla(y, ll, pl)
+    phc = exp_log.clamp(em, ph, -1100.0, 1100.0)  # |n| < 2^15: n (ln2/16)_hi stays exact
+    pl = em.sel(em.cmp("==", phc, ph), pl, em.c(0.0))  # clamped (or inf/nan product): drop
+    shifter = em.c(1.5 * 2.0 ** 52)
+    t = em.mla(phc, em.c(16.0 * c.log2e), shifter)
+    n = em.sub(t, shifter)
+    rh = em.mla(n, em.c(-exp_log.LN2_16[0]), phc)           # exact
+    r = em.add(rh, em.mla(n, em.c(-exp_log.LN2_16[1]), pl))
+    hi, lo = exp_log._table_pair(em, t, r)
+    return exp_log.scalef(em, em.add(hi, lo), exp_log.table_scale(em, n))
+
+
+def pow_table(em: Em, x, y):
+    """x**y for 8 float64 on AVX-512: :func:`pow_` (the same special cases and log) with the
+    exponential from the table (:func:`_pow_magnitude_table`)."""
+    return pow_(em, x, y, magnitude=_pow_magnitude_table)
 
 
 def _pow_magnitude_lowp(em: Em, ax, y):
@@ -251,3 +278,5 @@ def pow_any(em: Em, x, y, fast: bool = False):
 
 
 KERNELS = {"pow": pow_any, "hypot": _in_f64(hypot), "cbrt": _in_f64(cbrt)}
+#: the explicit AVX-512 float64 bodies (vecmath._TABLED)
+TABLED: dict[str, Callable] = {"pow": pow_table}
