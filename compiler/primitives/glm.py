@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from llvmlite import ir as ll
 
 from compiler.ir import dims
 from compiler.ir.primitive import ELEMENTWISE, INDEX
@@ -110,7 +111,7 @@ def _rows_product(cg: Any, op: Any) -> First | None:
         x_axis, w_axis = (lc[0], rc[0]) if x_side == 0 else (rc[0], lc[0])
         m = _matrix(cg, xv)
         weights = _static([d for a, d in enumerate(wv.type.shape) if a != w_axis])
-        if m is None or m[2] != 1 - x_axis or weights is None or not 1 <= weights <= MAX_WEIGHTS:
+        if m is None or m[2] != 1 - x_axis or weights is None or not 1 <= weights:
             continue
         return First(m[0], m[1], _base(xv), wv, w_axis, weights, x_side == 0,
                      xv.type.shape[m[2]], xv.type.shape[1 - m[2]])
@@ -199,6 +200,14 @@ def lower(cg: Any, op: Any, out: Any) -> bool:
     return False
 
 
+def groups(weights: int) -> list[tuple[int, int]]:
+    """The passes over X for `weights` weight vectors: (number of groups, weight vectors per
+    group), at most MAX_WEIGHTS each and as even as they come (9: one of 5 and one of 4)."""
+    count = -(-weights // MAX_WEIGHTS)
+    size, extra = divmod(weights, count)
+    return [(c, s) for c, s in ((extra, size + 1), (count - extra, size)) if c]
+
+
 def _emit(cg: Any, op: Any, z_out: Any, first: First, second: tuple[Any, int, bool],
           chain: list[Any]) -> Any:
     dtype = op.results[0].dtype
@@ -211,78 +220,109 @@ def _emit(cg: Any, op: Any, z_out: Any, first: First, second: tuple[Any, int, bo
     w_shape = [w.type.shape[a] for a in w_free]
     r_free = [a for a in range(r.type.ndim) if a != r_axis]
     r_shape = [r.type.shape[a] for a in r_free]
+    passes = groups(nw)
+    gw = max(size for _, size in passes)          # weight vectors of the largest group
     g = cg.scratch_buffer(dtype, [nw, n])
     width = n if isinstance(n, int) else 64
     chunk = max(4, CHUNK_BYTES // (max(width, 1) * dtype.itemsize))
     own = _own_buffer(cg, r)
     if own is not None:                           # r written here, not again in its own loop
         cg.written_ahead.add(r)
-    rs = own if own is not None else cg.scratch_buffer(dtype, [nw, chunk])
-    part = cg.scratch_buffer(dtype, [nw, n])      # g's sums over one chunk
+    rs = own if own is not None else cg.scratch_buffer(dtype, [gw, chunk])
+    vec = Update.make(cg, dtype, n, gw)
+    part = cg.scratch_buffer(dtype, [gw, n]) if vec is None else None   # a group's sums of g over a chunk
     zero = cg.const(dtype, 0.0)
     kk, nn, ldv = cg.dim(k), cg.dim(n), cg.dim(first.ld)
-
-    def flat_z(v: int, i: Any) -> Any:
-        """The flat place of z[v, i] (and of r[v, i])."""
-        if first.rows_first:
-            return b.add(b.mul(i, cg.index(nw)), cg.index(v))
-        return b.add(b.mul(cg.index(v), kk), i)
-
-    def r_slot(v: int, start: Any, t: Any) -> Any:
-        """Where r[v, start + t] goes: r's own buffer, or the chunk's temporary."""
-        if own is not None:
-            return b.gep(own.ptr, [flat_z(v, b.add(start, t))], inbounds=True)
-        return b.gep(rs.ptr, [b.add(cg.index(v * chunk), t)], inbounds=True)
 
     def x_at(i: Any, j: Any) -> Any:
         return b.load(b.gep(first.buf.ptr, [b.add(b.mul(i, ldv), j)], inbounds=True))
 
-    def index(v: Any, axis: int, free: list[int], shape: list[Any], which: int, i: Any) -> list[Any]:
-        """v's index with `i` on `axis` and weight vector `which` on the others."""
-        at = [cg.index(0)] * v.type.ndim
-        at[axis] = i
-        rest = which
-        for a, d in reversed(list(zip(free, shape))):
-            at[a] = cg.index(rest % d)
-            rest //= d
-        return at
-
     with cg.loop(b.mul(cg.index(nw), nn)) as j:
         b.store(zero, b.gep(g.ptr, [j], inbounds=True))
-    count = b.udiv(b.add(kk, cg.index(chunk - 1)), cg.index(chunk))
-    with cg.loop(count, vectorize=False, unroll=False) as ch:
-        start = b.mul(ch, cg.index(chunk))
-        rest = b.sub(kk, start)
-        rows = b.select(b.icmp_signed("<", rest, cg.index(chunk)), rest, cg.index(chunk))
-        with cg.loop(rows, vectorize=False, unroll=False) as t:      # 1. z = X @ W
-            i = b.add(start, t)
 
-            def body(acc: list[Any], jj: list[Any]) -> list[Any]:
-                x = x_at(i, jj[0])
-                return [cg.reassoc(cg.add(dtype, acc[v], cg.mul(
-                    dtype, x, cg.read(w, index(w, first.w_axis, w_free, w_shape, v, jj[0])))))
-                    for v in range(nw)]
-            dots = cg.reduce([n], (0,), [], [zero] * nw, body)
-            for v, dot in enumerate(dots):
-                b.store(dot, b.gep(z_out.ptr, [flat_z(v, i)], inbounds=True))
-        with cg.computing(chain):                                      # 2. r = f(z, ...)
-            for v in range(nw):
-                with cg.loop(rows) as t:
-                    value = cg.read(r, index(r, r_axis, r_free, r_shape, v, b.add(start, t)))
-                    b.store(value, r_slot(v, start, t))
-        with cg.loop(b.mul(cg.index(nw), nn)) as j:                    # 3. g += X_chunk^T r
-            b.store(zero, b.gep(part.ptr, [j], inbounds=True))
-        with cg.loop(rows, vectorize=False, unroll=False) as t:
-            i = b.add(start, t)
-            rr = [b.load(r_slot(v, start, t)) for v in range(nw)]
-            with cg.loop(nn) as j:
-                x = x_at(i, j)
-                for v, rv in enumerate(rr):
-                    ptr = b.gep(part.ptr, [b.add(b.mul(cg.index(v), nn), j)], inbounds=True)
-                    b.store(cg.add(dtype, b.load(ptr), cg.mul(dtype, x, rv)), ptr)
-        with cg.loop(b.mul(cg.index(nw), nn)) as j:
-            ptr = b.gep(g.ptr, [j], inbounds=True)
-            b.store(cg.add(dtype, b.load(ptr), b.load(b.gep(part.ptr, [j], inbounds=True))), ptr)
+    def one_pass(base: Any, size: int) -> None:
+        """The fused pass over X for weight vectors base .. base + size - 1 (`base` an int
+        when it is known here, else a run-time index)."""
+
+        def weight(v: int) -> Any:
+            return base + v if isinstance(base, int) else b.add(base, cg.index(v))
+
+        def flat_z(v: int, i: Any) -> Any:
+            """The flat place of z[base + v, i] (and of r[base + v, i])."""
+            wv = cg.index(weight(v)) if isinstance(base, int) else weight(v)
+            if first.rows_first:
+                return b.add(b.mul(i, cg.index(nw)), wv)
+            return b.add(b.mul(wv, kk), i)
+
+        def r_slot(v: int, start: Any, t: Any) -> Any:
+            """Where r[base + v, start + t] goes: r's own buffer, or the chunk's temporary."""
+            if own is not None:
+                return b.gep(own.ptr, [flat_z(v, b.add(start, t))], inbounds=True)
+            return b.gep(rs.ptr, [b.add(cg.index(v * chunk), t)], inbounds=True)
+
+        def index(v: Any, axis: int, free: list[int], shape: list[Any], which: int, i: Any
+                  ) -> list[Any]:
+            """v's index with `i` on `axis` and weight vector base + `which` on the others."""
+            at = [cg.index(0)] * v.type.ndim
+            at[axis] = i
+            rest = weight(which)
+            for a, d in reversed(list(zip(free, shape))):
+                if isinstance(rest, int):
+                    at[a] = cg.index(rest % d)
+                    rest //= d
+                elif d != 1:
+                    at[a] = b.urem(rest, cg.index(d))
+                    rest = b.udiv(rest, cg.index(d))
+            return at
+
+        count = b.udiv(b.add(kk, cg.index(chunk - 1)), cg.index(chunk))
+        with cg.loop(count, vectorize=False, unroll=False) as ch:
+            start = b.mul(ch, cg.index(chunk))
+            rest = b.sub(kk, start)
+            rows = b.select(b.icmp_signed("<", rest, cg.index(chunk)), rest, cg.index(chunk))
+            with cg.loop(rows, vectorize=False, unroll=False) as t:      # 1. z = X @ W
+                i = b.add(start, t)
+
+                def body(acc: list[Any], jj: list[Any]) -> list[Any]:
+                    x = x_at(i, jj[0])
+                    return [cg.reassoc(cg.add(dtype, acc[v], cg.mul(
+                        dtype, x, cg.read(w, index(w, first.w_axis, w_free, w_shape, v, jj[0])))))
+                        for v in range(size)]
+                dots = cg.reduce([n], (0,), [], [zero] * size, body)
+                for v, dot in enumerate(dots):
+                    b.store(dot, b.gep(z_out.ptr, [flat_z(v, i)], inbounds=True))
+            with cg.computing(chain):                                      # 2. r = f(z, ...)
+                for v in range(size):
+                    with cg.loop(rows) as t:
+                        value = cg.read(r, index(r, r_axis, r_free, r_shape, v, b.add(start, t)))
+                        b.store(value, r_slot(v, start, t))
+            gbase = b.mul(cg.index(base) if isinstance(base, int) else base, nn)
+            if vec is not None:                                            # 3. g += X_chunk^T r
+                vec.update(cg, first, g, gbase, start, rows,
+                           [lambda t, v=v: b.load(r_slot(v, start, t)) for v in range(size)])
+                return
+            with cg.loop(b.mul(cg.index(size), nn)) as j:
+                b.store(zero, b.gep(part.ptr, [j], inbounds=True))
+            with cg.loop(rows, vectorize=False, unroll=False) as t:
+                i = b.add(start, t)
+                rr = [b.load(r_slot(v, start, t)) for v in range(size)]
+                with cg.loop(nn) as j:
+                    x = x_at(i, j)
+                    for v, rv in enumerate(rr):
+                        ptr = b.gep(part.ptr, [b.add(b.mul(cg.index(v), nn), j)], inbounds=True)
+                        b.store(cg.add(dtype, b.load(ptr), cg.mul(dtype, x, rv)), ptr)
+            with cg.loop(b.mul(cg.index(size), nn)) as j:
+                ptr = b.gep(g.ptr, [b.add(gbase, j)], inbounds=True)
+                b.store(cg.add(dtype, b.load(ptr), b.load(b.gep(part.ptr, [j], inbounds=True))), ptr)
+
+    done = 0
+    for count, size in passes:
+        if count == 1:
+            one_pass(done, size)
+        else:
+            with cg.loop(cg.index(count), vectorize=False, unroll=False) as p:
+                one_pass(b.add(cg.index(done), b.mul(p, cg.index(size))), size)
+        done += count * size
     return g, g_by_weight, nw
 
 
@@ -316,3 +356,100 @@ def finish(cg: Any, op: Any, out: Any) -> bool:
             at = b.add(b.mul(v, n), j) if by_weight else b.add(b.mul(j, cg.index(nw)), v)
             b.store(b.load(src), b.gep(out.ptr, [at], inbounds=True))
     return True
+
+
+#: accumulator registers of step 3 (of 32 vector registers with AVX-512, 16 else)
+ACCUMULATORS = {512: 24, 256: 12}
+SCALAR = {F32: ll.FloatType(), F64: ll.DoubleType()}
+
+
+class Update:
+    """Step 3 as register-blocked vector code: ``g[group] += r_chunk^T X_chunk`` with the
+    sums of a block of g (the group's weight vectors times a few vectors of columns) held in
+    registers while the chunk's rows stream by: per row, one load per column vector and one
+    broadcast of r per weight vector, then a fused multiply-add per accumulator. (Summed
+    through a buffer, each product costs a load and a store of the sum: store-bound.)"""
+
+    def __init__(self, cg: Any, dtype: np.dtype, n: int, lanes: int, blocks: list[tuple[int, int]]) -> None:
+        self.dtype, self.n, self.lanes, self.blocks = dtype, n, lanes, blocks
+        et = SCALAR[dtype]
+        self.vt = ll.VectorType(et, lanes)
+        self.zero = ll.Constant(self.vt, [ll.Constant(et, 0.0)] * lanes)
+        self.slots = [cg.alloca_builder.alloca(self.vt) for _ in range(ACCUMULATORS[cg.vector_bits])]
+        name = f"llvm.fma.v{lanes}f{dtype.itemsize * 8}"
+        self.fma_fn = cg.module.globals.get(name) or ll.Function(
+            cg.module, ll.FunctionType(self.vt, [self.vt] * 3), name)
+
+    @staticmethod
+    def make(cg: Any, dtype: np.dtype, n: Any, weights: int) -> "Update | None":
+        """The blocked update for groups of at most `weights` weight vectors, None when it
+        does not apply (a symbolic or short row, an unknown vector width)."""
+        if dtype not in SCALAR or cg.vector_bits not in ACCUMULATORS or not isinstance(n, int):
+            return None
+        lanes = cg.vector_bits // (8 * dtype.itemsize)
+        vectors = -(-n // lanes)
+        if n < lanes:
+            return None
+        per = max(1, ACCUMULATORS[cg.vector_bits] // weights)    # column vectors of a block
+        count = -(-vectors // per)
+        size, extra = divmod(vectors, count)
+        blocks, c = [], 0
+        for i in range(count):
+            width = size + (i < extra)
+            blocks.append((c, width))
+            c += width
+        return Update(cg, dtype, n, lanes, blocks)
+
+    def update(self, cg: Any, first: First, g: Any, gbase: Any, start: Any, rows: Any,
+               rs: list[Any]) -> None:
+        """g[gbase / n + v, :] += sum over the chunk's rows t of rs[v](t) * X[start + t, :]."""
+        b, vt, lanes, n = cg.b, self.vt, self.lanes, self.n
+        undef = ll.Constant(vt, ll.Undefined)
+        splat = ll.Constant(ll.VectorType(ll.IntType(32), lanes), [ll.Constant(ll.IntType(32), 0)] * lanes)
+        ldv = cg.dim(first.ld)
+        for c0, width in self.blocks:
+            slots = [self.slots[v * width:(v + 1) * width] for v in range(len(rs))]
+            for line in slots:
+                for slot in line:
+                    b.store(self.zero, slot)
+            with cg.loop(rows, vectorize=False) as t:
+                row = b.gep(first.buf.ptr, [b.mul(b.add(start, t), ldv)], inbounds=True)
+                xs = [self._load(cg, row, c) for c in range(c0, c0 + width)]
+                for r, line in zip(rs, slots):
+                    s = r(t)
+                    bc = b.shuffle_vector(b.insert_element(undef, s, ll.Constant(ll.IntType(32), 0)),
+                                          undef, splat)
+                    for x, slot in zip(xs, line):
+                        b.store(self._fma(cg, bc, x, b.load(slot)), slot)
+            for v, line in enumerate(slots):
+                gv = b.gep(g.ptr, [b.add(gbase, cg.index(v * n))], inbounds=True)
+                for c, slot in zip(range(c0, c0 + width), line):
+                    self._add_into(cg, gv, c, b.load(slot))
+
+    def _fma(self, cg: Any, x: Any, y: Any, acc: Any) -> Any:
+        if cg.has_fma:
+            return cg.b.call(self.fma_fn, [x, y, acc])
+        return cg.b.fadd(cg.b.fmul(x, y), acc)
+
+    def _load(self, cg: Any, row: Any, c: int) -> Any:
+        """Columns c * lanes ... of a row as a vector (zeros past column n)."""
+        b, lanes = cg.b, self.lanes
+        if (c + 1) * lanes <= self.n:
+            ptr = b.bitcast(b.gep(row, [cg.index(c * lanes)], inbounds=True), self.vt.as_pointer())
+            return b.load(ptr, align=self.dtype.itemsize)
+        v = self.zero
+        for lane in range(self.n - c * lanes):
+            s = b.load(b.gep(row, [cg.index(c * lanes + lane)], inbounds=True))
+            v = b.insert_element(v, s, ll.Constant(ll.IntType(32), lane))
+        return v
+
+    def _add_into(self, cg: Any, gv: Any, c: int, acc: Any) -> None:
+        """gv[c * lanes ...] += acc (its lanes before column n)."""
+        b, lanes, item = cg.b, self.lanes, self.dtype.itemsize
+        if (c + 1) * lanes <= self.n:
+            ptr = b.bitcast(b.gep(gv, [cg.index(c * lanes)], inbounds=True), self.vt.as_pointer())
+            b.store(b.fadd(b.load(ptr, align=item), acc), ptr, align=item)
+            return
+        for lane in range(self.n - c * lanes):
+            ptr = b.gep(gv, [cg.index(c * lanes + lane)], inbounds=True)
+            b.store(b.fadd(b.load(ptr), b.extract_element(acc, ll.Constant(ll.IntType(32), lane))), ptr)
