@@ -100,12 +100,14 @@ class First:
     cols: dims.Dim                # n
 
 
-def _rows_product(cg: Any, op: Any) -> First | None:
+def _rows_products(cg: Any, op: Any) -> list[First]:
+    """The readings of `op` as ``z = X @ W`` (either operand may be X: ``W @ X.T`` too)."""
     if op.prim is not ops.dot_general_p or op.results[0].dtype not in (F32, F64):
-        return None
+        return []
     (lc, rc), (lb, rb) = op.params["dimension_numbers"]
     if lb or rb or len(lc) != 1:
-        return None
+        return []
+    found = []
     for x_side in (0, 1):
         xv, wv = op.operands[x_side], op.operands[1 - x_side]
         x_axis, w_axis = (lc[0], rc[0]) if x_side == 0 else (rc[0], lc[0])
@@ -113,15 +115,16 @@ def _rows_product(cg: Any, op: Any) -> First | None:
         weights = _static([d for a, d in enumerate(wv.type.shape) if a != w_axis])
         if m is None or m[2] != 1 - x_axis or weights is None or not 1 <= weights:
             continue
-        return First(m[0], m[1], _base(xv), wv, w_axis, weights, x_side == 0,
-                     xv.type.shape[m[2]], xv.type.shape[1 - m[2]])
-    return None
+        found.append(First(m[0], m[1], _base(xv), wv, w_axis, weights, x_side == 0,
+                           xv.type.shape[m[2]], xv.type.shape[1 - m[2]]))
+    return found
 
 
 def _transposed_product(cg: Any, op: Any, first: First) -> tuple[Any, int, bool] | None:
     """(r, r's contracted axis, whether g is [B, n]) when `op` is ``X.T @ r`` or ``r @ X``
     with the first product's X contracted over its rows with r, whose elements lie in z's
-    order (r[b, i] at z[b, i]'s flat place)."""
+    order (r[b, i] at z[b, i]'s flat place), or with a transpose of such an r (then r is the
+    value transposed)."""
     if op.prim is not ops.dot_general_p:
         return None
     (lc, rc), (lb, rb) = op.params["dimension_numbers"]
@@ -134,6 +137,9 @@ def _transposed_product(cg: Any, op: Any, first: First) -> tuple[Any, int, bool]
         if m is None or m[0] is not first.buf or m[1] != first.ld or m[2] != x_axis \
                 or _base(xv) is not first.base:
             continue
+        if r.op is not None and r.op.prim is ops.transpose_p:      # (P - y[:, None]).T @ X
+            r_axis = r.op.params["permutation"][r_axis]
+            r = r.op.operands[0]
         before, after = _static(r.type.shape[:r_axis]), _static(r.type.shape[r_axis + 1:])
         if (before, after) == ((1, first.weights) if first.rows_first else (first.weights, 1)):
             return r, r_axis, x_side == 1
@@ -183,20 +189,23 @@ def _chain(cg: Any, r: Any, z: Any) -> list[Any] | None:
 def lower(cg: Any, op: Any, out: Any) -> bool:
     """At ``z = X @ W``: when a later product of the block is ``X.T @ f(z)``, emit both in
     one pass (the second's result kept in `cg.fused_products`); False: nothing emitted."""
-    first = _rows_product(cg, op)
     sched = cg.sched
-    if first is None or sched is None:
+    if sched is None:
         return False
     z = op.results[0]
-    for later in sched.block.ops[sched.block.ops.index(op) + 1:]:
-        found = _transposed_product(cg, later, first)
-        if found is None:
-            continue
-        chain = _chain(cg, found[0], z)
-        if chain is None:
-            continue
-        cg.fused_products[later] = _emit(cg, op, out, first, found, chain)
-        return True
+    for first in _rows_products(cg, op):
+        for later in sched.block.ops[sched.block.ops.index(op) + 1:]:
+            found = _transposed_product(cg, later, first)
+            if found is None:
+                continue
+            chain = _chain(cg, found[0], z)
+            if chain is None:
+                continue
+            cg.fused_products[later] = _emit(cg, op, out, first, found, chain)
+            dropped = _dropped_transpose(cg, later, found[0])
+            if dropped is not None:     # read by the second product only, which reads r here
+                cg.written_ahead.add(dropped)
+            return True
     return False
 
 
@@ -206,6 +215,22 @@ def groups(weights: int) -> list[tuple[int, int]]:
     count = -(-weights // MAX_WEIGHTS)
     size, extra = divmod(weights, count)
     return [(c, s) for c, s in ((extra, size + 1), (count - extra, size)) if c]
+
+
+def _dropped_transpose(cg: Any, later: Any, r: Any) -> Any:
+    """The operand of `later` that transposes r when nothing else reads it and it has a loop
+    of its own (computing it there would be wasted: the fused pass reads r), else None."""
+    sched = cg.sched
+    for t in later.operands:
+        if t.op is None or t.op.prim is not ops.transpose_p or t.op.operands[0] is not r:
+            continue
+        if t not in cg.buffers or not sched.is_materialized(t) or sched.anchor.get(t) is not None \
+                or t in sched.block.results:
+            return None
+        if any(t in other.operands for other in sched.block.ops if other is not later):
+            return None
+        return t
+    return None
 
 
 def _emit(cg: Any, op: Any, z_out: Any, first: First, second: tuple[Any, int, bool],
@@ -225,10 +250,11 @@ def _emit(cg: Any, op: Any, z_out: Any, first: First, second: tuple[Any, int, bo
     g = cg.scratch_buffer(dtype, [nw, n])
     width = n if isinstance(n, int) else 64
     chunk = max(4, CHUNK_BYTES // (max(width, 1) * dtype.itemsize))
+    wp = cg.scratch_buffer(dtype, [nw, n])        # the weight vectors, unit-stride rows
     own = _own_buffer(cg, r)
     if own is not None:                           # r written here, not again in its own loop
         cg.written_ahead.add(r)
-    rs = own if own is not None else cg.scratch_buffer(dtype, [gw, chunk])
+    rs = own if own is not None else cg.scratch_buffer(dtype, [nw, chunk])
     vec = Update.make(cg, dtype, n, gw)
     part = cg.scratch_buffer(dtype, [gw, n]) if vec is None else None   # a group's sums of g over a chunk
     zero = cg.const(dtype, 0.0)
@@ -237,93 +263,151 @@ def _emit(cg: Any, op: Any, z_out: Any, first: First, second: tuple[Any, int, bo
     def x_at(i: Any, j: Any) -> Any:
         return b.load(b.gep(first.buf.ptr, [b.add(b.mul(i, ldv), j)], inbounds=True))
 
+    def flat_z(v: Any, i: Any) -> Any:
+        """The flat place of z[v, i] (and of r[v, i])."""
+        if first.rows_first:
+            return b.add(b.mul(i, cg.index(nw)), v)
+        return b.add(b.mul(v, kk), i)
+
+    def r_slot(v: Any, start: Any, t: Any) -> Any:
+        """Where r[v, start + t] goes: r's own buffer, or the chunk's temporary."""
+        if own is not None:
+            return b.gep(own.ptr, [flat_z(v, b.add(start, t))], inbounds=True)
+        if first.rows_first:
+            return b.gep(rs.ptr, [b.add(b.mul(t, cg.index(nw)), v)], inbounds=True)
+        return b.gep(rs.ptr, [b.add(b.mul(v, cg.index(chunk)), t)], inbounds=True)
+
+    def index(v: Any, axis: int, free: list[int], shape: list[Any], which: Any, i: Any) -> list[Any]:
+        """v's index with `i` on `axis` and weight vector `which` (an int or a run-time
+        index) on the others."""
+        at = [cg.index(0)] * v.type.ndim
+        at[axis] = i
+        rest = which
+        axes = [(a, d) for a, d in zip(free, shape) if d != 1]
+        for pos, (a, d) in reversed(list(enumerate(axes))):
+            if isinstance(rest, int):
+                at[a] = cg.index(rest % d)
+                rest //= d
+            elif pos == 0:                  # which < nw: the outermost axis takes the rest
+                at[a] = rest
+            else:
+                at[a] = b.urem(rest, cg.index(d))
+                rest = b.udiv(rest, cg.index(d))
+        return at
+
+    def weights(body: Any) -> None:
+        """body(v) for each weight vector: unrolled for one group, else a loop."""
+        if nw <= MAX_WEIGHTS:
+            for v in range(nw):
+                body(cg.index(v), v)
+        else:
+            with cg.loop(cg.index(nw)) as v:
+                body(v, v)
+
+    def pack(v: Any, which: Any) -> None:
+        with cg.loop(nn) as j:
+            b.store(cg.read(w, index(w, first.w_axis, w_free, w_shape, which, j)),
+                    b.gep(wp.ptr, [b.add(b.mul(v, nn), j)], inbounds=True))
     with cg.loop(b.mul(cg.index(nw), nn)) as j:
         b.store(zero, b.gep(g.ptr, [j], inbounds=True))
+    weights(pack)
 
-    def one_pass(base: Any, size: int) -> None:
-        """The fused pass over X for weight vectors base .. base + size - 1 (`base` an int
-        when it is known here, else a run-time index)."""
+    def groups_of(body: Any) -> None:
+        """body(base, size) for each group of weight vectors (`base` a run-time index)."""
+        done = 0
+        for count, size in passes:
+            if count == 1:
+                body(cg.index(done), size)
+            else:
+                with cg.loop(cg.index(count), vectorize=False, unroll=False) as p:
+                    body(b.add(cg.index(done), b.mul(p, cg.index(size))), size)
+            done += count * size
 
-        def weight(v: int) -> Any:
-            return base + v if isinstance(base, int) else b.add(base, cg.index(v))
-
-        def flat_z(v: int, i: Any) -> Any:
-            """The flat place of z[base + v, i] (and of r[base + v, i])."""
-            wv = cg.index(weight(v)) if isinstance(base, int) else weight(v)
-            if first.rows_first:
-                return b.add(b.mul(i, cg.index(nw)), wv)
-            return b.add(b.mul(wv, kk), i)
-
-        def r_slot(v: int, start: Any, t: Any) -> Any:
-            """Where r[base + v, start + t] goes: r's own buffer, or the chunk's temporary."""
-            if own is not None:
-                return b.gep(own.ptr, [flat_z(v, b.add(start, t))], inbounds=True)
-            return b.gep(rs.ptr, [b.add(cg.index(v * chunk), t)], inbounds=True)
-
-        def index(v: Any, axis: int, free: list[int], shape: list[Any], which: int, i: Any
-                  ) -> list[Any]:
-            """v's index with `i` on `axis` and weight vector base + `which` on the others."""
-            at = [cg.index(0)] * v.type.ndim
-            at[axis] = i
-            rest = weight(which)
-            for a, d in reversed(list(zip(free, shape))):
-                if isinstance(rest, int):
-                    at[a] = cg.index(rest % d)
-                    rest //= d
-                elif d != 1:
-                    at[a] = b.urem(rest, cg.index(d))
-                    rest = b.udiv(rest, cg.index(d))
-            return at
-
+    def chunks(body: Any) -> None:
+        """body(start, rows) for each chunk of X's rows."""
         count = b.udiv(b.add(kk, cg.index(chunk - 1)), cg.index(chunk))
         with cg.loop(count, vectorize=False, unroll=False) as ch:
             start = b.mul(ch, cg.index(chunk))
             rest = b.sub(kk, start)
-            rows = b.select(b.icmp_signed("<", rest, cg.index(chunk)), rest, cg.index(chunk))
-            with cg.loop(rows, vectorize=False, unroll=False) as t:      # 1. z = X @ W
-                i = b.add(start, t)
+            body(start, b.select(b.icmp_signed("<", rest, cg.index(chunk)), rest, cg.index(chunk)))
 
-                def body(acc: list[Any], jj: list[Any]) -> list[Any]:
-                    x = x_at(i, jj[0])
-                    return [cg.reassoc(cg.add(dtype, acc[v], cg.mul(
-                        dtype, x, cg.read(w, index(w, first.w_axis, w_free, w_shape, v, jj[0])))))
-                        for v in range(size)]
-                dots = cg.reduce([n], (0,), [], [zero] * size, body)
-                for v, dot in enumerate(dots):
-                    b.store(dot, b.gep(z_out.ptr, [flat_z(v, i)], inbounds=True))
-            with cg.computing(chain):                                      # 2. r = f(z, ...)
+    def dots(start: Any, rows: Any, base: Any, size: int) -> None:         # 1. z = X @ W
+        with cg.loop(rows, vectorize=False, unroll=False) as t:
+            i = b.add(start, t)
+            wrow = [b.gep(wp.ptr, [b.mul(b.add(base, cg.index(v)), nn)], inbounds=True)
+                    for v in range(size)]
+
+            def body(acc: list[Any], jj: list[Any]) -> list[Any]:
+                x = x_at(i, jj[0])
+                return [cg.reassoc(cg.add(dtype, acc[v], cg.mul(
+                    dtype, x, b.load(b.gep(wrow[v], [jj[0]], inbounds=True)))))
+                    for v in range(size)]
+            sums = cg.reduce([n], (0,), [], [zero] * size, body)
+            for v, dot in enumerate(sums):
+                b.store(dot, b.gep(z_out.ptr, [flat_z(b.add(base, cg.index(v)), i)], inbounds=True))
+
+    def residuals(start: Any, rows: Any, base: Any, size: int | None) -> None:  # 2. r = f(z, ...)
+        """r of the chunk's rows, for weight vectors base .. base + size - 1 (None: all)."""
+        def each(body: Any) -> None:
+            if size is None:
+                weights(body)
+            else:
                 for v in range(size):
+                    which = b.add(base, cg.index(v))
+                    body(which, which)
+        with cg.computing(chain):
+            if first.rows_first:        # z[i, :] together
+                with cg.loop(rows) as t:
+                    each(lambda v, which: b.store(
+                        cg.read(r, index(r, r_axis, r_free, r_shape, which, b.add(start, t))),
+                        r_slot(v, start, t)))
+            else:
+                def along(v: Any, which: Any) -> None:
                     with cg.loop(rows) as t:
-                        value = cg.read(r, index(r, r_axis, r_free, r_shape, v, b.add(start, t)))
-                        b.store(value, r_slot(v, start, t))
-            gbase = b.mul(cg.index(base) if isinstance(base, int) else base, nn)
-            if vec is not None:                                            # 3. g += X_chunk^T r
-                vec.update(cg, first, g, gbase, start, rows,
-                           [lambda t, v=v: b.load(r_slot(v, start, t)) for v in range(size)])
-                return
-            with cg.loop(b.mul(cg.index(size), nn)) as j:
-                b.store(zero, b.gep(part.ptr, [j], inbounds=True))
-            with cg.loop(rows, vectorize=False, unroll=False) as t:
-                i = b.add(start, t)
-                rr = [b.load(r_slot(v, start, t)) for v in range(size)]
-                with cg.loop(nn) as j:
-                    x = x_at(i, j)
-                    for v, rv in enumerate(rr):
-                        ptr = b.gep(part.ptr, [b.add(b.mul(cg.index(v), nn), j)], inbounds=True)
-                        b.store(cg.add(dtype, b.load(ptr), cg.mul(dtype, x, rv)), ptr)
-            with cg.loop(b.mul(cg.index(size), nn)) as j:
-                ptr = b.gep(g.ptr, [b.add(gbase, j)], inbounds=True)
-                b.store(cg.add(dtype, b.load(ptr), b.load(b.gep(part.ptr, [j], inbounds=True))), ptr)
+                        b.store(cg.read(r, index(r, r_axis, r_free, r_shape, which, b.add(start, t))),
+                                r_slot(v, start, t))
+                each(along)
 
-    done = 0
-    for count, size in passes:
-        if count == 1:
-            one_pass(done, size)
-        else:
-            with cg.loop(cg.index(count), vectorize=False, unroll=False) as p:
-                one_pass(b.add(cg.index(done), b.mul(p, cg.index(size))), size)
-        done += count * size
-    return g, g_by_weight, nw
+    def update(start: Any, rows: Any, base: Any, size: int) -> None:      # 3. g += X_chunk^T r
+        gbase = b.mul(base, nn)
+        rv = [b.add(base, cg.index(v)) for v in range(size)]
+        if vec is not None:
+            vec.update(cg, first, g, gbase, start, rows,
+                       [lambda t, v=v: b.load(r_slot(v, start, t)) for v in rv])
+            return
+        assert part is not None
+        with cg.loop(b.mul(cg.index(size), nn)) as j:
+            b.store(zero, b.gep(part.ptr, [j], inbounds=True))
+        with cg.loop(rows, vectorize=False, unroll=False) as t:
+            i = b.add(start, t)
+            rr = [b.load(r_slot(v, start, t)) for v in rv]
+            with cg.loop(nn) as j:
+                x = x_at(i, j)
+                for v, rval in enumerate(rr):
+                    ptr = b.gep(part.ptr, [b.add(b.mul(cg.index(v), nn), j)], inbounds=True)
+                    b.store(cg.add(dtype, b.load(ptr), cg.mul(dtype, x, rval)), ptr)
+        with cg.loop(b.mul(cg.index(size), nn)) as j:
+            ptr = b.gep(g.ptr, [b.add(gbase, j)], inbounds=True)
+            b.store(cg.add(dtype, b.load(ptr), b.load(b.gep(part.ptr, [j], inbounds=True))), ptr)
+
+    if first.rows_first or len(passes) == 1 and passes[0][0] == 1:
+        # z[i, :] holds every weight vector's value: r of a chunk's rows in one loop over them
+        def inner(start: Any, rows: Any) -> None:
+            groups_of(lambda base, size: dots(start, rows, base, size))
+            residuals(start, rows, cg.index(0), None)
+            groups_of(lambda base, size: update(start, rows, base, size))
+        chunks(inner)
+    else:
+        # z[v, :] of a group together: a pass over X per group (X streams from L2 or L3; the
+        # group's z, r and sums are written and read one after the other)
+        def outer(base: Any, size: int) -> None:
+            def body(start: Any, rows: Any) -> None:
+                dots(start, rows, base, size)
+                residuals(start, rows, base, size)
+                update(start, rows, base, size)
+            chunks(body)
+        groups_of(outer)
+    return g, g_by_weight, nw, r
 
 
 def _own_buffer(cg: Any, r: Any) -> Any:
@@ -345,9 +429,9 @@ def finish(cg: Any, op: Any, out: Any) -> bool:
     fused = cg.fused_products.pop(op, None)       # (a block lowered twice fuses twice)
     if fused is None:
         return False
-    for v in op.operands:
+    g, by_weight, nw, r = fused
+    for v in (*op.operands, r):
         cg.written_ahead.discard(v)
-    g, by_weight, nw = fused
     b = cg.b
     n = cg.dim(g.shape[1])
     with cg.loop(cg.index(nw), vectorize=False) as v:
