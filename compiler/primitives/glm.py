@@ -180,8 +180,8 @@ def _chain(cg: Any, r: Any, z: Any) -> list[Any] | None:
                 return None
             if op.prim.kind == INDEX and op.prim is not ops.reshape_p:
                 return None
-        elif v in cg.buffers:
-            return None                         # a value written elsewhere: maybe not yet
+        # a value of the arguments alone that has a buffer is computed again here too: it may
+        # be written after the first product (grad's 1 / n and its broadcasts)
         order.append(v)
     return order if depends.get(r) else None
 
