@@ -1,10 +1,10 @@
 """The fused ``X.T @ f(X @ w)`` pass (primitives/glm.py) over batches of weight vectors around
 and above MAX_WEIGHTS, in groups: under vmap (z laid out [B, k]), written batched by hand in
 both layouts (``X @ W.T`` with ``(P - y[:, None]).T @ X``, z [k, B]; ``W @ X.T`` with ``P @
-X``), under vmap of grad and grad of a vmapped sum, and with a weight batch of two axes;
-float64 and float32 against NumPy in float64 (a Python loop over the weight vectors), with a
-row count that is not a whole number of chunks and a column count that is not a whole number
-of vectors."""
+X``), under vmap of grad and of jacrev and grad of a vmapped sum, and with a weight batch of
+two axes; float64 and float32 against NumPy in float64 (a Python loop over the weight
+vectors), with a row count that is not a whole number of chunks and a column count that is not
+a whole number of vectors."""
 from __future__ import annotations
 
 import functools
@@ -68,7 +68,9 @@ KERNELS = {
     "rows_first": (lambda: compiler.jit(rows_first), "logistic", BATCHES),
     "weights_first": (lambda: compiler.jit(weights_first), "logistic", (9, 33)),
     "vmap_grad": (lambda: compiler.vmap(compiler.grad(logistic_loss), in_dims=(0, None, None)), "logistic",
-                  BATCHES),
+                  (8, 16)),
+    "vmap_jacrev": (lambda: compiler.vmap(compiler.jacrev(logistic_loss), in_dims=(0, None, None)),
+                    "logistic", (9, 33)),
     "grad_of_vmap_sum": (lambda: compiler.grad(summed), "logistic", (9, 33)),
     "vmap_grad_squared": (lambda: compiler.vmap(compiler.grad(squared_loss), in_dims=(0, None, None)),
                           "squared", (9, 33)),
