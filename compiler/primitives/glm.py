@@ -19,12 +19,13 @@ time (the chunk stays in L1), and for each chunk
    loop that loads and stores the chunk's sums per product.
 
 The weight vectors are taken in groups of at most MAX_WEIGHTS (`groups`: 33 is 5 groups, 3
-of 7 and 2 of 6), packed once into unit-stride rows. When z is [k, B] (X the lhs of the
-first product) a row of z holds every weight vector, and the groups are taken inside the
-chunk loop (step 2 runs along a row of z); when z is [B, k] (vmap) each group makes its own
-pass over X (z's and r's rows of one group are written one after the other; X streams from
-L2 or L3). 4096 x 128 float64, one thread, Zen 5: 8 weight vectors 0.18 ms, 32 0.73, 256
-6.2 (NumPy's two dgemm and its elementwise pass 0.68, 1.6, 12.5 ms).
+of 7 and 2 of 6), packed once into unit-stride rows. When z is [B, k] (vmap) and X is not
+large, each group makes its own pass over X (z's and r's rows of one group are written one
+after the other; X is read again from L2 or L3); otherwise the groups are taken inside the
+chunk loop (when z is [k, B], X the lhs of the first product, step 2 runs along z's rows),
+if the weight vectors and g fit in L2; else the products stay apart (`order`). The logistic
+gradient, X 4096 x 128 float64, one thread, Zen 5: 8 weight vectors 0.18 ms, 32 0.74, 256
+6.6 (NumPy's two dgemm and its elementwise pass 0.71, 1.65, 13.7 ms).
 
 g lives in a temporary until the second product's turn comes, where it is copied to its
 result (`Codegen.fused_products`). The dot products are summed as `linalg._lower_dot_rows`
@@ -219,6 +220,8 @@ def lower(cg: Any, op: Any, out: Any) -> bool:
         return False
     z = op.results[0]
     for first in _rows_products(cg, op):
+        if order(first, op.results[0].dtype) is None:
+            continue
         for later in sched.block.ops[sched.block.ops.index(op) + 1:]:
             found = _transposed_product(cg, later, first)
             if found is None:
@@ -232,6 +235,32 @@ def lower(cg: Any, op: Any, out: Any) -> bool:
                 cg.written_ahead.add(dropped)
             return True
     return False
+
+
+#: more than MAX_WEIGHTS weight vectors: a pass over X per group when X takes at most
+#: OUTER_X_BYTES (it is read again from L2 or L3), else the groups inside the loop over X's
+#: chunks when the weight vectors and the sums take at most INNER_BYTES (they are read again
+#: per chunk), else two products (BLAS). One thread, Zen 5, ``X.T @ (1 - tanh(X @ W)**2)``:
+#: 4096 x 512 by 64 weight vectors 18.0 ms a pass per group, 9.6 groups inside, 11.6 apart;
+#: 4096 x 128 by 256: 7.0, 8.2, 10.6; 1024 x 512 by 512: 18.4 a pass per group, 22.1 inside,
+#: 17.9 apart. When z is [k, B] (X the lhs), a pass per group reads z's rows in pieces: the
+#: groups are inside (4096 x 128 by 256: 7.0 against 8.0) or the products apart.
+OUTER_X_BYTES = 4 << 20
+INNER_BYTES = 2 << 20
+
+
+def order(first: First, dtype: np.dtype) -> str | None:
+    """How the groups of weight vectors meet the chunks of X: "inner" (the groups inside the
+    loop over the chunks), "outer" (a pass over X per group) or None (do not fuse)."""
+    if first.weights <= MAX_WEIGHTS:
+        return "inner"                          # one group: the two orders are one
+    x_bytes = _static([first.rows, first.cols])
+    working = _static([2, first.weights, first.cols])
+    if not first.rows_first and x_bytes is not None and x_bytes * dtype.itemsize <= OUTER_X_BYTES:
+        return "outer"
+    if working is not None and working * dtype.itemsize <= INNER_BYTES:
+        return "inner"
+    return None
 
 
 def groups(weights: int) -> list[tuple[int, int]]:
@@ -415,7 +444,7 @@ def _emit(cg: Any, op: Any, z_out: Any, first: First, second: tuple[Any, int, bo
             ptr = b.gep(g.ptr, [b.add(gbase, j)], inbounds=True)
             b.store(cg.add(dtype, b.load(ptr), b.load(b.gep(part.ptr, [j], inbounds=True))), ptr)
 
-    if first.rows_first or len(passes) == 1 and passes[0][0] == 1:
+    if order(first, dtype) == "inner":
         # z[i, :] holds every weight vector's value: r of a chunk's rows in one loop over them
         def inner(start: Any, rows: Any) -> None:
             groups_of(lambda base, size: dots(start, rows, base, size))
