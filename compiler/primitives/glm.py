@@ -506,10 +506,12 @@ class Update:
     sums of a block of g (the group's weight vectors times a few vectors of columns) held in
     registers while the chunk's rows stream by: per row, one load per column vector and one
     broadcast of r per weight vector, then a fused multiply-add per accumulator. (Summed
-    through a buffer, each product costs a load and a store of the sum: store-bound.)"""
+    through a buffer, each product costs a load and a store of the sum: store-bound.) The
+    blocks of `per` whole vectors are one loop; the rest (fewer whole vectors and the part of
+    a vector past the last whole one) a block of its own."""
 
-    def __init__(self, cg: Any, dtype: np.dtype, n: int, lanes: int, blocks: list[tuple[int, int]]) -> None:
-        self.dtype, self.n, self.lanes, self.blocks = dtype, n, lanes, blocks
+    def __init__(self, cg: Any, dtype: np.dtype, n: int, lanes: int, per: int) -> None:
+        self.dtype, self.n, self.lanes, self.per = dtype, n, lanes, per
         et = SCALAR[dtype]
         self.vt = ll.VectorType(et, lanes)
         self.zero = ll.Constant(self.vt, [ll.Constant(et, 0.0)] * lanes)
@@ -525,69 +527,76 @@ class Update:
         if dtype not in SCALAR or cg.vector_bits not in ACCUMULATORS or not isinstance(n, int):
             return None
         lanes = cg.vector_bits // (8 * dtype.itemsize)
-        vectors = -(-n // lanes)
         if n < lanes:
             return None
         per = max(1, ACCUMULATORS[cg.vector_bits] // weights)    # column vectors of a block
-        count = -(-vectors // per)
-        size, extra = divmod(vectors, count)
-        blocks, c = [], 0
-        for i in range(count):
-            width = size + (i < extra)
-            blocks.append((c, width))
-            c += width
-        return Update(cg, dtype, n, lanes, blocks)
+        return Update(cg, dtype, n, lanes, per)
 
     def update(self, cg: Any, first: First, g: Any, gbase: Any, start: Any, rows: Any,
                rs: list[Any]) -> None:
         """g[gbase / n + v, :] += sum over the chunk's rows t of rs[v](t) * X[start + t, :]."""
+        b, lanes, per = cg.b, self.lanes, self.per
+        whole = self.n // lanes
+        loops = whole // per
+        if loops:
+            with cg.loop(cg.index(loops), vectorize=False, unroll=False) as blk:
+                self._block(cg, first, g, gbase, start, rows, rs, b.mul(blk, cg.index(per * lanes)),
+                            per * lanes)
+        done = loops * per * lanes
+        if done < self.n:
+            self._block(cg, first, g, gbase, start, rows, rs, cg.index(done), self.n - done)
+
+    def _block(self, cg: Any, first: First, g: Any, gbase: Any, start: Any, rows: Any,
+               rs: list[Any], col: Any, cols: int) -> None:
+        """The sums of columns col .. col + cols - 1 (whole vectors, and part of one past them
+        only when this is the last block)."""
         b, vt, lanes, n = cg.b, self.vt, self.lanes, self.n
+        width = -(-cols // lanes)
         undef = ll.Constant(vt, ll.Undefined)
         splat = ll.Constant(ll.VectorType(ll.IntType(32), lanes), [ll.Constant(ll.IntType(32), 0)] * lanes)
         ldv = cg.dim(first.ld)
-        for c0, width in self.blocks:
-            slots = [self.slots[v * width:(v + 1) * width] for v in range(len(rs))]
-            for line in slots:
-                for slot in line:
-                    b.store(self.zero, slot)
-            with cg.loop(rows, vectorize=False) as t:
-                row = b.gep(first.buf.ptr, [b.mul(b.add(start, t), ldv)], inbounds=True)
-                xs = [self._load(cg, row, c) for c in range(c0, c0 + width)]
-                for r, line in zip(rs, slots):
-                    s = r(t)
-                    bc = b.shuffle_vector(b.insert_element(undef, s, ll.Constant(ll.IntType(32), 0)),
-                                          undef, splat)
-                    for x, slot in zip(xs, line):
-                        b.store(self._fma(cg, bc, x, b.load(slot)), slot)
-            for v, line in enumerate(slots):
-                gv = b.gep(g.ptr, [b.add(gbase, cg.index(v * n))], inbounds=True)
-                for c, slot in zip(range(c0, c0 + width), line):
-                    self._add_into(cg, gv, c, b.load(slot))
+        slots = [self.slots[v * width:(v + 1) * width] for v in range(len(rs))]
+        for line in slots:
+            for slot in line:
+                b.store(self.zero, slot)
+        with cg.loop(rows, vectorize=False, unroll=False) as t:
+            row = b.gep(first.buf.ptr, [b.add(b.mul(b.add(start, t), ldv), col)], inbounds=True)
+            xs = [self._load(cg, row, c, min(lanes, cols - c * lanes)) for c in range(width)]
+            for r, line in zip(rs, slots):
+                s = r(t)
+                bc = b.shuffle_vector(b.insert_element(undef, s, ll.Constant(ll.IntType(32), 0)),
+                                      undef, splat)
+                for x, slot in zip(xs, line):
+                    b.store(self._fma(cg, bc, x, b.load(slot)), slot)
+        for v, line in enumerate(slots):
+            gv = b.gep(g.ptr, [b.add(b.add(gbase, cg.index(v * n)), col)], inbounds=True)
+            for c, slot in enumerate(line):
+                self._add_into(cg, gv, c, min(lanes, cols - c * lanes), b.load(slot))
 
     def _fma(self, cg: Any, x: Any, y: Any, acc: Any) -> Any:
         if cg.has_fma:
             return cg.b.call(self.fma_fn, [x, y, acc])
         return cg.b.fadd(cg.b.fmul(x, y), acc)
 
-    def _load(self, cg: Any, row: Any, c: int) -> Any:
-        """Columns c * lanes ... of a row as a vector (zeros past column n)."""
+    def _load(self, cg: Any, row: Any, c: int, count: int) -> Any:
+        """`count` elements from vector c of a row as a vector (zeros past them)."""
         b, lanes = cg.b, self.lanes
-        if (c + 1) * lanes <= self.n:
+        if count == lanes:
             ptr = b.bitcast(b.gep(row, [cg.index(c * lanes)], inbounds=True), self.vt.as_pointer())
             return b.load(ptr, align=self.dtype.itemsize)
         v = self.zero
-        for lane in range(self.n - c * lanes):
+        for lane in range(count):
             s = b.load(b.gep(row, [cg.index(c * lanes + lane)], inbounds=True))
             v = b.insert_element(v, s, ll.Constant(ll.IntType(32), lane))
         return v
 
-    def _add_into(self, cg: Any, gv: Any, c: int, acc: Any) -> None:
-        """gv[c * lanes ...] += acc (its lanes before column n)."""
+    def _add_into(self, cg: Any, gv: Any, c: int, count: int, acc: Any) -> None:
+        """gv[c * lanes ...] += the first `count` lanes of acc."""
         b, lanes, item = cg.b, self.lanes, self.dtype.itemsize
-        if (c + 1) * lanes <= self.n:
+        if count == lanes:
             ptr = b.bitcast(b.gep(gv, [cg.index(c * lanes)], inbounds=True), self.vt.as_pointer())
             b.store(b.fadd(b.load(ptr, align=item), acc), ptr, align=item)
             return
-        for lane in range(self.n - c * lanes):
+        for lane in range(count):
             ptr = b.gep(gv, [cg.index(c * lanes + lane)], inbounds=True)
             b.store(b.fadd(b.load(ptr), b.extract_element(acc, ll.Constant(ll.IntType(32), lane))), ptr)
