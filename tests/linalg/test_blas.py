@@ -209,6 +209,7 @@ def _loss(w, x):
 
 
 loss_grad = jit(grad(_loss))
+loss_grad_x = jit(grad(_loss, argnums=1))
 per_example = jit(vmap(lambda w, x: np.tanh(x @ w), in_dims=(None, 0)))
 
 
@@ -217,7 +218,10 @@ def test_grad_and_vmap_of_large_products(counting):
     w, x = rng.standard_normal((130, 129)) / 10, rng.standard_normal((131, 130)) / 10
     t = np.tanh(oracle("ij,jk->ik", x, w))
     want = oracle("ji,jk->ik", x, 1 - t * t)              # d/dw sum(tanh(x w)) = x^T (1 - t^2)
-    check(loss_grad(w, x), want, np.float64)
+    check(loss_grad(w, x), want, np.float64)             # one pass over x (primitives/glm.py)
+    counting.calls.clear()
+    want_x = oracle("ij,kj->ik", 1 - t * t, w)            # d/dx = (1 - t^2) w^T
+    check(loss_grad_x(w, x), want_x, np.float64)
     assert counting.calls.get("dgemm", 0) >= 2            # forward and backward products
     xs = rng.standard_normal((2, 131, 130)) / 10
     counting.calls.clear()
