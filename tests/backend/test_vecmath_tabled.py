@@ -110,13 +110,18 @@ def test_every_width_on_mixed_lanes_is_accurate_and_gives_the_same_bits() -> Non
     v = _widths(512)
     assert v.symbol.endswith("_tbl") and v.widths == (1, 2, 4, 8)
     pool = _pool()
-    exact = _exact(pool)
-    rng = np.random.default_rng(5)
-    rows = {n: [np.roll(np.arange(len(pool)), -k)[:n] for k in range(len(pool))]
-            + [rng.integers(0, len(pool), n) for _ in range(40)] for n in v.widths}
-    one = {}
+    _check_every_width(v, pool, _exact(pool), np.random.default_rng(5), 40)
+
+
+def _check_every_width(v, pool: np.ndarray, exact: np.ndarray, rng, draws: int) -> None:
+    """Every width on rows of pool values (each value in every lane position, and `draws`
+    random rows): faithful to `exact`, nan where it is nan, and the same bits for a value
+    whatever its width and lane."""
+    one: dict[int, set[bytes]] = {}
     for n in v.widths:
-        for row in rows[n]:
+        rows = [np.roll(np.arange(len(pool)), -k)[:n] for k in range(len(pool))] \
+            + [rng.integers(0, len(pool), n) for _ in range(draws)]
+        for row in rows:
             got = v(n, pool[row])
             assert np.array_equal(np.isnan(got), np.isnan(exact[row])), (n, pool[row], got)
             err = H.ulp_error(got, exact[row])
@@ -261,19 +266,7 @@ def test_on_table_every_width_on_mixed_lanes(name: str) -> None:
     assert v.symbol.endswith("_tbl") and v.widths == (1, 2, 4, 8)
     pool = _pool_on_table(name)
     exact = _exact_on_table(name, pool)
-    rng = np.random.default_rng(len(name))
-    one: dict[int, set[bytes]] = {}
-    for n in v.widths:
-        rows = [np.roll(np.arange(len(pool)), -k)[:n] for k in range(len(pool))] \
-            + [rng.integers(0, len(pool), n) for _ in range(20)]
-        for row in rows:
-            got = v(n, pool[row])
-            assert np.array_equal(np.isnan(got), np.isnan(exact[row])), (n, pool[row], got)
-            err = H.ulp_error(got, exact[row])
-            assert err.max() <= FAITHFUL, f"width {n}: {err.max():.3f} ULP at {pool[row][np.argmax(err)]!r}"
-            for i, g in zip(row, got):
-                one.setdefault(int(i), set()).add(g.tobytes())
-    assert all(len(bits) == 1 for bits in one.values()), "the widths differ in some lane"
+    _check_every_width(v, pool, exact, np.random.default_rng(len(name)), 20)
     special = ~np.isfinite(pool) | (pool == 0) | (np.abs(pool) < 1e-200) | (np.abs(pool) > 1e3)
     with np.errstate(over="ignore"):
         want = getattr(np, name)(pool[special])
