@@ -16,14 +16,19 @@ The pass manager is freed explicitly after its run: llvmlite's pass manager
 classes inherit a no-op ``_dispose`` (``ffi.ObjectRef`` comes first in their
 bases), so garbage collection never deletes them, and every compilation kept
 about 65 KiB of LLVM pass objects for the life of the process.
+
+After the pipeline, the vecmath functions with an explicit vector body (float64 exp, tanh,
+... on AVX-512: vecmath._define.vector_inlined_function) are linked in and inlined by a second,
+small pass manager (an always-inliner and global dead-code elimination): their calls had to
+stay calls until LoopVectorize chose the vector variants (docs/vecmath.md).
 """
 from __future__ import annotations
 
 import llvmlite.binding as llvm
 from llvmlite.binding import newpassmanagers
 
-from compiler.backend.target import Target, _initialize
 from compiler.backend import vecmath
+from compiler.backend.target import Target, _initialize
 
 
 def optimize(module: llvm.ModuleRef, target: Target) -> llvm.ModuleRef:
