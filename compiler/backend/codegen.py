@@ -631,9 +631,9 @@ class Codegen:
         or more axes), when every element they read is at the position it is written to: each
         leaf of their expressions is a buffer of that same shape (buffers are row-major, so
         the index (0, ..., 0, k) is the k-th element of each) or a broadcast scalar, with no
-        other broadcast, view or index-dependent op between. Else None. A nest of short rows would be a short loop per
-        row, with a remainder each (np.exp of 100000 x 31 float64: 2.7 ms in rows, 0.8 ms
-        flat)."""
+        other broadcast, view or index-dependent op between. Else None. A nest of short rows
+        is a short loop per row with a remainder each (np.exp of 100000 x 31 float64: 4.2 ms
+        in rows, 1.0 to 1.3 ms flat)."""
         shape = roots[0].type.shape
         if len(shape) < 2:
             return None
