@@ -6,7 +6,11 @@ alwaysinline`` function whose body is straight-line, branch-free, libm-free arit
 (selects, bit casts, ``llvm.fma``/``llvm.fmuladd``/``llvm.rint``...), so after inlining the
 loop is widened to the target's natural width.  sin/cos/tan additionally need a rare slow
 path (Payne-Hanek reduction of huge arguments); they are emitted as a scalar function with
-explicit vector variants (see :mod:`compiler.backend.vecmath._define`).
+explicit vector variants (see :mod:`compiler.backend.vecmath._define`). On AVX-512 targets
+with FMA, the float64 exponentials (exp, exp2, expm1, tanh, sinh, cosh, pow: ``_TABLED``) have
+an explicit 8-wide body reading a table from registers; their calls stay calls until
+LoopVectorize has chosen the variants, then passes.optimize links in :func:`late_definition`
+and inlines them (``_define.vector_inlined_function``).
 
 Interface used by the backend::
 
