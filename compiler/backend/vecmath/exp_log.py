@@ -165,12 +165,19 @@ def exp_table_pair(em: Em, y, times: float = 1.0):
     tanh's e^(2|x|) saves an addition on its critical path.
     """
     c = C(em)
-    shifter = em.c(1.5 * 2.0 ** 52)
-    t = em.mla(y, em.c(16.0 * times * c.log2e), shifter)
-    n = em.sub(t, shifter)
+    t, n = table_round(em, y, 16.0 * times * c.log2e)
     y = y if times == 1.0 else em.mul(y, em.c(times))      # exact: times is a power of two
     r = em.mla(n, em.c(-LN2_16[1]), em.mla(n, em.c(-LN2_16[0]), y))
     return (*_table_pair(em, t, r), table_scale(em, n))
+
+
+def table_round(em: Em, y, factor: float):
+    """(t, n): n = y * factor rounded to an integer (as a float, |n| < 2^51), and t = n +
+    1.5 2^52 as the rounding shifter leaves it, whose low 4 bits are n mod 16 (the table's
+    index: :func:`_table_lookup`)."""
+    shifter = em.c(1.5 * 2.0 ** 52)
+    t = em.mla(y, em.c(factor), shifter)
+    return t, em.sub(t, shifter)
 
 
 def _table_pair(em: Em, t, r):
@@ -227,9 +234,7 @@ def exp_table(em: Em, x):
     """
     c = C(em)
     y = clamp(em, x, c.exp_lo, c.exp_hi)
-    shifter = em.c(1.5 * 2.0 ** 52)
-    t = em.mla(y, em.c(16.0 * c.log2e), shifter)
-    n = em.sub(t, shifter)
+    t, n = table_round(em, y, 16.0 * c.log2e)
     hi, lo = _table_pair(em, t, em.mla(n, em.c(-LN2_16[1]), em.mla(n, em.c(-LN2_16[0]), y)))
     return scalef(em, em.add(hi, lo), table_scale(em, n))
 
@@ -246,9 +251,7 @@ def exp2_table(em: Em, x):
     """
     c = C(em)
     x = clamp(em, x, -float(em.fmt.bias + em.fmt.mant + 10), float(em.fmt.bias + 2))
-    shifter = em.c(1.5 * 2.0 ** 52)
-    t = em.mla(x, em.c(16.0), shifter)
-    n = em.sub(t, shifter)
+    t, n = table_round(em, x, 16.0)
     d = em.mla(n, em.c(-1.0 / 16), x)
     r = em.mla(d, em.c(c.ln2_a), em.mul(d, em.c(c.ln2_b)))
     hi, lo = _table_pair(em, t, r)
@@ -275,9 +278,7 @@ def expm1_table(em: Em, x):
     c = C(em)
     one = em.c(1.0)
     xc = clamp(em, x, -60.0, c.exp_hi)
-    shifter = em.c(1.5 * 2.0 ** 52)
-    t = em.mla(xc, em.c(16.0 * c.log2e), shifter)
-    n = em.sub(t, shifter)
+    t, n = table_round(em, xc, 16.0 * c.log2e)
     rh = em.mla(n, em.c(-LN2_16[0]), xc)                     # exact
     rl = em.mul(n, em.c(-LN2_16[1]))
     r2 = em.mul(rh, rh)

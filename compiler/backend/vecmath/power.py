@@ -142,9 +142,7 @@ def _pow_magnitude_table(em: Em, ax, y):
     pl = em.mla(y, ll, pl)
     phc = exp_log.clamp(em, ph, -1100.0, 1100.0)  # |n| < 2^15: n (ln2/16)_hi stays exact
     pl = em.sel(em.cmp("==", phc, ph), pl, em.c(0.0))  # clamped (or inf/nan product): drop
-    shifter = em.c(1.5 * 2.0 ** 52)
-    t = em.mla(phc, em.c(16.0 * c.log2e), shifter)
-    n = em.sub(t, shifter)
+    t, n = exp_log.table_round(em, phc, 16.0 * c.log2e)
     rh = em.mla(n, em.c(-exp_log.LN2_16[0]), phc)           # exact
     r = em.add(rh, em.mla(n, em.c(-exp_log.LN2_16[1]), pl))
     hi, lo = exp_log._table_pair(em, t, r)
