@@ -112,17 +112,17 @@ def vector_inlined_function(module: ir.Module, late: ir.Module, name: str, ty: i
     """
     main_name = f"{name}_v{lanes}{INLINED_VARIANT}"
     vty = ir.VectorType(ty, lanes)
-    for target in (module, late):
-        main = ir.Function(target, ir.FunctionType(vty, [vty] * nargs), main_name)
-        main.linkage = "internal"
-        _attrs(main, "alwaysinline")
-        builder = ir.IRBuilder(main.append_basic_block("entry"))
-        builder.ret(body(Em(builder, vty, has_fma=has_fma), *main.args))
+    main = ir.Function(module, ir.FunctionType(vty, [vty] * nargs), main_name)
+    _attrs(main, "alwaysinline")
+    builder = ir.IRBuilder(main.append_basic_block("entry"))
+    builder.ret(body(Em(builder, vty, has_fma=has_fma), *main.args))
     # external, not in @llvm.compiler.used: the pipeline keeps them for LoopVectorize, and
     # passes._inline_late makes them internal once they are inlined, so that unused widths
-    # are not compiled to machine code
-    module.globals[main_name].linkage = ""
-    scalar = _define_wrapper(late, name, ty, late.globals[main_name])
+    # are not compiled to machine code. `late` only declares the body: linked in, its scalar
+    # function calls the module's
+    late_main = ir.Function(late, main.function_type, main_name)
+    _attrs(late_main, "alwaysinline")
+    scalar = _define_wrapper(late, name, ty, late_main)
     scalar.linkage = "linkonce_odr"
     scalar.attributes.add("alwaysinline")
     fn = ir.Function(module, ir.FunctionType(ty, [ty] * nargs), name)
