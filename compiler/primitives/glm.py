@@ -52,7 +52,7 @@ from llvmlite import ir as ll
 from compiler.ir import dims
 from compiler.ir.primitive import ELEMENTWISE, INDEX
 from compiler.ir.types import F32, F64
-from compiler.primitives import gemm, ops
+from compiler.primitives import gemm, gram, ops
 
 #: the rows of X handled together: z, r and the updates of g of a chunk read it from L1
 #: (4096 x 128 float64, one thread, Zen 4: 59 us; 8 KiB 69 us, 64 KiB 67 us; taking 2 or 4
@@ -497,8 +497,8 @@ def finish(cg: Any, op: Any, out: Any) -> bool:
 
 
 #: accumulator registers of step 3 (of 32 vector registers with AVX-512, 16 else)
-ACCUMULATORS = {512: 24, 256: 12}
-SCALAR = {F32: ll.FloatType(), F64: ll.DoubleType()}
+ACCUMULATORS = gram.ACCUMULATORS
+SCALAR = gram.SCALAR
 
 
 class Update:
@@ -512,13 +512,8 @@ class Update:
 
     def __init__(self, cg: Any, dtype: np.dtype, n: int, lanes: int, per: int) -> None:
         self.dtype, self.n, self.lanes, self.per = dtype, n, lanes, per
-        et = SCALAR[dtype]
-        self.vt = ll.VectorType(et, lanes)
-        self.zero = ll.Constant(self.vt, [ll.Constant(et, 0.0)] * lanes)
-        self.slots = [cg.alloca_builder.alloca(self.vt) for _ in range(ACCUMULATORS[cg.vector_bits])]
-        name = f"llvm.fma.v{lanes}f{dtype.itemsize * 8}"
-        self.fma_fn = cg.module.globals.get(name) or ll.Function(
-            cg.module, ll.FunctionType(self.vt, [self.vt] * 3), name)
+        self.vc = gram.VectorCode(cg, dtype, lanes)
+        self.slots = [cg.alloca_builder.alloca(self.vc.vt) for _ in range(ACCUMULATORS[cg.vector_bits])]
 
     @staticmethod
     def make(cg: Any, dtype: np.dtype, n: Any, weights: int) -> "Update | None":
@@ -550,53 +545,21 @@ class Update:
                rs: list[Any], col: Any, cols: int) -> None:
         """The sums of columns col .. col + cols - 1 (whole vectors, and part of one past them
         only when this is the last block)."""
-        b, vt, lanes, n = cg.b, self.vt, self.lanes, self.n
+        b, vc, lanes, n = cg.b, self.vc, self.lanes, self.n
         width = -(-cols // lanes)
-        undef = ll.Constant(vt, ll.Undefined)
-        splat = ll.Constant(ll.VectorType(ll.IntType(32), lanes), [ll.Constant(ll.IntType(32), 0)] * lanes)
         ldv = cg.dim(first.ld)
         slots = [self.slots[v * width:(v + 1) * width] for v in range(len(rs))]
         for line in slots:
             for slot in line:
-                b.store(self.zero, slot)
+                b.store(vc.zero, slot)
         with cg.loop(rows, vectorize=False, unroll=False) as t:
             row = b.gep(first.buf.ptr, [b.add(b.mul(b.add(start, t), ldv), col)], inbounds=True)
-            xs = [self._load(cg, row, c, min(lanes, cols - c * lanes)) for c in range(width)]
+            xs = [vc.load(row, c * lanes, min(lanes, cols - c * lanes)) for c in range(width)]
             for r, line in zip(rs, slots):
-                s = r(t)
-                bc = b.shuffle_vector(b.insert_element(undef, s, ll.Constant(ll.IntType(32), 0)),
-                                      undef, splat)
+                bc = vc.splat(r(t))
                 for x, slot in zip(xs, line):
-                    b.store(self._fma(cg, bc, x, b.load(slot)), slot)
+                    b.store(vc.fma(bc, x, b.load(slot)), slot)
         for v, line in enumerate(slots):
             gv = b.gep(g.ptr, [b.add(b.add(gbase, cg.index(v * n)), col)], inbounds=True)
             for c, slot in enumerate(line):
-                self._add_into(cg, gv, c, min(lanes, cols - c * lanes), b.load(slot))
-
-    def _fma(self, cg: Any, x: Any, y: Any, acc: Any) -> Any:
-        if cg.has_fma:
-            return cg.b.call(self.fma_fn, [x, y, acc])
-        return cg.b.fadd(cg.b.fmul(x, y), acc)
-
-    def _load(self, cg: Any, row: Any, c: int, count: int) -> Any:
-        """`count` elements from vector c of a row as a vector (zeros past them)."""
-        b, lanes = cg.b, self.lanes
-        if count == lanes:
-            ptr = b.bitcast(b.gep(row, [cg.index(c * lanes)], inbounds=True), self.vt.as_pointer())
-            return b.load(ptr, align=self.dtype.itemsize)
-        v = self.zero
-        for lane in range(count):
-            s = b.load(b.gep(row, [cg.index(c * lanes + lane)], inbounds=True))
-            v = b.insert_element(v, s, ll.Constant(ll.IntType(32), lane))
-        return v
-
-    def _add_into(self, cg: Any, gv: Any, c: int, count: int, acc: Any) -> None:
-        """gv[c * lanes ...] += the first `count` lanes of acc."""
-        b, lanes, item = cg.b, self.lanes, self.dtype.itemsize
-        if count == lanes:
-            ptr = b.bitcast(b.gep(gv, [cg.index(c * lanes)], inbounds=True), self.vt.as_pointer())
-            b.store(b.fadd(b.load(ptr, align=item), acc), ptr, align=item)
-            return
-        for lane in range(count):
-            ptr = b.gep(gv, [cg.index(c * lanes + lane)], inbounds=True)
-            b.store(b.fadd(b.load(ptr), b.extract_element(acc, ll.Constant(ll.IntType(32), lane))), ptr)
+                vc.add_into(gv, c * lanes, min(lanes, cols - c * lanes), b.load(slot))

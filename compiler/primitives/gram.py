@@ -106,33 +106,15 @@ def lower(cg: Any, op: Any, out: Any) -> bool:
     lanes = LANE_BITS // (8 * dtype.itemsize)
     vectors = -(-n // lanes)
     plan = blocks(n, lanes, ACCUMULATORS[cg.vector_bits])
-    et = SCALAR[dtype]
-    vt = ll.VectorType(et, lanes)
+    vc = VectorCode(cg, dtype, lanes)
     b = cg.b
-    slots = [cg.alloca_builder.alloca(vt) for _ in range(ACCUMULATORS[cg.vector_bits])]
+    slots = [cg.alloca_builder.alloca(vc.vt) for _ in range(ACCUMULATORS[cg.vector_bits])]
     chunk = max(8, CHUNK_BYTES // (n * dtype.itemsize))
-    zero = ll.Constant(vt, [ll.Constant(et, 0.0)] * lanes)
-    undef = ll.Constant(vt, ll.Undefined)
-    splat_mask = ll.Constant(ll.VectorType(ll.IntType(32), lanes), [ll.Constant(ll.IntType(32), 0)] * lanes)
     kk, ldv = cg.dim(k), cg.dim(ld)
-    name = f"llvm.fma.v{lanes}f{dtype.itemsize * 8}"
-    fma_fn = cg.module.globals.get(name) or ll.Function(cg.module, ll.FunctionType(vt, [vt] * 3), name)
-
-    def fma(x: Any, y: Any, acc: Any) -> Any:
-        if cg.has_fma:
-            return b.call(fma_fn, [x, y, acc])
-        return b.fadd(b.fmul(x, y), acc)
 
     def row_vector(row: Any, c: int) -> Any:
         """Columns c*lanes ... of one row of X as a vector (zeros past column n)."""
-        if (c + 1) * lanes <= n:
-            ptr = b.bitcast(b.gep(row, [cg.index(c * lanes)], inbounds=True), vt.as_pointer())
-            return b.load(ptr, align=dtype.itemsize)
-        v = zero
-        for lane in range(n - c * lanes):
-            s = b.load(b.gep(row, [cg.index(c * lanes + lane)], inbounds=True))
-            v = b.insert_element(v, s, ll.Constant(ll.IntType(32), lane))
-        return v
+        return vc.load(row, c * lanes, min(lanes, n - c * lanes))
 
     with cg.loop_nest(bshape) as bi:
         base = buf.ptr
@@ -141,7 +123,7 @@ def lower(cg: Any, op: Any, out: Any) -> bool:
                 base = b.gep(base, [b.mul(i, cg.dim(s))], inbounds=True)
         g = cg.pointer(out, b.mul(cg.linearize(bi, bshape), cg.index(n * n))) if bshape else out.ptr
         with cg.loop(cg.index(n * n), vectorize=False, unroll=False) as t:
-            b.store(ll.Constant(et, 0.0), b.gep(g, [t], inbounds=True))
+            b.store(ll.Constant(SCALAR[dtype], 0.0), b.gep(g, [t], inbounds=True))
         count = b.udiv(b.add(kk, cg.index(chunk - 1)), cg.index(chunk))
         with cg.loop(count, vectorize=False, unroll=False) as ch:
             start = b.mul(ch, cg.index(chunk))
@@ -156,20 +138,17 @@ def lower(cg: Any, op: Any, out: Any) -> bool:
                     used += vectors - first
                 for _, line in accs:
                     for slot in line:
-                        b.store(zero, slot)
+                        b.store(vc.zero, slot)
                 with cg.loop(rows, vectorize=False) as t:
                     row = b.gep(base, [b.mul(b.add(start, t), ldv)], inbounds=True)
                     xs = [row_vector(row, c) for c in range(c0, vectors)]
                     for r, (first, line) in enumerate(accs):
-                        s = b.load(b.gep(row, [cg.index(a0 + r)], inbounds=True))
-                        bc = b.shuffle_vector(b.insert_element(undef, s, ll.Constant(ll.IntType(32), 0)),
-                                              undef, splat_mask)
+                        bc = vc.splat(b.load(b.gep(row, [cg.index(a0 + r)], inbounds=True)))
                         for x, slot in zip(xs[first - c0:], line):
-                            b.store(fma(bc, x, b.load(slot)), slot)
+                            b.store(vc.fma(bc, x, b.load(slot)), slot)
                 for r, (first, line) in enumerate(accs):
                     for c, slot in zip(range(first, vectors), line):
-                        _add_into(cg, g, (a0 + r) * n + c * lanes, min(lanes, n - c * lanes), b.load(slot),
-                                  vt, dtype)
+                        vc.add_into(g, (a0 + r) * n + c * lanes, min(lanes, n - c * lanes), b.load(slot))
         # the lower triangle from the upper one: G[a, c] = G[c, a] for c < a
         with cg.loop(cg.index(n), vectorize=False, unroll=False) as a:
             with cg.loop(a, vectorize=False, unroll=False) as c:
@@ -178,13 +157,51 @@ def lower(cg: Any, op: Any, out: Any) -> bool:
     return True
 
 
-def _add_into(cg: Any, g: Any, offset: int, width: int, acc: Any, vt: Any, dtype: np.dtype) -> None:
-    """G[offset : offset + width] += the first `width` lanes of `acc`."""
-    b = cg.b
-    if width == vt.count:
-        ptr = b.bitcast(b.gep(g, [cg.index(offset)], inbounds=True), vt.as_pointer())
-        b.store(b.fadd(b.load(ptr, align=dtype.itemsize), acc), ptr, align=dtype.itemsize)
-        return
-    for lane in range(width):
-        ptr = b.gep(g, [cg.index(offset + lane)], inbounds=True)
-        b.store(b.fadd(b.load(ptr), b.extract_element(acc, ll.Constant(ll.IntType(32), lane))), ptr)
+class VectorCode:
+    """The vocabulary of register-blocked vector code for one dtype and vector width (this
+    module's lower and glm.Update): the vector type, its zero, a broadcast, a fused multiply-add
+    (a multiply and an add without FMA), a few elements of memory as a vector and a vector's
+    first lanes added into memory."""
+
+    def __init__(self, cg: Any, dtype: np.dtype, lanes: int) -> None:
+        self.cg, self.dtype, self.lanes = cg, dtype, lanes
+        et = SCALAR[dtype]
+        self.vt = ll.VectorType(et, lanes)
+        self.zero = ll.Constant(self.vt, [ll.Constant(et, 0.0)] * lanes)
+        name = f"llvm.fma.v{lanes}f{dtype.itemsize * 8}"
+        self.fma_fn = cg.module.globals.get(name) or ll.Function(
+            cg.module, ll.FunctionType(self.vt, [self.vt] * 3), name)
+
+    def fma(self, x: Any, y: Any, acc: Any) -> Any:
+        b = self.cg.b
+        return b.call(self.fma_fn, [x, y, acc]) if self.cg.has_fma else b.fadd(b.fmul(x, y), acc)
+
+    def splat(self, s: Any) -> Any:
+        """The scalar s in every lane."""
+        b, i32 = self.cg.b, ll.IntType(32)
+        undef = ll.Constant(self.vt, ll.Undefined)
+        mask = ll.Constant(ll.VectorType(i32, self.lanes), [ll.Constant(i32, 0)] * self.lanes)
+        return b.shuffle_vector(b.insert_element(undef, s, ll.Constant(i32, 0)), undef, mask)
+
+    def load(self, row: Any, offset: int, count: int) -> Any:
+        """row[offset : offset + count] as a vector (zeros past them)."""
+        cg, b = self.cg, self.cg.b
+        if count == self.lanes:
+            ptr = b.bitcast(b.gep(row, [cg.index(offset)], inbounds=True), self.vt.as_pointer())
+            return b.load(ptr, align=self.dtype.itemsize)
+        v = self.zero
+        for lane in range(count):
+            s = b.load(b.gep(row, [cg.index(offset + lane)], inbounds=True))
+            v = b.insert_element(v, s, ll.Constant(ll.IntType(32), lane))
+        return v
+
+    def add_into(self, g: Any, offset: int, count: int, acc: Any) -> None:
+        """g[offset : offset + count] += the first `count` lanes of `acc`."""
+        cg, b, item = self.cg, self.cg.b, self.dtype.itemsize
+        if count == self.lanes:
+            ptr = b.bitcast(b.gep(g, [cg.index(offset)], inbounds=True), self.vt.as_pointer())
+            b.store(b.fadd(b.load(ptr, align=item), acc), ptr, align=item)
+            return
+        for lane in range(count):
+            ptr = b.gep(g, [cg.index(offset + lane)], inbounds=True)
+            b.store(b.fadd(b.load(ptr), b.extract_element(acc, ll.Constant(ll.IntType(32), lane))), ptr)
